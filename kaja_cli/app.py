@@ -1,0 +1,102 @@
+"""The `kaja` command: root options, command registration, and the one place
+where errors become exit codes and one line on stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kaja_cli import __version__
+from kaja_cli.commands import config, demo
+from kaja_cli.errors import ExitStatus, KajaError
+
+app = typer.Typer(
+    name="kaja",
+    help="Administer the local storage of Kaja, your personal AI agent.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"kaja {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    config_path: Annotated[
+        Path | None,
+        typer.Option("--config", metavar="PATH", help="settings.toml to use \\[env: KAJA_CONFIG]."),
+    ] = None,
+    state_dir: Annotated[
+        Path | None,
+        typer.Option("--state-dir", metavar="DIR", help="State folder \\[env: KAJA_STATE_DIR]."),
+    ] = None,
+    db: Annotated[
+        Path | None,
+        typer.Option(
+            "--db", metavar="PATH", help="The shared database file \\[env: KAJA_DB_PATH]."
+        ),
+    ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Administer the local storage of Kaja, your personal AI agent.
+
+    Kaja keeps everything it remembers in SQLite on this machine. kaja shows
+    where it lives, lists and searches conversations, reports usage,
+    diagnoses problems and deletes data safely.
+    """
+    from kaja_cli.core.paths import Overrides
+
+    ctx.obj = Overrides(config=config_path, state_dir=state_dir, db=db)
+
+
+app.add_typer(config.app, name="config")
+app.command("demo")(demo.demo)
+
+
+def main() -> None:
+    """Run kaja; every failure ends as one line on stderr and a documented exit code."""
+    try:
+        app(prog_name="kaja")
+    except KajaError as e:
+        _fail(str(e), e.status)
+    except KeyboardInterrupt:
+        _fail("interrupted", ExitStatus.INTERRUPTED)
+    except BrokenPipeError:
+        # The reader went away (`kaja sessions | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(ExitStatus.OK)
+    except Exception as e:
+        sqlite3 = sys.modules.get("sqlite3")
+        if sqlite3 is not None and isinstance(e, sqlite3.Error):
+            _fail(f"database error: {e}", ExitStatus.FAILED)
+        if os.environ.get("KAJA_DEBUG"):
+            raise
+        _fail(
+            f"internal error: {type(e).__name__}: {e} (rerun with KAJA_DEBUG=1 for details)",
+            ExitStatus.FAILED,
+        )
+
+
+def _fail(message: str, status: ExitStatus) -> None:
+    try:
+        sys.stderr.write(f"kaja: {message}\n")
+        sys.stderr.flush()
+    except Exception:
+        pass
+    sys.exit(int(status))

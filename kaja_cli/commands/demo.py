@@ -1,0 +1,74 @@
+"""`kaja demo`: a realistic sample store, for trying kaja and for benchmarks."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kaja_cli.commands import JSON_HELP, store_of
+
+
+def demo(
+    ctx: typer.Context,
+    seed: Annotated[
+        int, typer.Option(help="Random seed: the same seed and --now give the same rows.")
+    ] = 0,
+    sessions: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Scale up: this many sessions in all (the benchmark store: 10000)."
+        ),
+    ] = None,
+    messages: Annotated[
+        int | None,
+        typer.Option(
+            min=0, help="Scale up: this many messages in all (the benchmark store: 1000000)."
+        ),
+    ] = None,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            metavar="TIME", help="Base time for every timestamp (ISO 8601); default: this hour."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Write a realistic sample store into the resolved location.
+
+    Several owners (the terminal, two Telegram users, a website visitor),
+    tool calls with every status, compacted sessions, a call waiting for
+    approval, images, notes, datasets, the usage ledger, services and the
+    side databases. Refuses to touch an existing store (exit 5): point
+    --state-dir (or KAJA_STATE_DIR) at an empty folder.
+    """
+    from kaja_cli import render
+    from kaja_cli.core import demo as core_demo
+    from kaja_cli.errors import UsageError
+
+    base = None
+    if now is not None:
+        base = render.parse_time(now)
+        if base is None:
+            raise UsageError(f"--now: not an ISO 8601 time: {now!r}")
+    store = store_of(ctx)
+    options = core_demo.DemoOptions(seed=seed, sessions=sessions, messages=messages, now=base)
+    with render.progress("writing the demo store") as bar:
+        result = core_demo.create(store, options, progress=bar)
+    if as_json:
+        render.emit_json(
+            {
+                "path": result.location,
+                "sessions": result.sessions,
+                "messages": result.messages,
+                "tool_calls": result.tool_calls,
+                "images": result.images,
+                "owners": sorted(result.owners),
+                "calls": result.calls,
+            }
+        )
+        return
+    render.note(
+        f"wrote {result.sessions} sessions, {result.messages} messages, {result.tool_calls} tool calls "
+        f"and {result.images} images for {len(result.owners)} owners into {result.location}"
+    )

@@ -1,0 +1,243 @@
+"""The one way kaja opens a SQLite file (SPEC §3).
+
+- Reading: a `file:` URI with `mode=ro` (built with `Path.as_uri()`, so `#`, `?`
+  and spaces work). It never creates the database; if SQLite had to create the
+  `-wal`/`-shm` pair to read a cleanly closed WAL file, they are removed again
+  the way SQLite itself does it, so a read leaves the folder as it found it.
+- Writing: the folder (0700) and file (0600) are created only when asked,
+  `journal_mode=WAL`, `busy_timeout`, and `transaction()` = `BEGIN IMMEDIATE`,
+  one per user action.
+- `holder()` tells whether another process has a file open (a lock on the
+  database or on its `-shm`), without taking any lock itself.
+
+Any SQLite error leaving a `with open_read/open_write` block becomes a
+`KajaError` with the right exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import struct
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kaja_cli.core import fs
+from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
+
+BUSY_TIMEOUT_MS = 5000
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+BUSY_HINT = "another process (Kaja or the Telegram bot) is writing; try again, or close it first"
+
+
+def classify(path: Path) -> str:
+    """ "missing", "dir", "symlink-dir", "empty" (0 bytes), "sqlite" or "other"."""
+    try:
+        if path.is_dir():
+            return "dir"
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return "other"
+    if not head:
+        return "empty"
+    return "sqlite" if head == SQLITE_HEADER else "other"
+
+
+def require_database(path: Path) -> None:
+    """Raise unless `path` is a SQLite file (or an empty one SQLite would accept)."""
+    kind = classify(path)
+    if kind == "missing":
+        raise NotFound(f"no database at {path}")
+    if kind == "dir":
+        raise NotADatabase(f"{path} is a folder, not a SQLite database")
+    if kind == "other":
+        raise NotADatabase(f"{path} is not a SQLite database")
+
+
+def translate(error: sqlite3.Error, path: Path) -> KajaError:
+    """A SQLite error as the one line a user should read."""
+    text = str(error)
+    low = text.lower()
+    if "locked" in low or "busy" in low:
+        return Busy(f"{path} is busy", hint=BUSY_HINT)
+    if "not a database" in low or "file is encrypted" in low:
+        return NotADatabase(f"{path} is not a SQLite database")
+    if "malformed" in low or "corrupt" in low:
+        return Failed(f"{path} is damaged ({text})", hint="run `kaja doctor`")
+    if "readonly" in low or "read-only" in low:
+        return Failed(f"{path} is read-only", hint="check its permissions and those of its folder")
+    if "disk is full" in low or "disk i/o" in low:
+        return Failed(f"cannot write {path}: {text}", hint="free some disk space and try again")
+    if "unable to open" in low:
+        return Failed(f"cannot open {path}: {text}", hint="check the path and its permissions")
+    return Failed(f"{path}: {text}")
+
+
+@contextmanager
+def _translated(path: Path) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.Error as e:
+        raise translate(e, path) from e
+
+
+def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
+    conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+    return conn
+
+
+@contextmanager
+def open_read(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Iterator[sqlite3.Connection]:
+    """A read-only connection; never creates, migrates or modifies anything."""
+    require_database(path)
+    wal, shm = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
+    had = wal.exists(), shm.exists()
+    with _translated(path):
+        conn = _connect(path.as_uri() + "?mode=ro", timeout_ms)
+        try:
+            yield conn
+        finally:
+            conn.close()
+            if not had[0] and (wal.exists() or shm.exists()):
+                _remove_read_leftovers(path, wal, shm, had)
+
+
+def _remove_read_leftovers(path: Path, wal: Path, shm: Path, had: tuple[bool, bool]) -> None:
+    """Undo the -wal/-shm a read-only open of a closed WAL file created.
+
+    A read-write connection that closes last checkpoints (nothing to do: the
+    WAL is empty) and deletes both, under SQLite's own lock, so a process
+    that opened the file meanwhile keeps them. When that connection cannot
+    write (a read-only file) the files go only if nobody holds them.
+    """
+    try:
+        conn = sqlite3.connect(path.as_uri() + "?mode=rw", uri=True, timeout=0.2)
+        try:
+            conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        pass
+    if (wal.exists() or shm.exists()) and holder(path) is None:
+        try:
+            if wal.exists() and wal.stat().st_size == 0:
+                wal.unlink()
+            if not had[1] and not wal.exists():
+                shm.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+@contextmanager
+def open_write(
+    path: Path, *, create: bool = False, timeout_ms: int = BUSY_TIMEOUT_MS
+) -> Iterator[sqlite3.Connection]:
+    """A read-write connection in WAL mode; creates folder and file only if `create`."""
+    kind = classify(path)
+    if kind == "missing":
+        if not create:
+            raise NotFound(f"no database at {path}")
+        fs.ensure_private_dir(path.parent)
+        fs.create_private_file(path)
+    elif kind in ("dir", "other"):
+        require_database(path)
+    with _translated(path):
+        conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
+        try:
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise Failed(f"{path}: cannot switch to WAL mode (journal_mode is {mode})")
+            yield conn
+        finally:
+            conn.close()
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One user action: `BEGIN IMMEDIATE` … `COMMIT`, rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+# --- is another process using the file? -------------------------------------
+# SQLite's unix VFS locks bytes of the database file (PENDING at 0x40000000,
+# RESERVED, then the SHARED range) and of the -shm file (the WAL write, read
+# and recovery locks from byte 120, and the "dead man switch" at byte 128 that
+# every connection holds while it has the WAL open). F_GETLK asks who would
+# block a write lock on those bytes without taking one. The descriptors stay
+# open for the life of the process: closing a descriptor drops every POSIX lock
+# this process holds on the file, including those of its own SQLite
+# connections.
+_LOCK_RANGES = {"": (0x40000000, 512), "-shm": (120, 9)}
+_probe_fds: dict[tuple[int, int], int] = {}
+
+
+def holder(path: Path) -> int | None:
+    """The pid of another process with `path` open (a lock held), else None."""
+    if sys.platform == "win32":  # pragma: no cover - no POSIX locks there
+        return None
+    import fcntl
+
+    for suffix, (start, length) in _LOCK_RANGES.items():
+        target = path.with_name(path.name + suffix)
+        try:
+            st = os.stat(target)
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        fd = _probe_fds.get(key)
+        if fd is None:
+            try:
+                fd = os.open(target, os.O_RDONLY)
+            except OSError:
+                continue
+            _probe_fds[key] = fd
+        try:
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, _flock(fcntl.F_WRLCK, start, length))
+        except OSError:
+            continue
+        kind, pid = _unflock(answer)
+        if kind != fcntl.F_UNLCK:
+            return pid or -1
+    return None
+
+
+# struct flock differs: Linux puts type and whence first, the BSDs last.
+_FLOCK_BSD = sys.platform == "darwin" or "bsd" in sys.platform
+
+
+def _flock(kind: int, start: int, length: int) -> bytes:
+    if _FLOCK_BSD:
+        return struct.pack("qqihh", start, length, 0, kind, os.SEEK_SET)
+    return struct.pack("hhqqi4x", kind, os.SEEK_SET, start, length, 0)
+
+
+def _unflock(data: bytes) -> tuple[int, int]:
+    if _FLOCK_BSD:
+        _start, _len, pid, kind, _whence = struct.unpack("qqihh", data)
+    else:
+        kind, _whence, _start, _len, pid = struct.unpack("hhqqi4x", data)
+    return kind, pid
+
+
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    return {
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+    }
+
+
+def column_names(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]

@@ -1,0 +1,68 @@
+"""Image files: `files/images/<sessionId>/<sha256>.<ext>` beside the shared file.
+
+Names come from the database, which another program writes, so every path is
+built here and refused unless it stays inside the images folder: a session id
+or sha256 holding `../` never makes kaja read or delete anything else.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+EXT_BY_MIME = {
+    "image/png": "png",
+    "image/jpeg": "jpg",
+    "image/gif": "gif",
+    "image/webp": "webp",
+    "image/bmp": "bmp",
+    "image/svg+xml": "svg",
+}
+MIME_BY_EXT = {ext: mime for mime, ext in EXT_BY_MIME.items()} | {"jpeg": "image/jpeg"}
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def safe_name(name: object) -> bool:
+    """A single path component with no separators, no `..`, nothing hidden."""
+    return isinstance(name, str) and bool(_SAFE_NAME.match(name)) and ".." not in name
+
+
+def session_dir(images_dir: Path, session_id: object) -> Path | None:
+    return images_dir / session_id if safe_name(session_id) else None  # type: ignore[operator]
+
+
+def image_path(images_dir: Path, session_id: object, sha256: object, mime: object) -> Path | None:
+    """Where an image part's file lives, or None if the names are not safe."""
+    folder = session_dir(images_dir, session_id)
+    if folder is None or not isinstance(sha256, str) or not _SHA256.match(sha256):
+        return None
+    ext = EXT_BY_MIME.get(mime if isinstance(mime, str) else "", "bin")
+    return folder / f"{sha256}.{ext}"
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    sha256: str
+    mime: str
+
+
+def image_parts(parts: object) -> list[ImagePart]:
+    """The image parts of a `messages.parts` value; tolerant of anything else."""
+    if isinstance(parts, str):
+        try:
+            parts = json.loads(parts)
+        except ValueError:
+            return []
+    if not isinstance(parts, list):
+        return []
+    out = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == "image":
+            sha, mime = part.get("sha256"), part.get("mime")
+            if isinstance(sha, str):
+                out.append(ImagePart(sha, mime if isinstance(mime, str) else ""))
+    return out

@@ -1,0 +1,63 @@
+"""Owners: whose rows are whose inside one file (SPEC §4).
+
+In `sessions` the terminal is NULL; in `notes` and `dataset_*` it is the empty
+string; anyone else is a namespaced id such as `telegram:123456` or
+`widget:ab12`. Commands act as one owner (the terminal unless `--owner`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kaja_cli.errors import UsageError
+
+TERMINAL_NAMES = ("", "terminal")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The acting owner; `id` None is the terminal."""
+
+    id: str | None = None
+
+    @classmethod
+    def parse(cls, value: str | None) -> Owner:
+        """`--owner` as typed: "terminal" (or nothing) is the terminal."""
+        if value is None or value.strip() in TERMINAL_NAMES:
+            return cls(None)
+        value = value.strip()
+        if any(ch in value for ch in "\n\r\t\x00") or len(value) > 200:
+            raise UsageError(f"--owner: not an owner id: {value!r}")
+        return cls(value)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.id is None
+
+    @property
+    def label(self) -> str:
+        return self.id or "terminal"
+
+    @property
+    def notes_value(self) -> str:
+        """The value in `notes.owner` and `dataset_*.owner` (empty = terminal)."""
+        return self.id or ""
+
+    def sessions_where(self, column: str = "owner") -> tuple[str, tuple]:
+        """SQL condition and parameters selecting this owner's sessions.
+
+        The terminal matches NULL and, from other writers, the empty string.
+        """
+        if self.id is None:
+            return f"({column} IS NULL OR {column} = '')", ()
+        return f"{column} = ?", (self.id,)
+
+    def owns(self, session_owner: str | None) -> bool:
+        if self.id is None:
+            return session_owner in (None, "")
+        return session_owner == self.id
+
+
+def label(session_owner: str | None) -> str:
+    """How an owner column value is shown: the terminal for NULL or empty."""
+    return session_owner if session_owner else "terminal"

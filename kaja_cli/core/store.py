@@ -1,0 +1,87 @@
+"""A store: the resolved paths and the connections to the files behind them.
+
+Commands hold a `Store` and pass it to the query functions of the domain
+modules (sessions, search, usage, …); those open what they need. A cloud
+backend would be a second store with the same query functions over
+PostgreSQL; the commands never see SQL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from kaja_cli.core import db, schema
+from kaja_cli.core.paths import Overrides, Paths, resolve
+from kaja_cli.errors import Failed, NotFound
+
+
+@dataclass(frozen=True)
+class Store:
+    paths: Paths
+
+    @classmethod
+    def locate(
+        cls, overrides: Overrides | None = None, environ: Mapping[str, str] | None = None
+    ) -> Store:
+        return cls(resolve(overrides, environ))
+
+    def require_local(self) -> None:
+        if self.paths.mode == "cloud":
+            raise Failed(
+                f'{self.paths.settings_file.path} sets [memory] mode = "cloud": there is no '
+                "local database, and this kaja administers local storage only"
+            )
+
+    def path(self, name: str = "shared") -> Path:
+        for db_name, path in self.paths.databases():
+            if db_name == name:
+                return path
+        if name == "artifacts":  # not split out: the tables live in the shared file
+            return self.paths.shared_db.path
+        raise KeyError(name)
+
+    def exists(self, name: str = "shared") -> bool:
+        return self.path(name).exists()
+
+    def require(self, name: str = "shared") -> Path:
+        """The database's path; NotFound (exit 3) saying where kaja looked if missing."""
+        self.require_local()
+        path = self.path(name)
+        if not path.exists():
+            raise NotFound(
+                f"no Kaja store at {path}",
+                hint="run the agent (or `kaja demo`) first, or point --db/--state-dir at one",
+            )
+        return path
+
+    @contextmanager
+    def reader(
+        self, name: str = "shared", *, timeout_ms: int = db.BUSY_TIMEOUT_MS
+    ) -> Iterator[sqlite3.Connection]:
+        """A read-only connection; NotFound if the file does not exist."""
+        with db.open_read(self.require(name), timeout_ms=timeout_ms) as conn:
+            yield conn
+
+    @contextmanager
+    def writer(
+        self, name: str = "shared", *, create: bool = False, timeout_ms: int = db.BUSY_TIMEOUT_MS
+    ) -> Iterator[sqlite3.Connection]:
+        """A read-write connection with the schema brought up to date."""
+        self.require_local()
+        path = self.path(name) if create else self.require(name)
+        with db.open_write(path, create=create, timeout_ms=timeout_ms) as conn:
+            self.ensure_schema(conn, name)
+            yield conn
+
+    def ensure_schema(self, conn: sqlite3.Connection, name: str = "shared") -> schema.Report:
+        kind = schema.kind_for(name, self.paths.artifacts_db is not None)
+        if name == "artifacts" and self.paths.artifacts_db is None:
+            kind = "shared"
+        if schema.is_current(conn, kind):
+            return schema.Report()
+        with db.transaction(conn):
+            return schema.apply(conn, kind)
