@@ -12,9 +12,8 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from kaja_cli.errors import Declined, Refused
 
@@ -49,8 +48,7 @@ def error_line(message: str) -> None:
     sys.stderr.write(f"kaja: error: {message}\n")
 
 
-@dataclass(frozen=True)
-class Col:
+class Col(NamedTuple):
     header: str
     justify: str = "left"  # "left" | "right"
     style: str | None = None

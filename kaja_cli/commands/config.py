@@ -1,7 +1,5 @@
 """`kaja config`: where Kaja's files are, and (later) the settings file."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`kaja demo`: a realistic sample store, for trying kaja and for benchmarks."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

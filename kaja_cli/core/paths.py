@@ -9,9 +9,10 @@ flag resolves against the current folder, like any path typed at a shell.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kaja_cli.core import settings as settings_mod
 
@@ -24,8 +25,9 @@ COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 DEFAULT = "default"
 
 
-@dataclass(frozen=True)
-class Overrides:
+# NamedTuples rather than dataclasses here: this module is on the start-up
+# path of every command and TAB press, and a dataclass costs ~0.5 ms to create.
+class Overrides(NamedTuple):
     """What the root command's flags said (None = not given)."""
 
     config: Path | None = None
@@ -33,16 +35,14 @@ class Overrides:
     db: Path | None = None
 
 
-@dataclass(frozen=True)
-class Located:
+class Located(NamedTuple):
     """A path and where it came from: "default", "flag --db", "env KAJA_DB_PATH"…"""
 
     path: Path
     source: str
 
 
-@dataclass(frozen=True)
-class Paths:
+class Paths(NamedTuple):
     settings_file: Located
     state_dir: Located
     shared_db: Located
@@ -99,13 +99,29 @@ def _absolute(path: Path | str, base: Path | None = None) -> Path:
     return Path(os.path.normpath(p))
 
 
-def default_config_file() -> Path:
+def _xdg(environ: Mapping[str, str], name: str, fallback: str) -> Path:
+    """An XDG base folder as platformdirs computes it on Linux: an empty or
+    relative value is ignored (tests/test_paths.py checks we agree)."""
+    value = environ.get(name, "").strip()
+    if not value or not os.path.isabs(value):
+        value = os.path.expanduser(fallback)
+    return Path(value)
+
+
+def default_config_file(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    if sys.platform.startswith("linux"):
+        # platformdirs' answer without importing it (~5 ms of every start-up).
+        return _xdg(env, "XDG_CONFIG_HOME", "~/.config") / APP / "settings.toml"
     import platformdirs
 
     return Path(platformdirs.user_config_dir(APP, appauthor=False)) / "settings.toml"
 
 
-def default_state_dir() -> Path:
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    if sys.platform.startswith("linux"):
+        return _xdg(env, "XDG_DATA_HOME", "~/.local/share") / APP
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP, appauthor=False))
@@ -121,7 +137,7 @@ def resolve(overrides: Overrides | None = None, environ: Mapping[str, str] | Non
     elif (value := _env(env, "KAJA_CONFIG")) is not None:
         config = Located(_absolute(value), "env KAJA_CONFIG")
     else:
-        config = Located(default_config_file(), DEFAULT)
+        config = Located(default_config_file(env), DEFAULT)
     settings = settings_mod.load(config.path)
 
     if o.state_dir is not None:
@@ -129,7 +145,7 @@ def resolve(overrides: Overrides | None = None, environ: Mapping[str, str] | Non
     elif (value := _env(env, "KAJA_STATE_DIR")) is not None:
         state = Located(_absolute(value), "env KAJA_STATE_DIR")
     else:
-        state = Located(default_state_dir(), DEFAULT)
+        state = Located(default_state_dir(env), DEFAULT)
 
     if o.db is not None:
         db = Located(_absolute(o.db), "flag --db")
@@ -161,8 +177,7 @@ def companions(db: Path) -> list[Path]:
     return [db.with_name(db.name + suffix) for suffix in COMPANION_SUFFIXES]
 
 
-@dataclass(frozen=True)
-class LocationInfo:
+class LocationInfo(NamedTuple):
     """One row of `kaja config paths`."""
 
     name: str

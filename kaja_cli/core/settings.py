@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kaja_cli.errors import SettingsError
 
@@ -22,11 +21,10 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {
 MODES = ("local", "cloud")
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):  # a NamedTuple: cheaper than a dataclass at start-up
     path: Path
     exists: bool
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = {}  # noqa: RUF012 - never mutated
 
     def get(self, table: str, key: str) -> Any:
         section = self.data.get(table)

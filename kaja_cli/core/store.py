@@ -8,19 +8,25 @@ PostgreSQL; the commands never see SQL.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from kaja_cli.core import db, schema
 from kaja_cli.core.paths import Overrides, Paths, resolve
 from kaja_cli.errors import Failed, NotFound
 
+if TYPE_CHECKING:
+    import sqlite3
 
-@dataclass(frozen=True)
-class Store:
+    from kaja_cli.core.schema import Report
+
+# db and schema are imported inside the methods: `kaja config paths` and shell
+# completion never open a database, and start-up is felt on every TAB press.
+BUSY_TIMEOUT_MS = 5000
+
+
+class Store(NamedTuple):
     paths: Paths
 
     @classmethod
@@ -60,24 +66,30 @@ class Store:
 
     @contextmanager
     def reader(
-        self, name: str = "shared", *, timeout_ms: int = db.BUSY_TIMEOUT_MS
+        self, name: str = "shared", *, timeout_ms: int = BUSY_TIMEOUT_MS
     ) -> Iterator[sqlite3.Connection]:
         """A read-only connection; NotFound if the file does not exist."""
+        from kaja_cli.core import db
+
         with db.open_read(self.require(name), timeout_ms=timeout_ms) as conn:
             yield conn
 
     @contextmanager
     def writer(
-        self, name: str = "shared", *, create: bool = False, timeout_ms: int = db.BUSY_TIMEOUT_MS
+        self, name: str = "shared", *, create: bool = False, timeout_ms: int = BUSY_TIMEOUT_MS
     ) -> Iterator[sqlite3.Connection]:
         """A read-write connection with the schema brought up to date."""
+        from kaja_cli.core import db
+
         self.require_local()
         path = self.path(name) if create else self.require(name)
         with db.open_write(path, create=create, timeout_ms=timeout_ms) as conn:
             self.ensure_schema(conn, name)
             yield conn
 
-    def ensure_schema(self, conn: sqlite3.Connection, name: str = "shared") -> schema.Report:
+    def ensure_schema(self, conn: sqlite3.Connection, name: str = "shared") -> Report:
+        from kaja_cli.core import db, schema
+
         kind = schema.kind_for(name, self.paths.artifacts_db is not None)
         if name == "artifacts" and self.paths.artifacts_db is None:
             kind = "shared"
