@@ -86,6 +86,11 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(ExitStatus.OK)
+    except OSError as e:
+        # The file system said no (permissions, a file where a folder should
+        # be, a full disk): say which path and why.
+        where = f" ({e.filename})" if e.filename else ""
+        _fail(f"{e.strerror or e}{where}", ExitStatus.FAILED)
     except Exception as e:
         sqlite3 = sys.modules.get("sqlite3")
         if sqlite3 is not None and isinstance(e, sqlite3.Error):

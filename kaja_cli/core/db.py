@@ -40,7 +40,7 @@ def classify(path: Path) -> str:
             return "dir"
         with open(path, "rb") as f:
             head = f.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except OSError:
         return "other"

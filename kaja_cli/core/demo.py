@@ -296,11 +296,15 @@ class _Demo:
         )
         return row.fetchone()[0]
 
+    def _start_run(self, **kw) -> str:
+        """Runs of the demo's imaginary agent: a fixed pid and host keep the store reproducible."""
+        return self.rec.start_run(pid=4242, host="kaja-demo", **kw)
+
     def _run_for(
         self, owner: str | None, sid: str, prompt: str, when: datetime, run_id: str | None = None
     ) -> str:
         rec = self.rec
-        run_id = rec.start_run(
+        run_id = self._start_run(
             agent="kaja",
             source=_source(owner),
             thread_id=sid,
@@ -359,7 +363,7 @@ class _Demo:
         rec.insert("calls", id=1201, run_id=parent, at=iso(when), engine="ollama", model="llama3.2:3b", role="assistant",
                    source="interactive", kind="chat", prompt_tokens=2140, completion_tokens=96, cached_tokens=0,
                    duration_ms=1650, ttft_ms=410, ok=1, tool_calls='["spawn_subagent"]', purpose="reply")  # fmt: skip
-        child = rec.start_run(agent="researcher", source="subagent", parent_id=parent, prompt="Read the open PRs",
+        child = self._start_run(agent="researcher", source="subagent", parent_id=parent, prompt="Read the open PRs",
                               at=when, run_id="run_91c0")  # fmt: skip
         rec.end_run(child, "completed", result="3 open PRs", at=when + timedelta(seconds=9))
         rec.add_call(child, model="llama3.2:3b", at=when, engine="ollama", role="subagent", source="subagent",
@@ -374,7 +378,7 @@ class _Demo:
             result_chars=3120,
             preview="commit 4c1e2d9…",
         )
-        failed = rec.start_run(
+        failed = self._start_run(
             agent="kaja",
             source="schedule",
             prompt="Weekly running plan",
@@ -388,11 +392,11 @@ class _Demo:
         )
         rec.add_call(failed, model="claude-haiku-4.5", at=base - timedelta(days=3), engine="anthropic", ok=0,
                      error="tool failed", prompt_tokens=800, completion_tokens=0)  # fmt: skip
-        canceled = rec.start_run(
+        canceled = self._start_run(
             agent="kaja", source="api", prompt="Summarise my inbox", at=base - timedelta(days=2)
         )
         rec.end_run(canceled, "canceled", at=base - timedelta(days=2, seconds=-4))
-        running = rec.start_run(
+        running = self._start_run(
             agent="kaja",
             source="interactive",
             prompt="Install the nightly backup",
@@ -583,9 +587,10 @@ class _Demo:
                 self.result.sessions += 1
                 self.result.owners.add(owner or "terminal")
                 timeline = owner is None and n % 10 == 0
+                with_image = n % 97 == 5 and owner is None and count >= 2
                 run_id = None
                 seq = 0
-                remaining = count
+                remaining = count - 1 if with_image else count
                 while remaining > 0:
                     when = clock.step(rng)
                     seq += 1
@@ -599,7 +604,7 @@ class _Demo:
                     if role == "user":
                         rec.add_message(sid, "user", text, at=when, seq=seq)
                         if rng.random() < 0.5:
-                            run_id = rec.start_run(
+                            run_id = self._start_run(
                                 source=_source(owner), thread_id=sid, prompt=text[:120], at=when
                             )
                             rec.end_run(run_id, "completed", at=when + timedelta(seconds=5))
@@ -621,7 +626,7 @@ class _Demo:
                         pending_rows = 0
                         txn = rec.transaction()
                         txn.__enter__()
-                if n % 97 == 5 and owner is None:
+                if with_image:
                     part = rec.add_image(
                         sid,
                         png.gradient(
@@ -631,7 +636,7 @@ class _Demo:
                     seq += 1
                     rec.add_message(sid, "user", None, parts=[part], at=clock.step(rng), seq=seq)
                     self.result.images += 1
-                    self.result.messages += 1
+                    pending_rows += 1
         except BaseException as e:
             txn.__exit__(type(e), e, e.__traceback__)
             raise

@@ -363,13 +363,16 @@ class Recorder:
         parent_id: str | None = None,
         at: datetime | None = None,
         run_id: str | None = None,
+        pid: int | None = None,
+        host: str | None = None,
     ) -> str:
         now = self._now(at)
         run_id = run_id or "run_" + uuid7(now, self.rng).replace("-", "")[-12:]
         self.insert(
             "runs", id=run_id, parent_id=parent_id, agent=agent, source=source,
             thread_id=thread_id, prompt=prompt, started_at=iso(now), status="running",
-            pid=os.getpid(), host=os.uname().nodename if hasattr(os, "uname") else None,
+            pid=pid if pid is not None else os.getpid(),
+            host=host if host is not None else (os.uname().nodename if hasattr(os, "uname") else None),
         )  # fmt: skip
         return run_id
 

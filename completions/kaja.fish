@@ -1,0 +1,1 @@
+complete --command kaja --no-files --arguments "(env _KAJA_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=get-args _TYPER_COMPLETE_ARGS=(commandline -cp) kaja)" --condition "env _KAJA_COMPLETE=complete_fish _TYPER_COMPLETE_FISH_ACTION=is-args _TYPER_COMPLETE_ARGS=(commandline -cp) kaja"

@@ -1,0 +1,95 @@
+"""The command as a whole: help, version, exit codes, and the layering rules."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import typer.main
+
+from kaja_cli import __version__
+from kaja_cli.app import app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def walk(command, path=()):
+    yield path, command
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from walk(sub, (*path, name))
+
+
+def test_version(kaja):
+    r = kaja("--version")
+    assert (r.code, r.out, r.err) == (0, f"kaja {__version__}\n", "")
+
+
+def test_help_lists_every_command(kaja):
+    r = kaja("--help")
+    assert r.code == 0
+    for path, _ in walk(typer.main.get_command(app)):
+        if len(path) == 1:
+            assert path[0] in r.out
+    assert kaja().code in (0, 2)  # no arguments shows help
+
+
+def test_every_command_and_option_has_help_text(kaja):
+    for path, command in walk(typer.main.get_command(app)):
+        assert (command.help or "").strip(), f"kaja {' '.join(path)} has no help"
+        for param in command.params:
+            if getattr(param, "hidden", False) or param.param_type_name == "argument":
+                continue
+            assert (param.help or "").strip(), f"kaja {' '.join(path)} {param.opts} has no help"
+        r = kaja(*path, "--help")
+        assert r.code == 0 and "Usage: kaja" in r.out, path
+
+
+def test_bad_usage_is_exit_2_without_traceback(kaja):
+    r = kaja("config", "paths", "--no-such-option")
+    assert r.code == 2 and "Traceback" not in r.err and "No such option" in r.err
+    r = kaja("no-such-command")
+    assert r.code == 2 and "Traceback" not in r.err
+
+
+def test_an_unexpected_error_is_one_line_not_a_traceback(kaja, tmp_path):
+    # A state dir path that is a file: demo cannot create anything inside it.
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    r = kaja("--state-dir", str(blocker / "sub"), "demo")
+    assert r.code == 1
+    assert "Traceback" not in r.err and r.err.count("\n") == 1 and r.err.startswith("kaja: ")
+
+
+def _imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_core_imports_neither_typer_nor_rich():
+    for path in (ROOT / "kaja_cli/core").rglob("*.py"):
+        assert not _imports(path) & {"typer", "rich", "click"}, path
+
+
+def test_commands_build_no_sql():
+    """SQL lives in the core: a PostgreSQL backend will replace it, not the commands."""
+    keywords = ("SELECT ", "INSERT INTO", "DELETE FROM", "UPDATE ", "CREATE TABLE", "PRAGMA ")
+    for path in [
+        *(ROOT / "kaja_cli/commands").rglob("*.py"),
+        ROOT / "kaja_cli/app.py",
+        ROOT / "kaja_cli/render.py",
+    ]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert not any(k in node.value for k in keywords), f"{path}: {node.value[:60]!r}"
+
+
+def test_no_stringified_annotations_in_the_command_layer():
+    """typer evals them at every start-up: keep `from __future__ import annotations` out."""
+    for path in [*(ROOT / "kaja_cli/commands").rglob("*.py"), ROOT / "kaja_cli/app.py"]:
+        lines = path.read_text().splitlines()
+        assert "from __future__ import annotations" not in lines, path

@@ -1,0 +1,161 @@
+"""core/db.py: the one open helper and the "in use" probe, with real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kaja_cli.core import db
+from kaja_cli.errors import Busy, NotADatabase, NotFound
+
+HOLD = """
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("PRAGMA journal_mode=WAL")
+c.execute("CREATE TABLE IF NOT EXISTS t (x)")
+mode = sys.argv[2]
+if mode == "write":
+    c.execute("BEGIN IMMEDIATE")
+    c.execute("INSERT INTO t VALUES (1)")
+else:
+    c.execute("SELECT * FROM t").fetchall()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def hold(path: Path, mode: str) -> subprocess.Popen:
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path), mode], stdout=subprocess.PIPE, text=True
+    )
+    assert p.stdout.readline().strip() == "ready"
+    return p
+
+
+def make_db(path: Path) -> None:
+    with db.open_write(path, create=True) as conn:
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (1)")
+
+
+@pytest.mark.parametrize(
+    "name", ["plain.db", "with space.db", "hash#tag.db", "what?.db", "percent%20.db"]
+)
+def test_read_only_open_handles_odd_names_and_leaves_nothing_behind(tmp_path, name):
+    folder = tmp_path / "odd # folder ?"
+    path = folder / name
+    make_db(path)
+    before = sorted(os.listdir(folder))
+    data = path.read_bytes()
+    with db.open_read(path) as conn:
+        assert conn.execute("SELECT x FROM t").fetchall() == [(1,)]
+    assert sorted(os.listdir(folder)) == before == [name]
+    assert path.read_bytes() == data
+
+
+def test_read_only_open_never_creates(tmp_path):
+    with pytest.raises(NotFound):
+        with db.open_read(tmp_path / "nope" / "kaja.db"):
+            pass
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_only_connection_cannot_write(tmp_path):
+    path = tmp_path / "k.db"
+    make_db(path)
+    with pytest.raises(Exception) as e:
+        with db.open_read(path) as conn:
+            conn.execute("INSERT INTO t VALUES (2)")
+    assert "read-only" in str(e.value)
+
+
+def test_not_a_database(tmp_path):
+    text = tmp_path / "passwd"
+    text.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    for path in (text, tmp_path):
+        with pytest.raises(NotADatabase):
+            with db.open_read(path):
+                pass
+        with pytest.raises(NotADatabase):
+            with db.open_write(path):
+                pass
+    assert text.read_text().startswith("root:")
+
+
+def test_reading_beside_a_live_writer_keeps_its_files(tmp_path):
+    path = tmp_path / "k.db"
+    make_db(path)
+    p = hold(path, "read")
+    try:
+        with db.open_read(path) as conn:
+            conn.execute("SELECT * FROM t").fetchall()
+        assert (tmp_path / "k.db-wal").exists() and (tmp_path / "k.db-shm").exists()
+    finally:
+        p.kill()
+        p.wait()
+
+
+@pytest.mark.parametrize("mode", ["read", "write"])
+def test_holder_names_the_process_holding_the_file(tmp_path, mode):
+    path = tmp_path / "k.db"
+    make_db(path)
+    assert db.holder(path) is None
+    p = hold(path, mode)
+    try:
+        assert db.holder(path) == p.pid
+        # our own connections never count as "another process"
+        with db.open_read(path) as conn:
+            conn.execute("SELECT 1").fetchall()
+            assert db.holder(path) == p.pid
+    finally:
+        p.terminate()
+        p.wait()
+    assert db.holder(path) is None
+
+
+def test_a_stale_wal_after_kill_9_is_not_in_use(tmp_path):
+    path = tmp_path / "k.db"
+    make_db(path)
+    p = hold(path, "write")
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    assert (tmp_path / "k.db-wal").exists()
+    assert db.holder(path) is None
+    with db.open_read(path) as conn:  # the uncommitted row is not there; the file is fine
+        assert conn.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1
+
+
+def test_a_write_waits_then_is_busy(tmp_path):
+    path = tmp_path / "k.db"
+    make_db(path)
+    p = hold(path, "write")
+    try:
+        start = time.monotonic()
+        with pytest.raises(Busy) as e:
+            with db.open_write(path, timeout_ms=300) as conn, db.transaction(conn):
+                conn.execute("INSERT INTO t VALUES (2)")
+        assert 0.25 < time.monotonic() - start < 5
+        assert "busy" in str(e.value)
+    finally:
+        p.kill()
+        p.wait()
+    with sqlite3.connect(path) as c:
+        assert c.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1
+
+
+def test_a_transaction_is_all_or_nothing(tmp_path):
+    path = tmp_path / "k.db"
+    make_db(path)
+    with pytest.raises(ZeroDivisionError):
+        with db.open_write(path) as conn, db.transaction(conn):
+            conn.execute("INSERT INTO t VALUES (2)")
+            1 / 0  # noqa: B018
+    with db.open_read(path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1
