@@ -277,3 +277,31 @@ def test_python_dash_m_runs_the_same_program(kaja):
     )
     assert p.returncode == 0 and p.stdout.startswith("kaja ")
     assert os.environ.get("KAJA_DEBUG") is None
+
+
+def test_a_terminal_sees_a_progress_bar(kaja):
+    """On a terminal (stderr is a tty) the scaled-up demo draws a progress bar."""
+    import pty
+
+    from tests.conftest import KAJA
+
+    out = bytearray()
+
+    def read(fd):
+        data = os.read(fd, 4096)
+        out.extend(data)
+        return data
+
+    env = dict(kaja.env, TERM="xterm", COLUMNS="100")
+    old = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        status = pty.spawn([KAJA, "demo", "--sessions", "30", "--messages", "6000"], read)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    text = out.decode(errors="replace")
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert "writing the demo store" in text
+    assert "6000" in text  # the bar counts messages: m/6000
