@@ -1,0 +1,1 @@
+"""Stand-ins for the processes that share kaja's files, for the concurrency tests."""
