@@ -92,11 +92,11 @@ def main() -> None:
         where = f" ({e.filename})" if e.filename else ""
         _fail(f"{e.strerror or e}{where}", ExitStatus.FAILED)
     except Exception as e:
+        if os.environ.get("KAJA_DEBUG"):
+            raise
         sqlite3 = sys.modules.get("sqlite3")
         if sqlite3 is not None and isinstance(e, sqlite3.Error):
             _fail(f"database error: {e}", ExitStatus.FAILED)
-        if os.environ.get("KAJA_DEBUG"):
-            raise
         _fail(
             f"internal error: {type(e).__name__}: {e} (rerun with KAJA_DEBUG=1 for details)",
             ExitStatus.FAILED,

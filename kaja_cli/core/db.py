@@ -161,15 +161,43 @@ def open_write(
 
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One user action: `BEGIN IMMEDIATE` … `COMMIT`, rolled back on any error."""
-    conn.execute("BEGIN IMMEDIATE")
+    """One user action: `BEGIN IMMEDIATE` … `COMMIT`, rolled back on any error.
+
+    SQLite errors come out translated (busy → exit 4, disk full → one line),
+    whoever holds the connection: the write API keeps its connections open
+    across many transactions.
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.Error as e:
+        raise translate(e, _path_of(conn)) from e
     try:
         yield conn
-    except BaseException:
+    except BaseException as e:
+        _rollback(conn)
+        if isinstance(e, sqlite3.Error):
+            raise translate(e, _path_of(conn)) from e
+        raise
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.Error as e:
+        _rollback(conn)
+        raise translate(e, _path_of(conn)) from e
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    try:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+    except sqlite3.Error:
+        pass  # SQLite rolls back by itself when it cannot (a full disk, an I/O error)
+
+
+def _path_of(conn: sqlite3.Connection) -> Path:
+    try:
+        return Path(conn.execute("PRAGMA database_list").fetchone()[2])
+    except (sqlite3.Error, TypeError, IndexError):
+        return Path("the database")
 
 
 # --- is another process using the file? -------------------------------------
