@@ -44,7 +44,9 @@ def main() -> None:
             try:
                 with rec.transaction():
                     if sid is None or rng.random() < 0.1:
-                        sid = rec.start_session(owner=args.owner, model="gpt-5-mini", title=f"Load test {turn}")
+                        sid = rec.start_session(
+                            owner=args.owner, model="gpt-5-mini", title=f"Load test {turn}"
+                        )
                         new_session = sid
                     else:
                         new_session = None
@@ -56,9 +58,15 @@ def main() -> None:
                     messages = 2
                     tools = 0
                     if rng.random() < 0.3:
-                        tid = rec.add_tool_call(reply.id, "web_search", {"q": f"{args.word} {turn}"})
-                        result = rec.add_message(sid, "tool", f"results for {args.word} {turn}", tool_call_id="c")
-                        rec.finish_tool_call(tid, status="ok", result_message_id=result.id, duration_ms=12)
+                        tid = rec.add_tool_call(
+                            reply.id, "web_search", {"q": f"{args.word} {turn}"}
+                        )
+                        result = rec.add_message(
+                            sid, "tool", f"results for {args.word} {turn}", tool_call_id="c"
+                        )
+                        rec.finish_tool_call(
+                            tid, status="ok", result_message_id=result.id, duration_ms=12
+                        )
                         messages += 1
                         tools += 1
                     run = rec.start_run(thread_id=sid, prompt=f"turn {turn}")

@@ -54,7 +54,14 @@ def main() -> None:
             for i, role in enumerate(("user", "assistant")):
                 conn.execute(
                     "INSERT INTO messages (id, sessionId, seq, role, content, createdAt) VALUES (?, ?, ?, ?, ?, ?)",
-                    (str(uuid.uuid4()), candidate, seq + i, role, f"{args.word} raw turn {turn} {role}", now()),
+                    (
+                        str(uuid.uuid4()),
+                        candidate,
+                        seq + i,
+                        role,
+                        f"{args.word} raw turn {turn} {role}",
+                        now(),
+                    ),
                 )
             conn.execute("UPDATE sessions SET updatedAt = ? WHERE id = ?", (now(), candidate))
             conn.execute("COMMIT")

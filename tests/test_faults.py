@@ -1,0 +1,115 @@
+"""Faults with real processes: kill -9, a full disk, a store made read-only
+under a running command. After each, the store opens, integrity passes, and
+the command said what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import KAJA
+from tests.faults import assert_store_sound, can_mount_tmpfs, kill_at_random
+
+AGENT = str(Path(__file__).parent / "agents" / "kaja_agent.py")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_kill_9_of_demo_leaves_a_sound_store(kaja, seed):
+    p = kill_at_random([KAJA, "demo", "--sessions", "60", "--messages", "12000"], kaja.env, seed,
+                       earliest=0.15, latest=1.2)  # fmt: skip
+    assert p.returncode in (-signal.SIGKILL, 0)
+    assert_store_sound(kaja.state)
+    r = kaja("config", "paths", "--json")
+    assert r.code == 0
+    if kaja.db.exists():
+        r = kaja("demo")  # it says a store is there, and changes nothing
+        assert r.code == 5 and "already exists" in r.err
+
+
+def test_kill_9_of_the_agent_mid_transaction(demo_store):
+    env = dict(demo_store.env, PYTHONPATH=str(Path(__file__).parents[1]))
+    agent = subprocess.Popen([sys.executable, AGENT, "--seconds", "30", "--long-every", "3"], env=env,
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert agent.stdout.readline().strip() == "ready"
+    import time
+
+    time.sleep(0.5)  # long transactions every 3 turns: likely mid-transaction now
+    os.kill(agent.pid, signal.SIGKILL)
+    agent.wait()
+    assert_store_sound(demo_store.state)
+    r = demo_store("config", "paths", "--json")
+    assert r.code == 0
+    from kaja_cli.core.db import holder
+
+    assert holder(demo_store.db) is None  # a dead writer's -wal/-shm is not "in use"
+
+
+def _full_disk_run(kaja, tmp_path, argv):
+    """Run kaja with its state dir on a 600 kB file system; returns (code, stderr, state copy)."""
+    state = tmp_path / "small"
+    state.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    if can_mount_tmpfs():
+        script = (
+            f'mount -t tmpfs -o size=600k tmpfs "{state}" && '
+            f'"{KAJA}" --state-dir "{state}/s" {" ".join(argv)} 2> "{out}/err"; echo $? > "{out}/rc"; '
+            f'cp -a "{state}/s" "{out}/s"'
+        )
+        subprocess.run(["unshare", "-m", "sh", "-c", script], env=kaja.env, check=True)
+    else:  # no private mounts here: a file size limit plays the full disk
+
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (600_000, 600_000))
+
+        p = subprocess.run([KAJA, "--state-dir", str(out / "s"), *argv], env=kaja.env, capture_output=True,
+                           text=True, preexec_fn=limit)  # fmt: skip
+        (out / "err").write_text(p.stderr)
+        (out / "rc").write_text(str(p.returncode))
+    return int((out / "rc").read_text()), (out / "err").read_text(), out / "s"
+
+
+def test_a_full_disk_is_one_clear_line_and_a_sound_store(kaja, tmp_path):
+    code, err, state = _full_disk_run(
+        kaja, tmp_path, ["demo", "--sessions", "30", "--messages", "6000"]
+    )
+    assert code == 1
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "disk is full" in err or "File too large" in err
+    assert "free some disk space" in err or "File too large" in err
+    assert_store_sound(state)
+    r = kaja("--state-dir", str(state), "config", "paths", "--json")
+    assert json.loads(r.out)["paths"]["shared_db"]["exists"] is True
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("chattr"), reason="needs root and chattr")
+def test_a_store_made_read_only_under_a_running_writer(kaja):
+    """chattr +i (root ignores permission bits) while demo writes: a clear line, a sound store."""
+    p = subprocess.Popen([KAJA, "demo", "--sessions", "80", "--messages", "40000"], env=kaja.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    import time
+
+    while not (kaja.db.exists() and kaja.db.stat().st_size > 100_000) and p.poll() is None:
+        time.sleep(0.01)
+    # not the -shm: SQLite maps it into memory, and an immutable mapping is a
+    # SIGBUS, not an I/O error (nothing a program can report)
+    locked = [f for f in kaja.state.iterdir() if f.is_file() and not f.name.endswith("-shm")] + [
+        kaja.state
+    ]
+    subprocess.run(["chattr", "+i", *map(str, locked)], check=True)
+    try:
+        err = p.communicate(timeout=60)[1]
+    finally:
+        subprocess.run(["chattr", "-i", *map(str, locked)], check=True)
+    assert p.returncode == 1, err
+    assert err.count("\n") == 1 and "Traceback" not in err and err.startswith("kaja: ")
+    assert_store_sound(kaja.state)
