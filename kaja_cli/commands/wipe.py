@@ -84,7 +84,7 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
         _show_items(plan.items)
         _notes_kept(plan)
         if plan.leftovers is not None:
-            render.note(f"this wipe also finishes: {_leftover_line(plan.leftovers)}")
+            render.note(f"this wipe also finishes: {'; '.join(plan.leftovers.details)}")
     if dry_run:
         if as_json:
             render.emit_json(_plan_json(plan, plan.items, plan.kept, dry_run=True, done=False))
@@ -146,10 +146,6 @@ def _notes_kept(plan: "WipePlan") -> None:
         render.note(f"keeping {k.path}: {k.reason}")
 
 
-def _leftover_line(leftovers: "Leftovers") -> str:
-    return "; ".join(leftovers.details)
-
-
 def _leftovers_json(leftovers: "Leftovers | None") -> dict | None:
     if leftovers is None:
         return None
@@ -161,7 +157,7 @@ def _leftovers_json(leftovers: "Leftovers | None") -> dict | None:
     }
 
 
-def _plan_json(plan: "WipePlan", items, kept, *, dry_run: bool, done: bool) -> dict:
+def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done: bool) -> dict:
     return {
         "action": "wipe",
         "dry_run": dry_run,
@@ -190,7 +186,8 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
         _show_owner(plan)
     if dry_run:
         if as_json:
-            render.emit_json(_owner_json(plan, plan.rows, plan.image_folders, dry_run=True))
+            folders = [i.path for i in plan.image_folders]
+            render.emit_json(_owner_json(plan, plan.rows, folders, dry_run=True))
         else:
             render.note("dry run: nothing was erased")
         return
@@ -231,15 +228,14 @@ def _show_owner(plan: "OwnerPlan") -> None:
         render.note(f"this also finishes: {plan.leftovers.summary}")
 
 
-def _owner_json(plan: "OwnerPlan", rows: dict, folders, *, dry_run: bool) -> dict:
-    paths = [getattr(f, "path", f) for f in folders]
+def _owner_json(plan: "OwnerPlan", rows: dict, folders: list, *, dry_run: bool) -> dict:
     return {
         "action": "wipe-owner",
         "owner": plan.owner.label,
         "dry_run": dry_run,
         "done": not dry_run,
         "rows": rows,
-        "image_folders": [str(p) for p in paths],
+        "image_folders": [str(p) for p in folders],
         "kept_rows": [
             {"table": m.table, "rows": m.rows, "reason": m.reason} for m in plan.mentions
         ],
