@@ -232,8 +232,10 @@ def test_wipe_deletes_exactly_the_store_and_keeps_what_is_not_its(demo_store: Ka
     assert gone == store
     assert {p.split("/")[1] for p in gone} == DEMO_FILES
     assert "state" in after and "config/settings.toml" in after
-    assert f"kept {kaja.config} (--settings deletes it too)" in r.err
-    assert r.err.startswith(f"kaja: deleted {len(gone) - 3} paths (")  # trees count once
+    assert r.err == (
+        f"kaja: keeping {kaja.config}: settings stay (--settings deletes them too)\n"
+        f"kaja: deleted {len(gone) - 3} paths ({r.err.split(' paths (')[1]}"
+    )  # an image folder is one path
 
 
 def test_after_a_wipe_nothing_exists_and_demo_starts_over(demo_store: Kaja):

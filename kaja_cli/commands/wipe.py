@@ -102,9 +102,6 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
         return
     size = sum(i.size for i in result.deleted)
     render.note(f"deleted {_count(result.deleted)} ({render.human_size(size)})")
-    settings_file = store.paths.settings_file.path
-    if not settings and (settings_file.exists() or settings_file.is_symlink()):
-        render.note(f"kept {settings_file} (--settings deletes it too)")
 
 
 def _count(items: "list[Item]") -> str:

@@ -502,6 +502,8 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
                 items.append(Item(sp, "settings file", "file", "settings", st.st_size, 1))
             else:
                 refusals.append(Refusal(sp, f"{sp} is not a file, not a settings file"))
+    elif _lstat(sp) is not None:
+        kept.append(Kept(sp, "settings stay (--settings deletes them too)"))
 
     # Folders that end up empty: files/images and files/, then (after the
     # marker) the state dir and, with the settings, their folder.
