@@ -44,7 +44,8 @@ whatever exists now. `interrupted(paths)` describes such leftovers for
 any writer): the owner's sessions with every row hanging off them (through
 `cascade`), their notes, dataset answers and versions, and their search
 entries (the index triggers, and `conversation_threads`). Deleted content is
-overwritten (`secure_delete`). A marker naming their image folders is written
+overwritten (`secure_delete`). A marker naming their image folders
+(`kaja.db.wiping-owner-<hash of the owner>`) is written
 before the commit and removed after the folders: a crash between the two
 leaves folders whose sessions are gone, which the next `kaja wipe --owner`
 (or `kaja wipe`) removes; folders of sessions that still exist (a crash
