@@ -54,6 +54,12 @@ class Refused(KajaError):
     status = ExitStatus.REFUSED
 
 
+class Interrupted(KajaError):
+    """Ctrl-C in the middle of something that says how to finish it."""
+
+    status = ExitStatus.INTERRUPTED
+
+
 class SettingsError(Failed):
     """settings.toml could not be read or parsed."""
 

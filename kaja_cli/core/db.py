@@ -200,6 +200,38 @@ def _path_of(conn: sqlite3.Connection) -> Path:
         return Path("the database")
 
 
+def fold_journal(path: Path, *, timeout_ms: int = 2000) -> bool:
+    """Fold the -wal (or a hot -journal) into `path`, leaving one self-contained file.
+
+    SQLite replays a `-wal` or hot `-journal` into whatever file next bears
+    the database's name (a backup copied into place, say), so a journal that
+    outlives its database can ruin another. After this, the file is in
+    rollback mode with no companion: deleting it leaves nothing to replay,
+    and a crash before the delete leaves a whole database (the next writer
+    switches it back to WAL). Needs the file to itself: Busy when another
+    process has it open. False when SQLite cannot do it (a damaged file, a
+    read-only folder); the caller then deletes in the safest order it can.
+    """
+    try:
+        conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
+    except sqlite3.Error:
+        return False
+    try:
+        # A read first: it runs WAL recovery or rolls back a hot journal.
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
+    except sqlite3.Error as e:
+        error = translate(e, path)
+        if isinstance(error, Busy):
+            raise error from e
+        return False
+    finally:
+        conn.close()
+    if str(mode).lower() != "delete":
+        raise Busy(f"{path} is busy", hint=BUSY_HINT)
+    return True
+
+
 # --- is another process using the file? -------------------------------------
 # SQLite's unix VFS locks bytes of the database file (PENDING at 0x40000000,
 # RESERVED, then the SHARED range) and of the -shm file (the WAL write, read

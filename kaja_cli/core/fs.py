@@ -51,6 +51,20 @@ def write_private_file(path: Path, data: bytes) -> None:
         raise
 
 
+def fsync_dir(path: Path) -> None:
+    """Make the creations, renames and deletions inside `path` durable (best effort)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def tree_size(path: Path) -> tuple[int, int]:
     """(bytes, files) below `path`, not following symlinks; (0, 0) if missing."""
     total = files = 0
