@@ -787,3 +787,12 @@ def test_owner_refused_while_a_whole_wipe_is_unfinished(demo_store: Kaja):
     r = kaja("wipe", "--owner", ANA, "--yes")
     assert r.code == 5, r
     assert r.err.startswith("kaja: an interrupted `kaja wipe` has not finished: run `kaja wipe`")
+
+
+def test_demo_refuses_to_start_over_until_an_interrupted_wipe_is_finished(demo_store: Kaja):
+    kaja = demo_store
+    assert killed_at(kaja, "cache.db") == -signal.SIGKILL
+    r = kaja("demo")
+    assert r.code == 5 and "an interrupted wipe is not finished" in r.err, r
+    assert kaja("wipe", "--yes").code == 0
+    assert kaja("demo").code == 0

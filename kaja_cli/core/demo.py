@@ -63,6 +63,11 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
         raise UsageError("--sessions must be at least 1")
     if options.messages is not None and options.messages < 0:
         raise UsageError("--messages must not be negative")
+    from kaja_cli.core import wipe
+
+    left = wipe.interrupted(store.paths)
+    if left is not None:
+        raise Refused(f"an interrupted wipe is not finished: {left.summary}")
     found = existing_store(store)
     if found:
         raise Refused(
