@@ -18,7 +18,7 @@ class By(StrEnum):
     engine = "engine"
 
 
-app = typer.Typer(help="What the agent spent (tokens, calls, tools), and resetting it.")
+app = typer.Typer()
 
 
 @app.callback(invoke_without_command=True)
@@ -49,7 +49,8 @@ def usage(
     Calls, failed calls, prompt, completion and cached tokens and time, by
     model (or --by day, source or engine), then the tools with the most
     errors and denials, and runs by status. --since is inclusive, --until
-    exclusive; both are UTC. Reads the store read-only.
+    exclusive; both are UTC. Reads the store read-only. `kaja usage reset`
+    clears the ledger.
     """
     if ctx.invoked_subcommand is not None:
         return

@@ -98,7 +98,9 @@ class UsageReport:
 
 @dataclass(frozen=True)
 class Query:
-    name: str  # "calls", "tools", "runs"
+    """One statement and its parameters; `name` says what it is about (a table)."""
+
+    name: str
     sql: str
     params: tuple[str, ...]
 
@@ -269,10 +271,6 @@ class ResetResult:
     deleted: dict[str, int]
     outbox: int
 
-    @property
-    def total(self) -> int:
-        return sum(self.deleted.values())
-
 
 @dataclass
 class VacuumResult:
@@ -305,10 +303,9 @@ def _outbox_condition(
     outbox = have.get("sync_outbox")
     if outbox is None or "tbl" not in outbox:
         return None
-    tables = list(tables)
-    if before is None:
-        marks = ", ".join("?" * len(tables))
-        return f" WHERE tbl IN ({marks})", tables
+    if before is None:  # every pending row of a ledger table, present or not
+        ledger = list(schema.LEDGER_RESET_TABLES)
+        return f" WHERE tbl IN ({', '.join('?' * len(ledger))})", ledger
     if "key" not in outbox:
         return None
     parts, params = [], []
@@ -325,35 +322,55 @@ def _outbox_condition(
     return " WHERE " + " OR ".join(parts), params
 
 
+def selections(
+    have: dict[str, set[str]], before: str | None = None
+) -> tuple[list[Query], dict[str, str]]:
+    """What a reset picks, as `FROM …` clauses; and the ledger tables it must leave alone.
+
+    The pending sync rows come first (with --before they are found through
+    the rows about to go), then each ledger table present. The plan counts
+    `SELECT COUNT(*) FROM` these and the reset runs `DELETE FROM` them.
+    """
+    picked: list[Query] = []
+    skipped: dict[str, str] = {}
+    for table in schema.LEDGER_RESET_TABLES:
+        if table not in have:
+            skipped[table] = "no such table"
+            continue
+        cond = _condition(table, have[table], before)
+        if cond is None:
+            skipped[table] = "its rows carry no time"
+            continue
+        picked.append(Query(table, f'"{table}"{cond[0]}', tuple(cond[1])))
+    cond = _outbox_condition(have, [q.name for q in picked], before)
+    if cond is not None:
+        picked.insert(0, Query("sync_outbox", f"sync_outbox{cond[0]}", tuple(cond[1])))
+    return picked, skipped
+
+
+def reset_queries(have: dict[str, set[str]], before: str | None = None) -> list[Query]:
+    """The DELETE statements of a reset, in order (the benchmark runs them in sqlite3)."""
+    return [Query(q.name, f"DELETE FROM {q.sql}", q.params) for q in selections(have, before)[0]]
+
+
 def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
     """Count what `reset` would delete (read-only); NotFound if there is no store."""
     with store.reader() as conn:
         conn.execute("BEGIN")
-        have = schema.present_columns(conn)
-        plan = ResetPlan(location=str(store.path()), before=before)
-        for table in schema.LEDGER_RESET_TABLES:
-            if table not in have:
-                plan.skipped[table] = "no such table"
-                continue
-            cond = _condition(table, have[table], before)
-            if cond is None:
-                plan.skipped[table] = "its rows carry no time"
-                continue
-            where, params = cond
-            plan.tables[table] = conn.execute(
-                f'SELECT COUNT(*) FROM "{table}"{where}', params
-            ).fetchone()[0]
-        cond = _outbox_condition(have, plan.tables, before)
-        if cond is not None:
-            plan.outbox = conn.execute(
-                f"SELECT COUNT(*) FROM sync_outbox{cond[0]}", cond[1]
-            ).fetchone()[0]
+        picked, skipped = selections(schema.present_columns(conn), before)
+        plan = ResetPlan(location=str(store.path()), before=before, skipped=skipped)
+        for q in picked:
+            n = conn.execute(f"SELECT COUNT(*) FROM {q.sql}", q.params).fetchone()[0]
+            if q.name == "sync_outbox":
+                plan.outbox = n
+            else:
+                plan.tables[q.name] = n
         conn.execute("COMMIT")
     return plan
 
 
 def reset(store: Store, plan: ResetPlan, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> ResetResult:
-    """Delete what `plan` names, in one transaction that queues nothing for sync.
+    """Delete what `plan` picks, in one transaction that queues nothing for sync.
 
     Waits up to `timeout_ms` for the write lock, then raises Busy having
     deleted nothing. The counts are those of the rows really deleted (the
@@ -372,15 +389,19 @@ def reset(store: Store, plan: ResetPlan, *, timeout_ms: int = BUSY_TIMEOUT_MS) -
 
 def _delete(conn: sqlite3.Connection, plan: ResetPlan) -> ResetResult:
     have = schema.present_columns(conn)
-    tables = [t for t in plan.tables if t in have]
+    # The plan's tables only: one an older file lacked was just created empty.
+    have_now = {
+        t: c for t, c in have.items() if t not in schema.LEDGER_RESET_TABLES or t in plan.tables
+    }
     result = ResetResult(plan.location, plan.before, {}, 0)
-    outbox = have.get("sync_outbox", set())
-    # The sync triggers would queue a delete per row (and cost the fast
-    # whole-table delete): set them aside until the end of the transaction.
-    set_aside = _sync_triggers(conn, tables)
+    # The agent's sync triggers would queue a delete per row (and cost the
+    # fast whole-table delete): they are set aside until the end of the
+    # transaction.
+    set_aside = _sync_triggers(conn, list(plan.tables))
     for name, _ in set_aside:
         conn.execute(f'DROP TRIGGER "{name}"')
-    last_seq, sequence = None, None
+    outbox = have.get("sync_outbox", set())
+    last_seq = sequence = None
     if "seq" in outbox:
         last_seq = conn.execute("SELECT MAX(seq) FROM sync_outbox").fetchone()[0]
         if "sqlite_sequence" in have:
@@ -388,12 +409,12 @@ def _delete(conn: sqlite3.Connection, plan: ResetPlan) -> ResetResult:
                 "SELECT seq FROM sqlite_sequence WHERE name = 'sync_outbox'"
             ).fetchone()
             sequence = row[0] if row else None
-    cond = _outbox_condition(have, tables, plan.before)
-    if cond is not None:  # before the rows go: --before finds the keys through them
-        result.outbox = conn.execute(f"DELETE FROM sync_outbox{cond[0]}", cond[1]).rowcount
-    for table in tables:
-        where, params = _condition(table, have[table], plan.before) or (" WHERE 0", [])
-        result.deleted[table] = conn.execute(f'DELETE FROM "{table}"{where}', params).rowcount
+    for q in reset_queries(have_now, plan.before):
+        n = conn.execute(q.sql, q.params).rowcount
+        if q.name == "sync_outbox":
+            result.outbox = n
+        else:
+            result.deleted[q.name] = n
     if "seq" in outbox:
         # Whatever another trigger queued during this transaction goes too,
         # and the outbox's sequence is put back: a reset is local.
@@ -429,27 +450,33 @@ def _sync_triggers(conn: sqlite3.Connection, tables: list[str]) -> list[tuple[st
 
 
 def vacuum(store: Store, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> VacuumResult:
-    """Rewrite the shared file without its free pages and hand them back to the disk.
-
-    VACUUM may renumber the rowids of tables without an INTEGER PRIMARY KEY,
-    and the search index is keyed by `messages.rowid`: if the messages'
-    rowids moved, the index is rebuilt so search stays right.
-    """
+    """Rewrite the shared file without its free pages and hand them back to the disk."""
     path = store.require()
     with store.writer(timeout_ms=timeout_ms) as conn:
-        before = _on_disk(path)
-        has_index = schema.search_index_present(conn)
-        fingerprint = _rowid_fingerprint(conn) if has_index else None
-        conn.execute("VACUUM")
-        state = "absent"
-        if has_index:
-            state = "checked"
-            if fingerprint is None or _rowid_fingerprint(conn) != fingerprint:
-                with db.transaction(conn):
-                    schema.rebuild_search_index(conn)
-                state = "rebuilt"
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        return VacuumResult(before, _on_disk(path), state)
+        return vacuum_in(conn, path)
+
+
+def vacuum_in(conn: sqlite3.Connection, path: Path) -> VacuumResult:
+    """VACUUM the open file at `path`, keeping the search index in step.
+
+    VACUUM may renumber the rowids of tables without an INTEGER PRIMARY KEY
+    (SQLite does when such a table has no index), and the search index is
+    keyed by `messages.rowid`: if the messages' rowids moved, the index is
+    rebuilt so that search keeps finding the right messages.
+    """
+    before = _on_disk(path)
+    has_index = schema.search_index_present(conn)
+    fingerprint = _rowid_fingerprint(conn) if has_index else None
+    conn.execute("VACUUM")
+    state = "absent"
+    if has_index:
+        state = "checked"
+        if fingerprint is None or _rowid_fingerprint(conn) != fingerprint:
+            with db.transaction(conn):
+                schema.rebuild_search_index(conn)
+            state = "rebuilt"
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    return VacuumResult(before, _on_disk(path), state)
 
 
 def _on_disk(path: Path) -> int:
