@@ -129,9 +129,7 @@ def others_fingerprint(db: Path) -> dict[str, tuple[int, str]]:
     """Row count and a checksum of the contents of every table outside the usage ledger."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
-        )]  # fmt: skip
+        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         out = {}
         for name in names:
             if name in LEDGER:
@@ -141,8 +139,9 @@ def others_fingerprint(db: Path) -> dict[str, tuple[int, str]]:
             for row in sorted(repr(r) for r in rows):
                 digest.update(row.encode())
             out[name] = (len(rows), digest.hexdigest())
-        out["(schema)"] = (0, hashlib.sha256(repr(sorted(conn.execute(
-            "SELECT type, name, tbl_name, sql FROM sqlite_master").fetchall())).encode()).hexdigest())  # fmt: skip
+        # Every table, index and trigger, as declared (sync triggers set aside come back).
+        declared = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+        out["(schema)"] = (len(declared), hashlib.sha256(repr(declared).encode()).hexdigest())
         return out
     finally:
         conn.close()
