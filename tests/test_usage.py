@@ -570,8 +570,12 @@ def test_old_ledger_reset_clears_what_exists(kaja):
 HOLDER = """
 import sqlite3, sys, time
 conn = sqlite3.connect(sys.argv[1], isolation_level=None)
-conn.execute("BEGIN IMMEDIATE")
-conn.execute("INSERT INTO counters (name, value) VALUES ('holder', '1')")
+if sys.argv[3] == "write":
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("INSERT INTO counters (name, value) VALUES ('holder', '1')")
+else:
+    conn.execute("BEGIN")
+    conn.execute("SELECT COUNT(*) FROM messages").fetchall()
 print("holding", flush=True)
 time.sleep(float(sys.argv[2]))
 conn.execute("COMMIT")
@@ -579,9 +583,12 @@ print("released", flush=True)
 """
 
 
-def hold_write_lock(db: Path, seconds: float) -> subprocess.Popen:
+def hold_write_lock(db: Path, seconds: float, mode: str = "write") -> subprocess.Popen:
+    """Another process in a write (or, with mode="read", a read) transaction on `db`."""
     p = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(db), str(seconds)], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER, str(db), str(seconds), mode],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert p.stdout is not None and p.stdout.readline() == "holding\n"
     return p
@@ -726,6 +733,30 @@ def test_vacuum_gives_space_back_and_search_still_finds(kaja, big_ledger):
     r = kaja("usage", "reset", "--yes", "--vacuum")  # nothing left to delete: vacuums all the same
     assert r.code == 0, r
     assert "given back to the disk" in r.err
+
+
+def test_vacuum_when_the_agent_is_busy_or_reading(ledger):
+    assert ledger("usage", "reset", "--yes").code == 0
+    holder = hold_write_lock(ledger.db, 60)
+    try:
+        r = ledger("usage", "reset", "--yes", "--vacuum", "--wait", "0.3")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.code == 4, r
+    assert r.err == (
+        "kaja: the usage ledger has no rows: nothing to delete\n"
+        f"kaja: the agent is busy writing to {ledger.db} (waited 0.3 s): VACUUM did not run:"
+        " run `kaja usage reset --vacuum` again when it is idle\n"
+    )
+    holder = hold_write_lock(ledger.db, 60, mode="read")
+    try:
+        r = ledger("usage", "reset", "--yes", "--vacuum", "--wait", "0.3", "--json")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.code == 0, r
+    assert json.loads(r.out)["vacuum"]["readers_waited"] is True
 
 
 def test_vacuum_rebuilds_the_search_index_when_rowids_move(tmp_path):

@@ -201,7 +201,8 @@ def _with_empty_days(groups: list) -> list:
     for i in range((last - first).days + 1):
         key = (first + timedelta(days=i)).isoformat()
         out.append(days.get(key) or Totals(key))
-    return out + [g for g in groups if g.key not in {t.key for t in out}]
+    shown = {t.key for t in out}
+    return out + [g for g in groups if g.key not in shown]
 
 
 def _period(result: "UsageReport") -> str:
@@ -248,6 +249,7 @@ def reset(
     from kaja_cli import render
     from kaja_cli.core import timeparse
     from kaja_cli.core import usage as core
+    from kaja_cli.errors import KajaError
 
     cutoff = timeparse.parse_when(before, option="--before") if before else None
     store = store_of(ctx)
@@ -255,9 +257,7 @@ def reset(
     if dry_run:
         _reset_out(plan, plan.tables, plan.outbox, None, dry_run=True, as_json=as_json)
         return
-    if not plan.total and not plan.outbox and not vacuum:
-        _reset_out(plan, plan.tables, 0, None, dry_run=False, as_json=as_json)
-        return
+    deleted, outbox, asked = dict.fromkeys(plan.tables, 0), 0, False
     if plan.total or plan.outbox:
         asked = not yes and render.stdin_is_terminal()
         if asked:
@@ -265,10 +265,14 @@ def reset(
         render.confirm(_question(plan), assume_yes=yes)
         done = core.reset(store, plan, timeout_ms=int(wait * 1000))
         deleted, outbox = done.deleted, done.outbox
-    else:
-        asked = False
-        deleted, outbox = dict.fromkeys(plan.tables, 0), 0
-    freed = core.vacuum(store, timeout_ms=int(wait * 1000)) if vacuum else None
+    freed = None
+    if vacuum:
+        try:
+            freed = core.vacuum(store, timeout_ms=int(wait * 1000))
+        except KajaError:
+            # The deletion is committed: say so before the error line.
+            _reset_out(plan, deleted, outbox, None, dry_run=False, as_json=as_json, table=not asked)
+            raise
     _reset_out(plan, deleted, outbox, freed, dry_run=False, as_json=as_json, table=not asked)
 
 
@@ -304,6 +308,7 @@ def _reset_out(
                 "vacuum": None if freed is None else {
                     "bytes_before": freed.bytes_before, "bytes_after": freed.bytes_after,
                     "freed_bytes": freed.freed, "search_index": freed.search_index,
+                    "readers_waited": freed.readers_waited,
                 },
             }
         )  # fmt: skip
@@ -327,3 +332,8 @@ def _reset_out(
             f"{render.human_size(freed.bytes_after)}, {render.human_size(freed.freed)} "
             f"given back to the disk{rebuilt}"
         )
+        if freed.readers_waited:
+            render.note(
+                "another process is reading the file: the rest of the space goes back to the"
+                " disk once it is done"
+            )

@@ -277,6 +277,7 @@ class VacuumResult:
     bytes_before: int
     bytes_after: int
     search_index: str  # "absent", "checked" (in step), "rebuilt"
+    readers_waited: bool = False  # a reader kept the WAL: the rest goes back after it is done
 
     @property
     def freed(self) -> int:
@@ -452,8 +453,14 @@ def _sync_triggers(conn: sqlite3.Connection, tables: list[str]) -> list[tuple[st
 def vacuum(store: Store, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> VacuumResult:
     """Rewrite the shared file without its free pages and hand them back to the disk."""
     path = store.require()
-    with store.writer(timeout_ms=timeout_ms) as conn:
-        return vacuum_in(conn, path)
+    try:
+        with store.writer(timeout_ms=timeout_ms) as conn:
+            return vacuum_in(conn, path)
+    except Busy as e:
+        raise Busy(
+            f"the agent is busy writing to {path} (waited {timeout_ms / 1000:g} s): VACUUM did not run",
+            hint="run `kaja usage reset --vacuum` again when it is idle",
+        ) from e
 
 
 def vacuum_in(conn: sqlite3.Connection, path: Path) -> VacuumResult:
@@ -475,8 +482,8 @@ def vacuum_in(conn: sqlite3.Connection, path: Path) -> VacuumResult:
             with db.transaction(conn):
                 schema.rebuild_search_index(conn)
             state = "rebuilt"
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    return VacuumResult(before, _on_disk(path), state)
+    busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    return VacuumResult(before, _on_disk(path), state, readers_waited=bool(busy))
 
 
 def _on_disk(path: Path) -> int:
