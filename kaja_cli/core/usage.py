@@ -15,7 +15,6 @@ queues nothing for sync. Everything else in the file is left as it was.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -498,6 +497,8 @@ def _on_disk(path: Path) -> int:
 
 def _rowid_fingerprint(conn: sqlite3.Connection) -> str | None:
     """A digest of every message's (rowid, id); None when messages have no id column."""
+    import hashlib  # only --vacuum needs it (~3 ms to import)
+
     if "id" not in db.column_names(conn, "messages"):
         return None
     digest = hashlib.blake2b(digest_size=16)
