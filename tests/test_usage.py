@@ -14,6 +14,7 @@ import sqlite3
 import struct
 import subprocess
 import sys
+import termios
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -319,7 +320,7 @@ def run_in_terminal(
 ) -> tuple[int, str]:
     """Run kaja with stdin, stdout and stderr on a pseudo-terminal; answer its question."""
     main, sub = pty.openpty()
-    fcntl.ioctl(sub, __import__("termios").TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+    fcntl.ioctl(sub, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
     p = subprocess.Popen(
         [KAJA, *args], stdin=sub, stdout=sub, stderr=sub, env=dict(kaja.env, COLUMNS="160")
     )
