@@ -189,3 +189,34 @@ def relative_time(value: str | None, now: datetime | None = None) -> str:
 
 def color_enabled() -> bool:
     return "NO_COLOR" not in os.environ and stdout_is_terminal()
+
+
+def human_duration(ms: int | float | None) -> str:
+    """ "850 ms", "12.4 s", "7m 05s", "3h 12m", "4d 02h" """
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return f"{int(ms)} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, s = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {s:02d}s"
+    hours, m = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours}h {m:02d}m"
+    days, h = divmod(hours, 24)
+    return f"{days}d {h:02d}h"
+
+
+_EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(value: float, largest: float, width: int = 30) -> str:
+    """A horizontal bar of unicode blocks, `width` cells for `largest` (terminal charts)."""
+    if largest <= 0 or value <= 0:
+        return ""
+    eighths = max(1, round(value / largest * width * 8))
+    full, rest = divmod(eighths, 8)
+    return "█" * full + (_EIGHTHS[rest] if rest else "")

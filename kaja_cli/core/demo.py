@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from kaja_cli.core import demo_script as script
 from kaja_cli.core import png
-from kaja_cli.core.record import Recorder, iso
+from kaja_cli.core.record import Recorder, iso, uuid7
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Refused, UsageError
 
@@ -77,7 +77,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     rng = random.Random(options.seed)
     base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
-    demo = _Demo(store, rng, base, progress or (lambda done, total=None: None))
+    demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
     with Recorder(store, clock=lambda: base, rng=rng) as rec:
         demo.rec = rec
         scripted = script.SESSIONS
@@ -121,7 +121,9 @@ def _plan(options: DemoOptions, scripted: int, scripted_messages: int) -> tuple[
 
 
 class _Demo:
-    def __init__(self, store: Store, rng: random.Random, base: datetime, progress: Progress):
+    def __init__(
+        self, store: Store, rng: random.Random, base: datetime, progress: Progress, seed: int = 0
+    ):
         self.store = store
         self.rng = rng
         self.base = base
@@ -131,6 +133,8 @@ class _Demo:
         self.total: int | None = None
         self.runs: list[str] = []
         self.session_ids: list[tuple[str, str | None, str]] = []  # (id, owner, title)
+        self.seed = seed
+        self.ledger: _GeneratedLedger
 
     def _tick(self, n: int = 1) -> None:
         self.result.messages += n
@@ -574,6 +578,7 @@ class _Demo:
             + [f"telegram:{100000 + i}" for i in range(5)]
         )
         counts = _split(messages, sessions, rng)
+        ledger = self.ledger = _GeneratedLedger(self.seed, self.result)
         pending_rows = 0
         txn = rec.transaction()
         txn.__enter__()
@@ -593,6 +598,7 @@ class _Demo:
                 self.result.owners.add(owner or "terminal")
                 timeline = owner is None and n % 10 == 0
                 with_image = n % 97 == 5 and owner is None and count >= 2
+                source = _source(owner)
                 run_id = None
                 seq = 0
                 remaining = count - 1 if with_image else count
@@ -610,9 +616,12 @@ class _Demo:
                         rec.add_message(sid, "user", text, at=when, seq=seq)
                         if rng.random() < 0.5:
                             run_id = self._start_run(
-                                source=_source(owner), thread_id=sid, prompt=text[:120], at=when
+                                source=source, thread_id=sid, prompt=text[:120], at=when
                             )
                             rec.end_run(run_id, "completed", at=when + timedelta(seconds=5))
+                            ledger.start_run(run_id, when)
+                        else:  # every turn is a run, as the agent records them
+                            run_id = ledger.new_run(source, sid, text[:120], when)
                     else:
                         completion = 20 + len(text) // 4
                         rec.add_message(
@@ -620,17 +629,25 @@ class _Demo:
                             completion_tokens=completion, latency_ms=300 + completion * 10,
                             finish_reason="stop", at=when, seq=seq,
                         )  # fmt: skip
-                        self._ledger_call(run_id, model, 400 + seq * 30, completion, when)
+                        prompt_tokens = 400 + seq * 30
+                        # The same draws as _ledger_call's: the conversations stay as they were.
+                        cached = prompt_tokens // 2 if rng.random() < 0.6 else 0
+                        ttft = 200 + rng.randint(0, 400)
+                        ledger.reply(
+                            run_id, model, source, prompt_tokens, completion, cached, ttft, when
+                        )
                     if timeline:
                         rec.add_event(sid, role, {"text": text})
                     remaining -= 1
                     pending_rows += 1
                     if pending_rows >= BATCH:
+                        ledger.flush(rec.conn())
                         txn.__exit__(None, None, None)
                         self._tick(pending_rows)
                         pending_rows = 0
                         txn = rec.transaction()
                         txn.__enter__()
+                ledger.close_run()
                 if with_image:
                     part = rec.add_image(
                         sid,
@@ -642,6 +659,7 @@ class _Demo:
                     rec.add_message(sid, "user", None, parts=[part], at=clock.step(rng), seq=seq)
                     self.result.images += 1
                     pending_rows += 1
+            ledger.flush(rec.conn())
         except BaseException as e:
             txn.__exit__(type(e), e, e.__traceback__)
             raise
@@ -663,11 +681,151 @@ class _Demo:
         duration = rng.randint(5, 3000)
         rec.finish_tool_call(tool_id, status=status, result_message_id=res.id, duration_ms=duration,
                              approval="declined" if status == "declined" else ("approved" if name == "shell" else None))  # fmt: skip
-        if run_id and status != "skipped":
-            rec.add_tool(run_id, name, {"declined": "denied"}.get(status, status), at=when, duration_ms=duration,
-                         result_chars=len(result))  # fmt: skip
+        if run_id:
+            self.ledger.tool_turn(run_id, model, name, status, duration, len(result), when)
         self.result.tool_calls += 1
         return seq + 1
+
+
+class _GeneratedLedger:
+    """The usage ledger of the generated conversations, the way an agent writes it.
+
+    Every user turn is a run with its event history (started, one step per
+    tool, completed) and now and then a log line. A reply takes one to four
+    model calls (routing, planning with an internal tool, the answer): about
+    one call per message, with tools, events and logs in proportion. Its
+    randomness is a stream of its own, so the generated conversations are the
+    rows they always were. Rows are buffered and written with executemany
+    once per batch: the 1M-message store holds about 3M ledger rows.
+    """
+
+    # (tool, share of its calls that fail, share denied): some fail more than others
+    INTERNAL_TOOLS = (("memory_search", 0.01, 0.0), ("read_note", 0.02, 0.0), ("web_search", 0.06, 0.0),
+                      ("calendar_lookup", 0.15, 0.02), ("python", 0.09, 0.05))  # fmt: skip
+    CALLS = ("run_id", "at", "engine", "model", "role", "source", "kind", "prompt_tokens",
+             "completion_tokens", "cached_tokens", "cache_source", "duration_ms", "gen_ms",
+             "prompt_ms", "ttft_ms", "load_ms", "tool_calls", "think", "purpose", "ok", "error")  # fmt: skip
+    RUNS = ("id", "agent", "source", "thread_id", "prompt", "started_at", "ended_at", "status",
+            "error", "pid", "host")  # fmt: skip
+    TOOLS = ("run_id", "at", "tool", "outcome", "duration_ms", "result_chars", "error")
+    EVENTS = ("run_id", "event_id", "at", "type", "attributes")
+    LOGS = ("at", "level", "message", "entity_type", "entity_name", "process", "run_id")
+
+    def __init__(self, seed: int, result: DemoResult):
+        self.rng = random.Random(f"kaja-demo-ledger:{seed}")
+        self.result = result
+        self.rows: dict[str, list[tuple]] = {
+            t: [] for t in ("runs", "calls", "tools", "events", "logs")
+        }
+        self.run: list | None = None  # [run id, next event id, source, time of the last step]
+        self.pid = 4242  # the demo's imaginary agent, as in _Demo._start_run: reproducible
+        self.host = "kaja-demo"
+
+    def new_run(self, source: str, sid: str, prompt: str, when: datetime) -> str:
+        r = self.rng.random()
+        status, error = (
+            ("completed", None)
+            if r < 0.97
+            else (("failed", "model call failed") if r < 0.99 else ("canceled", None))
+        )
+        run_id = "run_" + uuid7(when, self.rng).replace("-", "")[-12:]
+        self.rows["runs"].append((run_id, "kaja", source, sid, prompt, iso(when),
+                                  iso(when + timedelta(seconds=2 + 40 * r)), status, error, self.pid, self.host))  # fmt: skip
+        self.start_run(run_id, when, source)
+        return run_id
+
+    def start_run(self, run_id: str, when: datetime, source: str = "interactive") -> None:
+        self.close_run()
+        self.run = [run_id, 1, source, when]
+        self._event("WorkflowExecutionStarted", '{"activity":"turn"}', when)
+        if self.rng.random() < 0.3:
+            self.rows["logs"].append(
+                (iso(when), "info", f"run {run_id} started", "run", "kaja", source, run_id)
+            )
+
+    def close_run(self) -> None:
+        if self.run is not None:
+            self._event("WorkflowExecutionCompleted", "{}", self.run[3] + timedelta(seconds=1))
+            self.run = None
+
+    def _event(self, type: str, attributes: str, when: datetime) -> None:
+        run = self.run
+        assert run is not None
+        self.rows["events"].append((run[0], run[1], iso(when), type, attributes))
+        run[1] += 1
+        run[3] = max(run[3], when)
+
+    def reply(self, run_id, model, source, prompt_tokens, completion, cached, ttft, when) -> None:
+        """The calls behind one assistant reply: a few helper calls, then the answer."""
+        r = self.rng.random()
+        extra = 0 if r < 0.24 else 1 if r < 0.63 else 2 if r < 0.94 else 3
+        for j in range(extra):
+            at = when - timedelta(seconds=3 * (extra - j))
+            local = self.rng.random() < 0.2
+            tool = None
+            if not local and self.rng.random() < 0.45:
+                tool = self.INTERNAL_TOOLS[int(self.rng.random() * len(self.INTERNAL_TOOLS))]
+            self._call(run_id, at, "llama3.2:3b" if local else model, source, max(120, prompt_tokens - 200 * (extra - j)),
+                       15 + int(self.rng.random() * 90), purpose="route" if local else "plan",
+                       tool_calls=f'["{tool[0]}"]' if tool else "[]", can_fail=True)  # fmt: skip
+            if tool:
+                self._tool(run_id, tool, at + timedelta(milliseconds=400))
+        self._call(run_id, when, model, source, prompt_tokens, completion, cached=cached, ttft=ttft)
+
+    def tool_turn(self, run_id, model, name, status, duration, result_chars, when) -> None:
+        """The call that asked for a tool the conversation shows, and the tool's row."""
+        self._call(run_id, when, model, source=self.run[2] if self.run else "interactive",
+                   prompt_tokens=500, completion=35, purpose="tool", tool_calls=f'["{name}"]')  # fmt: skip
+        if status != "skipped":
+            outcome = {"declined": "denied"}.get(status, status)
+            self._add_tool(run_id, when, name, outcome, duration, result_chars)
+
+    def _call(self, run_id, at, model, source, prompt_tokens, completion, *, cached=None, ttft=None,
+              purpose="reply", tool_calls="[]", can_fail=False) -> None:  # fmt: skip
+        r = self.rng.random()
+        ok, error = 1, None
+        if can_fail and r < 0.015:  # a helper call that failed (the agent went on without it)
+            ok, error = 0, "rate limited (429)" if r < 0.01 else "timeout after 60 s"
+            completion = 0
+        if cached is None:
+            cached = prompt_tokens // 2 if r > 0.4 else 0
+        engine = "ollama" if model == "llama3.2:3b" else _engine(model)
+        self.rows["calls"].append((
+            run_id, iso(at), engine, model, "router" if purpose == "route" else "assistant", source, "chat",
+            prompt_tokens, completion, cached, "provider" if cached else None, 300 + completion * 12,
+            completion * 10, prompt_tokens // 10, ttft or 150 + int(r * 500), 0, tool_calls, 0, purpose,
+            ok, error,
+        ))  # fmt: skip
+        self.result.calls += 1
+        if not ok:
+            self.rows["logs"].append(
+                (iso(at), "warn", f"model call failed: {error}", "model", model, source, run_id)
+            )
+
+    def _tool(self, run_id, tool, when) -> None:
+        name, fails, denied = tool
+        r = self.rng.random()
+        outcome = "error" if r < fails else "denied" if r < fails + denied else "ok"
+        self._add_tool(run_id, when, name, outcome, 20 + int(r * 1500), int(r * 4000))
+
+    def _add_tool(self, run_id, when, name, outcome, duration, result_chars) -> None:
+        error = f"{name} failed" if outcome == "error" else None
+        self.rows["tools"].append((run_id, iso(when), name, outcome, duration, result_chars, error))
+        if self.run is not None and self.run[0] == run_id:
+            self._event("ActivityTaskCompleted", f'{{"tool":"{name}","outcome":"{outcome}"}}', when)
+        if error:
+            self.rows["logs"].append((iso(when), "error", error, "tool", name, "kaja", run_id))
+
+    def flush(self, conn) -> None:
+        for table, cols in (("runs", self.RUNS), ("calls", self.CALLS), ("tools", self.TOOLS),
+                            ("events", self.EVENTS), ("logs", self.LOGS)):  # fmt: skip
+            rows = self.rows[table]
+            if rows:
+                conn.executemany(
+                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                    rows,
+                )
+                rows.clear()
 
 
 class _Clock:

@@ -1,0 +1,93 @@
+"""`kaja usage` and `kaja usage reset --yes` on the benchmark store (issue 5).
+
+Goal: at most 1.5× the `sqlite3` command line running the same SQL, kaja's
+start-up subtracted. Both sides run the same statements: they come from
+kaja's core (`report_queries`, `reset_queries`), in one transaction each.
+A reset needs a fresh copy of the store before every run (kaja's and the
+floor's alike); the copy is flushed to disk first so that neither side pays
+for the other's writeback.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from datetime import datetime, timedelta
+
+
+def _literal(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, int | float):
+        return str(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def _script(queries, begin: str = "BEGIN") -> str:
+    """The statements with their parameters written in, as one sqlite3 script."""
+    out = [begin]
+    for q in queries:
+        parts = q.sql.split("?")
+        assert len(parts) == len(q.params) + 1, q.sql
+        text = parts[0] + "".join(
+            _literal(p) + rest for p, rest in zip(q.params, parts[1:], strict=True)
+        )
+        out.append(text)
+    out.append("COMMIT")
+    return ";\n".join(out) + ";\n"
+
+
+def cases(bench) -> None:
+    from kaja_cli.core import schema, usage
+
+    conn = sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)
+    try:
+        have = schema.present_columns(conn)
+        calls, last = conn.execute("SELECT COUNT(*), MAX(at) FROM calls").fetchone()
+        rows = sum(
+            conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+            for t in schema.LEDGER_RESET_TABLES
+        )
+    finally:
+        conn.close()
+    size = f"{calls:,} calls, {rows:,} ledger rows"
+
+    queries, _ = usage.report_queries(have)
+    k, f = bench.pair(bench.kaja("usage"), bench.sqlite(_script(queries)))
+    bench.add("usage: kaja usage", k, f, "sqlite3: the same 3 queries", goal=1.5,
+              subtract_startup=True, note=size)  # fmt: skip
+
+    since = (datetime.fromisoformat(last.replace("Z", "+00:00")) - timedelta(days=90)).strftime(
+        "%Y-%m-%dT00:00:00.000Z"
+    )
+    queries, _ = usage.report_queries(have, "day", since)
+    k, f = bench.pair(
+        bench.kaja("usage", "--by", "day", "--since", since, "--json"),
+        bench.sqlite(_script(queries)),
+    )
+    bench.add("usage: --by day --since 90d --json", k, f, "sqlite3: the same 3 queries", goal=1.5,
+              subtract_startup=True)  # fmt: skip
+
+    # The reset runs on a scratch copy (--state-dir), never on the benchmark store.
+    scratch = bench.state_dir.parent / "usage-reset-scratch"
+    target = scratch / "kaja.db"
+
+    def fresh() -> None:
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+        shutil.copyfile(bench.db, target)
+        os.sync()
+
+    reset = bench.kaja("--state-dir", str(scratch), "--config", str(scratch / "settings.toml"),
+                       "usage", "reset", "--yes")  # fmt: skip
+    floor = bench.sqlite(
+        _script(usage.reset_queries(have), "BEGIN IMMEDIATE"), target, readonly=False
+    )
+    fresh()  # the warm-up runs of bench.pair use this copy
+    try:
+        k, f = bench.pair(reset, floor, setup=fresh)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    bench.add("usage: reset --yes", k, f, "sqlite3: the same DELETEs", goal=1.5,
+              subtract_startup=True, note=f"{rows:,} rows deleted")  # fmt: skip
