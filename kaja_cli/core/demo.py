@@ -728,7 +728,7 @@ class _GeneratedLedger:
             if r < 0.97
             else (("failed", "model call failed") if r < 0.99 else ("canceled", None))
         )
-        run_id = "run_" + uuid7(when, self.rng).replace("-", "")[-12:]
+        run_id = "run_" + uuid7(when, self.rng).replace("-", "")[-20:]  # 80 random bits
         self.rows["runs"].append((run_id, "kaja", source, sid, prompt, iso(when),
                                   iso(when + timedelta(seconds=2 + 40 * r)), status, error, self.pid, self.host))  # fmt: skip
         self.start_run(run_id, when, source)

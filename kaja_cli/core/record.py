@@ -367,7 +367,7 @@ class Recorder:
         host: str | None = None,
     ) -> str:
         now = self._now(at)
-        run_id = run_id or "run_" + uuid7(now, self.rng).replace("-", "")[-12:]
+        run_id = run_id or "run_" + uuid7(now, self.rng).replace("-", "")[-20:]  # 80 random bits
         self.insert(
             "runs", id=run_id, parent_id=parent_id, agent=agent, source=source,
             thread_id=thread_id, prompt=prompt, started_at=iso(now), status="running",
