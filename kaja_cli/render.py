@@ -56,10 +56,34 @@ class Col(NamedTuple):
     max_width: int | None = None
 
 
+class Styled(NamedTuple):
+    """A table cell with a Rich style on a terminal (plain text when piped)."""
+
+    text: str
+    style: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def _plain(value: Any) -> str:
     if value is None:
         return ""
     return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def _cell(value: Any) -> Any:
+    """A table cell for Rich: text is shown as is, never read as markup (a
+    title like "[draft]" comes from the database, not from us)."""
+    from rich.text import Text
+
+    if value is None:
+        return ""
+    if isinstance(value, Styled):
+        return Text(value.text, style=value.style)
+    if isinstance(value, str | int | float):
+        return Text(str(value))
+    return value
 
 
 def table(
@@ -91,9 +115,7 @@ def table(
             c.header, justify=c.justify, style=c.style, no_wrap=c.no_wrap, max_width=c.max_width
         )  # type: ignore[arg-type]
     for row in rows:
-        t.add_row(
-            *("" if v is None else v if not isinstance(v, int | float) else str(v) for v in row)
-        )
+        t.add_row(*(_cell(v) for v in row))
     console().print(t)
 
 
@@ -158,6 +180,33 @@ def human_size(n: int | None) -> str:
     return f"{n} B"
 
 
+def human_count(n: int | None) -> str:
+    """950, 12.3k, 1.2M: a count at a glance."""
+    if n is None:
+        return "-"
+    for limit, div, unit in ((1_000_000_000, 1_000_000_000, "G"), (1_000_000, 1_000_000, "M"),
+                             (1000, 1000, "k")):  # fmt: skip
+        if abs(n) >= limit:
+            return f"{n / div:.1f}{unit}"
+    return str(n)
+
+
+def human_duration(ms: int | float | None) -> str:
+    """840 ms, 9.1 s, 2m 05s, 3h 02m."""
+    if ms is None:
+        return "-"
+    if ms < 1000:
+        return f"{int(ms)} ms"
+    seconds = ms / 1000
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, sec = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {sec:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
 def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -189,3 +238,63 @@ def relative_time(value: str | None, now: datetime | None = None) -> str:
 
 def color_enabled() -> bool:
     return "NO_COLOR" not in os.environ and stdout_is_terminal()
+
+
+# --- long text for a person ----------------------------------------------------------
+Line = Sequence[tuple[str, str]]  # (text, Rich style) segments of one line
+
+
+def print_lines(lines: Sequence[Line], *, pager: bool = True) -> None:
+    """Styled lines: plain text when piped; on a terminal with their styles,
+    and through a pager when they would not fit on the screen.
+
+    The pager is `$KAJA_PAGER`, else `$PAGER`, else `less`; like git, `LESS`
+    defaults to `FRX` (quit if one screen, keep colors, leave the screen as it
+    is). An empty value or `cat` means no pager.
+    """
+    if not stdout_is_terminal():
+        out = sys.stdout
+        for line in lines:
+            out.write("".join(text for text, _ in line) + "\n")
+        return
+    from rich.text import Text
+
+    con = console()
+    with con.capture() as captured:
+        for line in lines:
+            con.print(Text.assemble(*line), overflow="fold")
+    text = captured.get()
+    if pager and text.count("\n") > con.height and _page(text):
+        return
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def _page(text: str) -> bool:
+    """Show `text` through the pager; False if there is none to run."""
+    import shlex
+    import subprocess
+
+    command = os.environ.get("KAJA_PAGER", os.environ.get("PAGER", "less"))
+    argv = shlex.split(command) if command.strip() else []
+    if not argv or argv == ["cat"]:
+        return False
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        return False
+    assert proc.stdin is not None
+    try:
+        with proc.stdin as pipe:
+            pipe.write(text.encode(sys.stdout.encoding or "utf-8", "replace"))
+    except (BrokenPipeError, OSError):
+        pass  # the reader quit the pager early
+    while True:
+        try:
+            proc.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # the pager handles Ctrl-C; leaving it would break the terminal
+    return True
