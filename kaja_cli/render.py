@@ -7,10 +7,9 @@ progress bar, a question); `--json` and piped output never load it.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -36,7 +35,28 @@ def console(*, stderr: bool = False):
 
 
 def emit_json(data: Any) -> None:
+    import json  # not at the top: piped tables never need it
+
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> str:
+    """Compact JSON text of `head` plus `key`: a list of items that are JSON
+    text already (serialized by SQLite: nothing is parsed and encoded again)."""
+    import json
+
+    text = json.dumps(head, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text[:-1] + ("," if head else "") + json.dumps(key) + ":[" + ",".join(items) + "]}"
+
+
+def emit_json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> None:
+    """`json_document` on stdout; indented for a person at a terminal."""
+    if stdout_is_terminal():
+        import json
+
+        emit_json(head | {key: [json.loads(i) for i in items]})
+        return
+    sys.stdout.write(json_document(head, key, items) + "\n")
 
 
 def note(message: str) -> None:

@@ -54,8 +54,8 @@ def resume(
     if as_json:
         if tail is not None:
             raise UsageError("--tail shapes the replay; --json prints the whole resume context")
-        context = transcript.load_context(store, session_id, acting)
-        render.emit_json(context.to_json())
+        doc = transcript.load_context_json(store, session_id, acting)
+        render.emit_json_document(doc.head, doc.key, doc.items)
         return
     from kaja_cli import replay
 

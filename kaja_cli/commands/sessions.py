@@ -61,7 +61,8 @@ def sessions(
 
         since_iso = parse_when(since)
     flt = core.SessionFilter(acting, since_iso, model, persona, limit)
-    result = core.listing(store_of(ctx), flt)
+    store = store_of(ctx)
+    result = core.listing_json(store, flt) if as_json else core.listing(store, flt)
 
     if not result.store_exists:
         render.note(f"no sessions: there is no Kaja store at {result.location}")
@@ -75,28 +76,16 @@ def sessions(
     more = f"{result.left_out} more not shown (--limit 0 shows all)" if result.left_out else None
 
     if as_json:
-        render.emit_json(
-            {
-                "owner": acting.label if acting else None,
-                "all_owners": acting is None,
-                "total": result.total,
-                "left_out": result.left_out,
-                "sessions": [
-                    s.row | {
-                        "short_id": s.short_id,
-                        "message_count": s.message_count,
-                        "prompt_tokens": s.prompt_tokens,
-                        "completion_tokens": s.completion_tokens,
-                        "total_tokens": s.tokens,
-                    }
-                    for s in result.sessions
-                ],
-            }
-        )  # fmt: skip
+        head = {
+            "owner": acting.label if acting else None,
+            "all_owners": acting is None,
+            "total": result.total,
+            "left_out": result.left_out,
+        }
+        render.emit_json_document(head, "sessions", result.sessions)
         return
-    if not result.sessions:
-        return
-    _table(result, all_owners=acting is None, caption=more)
+    if result.sessions:
+        _table(result, all_owners=acting is None, caption=more)
 
 
 def _filtered(flt) -> bool:
@@ -256,20 +245,22 @@ def export(
         raise UsageError(f"--format: {fmt!r} is not md or json")
     if output is not None and output.is_dir():
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
-    t = transcript.load_transcript(store_of(ctx), session_id, Owner.parse(owner))
+    store, acting = store_of(ctx), Owner.parse(owner)
     if fmt == "json":
-        import json
-
-        text = json.dumps(t.to_json(), ensure_ascii=False, indent=2, default=str) + "\n"
+        doc = transcript.load_transcript_json(store, session_id, acting)
+        if output is None:
+            render.emit_json_document(doc.head, doc.key, doc.items)
+            return
+        text = render.json_document(doc.head, doc.key, doc.items) + "\n"
     else:
         from kaja_cli import replay
 
-        text = replay.markdown(t)
-    if output is None:
-        import sys
+        text = replay.markdown(transcript.load_transcript(store, session_id, acting))
+        if output is None:
+            import sys
 
-        sys.stdout.write(text)
-        return
+            sys.stdout.write(text)
+            return
     from kaja_cli.core import fs
 
     try:

@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kaja_cli.core.owners import Owner, label
 from kaja_cli.errors import NotFound, Refused, UsageError
@@ -59,8 +58,7 @@ def _quote(name: str) -> str:
 
 
 # --- finding one session ------------------------------------------------------------
-@dataclass(frozen=True)
-class SessionRef:
+class SessionRef(NamedTuple):
     id: str
     owner: str | None
     title: str | None
@@ -140,19 +138,17 @@ def latest(conn: sqlite3.Connection, owner: Owner) -> SessionRef:
 
 
 # --- the listing ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class SessionFilter:
+class SessionFilter(NamedTuple):
     """What `kaja sessions` was asked for; `owner` None = every owner."""
 
-    owner: Owner | None = field(default_factory=Owner)
+    owner: Owner | None = Owner()
     since: str | None = None  # ISO 8601 UTC: updated at or after
     model: str | None = None
     persona: str | None = None
     limit: int = DEFAULT_LIMIT  # 0 = all
 
 
-@dataclass(frozen=True)
-class SessionSummary:
+class SessionSummary(NamedTuple):
     """One row of the listing: the session's columns and what hangs off it."""
 
     row: dict[str, Any]  # every column as stored (seed names), extras included
@@ -175,9 +171,10 @@ class SessionSummary:
         return bool(self.row.get("pendingCallId"))
 
 
-@dataclass
-class Listing:
-    sessions: list[SessionSummary] = field(default_factory=list)
+class Listing(NamedTuple):
+    """The listing: `SessionSummary` rows, or (for --json) each session's JSON text."""
+
+    sessions: list[Any]
     total: int = 0  # sessions matching the filter, before the limit
     location: Path | None = None
     store_exists: bool = True
@@ -192,13 +189,41 @@ _COMPUTED = ("kaja_prev_id", "kaja_next_id", "kaja_messages", "kaja_prompt_token
              "kaja_completion_tokens", "kaja_first_prompt")  # fmt: skip
 
 
-def listing_query(have: dict[str, list[str]], flt: SessionFilter) -> tuple[str, list[Any]] | None:
+def json_value(expr: str) -> str:
+    """`expr` as a JSON value: SQLite's json_object refuses BLOBs, shown as hex."""
+    if expr == "NULL":
+        return expr
+    return f"CASE WHEN typeof({expr}) = 'blob' THEN hex({expr}) ELSE {expr} END"
+
+
+def json_pairs(
+    have: Sequence[str] | None,
+    alias: str,
+    known: Sequence[str],
+    overrides: dict[str, str] | None = None,
+) -> str:
+    """`'name', value` pairs for json_object: the known columns in their order
+    (NULL when missing), then any extra columns a newer writer added.
+    `overrides` gives a present column its own expression."""
+    names = list(known) + [c for c in have or () if c not in known and not c.startswith("kaja_")]
+    out = []
+    for n in names:
+        expr = col(have, alias, n)
+        value = (overrides or {}).get(n) if expr != "NULL" else None
+        out.append(f"'{n.replace(chr(39), chr(39) * 2)}', {value or json_value(expr)}")
+    return ", ".join(out)
+
+
+def listing_query(
+    have: dict[str, list[str]], flt: SessionFilter, *, as_json: bool = False
+) -> tuple[str, list[Any]] | None:
     """The one query behind `kaja sessions`, or None with no sessions table.
 
     The filtered, ordered, limited sessions (with the count before the limit)
     are picked first; then, for those only, the neighbouring ids (for the
     short id), the message count and token sums (one pass over the covering
     index `messages_session_tokens`), and how an untitled session began.
+    `as_json`: each row is the session's JSON object, built by SQLite.
     """
     s = have.get("sessions")
     if not s or "id" not in s:
@@ -229,18 +254,18 @@ def listing_query(have: dict[str, list[str]], flt: SessionFilter) -> tuple[str, 
         "(SELECT max(x.id) FROM sessions AS x WHERE x.id < p.id) AS kaja_prev_id,"
         " (SELECT min(x.id) FROM sessions AS x WHERE x.id > p.id) AS kaja_next_id"
     )
+    counts = ["0", "0", "0"]
+    first = "NULL"
+    join = ""
     if m and "sessionId" in m:
-        counts = (
-            "coalesce(a.n, 0) AS kaja_messages, coalesce(a.pt, 0) AS kaja_prompt_tokens,"
-            " coalesce(a.ct, 0) AS kaja_completion_tokens"
-        )
+        counts = ["coalesce(a.n, 0)", "CAST(coalesce(a.pt, 0) AS INTEGER)",
+                  "CAST(coalesce(a.ct, 0) AS INTEGER)"]  # fmt: skip
         order = "m.seq" if "seq" in m else "m.rowid"
         role = "m.role = 'user'" if "role" in m else "1"
         first = (
             f"CASE WHEN coalesce({col(s, 'p', 'title')}, '') = '' THEN"
             f" (SELECT {col(m, 'm', 'content')} FROM messages AS m WHERE m.sessionId = p.id"
-            f" AND {role} AND {col(m, 'm', 'content')} <> '' ORDER BY {order} LIMIT 1)"
-            " END AS kaja_first_prompt"
+            f" AND {role} AND {col(m, 'm', 'content')} <> '' ORDER BY {order} LIMIT 1) END"
         )
         join = (
             f" LEFT JOIN (SELECT m.sessionId AS sid, count(*) AS n,"
@@ -249,29 +274,33 @@ def listing_query(have: dict[str, list[str]], flt: SessionFilter) -> tuple[str, 
             " WHERE m.sessionId IN (SELECT id FROM picked) GROUP BY m.sessionId) AS a"
             " ON a.sid = p.id"
         )
+    if as_json:
+        n, pt, ct = counts
+        select = (
+            f"json_object({json_pairs(s, 'p', SESSION_COLUMNS)}, 'message_count', {n},"
+            f" 'prompt_tokens', {pt}, 'completion_tokens', {ct}, 'total_tokens', {pt} + {ct}),"
+            f" p.id, {neighbours}, p.kaja_total"
+        )
     else:
-        counts = "0 AS kaja_messages, 0 AS kaja_prompt_tokens, 0 AS kaja_completion_tokens"
-        first = "NULL AS kaja_first_prompt"
-        join = ""
+        select = (
+            f"p.*, {neighbours}, {counts[0]} AS kaja_messages, {counts[1]} AS kaja_prompt_tokens,"
+            f" {counts[2]} AS kaja_completion_tokens, {first} AS kaja_first_prompt"
+        )
     sql = (
-        f"WITH picked AS ({picked})"
-        f" SELECT p.*, {neighbours}, {counts}, {first} FROM picked AS p{join}"
+        f"WITH picked AS ({picked}) SELECT {select} FROM picked AS p{join}"
         " ORDER BY p.kaja_when DESC, p.id DESC"
     )
     return sql, args
 
 
 def short_id(sid: str, prev: str | None, nxt: str | None, minimum: int = SHORT_ID_MIN) -> str:
-    """The shortest prefix of `sid` (at least `minimum` long) no other id starts with."""
+    """The shortest prefix of `sid` (at least `minimum` long) that neither
+    neighbour in id order starts with, so no other id does."""
     need = minimum
     for other in (prev, nxt):
-        if other:
-            common = 0
-            for a, b in zip(sid, other, strict=False):
-                if a != b:
-                    break
-                common += 1
-            need = max(need, common + 1)
+        # Once the prefixes differ, every longer one does too.
+        while other and need < len(sid) and other[:need] == sid[:need]:
+            need += 1
     if need < len(sid) and sid[need - 1] == "-":
         need += 1  # never end a short id on the UUID's dash
     return sid[:need]
@@ -291,7 +320,7 @@ def list_sessions(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
     have = columns(conn, "sessions", "messages")
     query = listing_query(have, flt)
     if query is None:
-        return Listing(has_sessions_table=False)
+        return Listing([], has_sessions_table=False)
     cur = conn.execute(*query)
     names = [d[0] for d in cur.description]
     rows = cur.fetchall()
@@ -316,7 +345,35 @@ def list_sessions(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
                 first_prompt=first if isinstance(first, str) else None,
             )
         )
-    return Listing(sessions=out, total=total)
+    return Listing(out, total)
+
+
+def list_sessions_json(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
+    """`list_sessions` for `--json`: every session column, `short_id`,
+    `message_count` and token totals, serialized by SQLite (10,000 sessions
+    would spend most of their time in Python's dict and JSON code)."""
+    import json
+
+    query = listing_query(columns(conn, "sessions", "messages"), flt, as_json=True)
+    if query is None:
+        return Listing([], has_sessions_table=False)
+    out = []
+    total = 0
+    dumps = json.dumps
+    for text, sid, prev, nxt, count in conn.execute(*query):
+        out.append('{"short_id":' + dumps(short_id(str(sid), prev, nxt)) + "," + text[1:])
+        total = count
+    return Listing(out, total)
+
+
+def listing_json(store: Store, flt: SessionFilter) -> Listing:
+    store.require_local()
+    path = store.path()
+    if not path.exists():
+        return Listing([], location=path, store_exists=False)
+    with store.reader() as conn:
+        result = list_sessions_json(conn, flt)
+    return result._replace(location=path)
 
 
 def listing(store: Store, flt: SessionFilter) -> Listing:
@@ -325,16 +382,14 @@ def listing(store: Store, flt: SessionFilter) -> Listing:
     store.require_local()
     path = store.path()
     if not path.exists():
-        return Listing(location=path, store_exists=False)
+        return Listing([], location=path, store_exists=False)
     with store.reader() as conn:
         result = list_sessions(conn, flt)
-    result.location = path
-    return result
+    return result._replace(location=path)
 
 
 # --- deleting ------------------------------------------------------------------------
-@dataclass
-class DeletePlan:
+class DeletePlan(NamedTuple):
     """What `kaja sessions delete` will remove; the same plan drives the question."""
 
     sessions: list[SessionRef]
@@ -344,8 +399,7 @@ class DeletePlan:
     image_bytes: int = 0
 
 
-@dataclass
-class DeleteResult:
+class DeleteResult(NamedTuple):
     sessions: list[SessionRef]
     rows: dict[str, int]
     image_folders: list[Path]

@@ -4,15 +4,22 @@ the full export (SPEC §4, §5).
 - `replay()`: what the screen showed, from `session_events`; a session with no
   events (the Telegram bot keeps none, an older agent) is rebuilt from its
   messages and tool calls.
-- `context()`: what the agent resumes with (`kaja resume --json`): the session
-  row, the latest summary, the messages from its `summaryFrom` on with their
-  tool calls, and each oversized tool result replaced by its `resultSummary`.
-- `transcript()`: everything (`kaja sessions export`).
+- `context_json()`: what the agent resumes with (`kaja resume --json`): the
+  session row, the latest summary, the messages from its `summaryFrom` on with
+  their tool calls, and each oversized tool result replaced by its
+  `resultSummary`.
+- `transcript()` / `transcript_json()`: everything (`kaja sessions export`).
 
-Rows come back as dicts keyed by the seed's column names (a missing column
-reads as None, extra columns are kept). JSON columns are parsed when they hold
-valid JSON and kept as the text they hold otherwise: another program wrote
-them, and a reader shows what there is.
+Rows are keyed by the seed's column names (a missing column reads as null,
+extra columns are kept, BLOBs become hex). JSON columns (`parts`,
+`arguments`, `payload`) are parsed when they hold valid JSON and kept as the
+text they hold otherwise: another program wrote them, and a reader shows what
+there is.
+
+Each message is serialized by SQLite (`json_object`), one row per message:
+the largest benchmark session (76,000 messages) would otherwise spend most of
+its time building Python dicts and encoding them again. The human views parse
+those same objects, so there is one definition of a message.
 """
 
 from __future__ import annotations
@@ -20,13 +27,24 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kaja_cli.core import images
 from kaja_cli.core.owners import Owner
-from kaja_cli.core.sessions import SESSION_COLUMNS, SessionRef, col, columns, find, latest
+from kaja_cli.core.sessions import (
+    SESSION_COLUMNS,
+    SessionRef,
+    col,
+    columns,
+    find,
+    json_pairs,
+    json_value,
+    latest,
+)
+from kaja_cli.errors import Failed
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
@@ -61,18 +79,18 @@ def parse_json(value: Any) -> Any:
     return value
 
 
+def _plain(value: Any) -> Any:
+    return value.hex().upper() if isinstance(value, bytes) else value
+
+
+def _json_column(expr: str) -> str:
+    """A JSON text column as a JSON value: parsed when valid, else the text."""
+    if expr == "NULL":
+        return expr
+    return f"CASE WHEN json_valid({expr}) THEN json({expr}) ELSE {json_value(expr)} END"
+
+
 # --- the data ---------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Image:
-    sha256: str
-    mime: str
-    path: str | None  # None: the names in the database are not safe to make a path of
-    exists: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {"sha256": self.sha256, "mime": self.mime, "path": self.path, "exists": self.exists}
-
-
 @dataclass(frozen=True)
 class Entry:
     """One line of the timeline, as the terminal showed it."""
@@ -113,24 +131,6 @@ class Replay:
 
 
 @dataclass
-class Context:
-    """What the agent resumes with: the shape `kaja resume --json` prints."""
-
-    session: dict[str, Any]
-    summary: dict[str, Any] | None
-    messages: list[dict[str, Any]]
-    pending: Pending | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "summary": self.summary,
-            "messages": self.messages,
-            "pending": self.pending.to_json() if self.pending else None,
-        }
-
-
-@dataclass
 class Transcript:
     """Everything about one session (`kaja sessions export`)."""
 
@@ -141,15 +141,15 @@ class Transcript:
     model_calls: list[dict[str, Any]]
     pending: Pending | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "session": self.session,
-            "summaries": self.summaries,
-            "messages": self.messages,
-            "events": self.events,
-            "model_calls": self.model_calls,
-            "pending": self.pending.to_json() if self.pending else None,
-        }
+
+@dataclass
+class JsonDocument:
+    """A JSON object whose last key holds a long list already serialized:
+    `head` as plain data, then `key` = the items' JSON texts, in order."""
+
+    head: dict[str, Any]
+    key: str
+    items: Iterator[str]
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -162,27 +162,23 @@ class _Reader:
         self.images_dir = images_dir
         self.have = columns(conn, *_TABLES)
 
+    def _has(self, table: str, *cols: str) -> bool:
+        have = self.have.get(table)
+        return bool(have) and all(c in have for c in cols)
+
     def rows(self, sql: str, args: tuple, known: tuple[str, ...]) -> list[dict[str, Any]]:
         cur = self.conn.execute(sql, args)
         names = [d[0] for d in cur.description]
         extras = [n for n in names if n not in known]
         out = []
-        if not extras and tuple(names) == known:
-            for r in cur:
-                out.append(dict(zip(known, r, strict=True)))
-            return out
         for r in cur:
-            values = dict(zip(names, r, strict=True))
+            values = dict(zip(names, map(_plain, r), strict=True))
             out.append({c: values.get(c) for c in known} | {c: values[c] for c in extras})
         return out
 
     def session(self) -> dict[str, Any]:
         got = self.rows("SELECT * FROM sessions WHERE id = ?", (self.sid,), SESSION_COLUMNS)
         return got[0] if got else {c: None for c in SESSION_COLUMNS} | {"id": self.sid}
-
-    def _has(self, table: str, *cols: str) -> bool:
-        have = self.have.get(table)
-        return bool(have) and all(c in have for c in cols)
 
     def message_count(self) -> int:
         if not self._has("messages", "sessionId"):
@@ -211,71 +207,81 @@ class _Reader:
         )
         return got[0] if got else None
 
-    def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
-        """The session's messages in order, each with its tool calls and images."""
-        if not self._has("messages", "sessionId"):
-            return []
-        have = self.have["messages"]
-        seq = col(have, "m", "seq")
+    def messages_sql(self, from_seq: int | None, *, condense: bool) -> tuple[str, tuple]:
+        """One row per message: its JSON object (columns, `tool_calls`, `images`
+        to fill in, `condensed`) and its raw `parts` when it has some."""
+        m = self.have["messages"]
+        t = self.have.get("tool_calls") or []
         where, args = "m.sessionId = ?", (self.sid,)
-        if from_seq is not None and "seq" in have:
+        if from_seq is not None and "seq" in m:
             where, args = where + " AND m.seq >= ?", (self.sid, from_seq)
-        tie = col(have, "m", "createdAt") + ", " + col(have, "m", "id")
-        msgs = self.rows(
-            f"SELECT * FROM messages AS m WHERE {where} ORDER BY {seq}, {tie}",
-            args,
-            MESSAGE_COLUMNS,
+        linked = "resultMessageId" in t and "resultSummary" in t and "id" in m
+        summary = (
+            "(SELECT t.resultSummary FROM tool_calls AS t WHERE t.resultMessageId = m.id"
+            " AND t.resultSummary <> '' LIMIT 1)"
+            if condense and linked
+            else "NULL"
         )
-        calls = self._tool_calls(where, args)
-        by_message: dict[Any, list[dict[str, Any]]] = {}
-        by_result: dict[Any, str] = {}
-        by_call: dict[Any, str] = {}
-        for c in calls:
-            by_message.setdefault(c["messageId"], []).append(c)
-            if c["resultSummary"]:
-                if c["resultMessageId"]:
-                    by_result[c["resultMessageId"]] = c["resultSummary"]
-                if c["callId"]:
-                    by_call[c["callId"]] = c["resultSummary"]
-        for m in msgs:
-            parts = m["parts"]
-            if parts is not None:
-                m["parts"] = parsed = parse_json(parts)
-                m["images"] = [self.image(p) for p in images.image_parts(parsed)]
-            else:
-                m["images"] = []
-            m["tool_calls"] = by_message.get(m["id"], [])
-            condensed = False
-            if condense and (by_result or by_call):
-                summary = by_result.get(m["id"])
-                if summary is None and m["toolCallId"]:
-                    summary = by_call.get(m["toolCallId"])
-                if summary is not None:
-                    m["content"] = summary
-                    condensed = True
-            m["condensed"] = condensed
-        return msgs
-
-    def _tool_calls(self, where: str, args: tuple) -> list[dict[str, Any]]:
-        if not self._has("tool_calls", "messageId") or not self._has("messages", "id"):
-            return []
-        pos = col(self.have["tool_calls"], "t", "position")
-        calls = self.rows(
-            f"SELECT t.* FROM tool_calls AS t JOIN messages AS m ON t.messageId = m.id"
-            f" WHERE {where} ORDER BY t.messageId, {pos}",
-            args,
-            TOOL_CALL_COLUMNS,
+        if "messageId" in t and "id" in m:
+            calls = (
+                "(SELECT json_group_array(json(x.j)) FROM (SELECT json_object("
+                + json_pairs(t, "t", TOOL_CALL_COLUMNS, {"arguments": _json_column(col(t, "t", "arguments"))})
+                + f") AS j FROM tool_calls AS t WHERE t.messageId = m.id"
+                f" ORDER BY {col(t, 't', 'position')}) AS x)"
+            )  # fmt: skip
+        else:
+            calls = "json('[]')"
+        content = json_value(col(m, "m", "content"))
+        overrides = {
+            "content": f"coalesce(m.kaja_summary, {content})" if summary != "NULL" else content,
+            "parts": _json_column(col(m, "m", "parts")),
+        }
+        pairs = json_pairs(m, "m", MESSAGE_COLUMNS, overrides)
+        pairs += f", 'tool_calls', {calls}, 'images', json('[]')"
+        if condense:
+            pairs += ", 'condensed', json(iif(m.kaja_summary IS NULL, 'false', 'true'))"
+        order = f"{col(m, 'm', 'seq')}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
+        sql = (
+            f"SELECT json_object({pairs}), {col(m, 'm', 'parts')} FROM"
+            f" (SELECT m.*, {summary} AS kaja_summary FROM messages AS m WHERE {where}) AS m"
+            f" ORDER BY {order}"
         )
-        for c in calls:
-            if c["arguments"] is not None:
-                c["arguments"] = parse_json(c["arguments"])
-        return calls
+        return sql, args
 
-    def image(self, part: images.ImagePart) -> Image:
+    def messages_json(self, from_seq: int | None = None, *, condense: bool) -> Iterator[str]:
+        """Each message's JSON text, in order; images resolved to their files."""
+        if not self._has("messages", "sessionId"):
+            return
+        sql, args = self.messages_sql(from_seq, condense=condense)
+        try:
+            cur = self.conn.execute(sql, args)
+        except sqlite3.OperationalError as e:
+            if "no such function" in str(e):
+                raise Failed(
+                    f"this SQLite ({sqlite3.sqlite_version}) has no JSON functions",
+                    hint="kaja needs SQLite 3.38 or later, or one built with JSON1",
+                ) from None
+            raise
+        for text, parts in cur:
+            if parts is None:
+                yield text
+                continue
+            found = images.image_parts(parse_json(parts))
+            if not found:
+                yield text
+                continue
+            obj = json.loads(text)
+            obj["images"] = [self.image(p) for p in found]
+            yield json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+    def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
+        loads = json.loads
+        return [loads(t) for t in self.messages_json(from_seq, condense=condense)]
+
+    def image(self, part: images.ImagePart) -> dict[str, Any]:
         path = images.image_path(self.images_dir, self.sid, part.sha256, part.mime)
-        return Image(
-            part.sha256, part.mime, str(path) if path else None, bool(path and path.is_file())
-        )
+        return {"sha256": part.sha256, "mime": part.mime, "path": str(path) if path else None,
+                "exists": bool(path and path.is_file())}  # fmt: skip
 
     def events(self) -> list[dict[str, Any]]:
         if not self._has("session_events", "sessionId"):
@@ -286,7 +292,7 @@ class _Reader:
             f" FROM session_events AS e WHERE sessionId = ? ORDER BY {col(have, 'e', 'seq')}",
             (self.sid,),
         ).fetchall()
-        return [{"seq": s, "type": t, "payload": parse_json(p)} for s, t, p in rows]
+        return [{"seq": s, "type": _plain(t), "payload": parse_json(_plain(p))} for s, t, p in rows]
 
     def model_calls(self) -> list[dict[str, Any]]:
         if not self._has("model_calls", "sessionId"):
@@ -312,7 +318,7 @@ class _Reader:
                 (self.sid, call_id),
             ).fetchone()
             if row:
-                name, arguments = row[0], parse_json(row[1])
+                name, arguments = _plain(row[0]), parse_json(_plain(row[1]))
         return Pending(str(call_id), session.get("pendingKind"), name, arguments)
 
     def event_path(self, value: Any) -> tuple[str | None, bool]:
@@ -385,7 +391,7 @@ def _from_messages(messages: list[dict[str, Any]]) -> list[Entry]:
 
     def image_entries(m: dict[str, Any], label: str | None = None) -> None:
         for img in m["images"]:
-            out.append(Entry("image", text=label, path=img.path, missing=not img.exists))
+            out.append(Entry("image", text=label, path=img["path"], missing=not img["exists"]))
 
     def end(c: dict[str, Any]) -> None:
         ended.add(id(c))
@@ -405,15 +411,14 @@ def _from_messages(messages: list[dict[str, Any]]) -> list[Entry]:
             image_entries(m)
             for c in m["tool_calls"]:
                 out.append(Entry("tool_start", name=_text(c["name"]), arguments=c["arguments"]))
-                has_result = c["resultMessageId"] in result_ids
-                if c["status"] and not has_result:
+                if c["status"] and c["resultMessageId"] not in result_ids:
                     end(c)  # finished, but its result message is not there
         elif role == "tool":
             c = calls_by_result.get(m["id"]) or calls_by_call_id.get(m["toolCallId"])
-            if c is not None and id(c) not in ended:
+            if c is None:
+                out.append(Entry("tool_end", name=_text(m["toolCallId"])))
+            elif id(c) not in ended:
                 end(c)
-            elif c is None:
-                out.append(Entry("tool_end", name=_text(m["toolCallId"]), status=None))
             image_entries(m, _text(c["name"]) if c else None)
         elif role == "user":
             if content:
@@ -440,40 +445,61 @@ def replay(
         entries = _from_messages(r.messages(condense=False)) if count else []
         source = "messages" if entries else "none"
     earlier = 0
-    if tail is not None and tail >= 0 and len(entries) > tail:
+    if tail is not None and len(entries) > tail:
         earlier = len(entries) - tail
         entries = entries[earlier:]
     return Replay(session, entries, source, count, earlier, r.pending(session))
 
 
-def _images_to_json(messages: list[dict[str, Any]]) -> None:
-    for m in messages:
-        if m["images"]:
-            m["images"] = [i.to_json() for i in m["images"]]
-
-
-def context(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> Context:
-    """The agent's resume context (see the README for the shape)."""
+def context_json(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> JsonDocument:
+    """The agent's resume context (the README documents the shape)."""
     r = _Reader(conn, session_id, images_dir)
     session = r.session()
     summary = r.latest_summary()
     start = summary.get("summaryFrom") if summary else None
-    messages = r.messages(start if isinstance(start, int) else None, condense=True)
-    _images_to_json(messages)
-    return Context(session, summary, messages, r.pending(session))
+    head = {
+        "session": session,
+        "summary": summary,
+        "pending": p.to_json() if (p := r.pending(session)) else None,
+    }
+    # Read now: the connection closes when the caller's `with` ends.
+    items = list(r.messages_json(start if isinstance(start, int) else None, condense=True))
+    return JsonDocument(head, "messages", iter(items))
 
 
 def transcript(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> Transcript:
     """Everything about one session, tool results in full."""
     r = _Reader(conn, session_id, images_dir)
     session = r.session()
-    messages = r.messages(condense=False)
-    for m in messages:
-        del m["condensed"]
-    _images_to_json(messages)
     return Transcript(
-        session, r.summaries(), messages, r.events(), r.model_calls(), r.pending(session)
-    )
+        session, r.summaries(), r.messages(condense=False), r.events(), r.model_calls(),
+        r.pending(session),
+    )  # fmt: skip
+
+
+def transcript_json(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> JsonDocument:
+    r = _Reader(conn, session_id, images_dir)
+    session = r.session()
+    head = {
+        "session": session,
+        "summaries": r.summaries(),
+        "events": r.events(),
+        "model_calls": r.model_calls(),
+        "pending": p.to_json() if (p := r.pending(session)) else None,
+    }
+    return JsonDocument(head, "messages", iter(list(r.messages_json(condense=False))))
+
+
+def messages_query(
+    conn: sqlite3.Connection,
+    session_id: str,
+    images_dir: Path,
+    from_seq: int | None = None,
+    *,
+    condense: bool,
+) -> tuple[str, tuple]:
+    """The SQL behind a session's messages (what bench/ compares with sqlite3)."""
+    return _Reader(conn, session_id, images_dir).messages_sql(from_seq, condense=condense)
 
 
 # --- from a store: resolve the id (owner rule), then read --------------------------------
@@ -488,13 +514,19 @@ def load_replay(store: Store, ref: str | None, owner: Owner, *, tail: int | None
         return replay(conn, s.id, store.paths.images_dir, tail=tail)
 
 
-def load_context(store: Store, ref: str | None, owner: Owner) -> Context:
+def load_context_json(store: Store, ref: str | None, owner: Owner) -> JsonDocument:
     with store.reader() as conn:
         s = resolve(conn, ref, owner)
-        return context(conn, s.id, store.paths.images_dir)
+        return context_json(conn, s.id, store.paths.images_dir)
 
 
 def load_transcript(store: Store, ref: str, owner: Owner) -> Transcript:
     with store.reader() as conn:
         s = resolve(conn, ref, owner)
         return transcript(conn, s.id, store.paths.images_dir)
+
+
+def load_transcript_json(store: Store, ref: str, owner: Owner) -> JsonDocument:
+    with store.reader() as conn:
+        s = resolve(conn, ref, owner)
+        return transcript_json(conn, s.id, store.paths.images_dir)
