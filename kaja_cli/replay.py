@@ -37,7 +37,7 @@ def _block(first: list[tuple[str, str]], text: str | None, style: str = "") -> l
     """A labelled block: the first line after the label, the rest indented."""
     lines = (text or "").split("\n")
     out: list[render.Line] = [[*first, (lines[0], style)]]
-    out.extend([("  " + rest, style)] for rest in lines[1:])
+    out.extend([("  " + rest if rest else "", style)] for rest in lines[1:])
     return out
 
 

@@ -159,7 +159,7 @@ def delete(
     store = store_of(ctx)
     plan = core.plan_deletion(store, ids, acting)
     what = _describe(plan)
-    if not yes:
+    if not yes and len(plan.sessions) > 1:
         for s in plan.sessions:
             render.note(f"will delete {s.id}  {s.title or '(untitled)'}")
     render.confirm(f"Delete {what}?", assume_yes=yes)
@@ -175,8 +175,9 @@ def delete(
             }
         )
         return
-    n = len(done.sessions)
-    render.note(f"deleted {n} session{'s' if n != 1 else ''} ({_rows_text(done.rows)})")
+    n, f = len(done.sessions), len(done.image_folders)
+    folders = f" and {f} image folder{'s' if f != 1 else ''}" if f else ""
+    render.note(f"deleted {n} session{'s' if n != 1 else ''} ({_rows_text(done.rows)}){folders}")
 
 
 def _describe(plan) -> str:

@@ -322,10 +322,20 @@ class _Reader:
         return Pending(str(call_id), session.get("pendingKind"), name, arguments)
 
     def event_path(self, value: Any) -> tuple[str | None, bool]:
-        """An image event's path and whether its file is missing."""
+        """An image event's path and whether its file is missing.
+
+        The agent writes the absolute path it saved the file to. A file of
+        this session's image folder (`<sessionId>/<sha256>.<ext>`) is shown
+        where it is now, so a store that was moved or copied still finds it.
+        """
         if not isinstance(value, str) or not value:
             return None, True
         path = Path(value)
+        sha, _, ext = path.name.partition(".")
+        if path.parent.name == self.sid and ext:
+            here = images.image_path(self.images_dir, self.sid, sha, images.MIME_BY_EXT.get(ext))
+            if here is not None and here.name == path.name:
+                return str(here), not here.is_file()
         if not path.is_absolute():  # relative to the shared file's folder
             path = self.images_dir.parent.parent / path
         return value, not os.path.isfile(path)
