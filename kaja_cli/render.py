@@ -268,6 +268,12 @@ def print_lines(lines: Sequence[Line], *, pager: bool = True) -> None:
     """Styled lines: plain text when piped; on a terminal with their styles,
     and through a pager when they would not fit on the screen.
 
+    Styles are a few words Rich also understands ("bold cyan", "dim italic"),
+    written as escape codes here: Rich takes ~0.1 ms a line, and a long
+    conversation is 100,000 lines. `NO_COLOR` drops the colors and keeps
+    bold, dim and italic (as Rich does); control characters from the
+    database are never written to a terminal.
+
     The pager is `$KAJA_PAGER`, else `$PAGER`, else `less`; like git, `LESS`
     defaults to `FRX` (quit if one screen, keep colors, leave the screen as it
     is). An empty value or `cat` means no pager.
@@ -277,17 +283,40 @@ def print_lines(lines: Sequence[Line], *, pager: bool = True) -> None:
         for line in lines:
             out.write("".join(text for text, _ in line) + "\n")
         return
-    from rich.text import Text
+    import re
+    import shutil
 
-    con = console()
-    with con.capture() as captured:
-        for line in lines:
-            con.print(Text.assemble(*line), overflow="fold")
-    text = captured.get()
-    if pager and text.count("\n") > con.height and _page(text):
+    control = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    styled = os.environ.get("TERM") != "dumb"
+    color = styled and "NO_COLOR" not in os.environ
+    codes: dict[str, str] = {}
+    width, height = shutil.get_terminal_size()
+    rows = 0
+    out_lines = []
+    for line in lines:
+        parts = []
+        length = 0
+        for text, style in line:
+            text = control.sub("", text)
+            length += len(text)
+            sgr = codes.get(style)
+            if sgr is None:
+                words = [_SGR[w] for w in style.split() if w in _SGR]
+                if not color:
+                    words = [w for w in words if not w.startswith("3") or len(w) == 1]
+                sgr = codes[style] = f"\x1b[{';'.join(words)}m" if styled and words else ""
+            parts.append(f"{sgr}{text}\x1b[0m" if sgr and text else text)
+        rows += max(1, -(-length // max(width, 1)))
+        out_lines.append("".join(parts))
+    text = "\n".join(out_lines) + "\n"
+    if pager and rows > height and _page(text):
         return
     sys.stdout.write(text)
     sys.stdout.flush()
+
+
+_SGR = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "red": "31", "green": "32",
+        "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36", "white": "37"}  # fmt: skip
 
 
 def _page(text: str) -> bool:

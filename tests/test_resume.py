@@ -318,3 +318,20 @@ def test_json_on_a_terminal_is_indented(demo_store):
 def test_help(kaja):
     r = kaja("resume", "--help")
     assert r.code == 0 and "Replay a conversation" in r.out
+
+
+def test_control_characters_from_the_database_never_reach_the_terminal(kaja):
+    import sqlite3
+
+    build_foreign_store(kaja.db)
+    conn = sqlite3.connect(kaja.db)
+    conn.execute(
+        "UPDATE session_events SET payload = ? WHERE seq = 1",
+        ('{"text": "hi \\u001b]0;pwned\\u0007 there"}',),
+    )
+    conn.commit()
+    conn.close()
+    code, screen = run_in_pty([KAJA, "resume", S_EVENTS, "--no-pager"], kaja.env, raw=True)
+    assert code == 0, screen
+    assert "hi ]0;pwned there" in screen
+    assert "\x1b]0;" not in screen and "\x07" not in screen

@@ -275,8 +275,8 @@ class _Reader:
             yield json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
     def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
-        loads = json.loads
-        return [loads(t) for t in self.messages_json(from_seq, condense=condense)]
+        # One parse of the whole list: far cheaper than one json.loads per message.
+        return json.loads("[" + ",".join(self.messages_json(from_seq, condense=condense)) + "]")
 
     def image(self, part: images.ImagePart) -> dict[str, Any]:
         path = images.image_path(self.images_dir, self.sid, part.sha256, part.mime)
