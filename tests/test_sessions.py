@@ -134,6 +134,16 @@ def test_bad_usage_is_exit_2(demo_store):
     assert demo_store("sessions", "--limit", "-1").code == 2
 
 
+def test_listing_options_before_a_subcommand_are_refused(demo_store):
+    r = demo_store("sessions", "--owner", ANA, "delete", RECEIPT, "--yes")
+    assert r.code == 2
+    assert r.err == (
+        "kaja: --owner belongs to the listing, not to `delete`:"
+        " put the options after it: kaja sessions delete …\n"
+    )
+    assert counts(demo_store.db, RECEIPT)["sessions"] == 1
+
+
 def test_json_has_every_column_counts_and_tokens(demo_store):
     r = demo_store("sessions", "--json", "--limit", "1")
     assert r.code == 0, r

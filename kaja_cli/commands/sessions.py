@@ -46,6 +46,15 @@ def sessions(
     ISO times.
     """
     if ctx.invoked_subcommand is not None:
+        given = [p.opts[0] for p in ctx.command.params
+                 if getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]  # fmt: skip
+        if given:
+            from kaja_cli.errors import UsageError
+
+            raise UsageError(
+                f"{', '.join(given)} belongs to the listing, not to `{ctx.invoked_subcommand}`",
+                hint=f"put the options after it: kaja sessions {ctx.invoked_subcommand} …",
+            )
         return
     from kaja_cli import render
     from kaja_cli.core import sessions as core
