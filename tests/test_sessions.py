@@ -529,3 +529,40 @@ def test_piped_output_never_loads_rich(demo_store, args):
     imported = {line.split("|")[-1].strip() for line in r.err.splitlines() if "|" in line}
     assert "kaja_cli.core.sessions" in imported
     assert not {m for m in imported if m.split(".")[0] == "rich"}
+
+
+# --- another process using the store ------------------------------------------------------
+HOLD_WRITE_LOCK = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("UPDATE sessions SET title = title")
+print("locked", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_reads_while_the_agent_writes_and_delete_waits_then_says_busy(demo_store):
+    import subprocess
+    import sys
+    import time
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(demo_store.db)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "locked\n"
+        r = demo_store("sessions")  # WAL: a reader never waits for a writer
+        assert (r.code, r.out) == (0, TERMINAL_ROWS)
+        assert demo_store("resume", "--json").code == 0
+        start = time.monotonic()
+        r = demo_store("sessions", "delete", TOMATO, "--yes")
+        assert r.code == 4, r
+        assert r.err.startswith(f"kaja: {demo_store.db} is busy: another process")
+        assert time.monotonic() - start >= 4  # it waited for the lock first
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert counts(demo_store.db, TOMATO)["sessions"] == 1
+    assert demo_store("sessions", "delete", TOMATO, "--yes").code == 0

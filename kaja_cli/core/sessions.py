@@ -50,11 +50,7 @@ def columns(conn: sqlite3.Connection, *tables: str) -> dict[str, list[str]]:
 
 def col(have: Sequence[str] | None, alias: str, name: str) -> str:
     """`alias."name"` when the column exists, else `NULL` (an older writer)."""
-    return f'{alias}."{name}"' if have and name in have else "NULL"
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    return f'{alias}."{name.replace(chr(34), chr(34) * 2)}"' if have and name in have else "NULL"
 
 
 # --- finding one session ------------------------------------------------------------
