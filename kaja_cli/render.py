@@ -7,10 +7,9 @@ progress bar, a question); `--json` and piped output never load it.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -36,7 +35,28 @@ def console(*, stderr: bool = False):
 
 
 def emit_json(data: Any) -> None:
+    import json  # not at the top: piped tables never need it
+
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> str:
+    """Compact JSON text of `head` plus `key`: a list of items that are JSON
+    text already (serialized by SQLite: nothing is parsed and encoded again)."""
+    import json
+
+    text = json.dumps(head, ensure_ascii=False, separators=(",", ":"), default=str)
+    return text[:-1] + ("," if head else "") + json.dumps(key) + ":[" + ",".join(items) + "]}"
+
+
+def emit_json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> None:
+    """`json_document` on stdout; indented for a person at a terminal."""
+    if stdout_is_terminal():
+        import json
+
+        emit_json(head | {key: [json.loads(i) for i in items]})
+        return
+    sys.stdout.write(json_document(head, key, items) + "\n")
 
 
 def note(message: str) -> None:
@@ -56,10 +76,34 @@ class Col(NamedTuple):
     max_width: int | None = None
 
 
+class Styled(NamedTuple):
+    """A table cell with a Rich style on a terminal (plain text when piped)."""
+
+    text: str
+    style: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def _plain(value: Any) -> str:
     if value is None:
         return ""
     return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
+
+
+def _cell(value: Any) -> Any:
+    """A table cell for Rich: text is shown as is, never read as markup (a
+    title like "[draft]" comes from the database, not from us)."""
+    from rich.text import Text
+
+    if value is None:
+        return ""
+    if isinstance(value, Styled):
+        return Text(value.text, style=value.style)
+    if isinstance(value, str | int | float):
+        return Text(str(value))
+    return value
 
 
 def table(
@@ -91,9 +135,7 @@ def table(
             c.header, justify=c.justify, style=c.style, no_wrap=c.no_wrap, max_width=c.max_width
         )  # type: ignore[arg-type]
     for row in rows:
-        t.add_row(
-            *("" if v is None else v if not isinstance(v, int | float) else str(v) for v in row)
-        )
+        t.add_row(*(_cell(v) for v in row))
     console().print(t)
 
 
@@ -158,6 +200,17 @@ def human_size(n: int | None) -> str:
     return f"{n} B"
 
 
+def human_count(n: int | None) -> str:
+    """950, 12.3k, 1.2M: a count at a glance."""
+    if n is None:
+        return "-"
+    for limit, div, unit in ((1_000_000_000, 1_000_000_000, "G"), (1_000_000, 1_000_000, "M"),
+                             (1000, 1000, "k")):  # fmt: skip
+        if abs(n) >= limit:
+            return f"{n / div:.1f}{unit}"
+    return str(n)
+
+
 def parse_time(value: str | None) -> datetime | None:
     if not value:
         return None
@@ -220,3 +273,92 @@ def bar(value: float, largest: float, width: int = 30) -> str:
     eighths = max(1, round(value / largest * width * 8))
     full, rest = divmod(eighths, 8)
     return "█" * full + (_EIGHTHS[rest] if rest else "")
+
+
+# --- long text for a person ----------------------------------------------------------
+Line = Sequence[tuple[str, str]]  # (text, Rich style) segments of one line
+
+
+def print_lines(lines: Sequence[Line], *, pager: bool = True) -> None:
+    """Styled lines: plain text when piped; on a terminal with their styles,
+    and through a pager when they would not fit on the screen.
+
+    Styles are a few words Rich also understands ("bold cyan", "dim italic"),
+    written as escape codes here: Rich takes ~0.1 ms a line, and a long
+    conversation is 100,000 lines. `NO_COLOR` drops the colors and keeps
+    bold, dim and italic (as Rich does); control characters from the
+    database are never written to a terminal.
+
+    The pager is `$KAJA_PAGER`, else `$PAGER`, else `less`; like git, `LESS`
+    defaults to `FRX` (quit if one screen, keep colors, leave the screen as it
+    is). An empty value or `cat` means no pager.
+    """
+    if not stdout_is_terminal():
+        out = sys.stdout
+        for line in lines:
+            out.write("".join(text for text, _ in line) + "\n")
+        return
+    import re
+    import shutil
+
+    control = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    styled = os.environ.get("TERM") != "dumb"
+    color = styled and "NO_COLOR" not in os.environ
+    codes: dict[str, str] = {}
+    width, height = shutil.get_terminal_size()
+    rows = 0
+    out_lines = []
+    for line in lines:
+        parts = []
+        length = 0
+        for text, style in line:
+            text = control.sub("", text)
+            length += len(text)
+            sgr = codes.get(style)
+            if sgr is None:
+                words = [_SGR[w] for w in style.split() if w in _SGR]
+                if not color:
+                    words = [w for w in words if not w.startswith("3") or len(w) == 1]
+                sgr = codes[style] = f"\x1b[{';'.join(words)}m" if styled and words else ""
+            parts.append(f"{sgr}{text}\x1b[0m" if sgr and text else text)
+        rows += max(1, -(-length // max(width, 1)))
+        out_lines.append("".join(parts))
+    text = "\n".join(out_lines) + "\n"
+    if pager and rows > height and _page(text):
+        return
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+_SGR = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "red": "31", "green": "32",
+        "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36", "white": "37"}  # fmt: skip
+
+
+def _page(text: str) -> bool:
+    """Show `text` through the pager; False if there is none to run."""
+    import shlex
+    import subprocess
+
+    command = os.environ.get("KAJA_PAGER", os.environ.get("PAGER", "less"))
+    argv = shlex.split(command) if command.strip() else []
+    if not argv or argv == ["cat"]:
+        return False
+    env = dict(os.environ)
+    env.setdefault("LESS", "FRX")
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, env=env)
+    except OSError:
+        return False
+    assert proc.stdin is not None
+    try:
+        with proc.stdin as pipe:
+            pipe.write(text.encode(sys.stdout.encoding or "utf-8", "replace"))
+    except (BrokenPipeError, OSError):
+        pass  # the reader quit the pager early
+    while True:
+        try:
+            proc.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # the pager handles Ctrl-C; leaving it would break the terminal
+    return True

@@ -90,7 +90,12 @@ CONVERSATION_TABLES = (
         "id TEXT PRIMARY KEY, sessionId, seq INTEGER, role, content, parts, reasoning,"
         " toolCallId, persona, model, promptTokens INTEGER, completionTokens INTEGER,"
         " latencyMs INTEGER, finishReason, createdAt",
-        indexes=(("messages_session_seq", "sessionId, seq"),),
+        # messages_session_tokens covers `kaja sessions`' counts and token sums:
+        # one pass over a small index instead of the whole table.
+        indexes=(
+            ("messages_session_seq", "sessionId, seq"),
+            ("messages_session_tokens", "sessionId, promptTokens, completionTokens"),
+        ),
     ),
     T(
         "tool_calls",

@@ -1,20 +1,60 @@
-"""Sessions: finding one by id or prefix, with the owner rule (SPEC §4, §5)."""
+"""Sessions: listing them, finding one by id or prefix with the owner rule, and
+deleting them (SPEC §4, §5).
+
+Every query here copes with a file another program wrote: the columns are
+read from the file first, a known column that is missing reads as NULL, extra
+columns are carried along, and a missing `messages` table means no messages.
+The listing is one query, whatever the number of sessions.
+"""
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kaja_cli.core.owners import Owner, label
 from kaja_cli.errors import NotFound, Refused, UsageError
 
+if TYPE_CHECKING:
+    from kaja_cli.core.store import Store
+
 _ID_CHARS = re.compile(r"^[A-Za-z0-9._:-]+$")
 MAX_CANDIDATES = 10
+SHORT_ID_MIN = 8  # the first group of a UUID; longer only where two ids share it
+DEFAULT_LIMIT = 20
+
+# The seed's columns of `sessions`, in the seed's order (a public contract).
+SESSION_COLUMNS = (
+    "id", "createdAt", "updatedAt", "persona", "model", "title", "owner", "systemPrompt",
+    "pendingCallId", "pendingKind",
+)  # fmt: skip
 
 
-@dataclass(frozen=True)
-class SessionRef:
+# --- reading a file another program wrote -----------------------------------------
+def columns(conn: sqlite3.Connection, *tables: str) -> dict[str, list[str]]:
+    """The columns of those tables (or views) that exist, in their order; one query."""
+    marks = ",".join("?" * len(tables))
+    out: dict[str, list[str]] = {}
+    rows = conn.execute(
+        "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p"
+        f" WHERE m.type IN ('table', 'view') AND m.name IN ({marks}) ORDER BY m.name, p.cid",
+        tables,
+    )
+    for table, column in rows:
+        out.setdefault(table, []).append(column)
+    return out
+
+
+def col(have: Sequence[str] | None, alias: str, name: str) -> str:
+    """`alias."name"` when the column exists, else `NULL` (an older writer)."""
+    return f'{alias}."{name.replace(chr(34), chr(34) * 2)}"' if have and name in have else "NULL"
+
+
+# --- finding one session ------------------------------------------------------------
+class SessionRef(NamedTuple):
     id: str
     owner: str | None
     title: str | None
@@ -30,16 +70,30 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner) -> SessionRef:
     ref = ref.strip()
     if not ref:
         raise UsageError("empty session id")
-    if not _ID_CHARS.match(ref):
-        raise NotFound(f"no session {ref!r}")
-    rows = (
-        conn.execute("SELECT id, owner, title FROM sessions WHERE id = ?", (ref,)).fetchall()
-        or conn.execute(
-            "SELECT id, owner, title FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
-            (ref, ref + "\U0010ffff", MAX_CANDIDATES + 1),
-        ).fetchall()
-    )
-    matches = [SessionRef(*r) for r in rows]
+    have = columns(conn, "sessions").get("sessions")
+    if not have or "id" not in have or not _ID_CHARS.match(ref):
+        raise NotFound(f"no session {ref!r}", hint="`kaja sessions` lists them")
+    select = f"SELECT id, {col(have, 's', 'owner')}, {col(have, 's', 'title')} FROM sessions AS s"
+    mine_where, mine_args = owner.sessions_where(col(have, "s", "owner"))
+    exact = conn.execute(f"{select} WHERE id = ?", (ref,)).fetchall()
+    if exact:
+        matches = [SessionRef(*r) for r in exact]
+    else:
+        # The owner's own matches first: a prefix that many sessions share
+        # must not hide the owner's one behind others' (a LIMIT would).
+        span = "id >= ? AND id < ?", (ref, ref + "\U0010ffff")
+        matches = [
+            SessionRef(*r)
+            for r in conn.execute(
+                f"{select} WHERE {span[0]} AND {mine_where} ORDER BY id LIMIT ?",
+                (*span[1], *mine_args, MAX_CANDIDATES + 1),
+            )
+        ] or [
+            SessionRef(*r)
+            for r in conn.execute(
+                f"{select} WHERE {span[0]} ORDER BY id LIMIT ?", (*span[1], MAX_CANDIDATES + 1)
+            )
+        ]
     if not matches:
         raise NotFound(f"no session {ref!r}", hint="`kaja sessions` lists them")
     mine = [m for m in matches if owner.owns(m.owner)]
@@ -57,3 +111,366 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner) -> SessionRef:
         f"not {owner.label}",
         hint=f"act as that owner with --owner {whose[0]}" if len(whose) == 1 else None,
     )
+
+
+def latest(conn: sqlite3.Connection, owner: Owner) -> SessionRef:
+    """The acting owner's most recently updated session (`kaja resume -c`)."""
+    have = columns(conn, "sessions").get("sessions")
+    if not have or "id" not in have:
+        raise NotFound(f"no sessions for {owner.label}", hint="this store has no sessions table")
+    who, args = owner.sessions_where(col(have, "s", "owner"))
+    when = f"coalesce({col(have, 's', 'updatedAt')}, {col(have, 's', 'createdAt')})"
+    row = conn.execute(
+        f"SELECT id, {col(have, 's', 'owner')}, {col(have, 's', 'title')} FROM sessions AS s"
+        f" WHERE {who} ORDER BY {when} DESC, id DESC LIMIT 1",
+        args,
+    ).fetchone()
+    if row is None:
+        raise NotFound(
+            f"{owner.label} has no sessions",
+            hint="`kaja sessions --all-owners` lists everyone's",
+        )
+    return SessionRef(*row)
+
+
+# --- the listing ----------------------------------------------------------------------
+class SessionFilter(NamedTuple):
+    """What `kaja sessions` was asked for; `owner` None = every owner."""
+
+    owner: Owner | None = Owner()
+    since: str | None = None  # ISO 8601 UTC: updated at or after
+    model: str | None = None
+    persona: str | None = None
+    limit: int = DEFAULT_LIMIT  # 0 = all
+
+
+class SessionSummary(NamedTuple):
+    """One row of the listing: the session's columns and what hangs off it."""
+
+    row: dict[str, Any]  # every column as stored (seed names), extras included
+    short_id: str
+    message_count: int
+    prompt_tokens: int
+    completion_tokens: int
+    first_prompt: str | None  # for an untitled session: how it began
+
+    @property
+    def id(self) -> str:
+        return self.row["id"]
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.row.get("pendingCallId"))
+
+
+class Listing(NamedTuple):
+    """The listing: `SessionSummary` rows, or (for --json) each session's JSON text."""
+
+    sessions: list[Any]
+    total: int = 0  # sessions matching the filter, before the limit
+    location: Path | None = None
+    store_exists: bool = True
+    has_sessions_table: bool = True
+
+    @property
+    def left_out(self) -> int:
+        return max(0, self.total - len(self.sessions))
+
+
+_COMPUTED = ("kaja_prev_id", "kaja_next_id", "kaja_messages", "kaja_prompt_tokens",
+             "kaja_completion_tokens", "kaja_first_prompt")  # fmt: skip
+
+
+def json_value(expr: str) -> str:
+    """`expr` as a JSON value: SQLite's json_object refuses BLOBs, shown as hex."""
+    if expr == "NULL":
+        return expr
+    return f"CASE WHEN typeof({expr}) = 'blob' THEN hex({expr}) ELSE {expr} END"
+
+
+def json_pairs(
+    have: Sequence[str] | None,
+    alias: str,
+    known: Sequence[str],
+    overrides: dict[str, str] | None = None,
+) -> str:
+    """`'name', value` pairs for json_object: the known columns in their order
+    (NULL when missing), then any extra columns a newer writer added.
+    `overrides` gives a present column its own expression."""
+    names = list(known) + [c for c in have or () if c not in known and not c.startswith("kaja_")]
+    out = []
+    for n in names:
+        expr = col(have, alias, n)
+        value = (overrides or {}).get(n) if expr != "NULL" else None
+        out.append(f"'{n.replace(chr(39), chr(39) * 2)}', {value or json_value(expr)}")
+    return ", ".join(out)
+
+
+def listing_query(
+    have: dict[str, list[str]], flt: SessionFilter, *, as_json: bool = False
+) -> tuple[str, list[Any]] | None:
+    """The one query behind `kaja sessions`, or None with no sessions table.
+
+    The filtered, ordered, limited sessions (with the count before the limit)
+    are picked first; then, for those only, the neighbouring ids (for the
+    short id), the message count and token sums (one pass over the covering
+    index `messages_session_tokens`), and how an untitled session began.
+    `as_json`: each row is the session's JSON object, built by SQLite.
+    """
+    s = have.get("sessions")
+    if not s or "id" not in s:
+        return None
+    m = have.get("messages")
+    where, args = [], []
+    if flt.owner is not None:
+        cond, cargs = flt.owner.sessions_where(col(s, "s", "owner"))
+        where.append(cond)
+        args.extend(cargs)
+    when = f"coalesce({col(s, 's', 'updatedAt')}, {col(s, 's', 'createdAt')})"
+    if flt.since:
+        where.append(f"{when} >= ?")
+        args.append(flt.since)
+    if flt.model:
+        where.append(f"{col(s, 's', 'model')} = ? COLLATE NOCASE")
+        args.append(flt.model)
+    if flt.persona:
+        where.append(f"{col(s, 's', 'persona')} = ? COLLATE NOCASE")
+        args.append(flt.persona)
+    limit = flt.limit if flt.limit and flt.limit > 0 else -1
+    picked = (
+        f"SELECT s.*, {when} AS kaja_when, count(*) OVER () AS kaja_total FROM sessions AS s"
+        + (f" WHERE {' AND '.join(where)}" if where else "")
+        + f" ORDER BY kaja_when DESC, s.id DESC LIMIT {int(limit)}"
+    )
+    neighbours = (
+        "(SELECT max(x.id) FROM sessions AS x WHERE x.id < p.id) AS kaja_prev_id,"
+        " (SELECT min(x.id) FROM sessions AS x WHERE x.id > p.id) AS kaja_next_id"
+    )
+    counts = ["0", "0", "0"]
+    first = "NULL"
+    join = ""
+    if m and "sessionId" in m:
+        counts = ["coalesce(a.n, 0)", "CAST(coalesce(a.pt, 0) AS INTEGER)",
+                  "CAST(coalesce(a.ct, 0) AS INTEGER)"]  # fmt: skip
+        order = "m.seq" if "seq" in m else "m.rowid"
+        role = "m.role = 'user'" if "role" in m else "1"
+        first = (
+            f"CASE WHEN coalesce({col(s, 'p', 'title')}, '') = '' THEN"
+            f" (SELECT {col(m, 'm', 'content')} FROM messages AS m WHERE m.sessionId = p.id"
+            f" AND {role} AND {col(m, 'm', 'content')} <> '' ORDER BY {order} LIMIT 1) END"
+        )
+        join = (
+            f" LEFT JOIN (SELECT m.sessionId AS sid, count(*) AS n,"
+            f" sum({col(m, 'm', 'promptTokens')}) AS pt,"
+            f" sum({col(m, 'm', 'completionTokens')}) AS ct FROM messages AS m"
+            " WHERE m.sessionId IN (SELECT id FROM picked) GROUP BY m.sessionId) AS a"
+            " ON a.sid = p.id"
+        )
+    if as_json:
+        n, pt, ct = counts
+        select = (
+            f"json_object({json_pairs(s, 'p', SESSION_COLUMNS)}, 'message_count', {n},"
+            f" 'prompt_tokens', {pt}, 'completion_tokens', {ct}, 'total_tokens', {pt} + {ct}),"
+            f" p.id, {neighbours}, p.kaja_total"
+        )
+    else:
+        select = (
+            f"p.*, {neighbours}, {counts[0]} AS kaja_messages, {counts[1]} AS kaja_prompt_tokens,"
+            f" {counts[2]} AS kaja_completion_tokens, {first} AS kaja_first_prompt"
+        )
+    sql = (
+        f"WITH picked AS ({picked}) SELECT {select} FROM picked AS p{join}"
+        " ORDER BY p.kaja_when DESC, p.id DESC"
+    )
+    return sql, args
+
+
+def short_id(sid: str, prev: str | None, nxt: str | None, minimum: int = SHORT_ID_MIN) -> str:
+    """The shortest prefix of `sid` (at least `minimum` long) that neither
+    neighbour in id order starts with, so no other id does."""
+    need = minimum
+    for other in (prev, nxt):
+        # Once the prefixes differ, every longer one does too.
+        while other and need < len(sid) and other[:need] == sid[:need]:
+            need += 1
+    if need < len(sid) and sid[need - 1] == "-":
+        need += 1  # never end a short id on the UUID's dash
+    return sid[:need]
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, int):
+        return value
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return 0
+
+
+def list_sessions(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
+    """The sessions `flt` selects, newest first, with their counts: one query."""
+    have = columns(conn, "sessions", "messages")
+    query = listing_query(have, flt)
+    if query is None:
+        return Listing([], has_sessions_table=False)
+    cur = conn.execute(*query)
+    names = [d[0] for d in cur.description]
+    rows = cur.fetchall()
+    n_session = len(names) - len(_COMPUTED) - 2  # minus kaja_when, kaja_total
+    session_names = names[:n_session]
+    extras = [c for c in session_names if c not in SESSION_COLUMNS]
+    out = []
+    total = 0
+    for r in rows:
+        values = dict(zip(session_names, r, strict=False))
+        row = {c: values.get(c) for c in SESSION_COLUMNS} | {c: values[c] for c in extras}
+        total = r[n_session + 1]
+        prev, nxt, count, pt, ct, first = r[n_session + 2 :]
+        sid = str(row["id"])
+        out.append(
+            SessionSummary(
+                row=row,
+                short_id=short_id(sid, prev, nxt),
+                message_count=_int(count),
+                prompt_tokens=_int(pt),
+                completion_tokens=_int(ct),
+                first_prompt=first if isinstance(first, str) else None,
+            )
+        )
+    return Listing(out, total)
+
+
+def list_sessions_json(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
+    """`list_sessions` for `--json`: every session column, `short_id`,
+    `message_count` and token totals, serialized by SQLite (10,000 sessions
+    would spend most of their time in Python's dict and JSON code)."""
+    import json
+
+    query = listing_query(columns(conn, "sessions", "messages"), flt, as_json=True)
+    if query is None:
+        return Listing([], has_sessions_table=False)
+    out = []
+    total = 0
+    dumps = json.dumps
+    for text, sid, prev, nxt, count in conn.execute(*query):
+        out.append('{"short_id":' + dumps(short_id(str(sid), prev, nxt)) + "," + text[1:])
+        total = count
+    return Listing(out, total)
+
+
+def listing_json(store: Store, flt: SessionFilter) -> Listing:
+    store.require_local()
+    path = store.path()
+    if not path.exists():
+        return Listing([], location=path, store_exists=False)
+    with store.reader() as conn:
+        result = list_sessions_json(conn, flt)
+    return result._replace(location=path)
+
+
+def listing(store: Store, flt: SessionFilter) -> Listing:
+    """`list_sessions` on the store's shared file; a missing store lists nothing
+    (and says where kaja looked) rather than failing."""
+    store.require_local()
+    path = store.path()
+    if not path.exists():
+        return Listing([], location=path, store_exists=False)
+    with store.reader() as conn:
+        result = list_sessions(conn, flt)
+    return result._replace(location=path)
+
+
+# --- deleting ------------------------------------------------------------------------
+class DeletePlan(NamedTuple):
+    """What `kaja sessions delete` will remove; the same plan drives the question."""
+
+    sessions: list[SessionRef]
+    rows: dict[str, int]  # rows per table that hang off them (and the sessions)
+    image_folders: list[Path]  # existing folders files/images/<sessionId>/
+    image_files: int = 0
+    image_bytes: int = 0
+
+
+class DeleteResult(NamedTuple):
+    sessions: list[SessionRef]
+    rows: dict[str, int]
+    image_folders: list[Path]
+
+
+def plan_delete(
+    conn: sqlite3.Connection, refs: Iterable[str], owner: Owner, images_dir: Path
+) -> DeletePlan:
+    """Resolve every id (all must resolve: nothing is deleted otherwise) and count."""
+    from kaja_cli.core import cascade, fs
+    from kaja_cli.core.images import session_dir
+
+    found: dict[str, SessionRef] = {}
+    for ref in refs:
+        s = find(conn, ref, owner)
+        found.setdefault(s.id, s)
+    sessions = list(found.values())
+    rows = _count_rows(conn, [s.id for s in sessions], cascade)
+    folders = []
+    files = size = 0
+    for s in sessions:
+        folder = session_dir(images_dir, s.id)
+        if folder is not None and (folder.is_dir() or folder.is_symlink()):
+            folders.append(folder)
+            b, n = fs.tree_size(folder)
+            size, files = size + b, files + n
+    return DeletePlan(sessions, rows, folders, files, size)
+
+
+def _count_rows(conn: sqlite3.Connection, ids: list[str], cascade: Any) -> dict[str, int]:
+    # `count_session_rows` fills a TEMP table: a read-only connection may
+    # create one (it lives in the connection's own temp database).
+    try:
+        return cascade.count_session_rows(conn, ids)
+    except sqlite3.OperationalError:
+        # A table another program left without a column the cascade uses:
+        # the counts are for the question only, so leave them out.
+        return {"sessions": len(ids)}
+
+
+def delete_sessions(
+    conn: sqlite3.Connection, plan: DeletePlan, owner: Owner, images_dir: Path
+) -> DeleteResult:
+    """Delete the planned sessions and what hangs off them in one transaction,
+    then their image folders (only once the rows are committed)."""
+    from kaja_cli.core import cascade, db
+
+    with db.transaction(conn):
+        # Re-check under the write lock: a session may have gone or changed
+        # owner since the question was asked.
+        ids = [s.id for s in plan.sessions]
+        have = columns(conn, "sessions").get("sessions") or []
+        marks = ",".join("?" * len(ids))
+        now = {
+            r[0]: r[1]
+            for r in conn.execute(
+                f"SELECT id, {col(have, 's', 'owner')} FROM sessions AS s WHERE id IN ({marks})",
+                ids,
+            )
+        }
+        for s in plan.sessions:
+            if s.id in now and not owner.owns(now[s.id]):
+                raise Refused(f"session {s.id} now belongs to {label(now[s.id])}")
+        keep = [s for s in plan.sessions if s.id in now]
+        rows = cascade.delete_session_rows(conn, [s.id for s in keep])
+    removed = cascade.remove_image_folders(images_dir, [s.id for s in plan.sessions])
+    return DeleteResult(keep, rows, removed)
+
+
+def plan_deletion(store: Store, refs: Iterable[str], owner: Owner) -> DeletePlan:
+    """Read-only: the question is asked before anything is opened for writing."""
+    with store.reader() as conn:
+        return plan_delete(conn, refs, owner, store.paths.images_dir)
+
+
+def delete(store: Store, plan: DeletePlan, owner: Owner) -> DeleteResult:
+    with store.writer() as conn:
+        return delete_sessions(conn, plan, owner, store.paths.images_dir)

@@ -1,0 +1,63 @@
+"""`kaja resume`: replay a conversation, or print the context the agent resumes with."""
+
+from typing import Annotated
+
+import typer
+
+from kaja_cli.commands import store_of
+
+OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'
+
+
+def resume(
+    ctx: typer.Context,
+    session_id: Annotated[
+        str | None,
+        typer.Argument(metavar="[ID]", help="A session id or unique prefix; default: the latest."),
+    ] = None,
+    latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="The latest session (the default).")
+    ] = False,
+    tail: Annotated[
+        int | None,
+        typer.Option(metavar="N", min=0, help="Only the last N entries of the timeline."),
+    ] = None,
+    owner: Annotated[str | None, typer.Option(metavar="ID", help=OWNER_HELP)] = None,
+    no_pager: Annotated[
+        bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
+    ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the context the agent resumes with (see the README) as one JSON document.",
+        ),
+    ] = False,
+) -> None:
+    """Replay a conversation as the terminal showed it.
+
+    The timeline: what you wrote, the answers, reasoning (dimmed), tool calls
+    with their status and duration, notices, errors and images (as file paths,
+    flagging missing files), then a banner if a tool call is waiting on you.
+    Sessions without a timeline (Telegram, older agents) are rebuilt from
+    their messages. Long output goes through a pager on a terminal.
+    """
+    from kaja_cli import render
+    from kaja_cli.core import transcript
+    from kaja_cli.core.owners import Owner
+    from kaja_cli.errors import UsageError
+
+    if latest and session_id is not None:
+        raise UsageError("give a session id or -c, not both")
+    acting = Owner.parse(owner)
+    store = store_of(ctx)
+    if as_json:
+        if tail is not None:
+            raise UsageError("--tail shapes the replay; --json prints the whole resume context")
+        doc = transcript.load_context_json(store, session_id, acting)
+        render.emit_json_document(doc.head, doc.key, doc.items)
+        return
+    from kaja_cli import replay
+
+    rep = transcript.load_replay(store, session_id, acting, tail=tail)
+    render.print_lines(replay.replay_lines(rep), pager=not no_pager)

@@ -1,0 +1,241 @@
+"""How a session reads to a person: the `kaja resume` replay and the Markdown
+of `kaja sessions export`.
+
+Both take the core's plain data (`core.transcript`) and return text: the
+replay as styled lines for `render.print_lines` (plain when piped), the
+export as one Markdown string. Nothing here touches a database.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kaja_cli import render
+from kaja_cli.core.owners import label
+from kaja_cli.core.transcript import Entry, Pending, Replay, Transcript
+
+ARGS_WIDTH = 160  # a tool call's arguments on one line, cut beyond this
+
+STATUS_MARKS = {
+    "ok": ("✓", "green"),
+    "error": ("✗", "bold red"),
+    "declined": ("⊘", "yellow"),
+    "skipped": ("–", "dim"),
+}
+
+
+def _compact(value: Any, width: int = ARGS_WIDTH) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _block(first: list[tuple[str, str]], text: str | None, style: str = "") -> list[render.Line]:
+    """A labelled block: the first line after the label, the rest indented."""
+    lines = (text or "").split("\n")
+    out: list[render.Line] = [[*first, (lines[0], style)]]
+    out.extend([("  " + rest if rest else "", style)] for rest in lines[1:])
+    return out
+
+
+def header(session: dict[str, Any], message_count: int) -> list[render.Line]:
+    title = session.get("title") or "(untitled)"
+    facts = [str(session.get("id")), label(session.get("owner"))]
+    facts += [str(session[k]) for k in ("model", "persona") if session.get(k)]
+    facts.append(f"{message_count} message{'s' if message_count != 1 else ''}")
+    if session.get("updatedAt"):
+        facts.append(f"updated {session['updatedAt']}")
+    return [[(str(title), "bold")], [(" · ".join(facts), "dim")]]
+
+
+def entry_lines(e: Entry) -> list[render.Line]:
+    k = e.kind
+    if k == "user":
+        return _block([("You: ", "bold cyan")], e.text)
+    if k == "assistant":
+        return _block([("Kaja: ", "bold green")], e.text)
+    if k == "reasoning":
+        return _block([("  thinking: ", "dim italic")], e.text, "dim italic")
+    if k == "tool_start":
+        line = [("  → ", "yellow"), (e.name or "tool", "bold")]
+        if e.arguments not in (None, "", {}):
+            line.append((" " + _compact(e.arguments), "dim"))
+        return [line]
+    if k == "tool_end":
+        mark, style = STATUS_MARKS.get(e.status or "", ("←", "yellow"))
+        line = [(f"  {mark} ", style), (e.name or "tool", "bold")]
+        if e.status:
+            line.append((" " + e.status, style))
+        if e.duration_ms is not None:
+            line.append((" · " + render.human_duration(e.duration_ms), "dim"))
+        return [line]
+    if k == "notice":
+        return _block([("  • ", "cyan")], e.text, "cyan")
+    if k == "error":
+        return _block([("  error: ", "bold red")], e.text, "red")
+    if k == "image":
+        line = [("  image: ", "magenta")]
+        if e.path:
+            line.append((e.path, ""))
+        else:
+            line.append(("(no usable path in the database)", "dim"))
+        if e.text:
+            line.append((f" ({e.text})", "dim"))
+        if e.missing:
+            line.append((" — file missing", "bold red"))
+        return [line]
+    # A type or role this kaja does not know (a newer agent): show it plainly.
+    text = e.text if e.text is not None else _compact(e.payload)
+    return _block([(f"  [{k}] ", "dim")], text)
+
+
+def pending_lines(p: Pending) -> list[render.Line]:
+    what = p.name or "a tool call"
+    line = [("⏸ Waiting on you: ", "bold yellow"), (what, "bold")]
+    if p.kind:
+        line.append((f" ({p.kind})", "yellow"))
+    line.append((f" · call {p.call_id}", "dim"))
+    out = [line]
+    if p.arguments not in (None, "", {}):
+        out.append([("  " + _compact(p.arguments), "dim")])
+    out.append([("  Open this session in Kaja to answer it.", "dim")])
+    return out
+
+
+def replay_lines(rep: Replay) -> list[render.Line]:
+    lines = header(rep.session, rep.message_count)
+    if rep.earlier:
+        lines.append([(f"… {rep.earlier} earlier entries not shown (--tail)", "dim")])
+    first = True
+    for e in rep.entries:
+        if e.kind == "user" or first:
+            lines.append([])
+        first = False
+        lines.extend(entry_lines(e))
+    if rep.source == "none":
+        lines.append([])
+        lines.append([("(nothing to replay: this session has no events and no messages)", "dim")])
+    if rep.pending:
+        lines.append([])
+        lines.extend(pending_lines(rep.pending))
+    return lines
+
+
+# --- Markdown ------------------------------------------------------------------------------
+def _fence(text: str, info: str = "") -> str:
+    """A code block whose fence is longer than any backtick run inside it."""
+    longest = run = 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def _inline(text: Any) -> str:
+    text = str(text)
+    ticks = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}"
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line if line else ">" for line in text.split("\n"))
+
+
+def _json_text(value: Any) -> tuple[str, str]:
+    if isinstance(value, str):
+        return value, ""
+    return json.dumps(value, ensure_ascii=False, indent=2), "json"
+
+
+def _image_md(img: dict[str, Any], alt: str = "image") -> str:
+    if not img.get("path"):
+        return f"*{alt}: sha256 {img.get('sha256')} (no usable path in the database)*"
+    md = f"![{alt}](<{img['path']}>)"
+    return md if img.get("exists") else md + " *(file missing)*"
+
+
+def markdown(t: Transcript) -> str:
+    s = t.session
+    out = [f"# {s.get('title') or 'Untitled session'}", ""]
+    facts = [
+        ("id", _inline(s.get("id"))),
+        ("owner", label(s.get("owner"))),
+        ("model", s.get("model")),
+        ("persona", s.get("persona")),
+        ("created", s.get("createdAt")),
+        ("updated", s.get("updatedAt")),
+        ("messages", str(len(t.messages))),
+    ]
+    out += [f"- **{k}:** {v}" for k, v in facts if v]
+    if t.pending:
+        p = t.pending
+        out += ["", _quote(
+            f"**Waiting on you:** {_inline(p.name or 'a tool call')}"
+            + (f" ({p.kind})" if p.kind else "") + f", call {_inline(p.call_id)}"
+        )]  # fmt: skip
+    if s.get("systemPrompt"):
+        out += ["", "<details><summary>System prompt</summary>", "", _fence(str(s["systemPrompt"])),
+                "", "</details>"]  # fmt: skip
+
+    calls: dict[Any, dict[str, Any]] = {}
+    for m in t.messages:
+        for c in m["tool_calls"]:
+            if c["resultMessageId"]:
+                calls[c["resultMessageId"]] = c
+            if c["callId"]:
+                calls.setdefault(("call", c["callId"]), c)
+    summaries = [x for x in t.summaries if isinstance(x.get("summaryFrom"), int)]
+    summaries.sort(key=lambda x: x["summaryFrom"])
+
+    def summaries_before(seq: Any) -> list[str]:
+        lines = []
+        while summaries and (not isinstance(seq, int) or summaries[0]["summaryFrom"] <= seq):
+            x = summaries.pop(0)
+            lines += ["", _quote(
+                f"**Compacted** (messages before #{x['summaryFrom']}):\n\n{x.get('summary') or ''}"
+            )]  # fmt: skip
+        return lines
+
+    for m in t.messages:
+        out += summaries_before(m["seq"])
+        role = m["role"] or "message"
+        when = f" · {m['createdAt']}" if m.get("createdAt") else ""
+        if role == "tool":
+            c = calls.get(m["id"]) or calls.get(("call", m["toolCallId"]))
+            name = _inline(c["name"]) if c and c.get("name") else _inline(m["toolCallId"] or "?")
+            out += ["", f"### Tool result · {name}{when}", ""]
+            if m["content"] is not None:
+                out.append(_fence(str(m["content"])))
+            if c and c.get("resultSummary"):
+                out += ["", "*Too long for the model; it was sent this instead:*", "",
+                        _quote(str(c["resultSummary"]))]  # fmt: skip
+        else:
+            who = {"user": "You", "assistant": "Kaja"}.get(role, role.capitalize())
+            model = f" · {m['model']}" if role == "assistant" and m.get("model") else ""
+            out += ["", f"### {who}{model}{when}"]
+            if m["reasoning"]:
+                out += ["", _quote("*Thinking:* " + str(m["reasoning"]))]
+            if m["content"]:
+                out += ["", str(m["content"])]
+            for c in m["tool_calls"]:
+                status = c.get("status") or "no result"
+                took = f" · {render.human_duration(c['durationMs'])}" if c.get("durationMs") else ""
+                approval = f" · {c['approval']}" if c.get("approval") else ""
+                out += [
+                    "",
+                    f"**Tool call** {_inline(c.get('name') or '?')} — {status}{took}{approval}",
+                ]
+                if c.get("arguments") not in (None, "", {}):
+                    text, info = _json_text(c["arguments"])
+                    out += ["", _fence(text, info)]
+        if isinstance(m["parts"], str) and not m["images"]:
+            out += ["", f"*parts (not valid JSON):* {_inline(m['parts'])}"]
+        for img in m["images"]:
+            out += ["", _image_md(img)]
+    out += summaries_before(None)
+    return "\n".join(out) + "\n"
