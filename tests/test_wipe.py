@@ -796,3 +796,16 @@ def test_demo_refuses_to_start_over_until_an_interrupted_wipe_is_finished(demo_s
     assert r.code == 5 and "an interrupted wipe is not finished" in r.err, r
     assert kaja("wipe", "--yes").code == 0
     assert kaja("demo").code == 0
+
+
+def test_after_a_wipe_nothing_is_listed_and_demo_starts_over(demo_store: Kaja):
+    kaja = demo_store
+    assert kaja("wipe", "--yes").code == 0
+    paths = json.loads(kaja("config", "paths", "--json").out)["paths"]
+    assert not any(p["exists"] for name, p in paths.items() if name != "settings")
+    r = kaja("sessions")
+    assert r.code == 0 and r.out == "" and "there is no Kaja store" in r.err, r
+    r = kaja("sessions", "--json")
+    assert r.code == 0 and json.loads(r.out)["sessions"] == []
+    assert kaja("demo").code == 0
+    assert len(kaja("sessions", "--all-owners", "--limit", "0").out.splitlines()) == 13
