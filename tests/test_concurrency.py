@@ -59,7 +59,7 @@ def commands(demo_sessions: list[str]):
         (READING, ["sessions", "--all-owners", "--limit", "0", "--json"], {0}),
         (READING, ["sessions", "--owner", "telegram:999"], {0}),
         (READING, ["resume", "-c", "--owner", "telegram:999", "--json"], {0}),
-        (READING, ["resume", "-c", "--tail", "5"], {0}),
+        (READING, ["resume", "-c", "--tail", "5"], {0, 3}),  # 3 once every terminal session is deleted
         (READING, ["usage", "--json"], {0}),
         (READING, ["usage", "--by", "day"], {0}),
         (READING, ["config", "paths", "--json"], {0}),
