@@ -283,8 +283,9 @@ class _Background:
     SQLite works), so doctor takes about as long as quick_check alone.
     """
 
-    def __init__(self, fn: Callable[[], object]):
+    def __init__(self, fn: Callable[[_Background], object]):
         self._fn = fn
+        self.conn: sqlite3.Connection | None = None  # set by `fn`, for interrupt()
         self._value: object = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._work, daemon=True)
@@ -292,9 +293,15 @@ class _Background:
 
     def _work(self) -> None:
         try:
-            self._value = self._fn()
+            self._value = self._fn(self)
         except BaseException as e:  # handed to the caller of result()
             self._error = e
+
+    def interrupt(self) -> None:
+        """Stop the statement running (Ctrl-C must not wait for a quick_check)."""
+        if self.conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self.conn.interrupt()
 
     def result(self) -> object:
         self._thread.join()
@@ -378,6 +385,7 @@ class Context:
         if self.local and db.classify(path) in ("sqlite", "empty"):
             try:
                 conn = self._stack.enter_context(open_readonly(path))
+                conn.set_progress_handler(_let_signals_in, 200_000)
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             except KajaError as e:
                 self._open_errors[name] = e
@@ -405,7 +413,7 @@ class Context:
         # The main connection is open (above) before the thread's and closed
         # after it: `db.open_read` removes the -wal/-shm it created only when
         # its connection is the last one.
-        self._background[name] = _Background(lambda: _integrity(path, pragma))
+        self._background[name] = _Background(lambda job: _integrity(path, pragma, job))
 
     @property
     def integrity_pragma(self) -> str:
@@ -421,16 +429,47 @@ class Context:
             self._image_scan = _scan_images(self.paths.images_dir, self.uid)
         return self._image_scan
 
-    def close(self) -> None:
+    def interrupt(self) -> None:
+        """Stop every running query (safe from a signal handler)."""
+        for conn in self._conns.values():
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.interrupt()
         for job in self._background.values():
+            job.interrupt()
+
+    def close(self, *, interrupt: bool = False) -> None:
+        for job in self._background.values():
+            if interrupt:
+                job.interrupt()
             with contextlib.suppress(BaseException):
                 job.result()
         self._stack.close()
 
 
-def _integrity(path: Path, pragma: str) -> tuple[list[str], float]:
+# Ctrl-C during a long query. Python runs a signal handler only between
+# bytecodes of the main thread, never inside sqlite3_step: so the handler
+# `run` installs sets this flag and interrupts every connection, a progress
+# handler gives it the chance to run mid-query, and whatever error the
+# interrupted query raises (FTS4 reports it as a damaged index) becomes a
+# KeyboardInterrupt again, never a finding.
+_INTERRUPTED = threading.Event()
+
+
+def _let_signals_in() -> int:
+    """A progress handler: running Python code lets a pending signal handler run."""
+    return 0
+
+
+def _raise_if_interrupted(error: BaseException | None = None) -> None:
+    if _INTERRUPTED.is_set() or (error is not None and str(error) == "interrupted"):
+        raise KeyboardInterrupt from None
+
+
+def _integrity(path: Path, pragma: str, job: _Background) -> tuple[list[str], float]:
     start = time.perf_counter()
     with open_readonly(path) as conn:
+        job.conn = conn
         # Reading the file through a memory map is ~15% faster than read()
         # calls; the read transaction keeps the mapped size valid.
         conn.execute("PRAGMA mmap_size = 2147418112")
@@ -535,6 +574,8 @@ def _run_checks(
 ) -> list[Check]:
     paths, settings_error = locate(overrides, environ)
     ctx = Context(paths, settings_error=settings_error, thorough=thorough, now=now)
+    _INTERRUPTED.clear()
+    previous = _on_ctrl_c(ctx)
     try:
         tasks = _plan(ctx, selection)
         # The whole-file reads (quick_check) start first, in a thread; every
@@ -546,9 +587,35 @@ def _run_checks(
         order = sorted(range(len(tasks)), key=lambda i: tasks[i][0].id == "integrity")
         for i in order:
             results[i] = tasks[i][2]()
-        return _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
+            _raise_if_interrupted()
+        checks = _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
+    except BaseException:
+        ctx.close(interrupt=True)
+        raise
     finally:
-        ctx.close()
+        _restore_ctrl_c(previous)
+    ctx.close()
+    return checks
+
+
+def _on_ctrl_c(ctx: Context) -> object:
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: object) -> None:
+        _INTERRUPTED.set()
+        ctx.interrupt()
+
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _restore_ctrl_c(previous: object) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)  # type: ignore[arg-type]
 
 
 def _plan(
@@ -784,6 +851,7 @@ def _safe(fn: Callable[[], Check | list[Check] | None], id: str, group: str, wha
     try:
         return fn()
     except sqlite3.Error as e:
+        _raise_if_interrupted(e)
         text = str(e)
         low = text.lower()
         if "locked" in low or "busy" in low:
@@ -1216,11 +1284,13 @@ def check_integrity(ctx: Context, name: str) -> Check:
     try:
         rows, seconds = ctx.integrity(name)
     except KajaError as e:
+        _raise_if_interrupted()
         status = WARN if "busy" in str(e) else ERROR
         return Check(
             cid, group, status, f"{label}: {pragma} could not run: {e.message}", fix=e.hint
         )
     except sqlite3.Error as e:
+        _raise_if_interrupted(e)
         text = str(e)
         if "locked" in text or "busy" in text:
             return Check(cid, group, WARN, f"{label}: {pragma} could not run: the file is busy")
@@ -1562,6 +1632,7 @@ def check_search_index(ctx: Context) -> Check:
                              repairs=(_rebuild_repair(ctx),))  # fmt: skip
             details.append("FTS4 integrity-check passed")
     except sqlite3.Error as e:
+        _raise_if_interrupted(e)
         text = str(e)
         if "no such module" in text:
             return Check(cid, group, WARN, f"the search index cannot be read: {text}",
@@ -1669,11 +1740,13 @@ def _fts_integrity(conn: sqlite3.Connection) -> str | None:
         try:
             conn.execute("INSERT INTO temp.doctor_fts(doctor_fts) VALUES ('integrity-check')")
         except sqlite3.DatabaseError as e:
+            _raise_if_interrupted(e)
             return str(e)
         return None
     finally:
-        conn.execute("DROP TABLE IF EXISTS temp.doctor_fts")
-        conn.execute("DROP VIEW IF EXISTS temp.doctor_fts_content")
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("DROP TABLE IF EXISTS temp.doctor_fts")
+            conn.execute("DROP VIEW IF EXISTS temp.doctor_fts_content")
 
 
 # --- images ----------------------------------------------------------------------------------------------
