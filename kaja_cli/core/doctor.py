@@ -1026,8 +1026,10 @@ def _path_check(ctx: Context, name: str, path: Path, source: str, kind: str) -> 
     if not problems:
         return Check(cid, "paths", OK, f"{head}: {what}, mode {mode:04o}", details)
     fixes = []
-    if mine:
-        fixes.append("tighten to 0600 files, 0700 folders (chmod go-rwx)")
+    if len(mine) > 3:
+        fixes.append(f"chmod -R go-rwx {_quote(path)}")
+    elif mine:
+        fixes.append("chmod go-rwx " + " ".join(_quote(p) for p in mine))
     fixes.extend(manual)
     return Check(
         cid, "paths", WARN, f"{head}: {problems[0]}", details + problems[1:],
