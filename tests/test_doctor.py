@@ -613,3 +613,105 @@ def test_help_mentions_every_option(kaja: Kaja) -> None:
     assert r.code == 0
     for option in ("--fix", "--thorough", "--check", "--list-checks", "--redact", "--json"):
         assert option in r.out
+
+
+def test_empty_file_is_filled_by_fix(kaja: Kaja) -> None:
+    kaja.state.mkdir(mode=0o700)
+    kaja.db.touch(mode=0o600)
+    fixed = kaja("doctor", "--fix")
+    assert fixed.code == 0, fixed
+    assert fixed.out.splitlines()[1].startswith(
+        "  ✓ kaja.db: switched to WAL mode; created 32 tables notes, sessions, messages, …; "
+    )
+    assert fixed.out.splitlines()[-1] == "no problems"
+
+
+def test_rollback_journal_file_is_switched_to_wal(demo_store: Kaja) -> None:
+    sql(demo_store.db, "PRAGMA journal_mode=DELETE")
+    r = doctor(demo_store, "--json")
+    assert problems(r) == {"database.shared": "warn"}
+    assert checks_of(r)["database.shared"]["summary"].endswith("not in WAL mode")
+    fixed = demo_store("doctor", "--fix")
+    assert "  ✓ kaja.db: switched to WAL mode" in fixed.out.splitlines()
+    assert fixed.out.splitlines()[-1] == "no problems"
+
+
+# --- thresholds, in-process (the files it would take are too large for a test) -----------
+def _run_in_process(kaja: Kaja, **kw):
+    from kaja_cli.core import doctor as core
+    from kaja_cli.core.paths import Overrides
+
+    return core.run(Overrides(state_dir=kaja.state, config=kaja.config), environ={}, **kw)
+
+
+def test_free_pages_suggest_a_vacuum(demo_store: Kaja, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kaja_cli.core import doctor as core
+
+    sql(demo_store.db, "DELETE FROM logs", "DELETE FROM calls", "PRAGMA wal_checkpoint(TRUNCATE)")
+    monkeypatch.setattr(core, "FREE_WARN_BYTES", 4096)
+    monkeypatch.setattr(core, "FREE_WARN_SHARE", 0.0)
+    found = {c.id: c for c in _run_in_process(demo_store).checks}
+    space = found["space.shared"]
+    assert space.status == "warn" and "is free pages" in space.summary
+    assert space.fix == f"close Kaja and the Telegram bot, then: sqlite3 {demo_store.db} VACUUM"
+    assert not space.fixable
+
+
+def test_a_large_wal_is_checkpointed(demo_store: Kaja, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kaja_cli.core import doctor as core
+
+    writer = _start_writer(demo_store.db)  # holds the file: the -wal is not stale
+    try:
+        monkeypatch.setattr(core, "WAL_WARN_BYTES", 1024)
+        report = _run_in_process(demo_store)
+        space = {c.id: c for c in report.checks}["space.shared"]
+        assert space.status == "warn" and "checkpoints are not keeping up" in space.summary
+        assert space.fixable
+        fixed = _run_in_process(demo_store, fix=True)
+        assert fixed.fixes and fixed.fixes[0].done
+        assert "kaja.db: checkpointed" in fixed.fixes[0].message
+    finally:
+        writer.kill()
+        writer.wait()
+
+
+def test_disk_space(demo_store: Kaja, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+    from collections import namedtuple
+
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**10, 10**10 - 10**7, 10**7))
+    found = {c.id: c for c in _run_in_process(demo_store).checks}
+    assert found["disk-space"].status == "error"
+    assert found["disk-space"].summary.endswith("10.0 MB free on the disk holding "
+                                                f"{demo_store.state}: Kaja cannot save")  # fmt: skip
+    monkeypatch.setattr(shutil, "disk_usage", lambda p: usage(10**10, 0, 3 * 10**8))
+    found = {c.id: c for c in _run_in_process(demo_store).checks}
+    assert found["disk-space"].status == "warn"
+
+
+def test_sync_outbox_backlog(demo_store: Kaja) -> None:
+    from datetime import datetime, timedelta
+
+    base = datetime.fromisoformat(DEMO_NOW.replace("Z", "+00:00"))
+    fresh = {c.id: c for c in _run_in_process(demo_store, now=base).checks}["sync-outbox"]
+    assert fresh.status == "ok"
+    assert fresh.summary == "4 changes waiting to sync, the oldest from 2026-11-29T11:58:00.000Z"
+    late = _run_in_process(demo_store, now=base + timedelta(days=8))
+    stuck = {c.id: c for c in late.checks}["sync-outbox"]
+    assert stuck.status == "warn" and stuck.summary.endswith("sync looks stuck")
+
+
+def test_registry_takes_new_checks(demo_store: Kaja, monkeypatch: pytest.MonkeyPatch) -> None:
+    # How the lead adds the interrupted-wipe check: one decorated function.
+    from kaja_cli.core import doctor as core
+
+    monkeypatch.setattr(core, "CHECKS", list(core.CHECKS))
+
+    @core.check("wipe-marker", "paths", "an interrupted `kaja wipe`")
+    def wipe_marker(ctx: core.Context) -> core.Check:
+        return core.Check("wipe-marker", "paths", core.WARN, "a wipe was interrupted")
+
+    report = _run_in_process(demo_store, only=["wipe-marker"])
+    assert [(c.id, c.status) for c in report.checks] == [("wipe-marker", "warn")]
+    assert report.verdict() == "0 errors, 1 warning"

@@ -1422,10 +1422,14 @@ def _squash(changes: list[str]) -> list[str]:
         grouped.setdefault(key, []).append(item)
     out = []
     for key, items in grouped.items():
-        if len(items) > 3:
-            out.append(f"{key}: {len(items)} ({', '.join(items[:3])}, …)")
-        else:
-            out.append(f"{key} {', '.join(items)}".strip())
+        if len(items) == 1:
+            out.append(f"{key} {items[0]}".strip())
+            continue
+        verb, _, noun = key.rpartition(" ")
+        nouns = noun + ("es" if noun.endswith(("x", "s")) else "s")
+        shown = ", ".join(items[:3]) + (", …" if len(items) > 3 else "")
+        count = f"{len(items)} " if len(items) > 3 else ""
+        out.append(f"{verb} {count}{nouns} {shown}")
     return out
 
 
