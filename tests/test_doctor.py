@@ -390,7 +390,7 @@ def test_stale_wal_after_kill_9(demo_store: Kaja) -> None:
 
     fixed = demo_store("doctor", "--fix")
     assert fixed.code == 0, fixed
-    assert "  ✓ kaja.db: checkpointed the -wal into the file" in fixed.out
+    assert "  ✓ kaja.db: checkpointed the -wal (" in fixed.out and ") into the file\n" in fixed.out
     assert fixed.out.splitlines()[-1] == "no problems"
     assert not wal.exists() or wal.stat().st_size == 0
     notes = sql(demo_store.db, "SELECT key FROM notes WHERE key IN ('committed', 'pending')")
