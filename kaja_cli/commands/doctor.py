@@ -116,44 +116,45 @@ def _marks() -> dict[str, str]:
 
 
 def _print_report(report) -> None:
+    """One line per check under its group; details and the fix under a problem.
+
+    A line is a list of (text, style) pieces: plain text when piped or with
+    NO_COLOR, the mark and the verdict colored on a terminal.
+    """
     from kaja_cli import render
 
     marks = _marks()
-    color = render.color_enabled()
-    lines: list[tuple[str, str | None]] = []  # (text, style)
+    lines: list[list[tuple[str, str]]] = []
     if report.fixes is not None:
-        lines.append(("fixes", "bold"))
+        lines.append([("fixes", "bold")])
         if not report.fixes:
-            lines.append(("  nothing to fix", None))
+            lines.append([("  nothing to fix", "")])
         for f in report.fixes:
             status = "ok" if f.done else "error"
-            lines.append((f"  {marks[status]} {f.message}", STYLES[status]))
-        lines.append(("", None))
+            lines.append([("  ", ""), (marks[status], STYLES[status]), (f" {f.message}", "")])
+        lines.append([])
     for group, checks in report.grouped():
-        lines.append((group, "bold"))
+        lines.append([(group, "bold")])
         for c in checks:
-            suffix = f"  [{c.id}]" if c.status != "ok" else ""
-            lines.append((f"  {marks[c.status]} {c.summary}{suffix}", STYLES[c.status]))
+            line = [("  ", ""), (marks[c.status], STYLES[c.status]), (f" {c.summary}", "")]
             if c.status != "ok":
-                lines.extend((f"      {d}", "dim") for d in c.details)
+                line.append((f"  [{c.id}]", "dim"))
+            lines.append(line)
+            if c.status != "ok":
+                lines.extend([(f"      {d}", "dim")] for d in c.details)
                 if c.fix:
                     how = "kaja doctor --fix will" if c.fixable else "to fix"
-                    lines.append((f"      {how}: {c.fix}", None))
-    verdict = report.verdict()
-    lines.append(
-        (
-            verdict,
-            "bold red" if report.errors else "bold yellow" if report.warnings else "bold green",
-        )
-    )
-    if not color:
-        _write("\n".join(text for text, _ in lines) + "\n")
+                    lines.append([(f"      {how}: {c.fix}", "")])
+    style = "red" if report.errors else "yellow" if report.warnings else "green"
+    lines.append([(report.verdict(), f"bold {style}")])
+    if not render.color_enabled():
+        _write("".join("".join(text for text, _ in line) + "\n" for line in lines))
         return
     from rich.text import Text
 
     console = render.console()
-    for text, style in lines:
-        console.print(Text(text, style=style or ""))
+    for line in lines:
+        console.print(Text.assemble(*line))
 
 
 def _write(text: str) -> None:
