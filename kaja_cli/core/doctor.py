@@ -835,9 +835,13 @@ def _in_use(pid: int) -> str:
 
 
 def _tighten(path: Path) -> str | None:
-    """chmod go-rwx, nothing else (never adds a bit); None if the file has gone."""
+    """chmod go-rwx, nothing else (never adds a bit); None if the file has gone.
+
+    Through a symlink the target's mode is read and changed (a link's own
+    mode is always 0777 and means nothing).
+    """
     try:
-        st = path.lstat()
+        st = path.stat()
     except FileNotFoundError:
         return None
     mode = stat.S_IMODE(st.st_mode)
@@ -1045,7 +1049,8 @@ def _path_check(ctx: Context, name: str, path: Path, source: str, kind: str) -> 
         fixes.append(f"chmod -R go-rwx {_quote(path)}")
     elif mine:
         fixes.append("chmod go-rwx " + " ".join(_quote(p) for p in mine))
-    fixes.extend(manual)
+    if manual:
+        fixes.append(("and by hand: " if mine else "") + "; ".join(manual))
     return Check(
         cid, "paths", WARN, f"{head}: {problems[0]}", details + problems[1:],
         fix="; ".join(fixes) or None, fixable=bool(mine),
@@ -1117,10 +1122,8 @@ def check_settings(ctx: Context) -> list[Check]:
         )]  # fmt: skip
     settings = ctx.paths.settings
     if not settings.exists:
-        return [
-            Check("settings", "settings", OK, f"no settings file at {path}: the defaults apply")
-        ]
-    out = [Check("settings", "settings", OK, f"{path} parses")]
+        return [Check("settings", "settings", OK, f"no {path.name}: the defaults apply")]
+    out = [Check("settings", "settings", OK, f"{path.name} parses")]
     if settings.mode == "cloud":
         out[0].summary += ' (mode = "cloud": no local database, the database checks are skipped)'
     unknown = settings.unknown_keys()
