@@ -1689,15 +1689,21 @@ def _index_in_step(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
     fts = schema.FTS_TABLE
     problems: list[str] = []
     messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
-    row = conn.execute(f"SELECT value FROM {fts}_stat WHERE id = 0").fetchone()
-    indexed = _varint(row[0]) if row and isinstance(row[0], bytes) else 0
-    details = [f"{messages} messages, {indexed} indexed"]
-    if indexed != messages:
-        problems.append(f"{messages} messages, {indexed} indexed")
     top_message = conn.execute("SELECT max(rowid) FROM messages").fetchone()[0]
-    top_doc = conn.execute(f"SELECT max(docid) FROM {fts}_docsize").fetchone()[0]
-    if top_message != top_doc and not problems:
-        problems.append(f"the last message is {top_message}, the last indexed one {top_doc}")
+    shadows = db.table_names(conn)
+    if {f"{fts}_stat", f"{fts}_docsize"} <= shadows:
+        # Kaja's index keeps document sizes (FTS4's default); one made by
+        # another program with matchinfo=fts3 does not, and only gets sampled.
+        row = conn.execute(f"SELECT value FROM {fts}_stat WHERE id = 0").fetchone()
+        indexed = _varint(row[0]) if row and isinstance(row[0], bytes) else 0
+        details = [f"{messages} messages, {indexed} indexed"]
+        if indexed != messages:
+            problems.append(f"{messages} messages, {indexed} indexed")
+        top_doc = conn.execute(f"SELECT max(docid) FROM {fts}_docsize").fetchone()[0]
+        if top_message != top_doc and not problems:
+            problems.append(f"the last message is {top_message}, the last indexed one {top_doc}")
+    else:
+        details = [f"{messages} messages"]
     broken = conn.execute(
         f"SELECT count(*) FROM {fts}_segdir s WHERE"
         f" (s.start_block > 0 AND NOT EXISTS (SELECT 1 FROM {fts}_segments WHERE blockid = s.start_block))"
@@ -1763,8 +1769,12 @@ def _fts_integrity(conn: sqlite3.Connection) -> str | None:
     )
     try:
         conn.execute(ddl)
+        present = db.table_names(conn)
         for shadow in ("segments", "segdir", "docsize", "stat"):
-            conn.execute(f"INSERT INTO temp.doctor_fts_{shadow} SELECT * FROM main.{fts}_{shadow}")
+            if f"{fts}_{shadow}" in present:  # the same options made the same shadow tables
+                conn.execute(
+                    f"INSERT INTO temp.doctor_fts_{shadow} SELECT * FROM main.{fts}_{shadow}"
+                )
         try:
             conn.execute("INSERT INTO temp.doctor_fts(doctor_fts) VALUES ('integrity-check')")
         except sqlite3.DatabaseError as e:
