@@ -40,7 +40,7 @@ from pathlib import Path
 
 from kaja_cli.core import db, images, schema
 from kaja_cli.core import settings as settings_mod
-from kaja_cli.core.paths import Overrides, Paths, companions, resolve
+from kaja_cli.core.paths import SIDE_DATABASES, Overrides, Paths, companions, resolve
 from kaja_cli.errors import Busy, KajaError, SettingsError, UsageError
 
 OK, WARN, ERROR = "ok", "warn", "error"
@@ -54,6 +54,8 @@ GROUPS = (
     "side databases",
     "sync",
 )
+
+SIDE_CACHE_NAME = SIDE_DATABASES["cache"]
 
 # Doctor's own read-only connections: a lock wait never hangs it (SPEC §7).
 READ_TIMEOUT_MS = 1000
@@ -1205,12 +1207,12 @@ def check_database(ctx: Context, name: str) -> Check:
         return Check(cid, group, OK, f"{label}: not created yet", [where])
     if kind in ("dir", "symlink-dir"):
         return Check(cid, group, ERROR, f"{path} is a folder, not a SQLite database", [where],
-                     fix="point --db, KAJA_DB_PATH or [memory] dbPath at the database file")  # fmt: skip
+                     fix=_not_a_database_fix(name, path))  # fmt: skip
     size = path.stat().st_size
     if kind == "other":
         return Check(cid, group, ERROR, f"{path} is not a SQLite database ({human_size(size)}, no SQLite header)",
                      [where, "kaja never writes to it"],
-                     fix="point --db, KAJA_DB_PATH or [memory] dbPath at the database file, or move this file aside")  # fmt: skip
+                     fix=_not_a_database_fix(name, path))  # fmt: skip
     if kind == "empty":
         return Check(cid, group, WARN, f"{label}: an empty file (0 bytes)",
                      [str(path), "SQLite reads it as an empty database; Kaja creates the tables on its next start"],
@@ -1248,7 +1250,20 @@ def check_database(ctx: Context, name: str) -> Check:
     return Check(cid, group, OK, f"{label}: SQLite, {human_size(size)}, WAL mode", details)
 
 
+def _not_a_database_fix(name: str, path: Path) -> str:
+    if name == "shared":
+        return "point --db, KAJA_DB_PATH or [memory] dbPath at the database file"
+    if name == "artifacts":
+        return "point KAJA_ARTIFACTS_DB or [memory] artifactsPath at the artifacts database"
+    aside = _quote(str(path) + ".bak")
+    return f"move it aside and Kaja creates a new one: mv -- {_quote(path)} {aside}"
+
+
 def _recover_advice(path: Path) -> str:
+    if path.name == SIDE_CACHE_NAME:
+        # The seed: the cache "churns constantly and can be deleted at any time".
+        files = " ".join(_quote(p) for p in [path, *companions(path)[:2]])
+        return f"the cache can be deleted at any time: close Kaja, then rm -f -- {files}"
     rescued = path.with_name(path.stem + "-recovered" + path.suffix)
     return (
         f"close Kaja, keep a copy of the file, then recover what SQLite can still read: "
