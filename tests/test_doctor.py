@@ -715,3 +715,30 @@ def test_registry_takes_new_checks(demo_store: Kaja, monkeypatch: pytest.MonkeyP
     report = _run_in_process(demo_store, only=["wipe-marker"])
     assert [(c.id, c.status) for c in report.checks] == [("wipe-marker", "warn")]
     assert report.verdict() == "0 errors, 1 warning"
+
+
+def test_ctrl_c_is_never_reported_as_damage(
+    demo_store: Kaja, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # FTS4 answers an interrupted query with "database disk image is
+    # malformed": after Ctrl-C that must end the run, not become a finding.
+    from kaja_cli.core import doctor as core
+
+    def interrupted(conn: sqlite3.Connection) -> None:
+        core._INTERRUPTED.set()
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(core, "_index_in_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _run_in_process(demo_store)
+
+
+def test_damaged_side_database(demo_store: Kaja) -> None:
+    cache = demo_store.state / "cache.db"
+    cache.write_text("not a database")
+    r = doctor(demo_store, "--json")
+    assert r.code == 1
+    found = checks_of(r)["database.cache"]
+    assert found["status"] == "error" and found["group"] == "side databases"
+    assert found["fix"].startswith("move it aside and Kaja creates a new one: mv -- ")
+    assert "side-data.cache" not in checks_of(r)
