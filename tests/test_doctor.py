@@ -742,3 +742,74 @@ def test_damaged_side_database(demo_store: Kaja) -> None:
     assert found["status"] == "error" and found["group"] == "side databases"
     assert found["fix"].startswith("move it aside and Kaja creates a new one: mv -- ")
     assert "side-data.cache" not in checks_of(r)
+
+
+def _unprivileged() -> tuple[list[str], str, dict] | None:
+    """(argv prefix, python, env) running kaja as `nobody`, or None where that is impossible.
+
+    Root ignores permissions, so only another user meets a read-only store for
+    real. Needs root, setpriv, and a Python `nobody` may run (the venv's own
+    interpreter often lives under /root).
+    """
+    import shutil
+    import sysconfig
+
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    repo = Path(__file__).resolve().parents[1]
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(repo), sysconfig.get_paths()["purelib"]]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "NO_COLOR": "1",
+    }
+    for python in (sys.executable, shutil.which("python3") or "", "/usr/bin/python3"):
+        if not python:
+            continue
+        probe = subprocess.run(
+            [*prefix, python, "-c", "import sys, kaja_cli.app; assert sys.version_info >= (3, 11)"],
+            env=env, capture_output=True, cwd="/",
+        )  # fmt: skip
+        if probe.returncode == 0:
+            return prefix, python, env
+    return None
+
+
+def test_read_only_store_for_another_user(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # A real read-only store: root's files, read by `nobody`. SQLite cannot
+    # create the -shm a WAL read needs in a folder it cannot write; doctor
+    # still reads everything, changes nothing, and --fix says it cannot write.
+    runner = _unprivileged()
+    if runner is None:
+        pytest.skip("needs root, setpriv and a Python that `nobody` can run")
+    prefix, python, env = runner
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="kaja-ro-", dir="/tmp"))
+    try:
+        k = Kaja(root)
+        assert k("demo", "--seed", "1", "--now", DEMO_NOW).code == 0
+        sql(k.db, "DROP INDEX calls_at")
+        for p in [root, *root.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        env = dict(env, KAJA_STATE_DIR=str(k.state), KAJA_CONFIG=str(k.config), HOME=str(root))
+        before = snapshot(root)
+        run = subprocess.run([*prefix, python, "-m", "kaja_cli", "doctor", "--json"],
+                             env=env, capture_output=True, text=True, cwd="/")  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert snapshot(root) == before
+        found = checks_of(Result(run.returncode, run.stdout, run.stderr))
+        assert found["database.shared"]["status"] == "ok"
+        assert found["integrity.shared"]["status"] == "ok"
+        assert found["schema.shared"]["status"] == "warn"
+        assert "not writable by you" in " ".join(
+            [found["paths.shared_db"]["summary"], *found["paths.shared_db"]["details"]]
+        )
+        fixed = subprocess.run([*prefix, python, "-m", "kaja_cli", "doctor", "--fix"],
+                               env=env, capture_output=True, text=True, cwd="/")  # fmt: skip
+        assert f"  ✗ {k.db} is read-only: " in fixed.stdout, fixed.stdout
+        assert snapshot(root) == before
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

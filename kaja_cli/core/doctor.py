@@ -253,14 +253,19 @@ def open_readonly(path: Path, *, timeout_ms: int = READ_TIMEOUT_MS) -> Iterator[
     a plain read-only open would rebuild a stale -shm (after a crash) in
     place; `readonly_shm=1` reads through a private copy of the WAL index
     instead, and works the same beside a running agent. A -wal or -shm alone
-    (no process holding them) is read with `immutable=1`: the main file as it
-    stands, without creating the missing half.
+    (no process holding them), or a file in a folder doctor cannot write, is
+    read with `immutable=1`: the main file as it stands, creating nothing.
     """
     wal, shm = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
     has_wal, has_shm = wal.exists(), shm.exists()
     if has_wal and has_shm:
         uri = path.as_uri() + "?mode=ro&readonly_shm=1"
     elif (has_wal or has_shm) and db.holder(path) is None:
+        uri = path.as_uri() + "?mode=ro&immutable=1"
+    elif not os.access(path.parent, os.W_OK) and db.holder(path) is None:
+        # A read-only folder (a read-only store): SQLite cannot create the
+        # -shm a WAL read needs and fails with "attempt to write a readonly
+        # database". Nobody holds the file, so it is read as it stands.
         uri = path.as_uri() + "?mode=ro&immutable=1"
     else:
         with db.open_read(path, timeout_ms=timeout_ms) as conn:
@@ -1015,6 +1020,8 @@ def _path_check(ctx: Context, name: str, path: Path, source: str, kind: str) -> 
         if not mode & 0o200:
             problems.append("not writable by its owner: Kaja cannot save to it")
             manual.append(f"chmod u+w {_quote(path)}")
+        elif not os.access(path, os.W_OK):  # never false for root, whatever the mode
+            problems.append("not writable by you: Kaja running as you cannot save to it")
         for extra in filter(ctx.companion, companions(path)):
             with contextlib.suppress(OSError):
                 m = stat.S_IMODE(extra.stat().st_mode)
@@ -1052,7 +1059,7 @@ def _path_check(ctx: Context, name: str, path: Path, source: str, kind: str) -> 
     elif mine:
         fixes.append("chmod go-rwx " + " ".join(_quote(p) for p in mine))
     if manual:
-        fixes.append(("and by hand: " if mine else "") + "; ".join(manual))
+        fixes.append(("and by hand: " if mine else "") + "; ".join(dict.fromkeys(manual)))
     return Check(
         cid, "paths", WARN, f"{head}: {problems[0]}", details + problems[1:],
         fix="; ".join(fixes) or None, fixable=bool(mine),
@@ -1240,14 +1247,23 @@ def check_database(ctx: Context, name: str) -> Check:
                 cid, group, WARN, f"{label}: not checked, the file is busy", details, fix=err.hint
             )
         reason = ctx.open_reason(name) or err.message
-        return Check(cid, group, ERROR, f"{label} is damaged: it cannot be opened ({reason})", details,
-                     fix=_recover_advice(path))  # fmt: skip
+        if _is_damage(reason):
+            return Check(cid, group, ERROR, f"{label} is damaged: it cannot be opened ({reason})",
+                         details, fix=_recover_advice(path))  # fmt: skip
+        return Check(cid, group, ERROR, f"{label} cannot be opened: {reason}", details,
+                     fix=f"check the owner and mode of the file and its folder: "
+                     f"ls -ld {_quote(path.parent)} {_quote(path)}")  # fmt: skip
     if not header.wal:
         return Check(cid, group, WARN, f"{label}: {human_size(size)}, not in WAL mode",
                      [*details, "without WAL, the terminal chat and the Telegram bot cannot use it at the same time"],
                      fix="switch it to WAL (needs Kaja closed)", fixable=True,
                      repairs=(_schema_repair(ctx, name),))  # fmt: skip
     return Check(cid, group, OK, f"{label}: SQLite, {human_size(size)}, WAL mode", details)
+
+
+def _is_damage(reason: str) -> bool:
+    low = reason.lower()
+    return any(w in low for w in ("malformed", "corrupt", "not a database", "encrypted"))
 
 
 def _not_a_database_fix(name: str, path: Path) -> str:
