@@ -5,10 +5,13 @@ One test per hard case of issue 6. Every run without --fix goes through
 or disappeared (bytes and modes): doctor only reads.
 
 Tests run as root in CI, and root ignores file permissions: a chmod cannot make
-the store unwritable for it. The read-only store test therefore checks what
-does not depend on who runs it: doctor reads through `mode=ro` connections (so
-nothing changes even for root), reports the missing owner-write bit from the
-file mode, and --fix never adds a permission bit.
+the store unwritable for it. So there are two read-only tests.
+`test_read_only_store` checks what does not depend on who runs it: doctor reads
+through `mode=ro` connections (nothing changes even for root), reports the
+missing owner-write bit from the file mode, and --fix never adds a permission
+bit. `test_read_only_store_for_another_user` makes it real: as root it runs
+kaja as `nobody` (setpriv) on root's 0644 files in a 0755 folder, where SQLite
+cannot create the -shm a WAL read needs; it is skipped where that is impossible.
 """
 
 from __future__ import annotations
