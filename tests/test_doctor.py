@@ -816,3 +816,21 @@ def test_read_only_store_for_another_user(tmp_path_factory: pytest.TempPathFacto
         assert snapshot(root) == before
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_fix_does_not_rebuild_the_index_under_a_running_agent(demo_store: Kaja) -> None:
+    sql(
+        demo_store.db,
+        "DELETE FROM conversation_text_docsize WHERE docid = (SELECT max(docid) FROM conversation_text_docsize)",
+    )
+    writer = _start_writer(demo_store.db)
+    try:
+        fixed = demo_store("doctor", "--fix", "--check", "search-index")
+        assert (
+            f"  ✗ kaja.db: not rebuilding the search index while it is in use by process {writer.pid}"
+            in fixed.out
+        )
+        assert "close Kaja and the Telegram bot, then run kaja doctor --fix again" in fixed.out
+    finally:
+        writer.kill()
+        writer.wait()

@@ -1508,6 +1508,14 @@ def _rebuild_repair(ctx: Context) -> Repair:
     path = ctx.db_path("shared")
 
     def run() -> str:
+        # The rebuild holds the write lock throughout (about 6 s per million
+        # messages here): a running agent would time out on its own writes.
+        pid = db.holder(path)
+        if pid is not None:
+            raise Busy(
+                f"{path.name}: not rebuilding the search index while it is {_in_use(pid)}",
+                hint="close Kaja and the Telegram bot, then run kaja doctor --fix again",
+            )
         with _writing(path) as conn:
             with db.transaction(conn):
                 schema.rebuild_search_index(conn)
