@@ -16,7 +16,7 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo, resume, sessions, usage, wipe  # noqa: E402
+from kaja_cli.commands import config, demo, doctor, resume, sessions, usage, wipe  # noqa: E402
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -74,6 +74,7 @@ app.command("demo")(demo.demo)
 app.add_typer(sessions.app, name="sessions")
 app.command("resume")(resume.resume)
 app.add_typer(usage.app, name="usage")
+app.command("doctor")(doctor.doctor)
 app.command("wipe")(wipe.wipe)
 
 

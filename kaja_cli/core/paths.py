@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -127,8 +127,18 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
     return Path(platformdirs.user_data_dir(APP, appauthor=False))
 
 
-def resolve(overrides: Overrides | None = None, environ: Mapping[str, str] | None = None) -> Paths:
-    """Resolve every location; reads settings.toml (and raises on a malformed one)."""
+def resolve(
+    overrides: Overrides | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    load_settings: Callable[[Path], settings_mod.Settings] | None = None,
+) -> Paths:
+    """Resolve every location; reads settings.toml (and raises on a malformed one).
+
+    `load_settings` replaces `settings.load`: doctor passes one that records a
+    malformed file and goes on with the defaults, so it can still look at
+    everything else.
+    """
     o = overrides or Overrides()
     env = os.environ if environ is None else environ
 
@@ -138,7 +148,7 @@ def resolve(overrides: Overrides | None = None, environ: Mapping[str, str] | Non
         config = Located(_absolute(value), "env KAJA_CONFIG")
     else:
         config = Located(default_config_file(env), DEFAULT)
-    settings = settings_mod.load(config.path)
+    settings = (load_settings or settings_mod.load)(config.path)
 
     if o.state_dir is not None:
         state = Located(_absolute(o.state_dir), "flag --state-dir")
