@@ -809,3 +809,16 @@ def test_after_a_wipe_nothing_is_listed_and_demo_starts_over(demo_store: Kaja):
     assert r.code == 0 and json.loads(r.out)["sessions"] == []
     assert kaja("demo").code == 0
     assert len(kaja("sessions", "--all-owners", "--limit", "0").out.splitlines()) == 13
+
+
+def test_doctor_describes_an_interrupted_wipe(demo_store: Kaja):
+    kaja = demo_store
+    assert killed_at(kaja, "cache.db") == -signal.SIGKILL
+    r = kaja("doctor", "--json", "--check", "interrupted-wipe")
+    check = next(c for c in json.loads(r.out)["checks"] if c["id"] == "interrupted-wipe")
+    assert check["status"] == "warn", check
+    assert "kaja wipe" in check["summary"] and check["fix"] == "`kaja wipe`"
+    assert kaja("wipe", "--yes").code == 0
+    r = kaja("doctor", "--json", "--check", "interrupted-wipe")
+    check = next(c for c in json.loads(r.out)["checks"] if c["id"] == "interrupted-wipe")
+    assert (check["status"], check["summary"]) == ("ok", "no unfinished wipe")

@@ -1114,6 +1114,30 @@ def check_legacy_files(ctx: Context) -> list[Check]:
     return out
 
 
+@check(
+    "interrupted-wipe",
+    "paths",
+    "what an interrupted `kaja wipe` (or `wipe --owner`) left to finish",
+)
+def check_interrupted_wipe(ctx: Context) -> Check:
+    from kaja_cli.core import wipe
+
+    left = wipe.interrupted(ctx.paths)
+    if left is None:
+        return Check("interrupted-wipe", "paths", OK, "no unfinished wipe")
+    # A -wal whose database is gone would be replayed into the next database
+    # created at that name: that one is an error, the rest is unfinished work.
+    orphan_wal = any(
+        p.name.endswith("-wal") and not p.with_name(p.name.removesuffix("-wal")).exists()
+        for p in left.remaining
+    )
+    return Check(
+        "interrupted-wipe", "paths", ERROR if orphan_wal else WARN, left.summary,
+        [*left.details, *(f"left: {p}" for p in left.remaining)],
+        fix=" and ".join(f"`{c}`" for c in left.commands),
+    )  # fmt: skip
+
+
 # --- settings ---------------------------------------------------------------------------------
 @check(
     "settings",
