@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_NOW, Kaja, Result
+from tests.unprivileged import unprivileged
 
 
 # --- helpers --------------------------------------------------------------------
@@ -747,43 +748,11 @@ def test_damaged_side_database(demo_store: Kaja) -> None:
     assert "side-data.cache" not in checks_of(r)
 
 
-def _unprivileged() -> tuple[list[str], str, dict] | None:
-    """(argv prefix, python, env) running kaja as `nobody`, or None where that is impossible.
-
-    Root ignores permissions, so only another user meets a read-only store for
-    real. Needs root, setpriv, and a Python `nobody` may run (the venv's own
-    interpreter often lives under /root).
-    """
-    import shutil
-    import sysconfig
-
-    if not hasattr(os, "geteuid") or os.geteuid() != 0 or not shutil.which("setpriv"):
-        return None
-    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    repo = Path(__file__).resolve().parents[1]
-    env = {
-        "PYTHONPATH": os.pathsep.join([str(repo), sysconfig.get_paths()["purelib"]]),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "NO_COLOR": "1",
-    }
-    for python in (sys.executable, shutil.which("python3") or "", "/usr/bin/python3"):
-        if not python:
-            continue
-        probe = subprocess.run(
-            [*prefix, python, "-c", "import sys, kaja_cli.app; assert sys.version_info >= (3, 11)"],
-            env=env, capture_output=True, cwd="/",
-        )  # fmt: skip
-        if probe.returncode == 0:
-            return prefix, python, env
-    return None
-
-
 def test_read_only_store_for_another_user(tmp_path_factory: pytest.TempPathFactory) -> None:
     # A real read-only store: root's files, read by `nobody`. SQLite cannot
     # create the -shm a WAL read needs in a folder it cannot write; doctor
     # still reads everything, changes nothing, and --fix says it cannot write.
-    runner = _unprivileged()
+    runner = unprivileged()
     if runner is None:
         pytest.skip("needs root, setpriv and a Python that `nobody` can run")
     prefix, python, env = runner

@@ -99,8 +99,15 @@ def open_read(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Iterator[sqli
     require_database(path)
     wal, shm = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
     had = wal.exists(), shm.exists()
+    uri = path.as_uri() + "?mode=ro"
+    if not any(had) and not os.access(path.parent, os.W_OK) and holder(path) is None:
+        # A folder we cannot write (another user's store, a read-only mount):
+        # SQLite cannot create the -shm a WAL read needs and would fail with
+        # "attempt to write a readonly database". No -wal and no lock means
+        # no writer: the file is complete as it stands, so read it as such.
+        uri += "&immutable=1"
     with _translated(path):
-        conn = _connect(path.as_uri() + "?mode=ro", timeout_ms)
+        conn = _connect(uri, timeout_ms)
         try:
             yield conn
         finally:

@@ -253,8 +253,8 @@ def open_readonly(path: Path, *, timeout_ms: int = READ_TIMEOUT_MS) -> Iterator[
     a plain read-only open would rebuild a stale -shm (after a crash) in
     place; `readonly_shm=1` reads through a private copy of the WAL index
     instead, and works the same beside a running agent. A -wal or -shm alone
-    (no process holding them), or a file in a folder doctor cannot write, is
-    read with `immutable=1`: the main file as it stands, creating nothing.
+    (no process holding them) is read with `immutable=1`: the main file as it
+    stands, creating nothing.
     """
     wal, shm = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
     has_wal, has_shm = wal.exists(), shm.exists()
@@ -262,12 +262,7 @@ def open_readonly(path: Path, *, timeout_ms: int = READ_TIMEOUT_MS) -> Iterator[
         uri = path.as_uri() + "?mode=ro&readonly_shm=1"
     elif (has_wal or has_shm) and db.holder(path) is None:
         uri = path.as_uri() + "?mode=ro&immutable=1"
-    elif not os.access(path.parent, os.W_OK) and db.holder(path) is None:
-        # A read-only folder (a read-only store): SQLite cannot create the
-        # -shm a WAL read needs and fails with "attempt to write a readonly
-        # database". Nobody holds the file, so it is read as it stands.
-        uri = path.as_uri() + "?mode=ro&immutable=1"
-    else:
+    else:  # (db.open_read reads a store in a folder it cannot write, too)
         with db.open_read(path, timeout_ms=timeout_ms) as conn:
             yield conn
         return
