@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_NOW, Kaja, Result
+
 from tests.unprivileged import unprivileged
 
 

@@ -17,7 +17,9 @@ from tests.unprivileged import unprivileged
 
 def snapshot(root: Path) -> dict:
     return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        if p.is_file()
+        else "dir"
         for p in sorted(root.rglob("*"))
     }
 
