@@ -16,7 +16,7 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo  # noqa: E402
+from kaja_cli.commands import config, demo, search  # noqa: E402
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -71,6 +71,7 @@ def root(
 
 app.add_typer(config.app, name="config")
 app.command("demo")(demo.demo)
+app.command("search")(search.search)
 
 
 def main() -> None:
