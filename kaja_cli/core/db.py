@@ -101,12 +101,30 @@ def open_read(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Iterator[sqli
     had = wal.exists(), shm.exists()
     with _translated(path):
         conn = _connect(path.as_uri() + "?mode=ro", timeout_ms)
+        if not had[0] and not _readable(conn):
+            # A WAL file in a folder we can't write, with no -wal/-shm: SQLite
+            # can't make the -shm it reads through. With no -wal nobody is
+            # writing it, so reading it as immutable sees the whole file.
+            conn.close()
+            conn = _connect(path.as_uri() + "?mode=ro&immutable=1", timeout_ms)
         try:
             yield conn
         finally:
             conn.close()
             if not had[0] and (wal.exists() or shm.exists()):
                 _remove_read_leftovers(path, wal, shm, had)
+
+
+def _readable(conn: sqlite3.Connection) -> bool:
+    """False when SQLite refuses a read-only connection its first read for want of
+    a -shm it may create (SQLITE_READONLY_CANTINIT and its kin)."""
+    try:
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+    except sqlite3.OperationalError as e:
+        if getattr(e, "sqlite_errorcode", 0) & 0xFF == 8 or "readonly" in str(e).lower():
+            return False
+        raise
+    return True
 
 
 def _remove_read_leftovers(path: Path, wal: Path, shm: Path, had: tuple[bool, bool]) -> None:
