@@ -7,7 +7,6 @@ progress bar, a question); `--json` and piped output never load it.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -36,6 +35,8 @@ def console(*, stderr: bool = False):
 
 
 def emit_json(data: Any) -> None:
+    import json  # only --json needs it (~1.5 ms of start-up)
+
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 

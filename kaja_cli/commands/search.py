@@ -86,19 +86,18 @@ def search(
     store = store_of(ctx)
     text = " ".join(query or [])
     if reindex:
-        done = core_search.reindex(store, progress=render.progress)
-        render.note(f"reindexed {done.messages} messages in {done.location}")
+        count = core_search.reindex(store, progress=render.progress)
+        render.note(f"reindexed {count} messages in {store.path()}")
         if not text:
             return
     elif not text.strip():
         raise UsageError(
             "nothing to search for", hint="give some words, e.g. `kaja search tomato shade`"
         )
-    options = core_search.SearchOptions(
-        query=text, fts=fts, owner=owner, all_owners=all_owners, session=session,
-        roles=tuple(role or ()), since=since, limit=limit, recent=recent,
+    result = core_search.search(
+        store, text, fts=fts, owner=owner, all_owners=all_owners, session=session,
+        roles=role or (), since=since, limit=limit, recent=recent, progress=render.progress,
     )  # fmt: skip
-    result = core_search.search(store, options, progress=render.progress)
     if as_json:
         render.emit_json(_as_json(result))
     else:

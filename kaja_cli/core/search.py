@@ -30,7 +30,6 @@ only slower, and a note says why.
 
 from __future__ import annotations
 
-import json
 import math
 import sqlite3
 import sys
@@ -58,25 +57,12 @@ MARK_START, MARK_END = "\x02", "\x03"  # highlight markers inside FTS4's snippet
 SHORT_ID = 8  # session ids are shown at least this long, longer when needed to be unique
 BUILD_WAIT_MS = 1000  # how long search waits for the write lock to build a missing index
 SCAN_TABLE = "kaja_scan"
-_TOKENS_TABLE = "kaja_tokens"
 _HITS_TABLE = "kaja_hits"
+_SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the index itself
 _FIRST_BATCH = 64  # candidates checked against filters in the first round (then ×4)
 
 
-@dataclass(frozen=True)
-class SearchOptions:
-    query: str
-    fts: bool = False
-    owner: str | None = None  # --owner as typed; None: the terminal
-    all_owners: bool = False
-    session: str | None = None  # a session id or unique prefix
-    roles: tuple[str, ...] = ()
-    since: str | None = None  # as typed: a date, ISO time or age
-    limit: int = 20  # 0: all
-    recent: bool = False
-
-
-@dataclass(frozen=True)
+@dataclass
 class Hit:
     message_id: str
     session_id: str | None
@@ -107,37 +93,48 @@ class SearchResult:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class ReindexResult:
-    location: str
-    messages: int
-    merge_steps: int
-
-
 # --- the command's entry points ------------------------------------------------
 def search(
-    store: Store, options: SearchOptions, progress: ProgressFactory | None = None
+    store: Store,
+    query: str,
+    *,
+    fts: bool = False,
+    owner: str | None = None,
+    all_owners: bool = False,
+    session: str | None = None,
+    roles: Iterable[str] = (),
+    since: str | None = None,
+    limit: int = 20,
+    recent: bool = False,
+    progress: ProgressFactory | None = None,
 ) -> SearchResult:
-    """Find the messages matching `options`; see the module docstring."""
+    """Find the messages matching `query` (plain words, or FTS4 syntax with
+    `fts`), best first or with `recent` newest first; see the module docstring.
+
+    `owner` is --owner as typed (None: the terminal), `session` an id or unique
+    prefix, `since` a date, ISO time or age, `limit` 0 for all. `progress`
+    (`render.progress`) shows an index build or a scan."""
     store.require_local()
-    owner = _acting_owner(options)
-    roles = _roles(options.roles)
-    since = None
-    if options.since:
+    if all_owners and owner is not None:
+        raise UsageError("--owner and --all-owners can't be used together")
+    acting = None if all_owners else Owner.parse(owner)
+    wanted_roles = _roles(roles)
+    after = None
+    if since:
         from kaja_cli.core import timeparse
 
-        since = timeparse.parse_when(options.since, option="--since")
-    if options.limit < 0:
+        after = timeparse.parse_when(since, option="--since")
+    if limit < 0:
         raise UsageError("--limit must be 0 (all) or more")
-    if not options.query.strip():
+    if not query.strip():
         raise UsageError(
             "nothing to search for", hint="give some words, e.g. `kaja search tomato shade`"
         )
     path = store.path()
     result = SearchResult(
-        query=options.query, match=options.query if options.fts else "", fts=options.fts,
-        recent=options.recent, owner=owner.id if owner else None,
-        all_owners=owner is None, limit=options.limit, location=str(path),
+        query=query, match=query if fts else "", fts=fts, recent=recent,
+        owner=acting.id if acting else None, all_owners=acting is None, limit=limit,
+        location=str(path),
     )  # fmt: skip
     if not path.exists():
         result.source = "none"
@@ -150,8 +147,8 @@ def search(
             result.source = "none"
             result.notes.append(f"{path} holds no messages: nothing to search")
             return result
-        if not options.fts:
-            result.match = plain_match(conn, options.query)
+        if not fts:
+            result.match = plain_match(query)
         state = search_index.state(conn)
         built, why_not = False, None
         if state in (search_index.MISSING, search_index.FILLING):
@@ -171,9 +168,9 @@ def search(
             ix = _Index("temp", SCAN_TABLE)
             result.source = "scan"
             result.notes.append(_scan_note(path, state, why_not, count))
-        filters = _Filters(owner, roles, since, None, have)
-        if options.session:
-            filters.session_id = _find_session(conn, options.session, owner, have)
+        filters = _Filters(acting, wanted_roles, after, None, have)
+        if session:
+            filters.session_id = _find_session(conn, session, acting, have)
         try:
             conn.execute("BEGIN")  # one snapshot for every query below
             _run(conn, ix, result, filters)
@@ -188,9 +185,10 @@ def search(
     return result
 
 
-def reindex(store: Store, progress: ProgressFactory | None = None) -> ReindexResult:
+def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
     """Rebuild the index from every message: a short transaction to start it
-    again empty, then batches, then incremental merges (`search_index`)."""
+    again empty, then batches, then incremental merges (`search_index`).
+    Returns how many messages it holds."""
     path = store.require()
     with db.open_write(path) as conn, _progress(progress, "indexing messages", None) as bar:
         store.ensure_schema(conn, progress=bar)
@@ -198,8 +196,7 @@ def reindex(store: Store, progress: ProgressFactory | None = None) -> ReindexRes
             count = search_index.reset(conn)
         bar(0, count)
         search_index.finish(conn, bar)
-        steps = search_index.merge(conn)
-    return ReindexResult(location=str(path), messages=count, merge_steps=steps)
+    return count
 
 
 # --- the index to use ----------------------------------------------------------------
@@ -283,24 +280,17 @@ def _progress(factory: ProgressFactory | None, description: str, total: int | No
 
 
 # --- the query -----------------------------------------------------------------------
-def plain_match(conn: sqlite3.Connection, text: str) -> str:
-    """Plain words as an FTS4 query: one quoted phrase per word that has a token.
+def plain_match(text: str) -> str:
+    """Plain words as an FTS4 query: one quoted phrase per word.
 
-    Quoting makes FTS4's operators and punctuation plain text; SQLite's own
-    tokenizer (fts3tokenize) says which words hold anything to match, since
-    an empty phrase would make the whole query match nothing.
+    Quoting makes FTS4's operators and punctuation plain text. A word with no
+    letter or digit is dropped: the tokenizer would leave nothing of it, and
+    an empty phrase makes the whole query match nothing.
     """
-    conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_TOKENS_TABLE}"
-        " USING fts3tokenize(unicode61, 'remove_diacritics=2')"
-    )
     phrases = []
     for word in text.split():
         word = word.replace('"', " ").strip()
-        found = conn.execute(
-            f"SELECT 1 FROM temp.{_TOKENS_TABLE} WHERE input = ? LIMIT 1", (word,)
-        ).fetchone()
-        if found:
+        if any(ch.isalnum() for ch in word):
             phrases.append(f'"{word}"')
     if not phrases:
         raise UsageError(
@@ -308,6 +298,11 @@ def plain_match(conn: sqlite3.Connection, text: str) -> str:
             hint="use --fts for FTS4 query syntax",
         )
     return " ".join(phrases)
+
+
+def _int_array(values: Iterable[int]) -> str:
+    """A JSON array of integers, for json_each()."""
+    return "[" + ",".join(map(str, values)) + "]"
 
 
 class _Filters:
@@ -369,17 +364,18 @@ class _Filters:
 def _run(conn: sqlite3.Connection, ix: _Index, result: SearchResult, filters: _Filters) -> None:
     want = result.limit + 1 if result.limit else None  # one more: are there more?
     n, avgdl = _stats(conn, ix)
-    idf = _idf(conn, ix, result.match, n) if n else []
+    idf, rows = _idf(conn, ix, result.match, n) if n else ([], 0)
     if not idf:  # an empty index, or nothing matches
         return
+    bm25 = Bm25(idf, avgdl, rows)
     if result.recent:
         picked = [(None, docid) for docid in _recent(conn, ix, result.match, filters, want)]
     else:
-        picked = _best(conn, ix, result.match, filters, Bm25(idf, avgdl), want)
+        picked = _best(conn, ix, result.match, filters, bm25, want)
     if want is not None and len(picked) >= want:
         result.more = True
         picked = picked[: result.limit]
-    result.hits = _details(conn, result.match, picked, Bm25(idf, avgdl), filters.have)
+    result.hits = _details(conn, ix, result.match, picked, bm25, filters.have)
 
 
 def _stats(conn: sqlite3.Connection, ix: _Index) -> tuple[int, float]:
@@ -404,34 +400,36 @@ def _varints(data: bytes, start: int = 0) -> list[int]:
     return out
 
 
-def _idf(conn: sqlite3.Connection, ix: _Index, match: str, n: int) -> list[float]:
-    """FTS5's idf of each phrase, from the rows holding it (matchinfo 'x');
-    empty when nothing matches."""
+def _idf(conn: sqlite3.Connection, ix: _Index, match: str, n: int) -> tuple[list[float], int]:
+    """FTS5's idf of each phrase, from the rows holding it (matchinfo 'x'), and
+    the most rows any phrase is in; nothing when nothing matches."""
     row = conn.execute(
         f"SELECT matchinfo({ix.name}, 'pcx') FROM {ix.table} WHERE {ix.name} MATCH ? LIMIT 1",
         (match,),
     ).fetchone()
     if row is None:
-        return []
+        return [], 0
     info = array("I")
     info.frombytes(row[0])
     phrases, columns = info[0], info[1]
-    out = []
+    out, most = [], 0
     for i in range(phrases):
         hits = sum(info[2 + 3 * (i * columns + c) + 2] for c in range(columns))
+        most = max(most, hits)
         idf = math.log((n - hits + 0.5) / (hits + 0.5))
         out.append(idf if idf > 0.0 else IDF_FLOOR)
-    return out
+    return out, most
 
 
 class Bm25:
     """FTS5's bm25 for one query: the idf of each phrase and the average length."""
 
-    __slots__ = ("avgdl", "idf")
+    __slots__ = ("avgdl", "idf", "rows")
 
-    def __init__(self, idf: list[float], avgdl: float) -> None:
+    def __init__(self, idf: list[float], avgdl: float, rows: int = 0) -> None:
         self.idf = idf
         self.avgdl = avgdl
+        self.rows = rows  # the most rows any phrase is in
 
     def score(self, hits: Iterable[int], length: int) -> float:
         """The same arithmetic as FTS5 (and `sql` below), in the same order."""
@@ -565,7 +563,7 @@ def _passing(conn: sqlite3.Connection, docids: list[int], filters: _Filters) -> 
     rows = conn.execute(
         f"SELECT m.rowid FROM main.messages AS m {filters.joins()}"
         f" WHERE m.rowid IN (SELECT value FROM json_each(?)) AND {where}",
-        (json.dumps(docids), *params),
+        (_int_array(docids), *params),
     )
     return {r[0] for r in rows}
 
@@ -587,6 +585,7 @@ def _recent(
 
 def _details(
     conn: sqlite3.Connection,
+    ix: _Index,
     match: str,
     picked: list[tuple[float | None, int]],
     bm25: Bm25,
@@ -595,7 +594,7 @@ def _details(
     """The hits to show, in `picked` order, with their sessions and snippets."""
     if not picked:
         return []
-    wanted = json.dumps([docid for _, docid in picked])
+    wanted = _int_array([docid for _, docid in picked])
     f = _Filters(None, (), None, None, have)
     rows = conn.execute(
         f"SELECT m.rowid, {f.col('m', 'messages', 'id')}, {f.col('m', 'messages', 'sessionId')},"
@@ -606,24 +605,31 @@ def _details(
         (wanted,),
     )
     messages = {r[0]: r[1:] for r in rows}
-    # A temporary FTS4 table of just these messages: snippet() and matchinfo()
-    # answer for them as the index would, without walking its doclists again.
-    conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_HITS_TABLE} USING fts4(content, "
-        'tokenize=unicode61 "remove_diacritics=2")'
-    )
-    conn.execute(f"DELETE FROM temp.{_HITS_TABLE}")
-    conn.execute(
-        f"INSERT INTO temp.{_HITS_TABLE}(docid, content) SELECT rowid, content"
-        " FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))",
-        (wanted,),
-    )
+    if bm25.rows <= _SMALL_MATCH:
+        # Few matches: asking the index again for just these is cheap.
+        name, table = ix.name, ix.table
+    else:
+        # Many: a temporary FTS4 table of just these messages answers snippet()
+        # and matchinfo() for them as the index would, without walking its
+        # long doclists again.
+        name, table = _HITS_TABLE, f"temp.{_HITS_TABLE}"
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts4(content, "
+            'tokenize=unicode61 "remove_diacritics=2")'
+        )
+        conn.execute(f"DELETE FROM {table}")
+        conn.execute(
+            f"INSERT INTO {table}(docid, content) SELECT rowid, content"
+            " FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))",
+            (wanted,),
+        )
     found: dict[int, tuple[str, float]] = {}
     p = len(bm25.idf)
     for docid, snippet, info in conn.execute(
-        f"SELECT docid, snippet({_HITS_TABLE}, char(2), char(3), '…', -1, {SNIPPET_TOKENS}),"
-        f" matchinfo({_HITS_TABLE}, 'yl') FROM temp.{_HITS_TABLE} WHERE {_HITS_TABLE} MATCH ?",
-        (match,),
+        f"SELECT docid, snippet({name}, char(2), char(3), '…', -1, {SNIPPET_TOKENS}),"
+        f" matchinfo({name}, 'yl') FROM {table} WHERE {name} MATCH ?"
+        " AND docid IN (SELECT value FROM json_each(?))",
+        (match, wanted),
     ):
         numbers = array("I")
         numbers.frombytes(info)
@@ -690,12 +696,6 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 # --- options -------------------------------------------------------------------------
-def _acting_owner(options: SearchOptions) -> Owner | None:
-    if options.all_owners and options.owner is not None:
-        raise UsageError("--owner and --all-owners can't be used together")
-    return None if options.all_owners else Owner.parse(options.owner)
-
-
 def _roles(values: Iterable[str]) -> tuple[str, ...]:
     out = []
     for value in values:
@@ -713,12 +713,10 @@ def _roles(values: Iterable[str]) -> tuple[str, ...]:
 def _columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
     """Columns of the tables search reads (a file from another program may lack some)."""
     out: dict[str, set[str]] = {}
-    rows = conn.execute(
-        "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p"
-        " WHERE m.type = 'table' AND m.name IN ('messages', 'sessions')"
-    )
-    for table, column in rows:
-        out.setdefault(table, set()).add(column)
+    for table in ("messages", "sessions"):
+        columns = {r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")}
+        if columns:
+            out[table] = columns
     if "id" not in out.get("sessions", ()):
         out.pop("sessions", None)  # nothing to join messages to
     return out
