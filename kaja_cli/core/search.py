@@ -36,7 +36,6 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from kaja_cli.core import db, search_index
@@ -62,35 +61,70 @@ _SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the i
 _FIRST_BATCH = 64  # candidates checked against filters in the first round (then ×4)
 
 
-@dataclass
 class Hit:
-    message_id: str
-    session_id: str | None
-    session_short: str | None  # the shortest unique prefix, at least SHORT_ID long
-    session_title: str | None
-    owner: str | None  # sessions.owner as stored (None: the terminal)
-    seq: int | None
-    role: str | None
-    created_at: str | None
-    score: float  # BM25, higher is better (FTS5's bm25() negated)
-    snippet: str  # one line of context around the matches
-    highlights: tuple[tuple[int, int], ...]  # [start, end) of each match in `snippet`
+    """One message that matched, with what a listing shows of it."""
+
+    __slots__ = (
+        "created_at", "highlights", "message_id", "owner", "role", "score", "seq",
+        "session_id", "session_short", "session_title", "snippet",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        message_id: str,
+        session_id: str | None,
+        session_short: str | None,  # the shortest unique prefix, at least SHORT_ID long
+        session_title: str | None,
+        owner: str | None,  # sessions.owner as stored (None: the terminal)
+        seq: int | None,
+        role: str | None,
+        created_at: str | None,
+        score: float,  # BM25, higher is better (FTS5's bm25() negated)
+        snippet: str,  # one line of context around the matches
+        highlights: tuple[tuple[int, int], ...],  # [start, end) of each match in `snippet`
+    ) -> None:
+        self.message_id = message_id
+        self.session_id = session_id
+        self.session_short = session_short
+        self.session_title = session_title
+        self.owner = owner
+        self.seq = seq
+        self.role = role
+        self.created_at = created_at
+        self.score = score
+        self.snippet = snippet
+        self.highlights = highlights
+
+    def __repr__(self) -> str:
+        return f"Hit({self.message_id!r}, score={self.score:.4f}, {self.snippet!r})"
 
 
-@dataclass
 class SearchResult:
-    query: str
-    match: str  # the FTS4 query that ran
-    fts: bool
-    recent: bool
-    owner: str | None  # the acting owner's id (None: terminal); meaningless with all_owners
-    all_owners: bool
-    limit: int
-    location: str
-    hits: list[Hit] = field(default_factory=list)
-    more: bool = False  # more messages match than `limit` showed
-    source: str = "index"  # "index", "scan" (no usable index), "none" (nothing to search)
-    notes: list[str] = field(default_factory=list)
+    """The answer to one search, with what the command says about it."""
+
+    def __init__(
+        self,
+        query: str,
+        match: str,  # the FTS4 query that ran
+        fts: bool,
+        recent: bool,
+        owner: str | None,  # the acting owner's id (None: terminal); unused with all_owners
+        all_owners: bool,
+        limit: int,
+        location: str,
+    ) -> None:
+        self.query = query
+        self.match = match
+        self.fts = fts
+        self.recent = recent
+        self.owner = owner
+        self.all_owners = all_owners
+        self.limit = limit
+        self.location = location
+        self.hits: list[Hit] = []
+        self.more = False  # more messages match than `limit` showed
+        self.source = "index"  # "index", "scan" (no usable index), "none" (nothing to search)
+        self.notes: list[str] = []  # what to say on stderr
 
 
 # --- the command's entry points ------------------------------------------------
@@ -652,20 +686,20 @@ def _details(
     return hits
 
 
+_ONE_LINE = str.maketrans("\n\r\t\v\f", "     ")
+
+
 def _parse_snippet(raw: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """FTS4's snippet with our markers → one line of text and the marked spans."""
-    text: list[str] = []
-    spans: list[tuple[int, int]] = []
-    start = None
-    for ch in raw:
-        if ch == MARK_START:
-            start = len(text)
-        elif ch == MARK_END:
-            if start is not None and len(text) > start:
-                spans.append((start, len(text)))
-            start = None
-        else:
-            text.append(" " if ch in "\n\r\t\v\f" else ch)
+    pieces = raw.translate(_ONE_LINE).split(MARK_START)
+    text, spans, size = [pieces[0].replace(MARK_END, "")], [], len(pieces[0])
+    for piece in pieces[1:]:
+        marked, _, rest = piece.partition(MARK_END)
+        rest = rest.replace(MARK_END, "")
+        if marked:
+            spans.append((size, size + len(marked)))
+        text += (marked, rest)
+        size += len(marked) + len(rest)
     return "".join(text), tuple(spans)
 
 
@@ -673,17 +707,28 @@ def _short_ids(
     conn: sqlite3.Connection, ids: list[str], have: dict[str, set[str]]
 ) -> dict[str, str]:
     """Each session id's shortest prefix no other session shares (at least SHORT_ID)."""
-    out = {}
-    for sid in set(ids):
+    out = {sid: sid[:SHORT_ID] for sid in ids}
+    if not out or "sessions" not in have:
+        return out
+    rows = conn.execute(
+        'SELECT j.value, (SELECT max("id") FROM main.sessions WHERE "id" < j.value),'
+        ' (SELECT min("id") FROM main.sessions WHERE "id" > j.value) FROM json_each(?) AS j',
+        (_json_strings(out),),
+    )
+    for sid, before, after in rows:
         length = SHORT_ID
-        if "id" in have.get("sessions", ()):
-            before = conn.execute('SELECT max("id") FROM main.sessions WHERE "id" < ?', (sid,))
-            after = conn.execute('SELECT min("id") FROM main.sessions WHERE "id" > ?', (sid,))
-            for (other,) in (before.fetchone(), after.fetchone()):
-                if other:
-                    length = max(length, _common_prefix(sid, str(other)) + 1)
+        for other in (before, after):
+            if other:
+                length = max(length, _common_prefix(sid, str(other)) + 1)
         out[sid] = sid[:length]
     return out
+
+
+def _json_strings(values: Iterable[str]) -> str:
+    """A JSON array of strings, for json_each() (without importing json)."""
+    escape = {ord('"'): '\\"', ord("\\"): "\\\\"}
+    escape.update({c: f"\\u{c:04x}" for c in range(32)})
+    return "[" + ",".join(f'"{v.translate(escape)}"' for v in values) + "]"
 
 
 def _common_prefix(a: str, b: str) -> int:
