@@ -21,6 +21,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 INSERTS = 500  # messages per insert run
@@ -196,10 +197,11 @@ def _insert_cost(bench, store: Path) -> None:
             dst = sqlite3.connect(target)
             src.backup(dst)
             dst.close()
-    with sqlite3.connect(without) as conn:
+    with closing(sqlite3.connect(without)) as conn:
         for name in ("messages_fts_bd", "messages_fts_bu", "messages_fts_au", "messages_fts_ai"):
             conn.execute(f"DROP TRIGGER IF EXISTS {name}")
         conn.execute("DROP TABLE IF EXISTS conversation_text")
+        conn.commit()
     with sqlite3.connect(with_index) as conn:
         top = conn.execute("SELECT max(rowid) FROM messages").fetchone()[0]
     sources = [1 + (i * 7919) % top for i in range(INSERTS)]  # spread over the store
@@ -210,20 +212,24 @@ def _insert_cost(bench, store: Path) -> None:
     )
     each = scratch / "each.sql"
     each.write_text(
-        "".join(
+        ".timeout 10000\n"
+        + "".join(
             f"BEGIN IMMEDIATE; {insert.format(i=i, r=r)} COMMIT;\n" for i, r in enumerate(sources)
         )
     )
     batch = scratch / "batch.sql"
     batch.write_text(
-        "BEGIN IMMEDIATE;\n" + "".join(insert.format(i=i, r=r) + "\n" for i, r in enumerate(sources))
+        ".timeout 10000\nBEGIN IMMEDIATE;\n" + "".join(insert.format(i=i, r=r) + "\n" for i, r in enumerate(sources))
         + "COMMIT;\n"
     )  # fmt: skip
 
     def clean() -> None:
         for db in (with_index, without):
-            with sqlite3.connect(db) as conn:
+            conn = sqlite3.connect(db, isolation_level=None, timeout=10)
+            try:
                 conn.execute("DELETE FROM messages WHERE id >= 'bench-' AND id < 'bench.'")
+            finally:
+                conn.close()
 
     def run(db: Path, script: Path) -> list[str]:
         return bench.sqlite(f".read {script}", db, readonly=False)

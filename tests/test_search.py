@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Kaja
+from conftest import KAJA, Kaja
 
 CREME = "01a222c0-a420-7bb9-bd5c-8dfc5eda92d8"  # "Crème brûlée for eight" (terminal)
 TOMATO = "01a22652-5660-76c3-b813-0c4237730edf"  # "Tomato leaves curling in the heat"
@@ -375,8 +377,6 @@ def as_read_only(kaja: Kaja) -> dict:
 
 
 def run_as(kaja: Kaja, how: dict, *args: str) -> subprocess.CompletedProcess:
-    from conftest import KAJA
-
     return subprocess.run(
         [*how.get("prefix", []), KAJA, *args], env=kaja.env, capture_output=True, text=True,
         stdin=subprocess.DEVNULL, timeout=60,
@@ -510,3 +510,27 @@ def test_the_agent_can_write_while_the_index_is_built(tmp_path: Path, monkeypatc
     n = conn.execute("SELECT count(*) FROM conversation_text_docsize").fetchone()[0]
     assert n == 7
     conn.close()
+
+
+@pytest.mark.skipif(not shutil.which("script"), reason="needs script(1) for a terminal")
+def test_terminal_table_highlights_matches(demo_store: Kaja) -> None:
+    """On a terminal: a table with the matches in bold (and yellow unless NO_COLOR)."""
+
+    def on_terminal(env: dict) -> str:
+        p = subprocess.run(
+            ["script", "-qc", f"{shlex.join([KAJA, 'search', 'shade'])}", "/dev/null"],
+            env={k: v for k, v in {**demo_store.env, "COLUMNS": "110", **env}.items() if v},
+            capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, timeout=60,
+        )  # fmt: skip
+        assert p.returncode == 0, p
+        return p.stdout
+
+    plain = on_terminal({"NO_COLOR": "1"})
+    assert "\x1b[1mshade\x1b[0m" in plain
+    assert "\x1b[3" not in plain  # no foreground colour at all
+    text = re.sub(r"\x1b\[[0-9;]*m", "", plain).replace("\r", "")
+    assert text.splitlines()[0].split() == ["session", "title", "when", "role", "match"]
+    assert "01a22652  Tomato leaves curling in th…" in text
+    colour = on_terminal({"NO_COLOR": None})
+    assert "\x1b[1;33mshade\x1b[0m" in colour

@@ -58,7 +58,7 @@ BUILD_WAIT_MS = 1000  # how long search waits for the write lock to build a miss
 SCAN_TABLE = "kaja_scan"
 _HITS_TABLE = "kaja_hits"
 _SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the index itself
-_FIRST_BATCH = 64  # candidates checked against filters in the first round (then ×4)
+_FIRST_BATCH = 48  # candidates checked against filters in the first round (then ×4)
 
 
 class Hit:
@@ -581,7 +581,7 @@ def _keep(
     is checked, filters or not: a message another program deleted without
     the triggers may linger in the index."""
     kept: list[tuple[float | None, int]] = []
-    size = _FIRST_BATCH if want is None else max(want * 4, _FIRST_BATCH)
+    size = _FIRST_BATCH if want is None else max(want * 3, _FIRST_BATCH)
     start = 0
     while start < len(ranked) and (want is None or len(kept) < want):
         batch = ranked[start : start + size]
