@@ -534,3 +534,46 @@ def test_terminal_table_highlights_matches(demo_store: Kaja) -> None:
     assert "01a22652  Tomato leaves curling in th…" in text
     colour = on_terminal({"NO_COLOR": None})
     assert "\x1b[1;33mshade\x1b[0m" in colour
+
+
+def test_a_foreign_conversation_text_is_left_alone_until_reindex(kaja: Kaja) -> None:
+    """Andromeda's own `conversation_text` is FTS5 with other columns: kaja
+    scans rather than use or break it, and --reindex replaces it."""
+    foreign_store(kaja.db, GARDEN)
+    conn = sqlite3.connect(kaja.db)
+    conn.execute("CREATE VIRTUAL TABLE conversation_text USING fts5(content, thread_id UNINDEXED)")
+    conn.execute("INSERT INTO conversation_text VALUES ('unrelated words', 't1')")
+    conn.commit()
+    conn.close()
+    r = kaja("search", "shade")
+    assert r.code == 0, r
+    assert len(lines(r.out)) == 2
+    assert r.err == (
+        f"kaja: searched {kaja.db} by scanning its 3 messages: its conversation_text is not"
+        " kaja's search index (`kaja search --reindex` replaces it)\n"
+    )
+    assert kaja("search", "--reindex").code == 0
+    r = kaja("search", "shade")
+    assert (len(lines(r.out)), r.err) == (2, "")
+    assert integrity(kaja.db) is None
+
+
+def test_filters_that_reject_most_candidates_ask_again(demo_store: Kaja, monkeypatch) -> None:
+    """In-process, with tiny first rounds: a rare owner's best hits come out
+    the same as in one round."""
+    from kaja_cli.core import search
+    from kaja_cli.core.store import Store
+
+    bjorn = "telegram:771204"  # 4 of the 44 messages holding "the"
+    store = Store.locate(environ=demo_store.env)
+    once = search.search(store, "the", owner=bjorn, limit=3)
+    monkeypatch.setattr(search, "_FIRST_RANKED", 1)
+    monkeypatch.setattr(search, "_FIRST_BATCH", 1)
+    again = search.search(store, "the", owner=bjorn, limit=3)
+    assert [h.message_id for h in again.hits] == [h.message_id for h in once.hits]
+    assert len(once.hits) == 3 and once.more and again.more
+    everyone = search.search(store, "the", all_owners=True, limit=0)
+    assert len(everyone.hits) == 44
+    assert [h.message_id for h in once.hits] == [
+        h.message_id for h in everyone.hits if h.owner == bjorn
+    ][:3]

@@ -58,6 +58,7 @@ BUILD_WAIT_MS = 1000  # how long search waits for the write lock to build a miss
 SCAN_TABLE = "kaja_scan"
 _HITS_TABLE = "kaja_hits"
 _SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the index itself
+_FIRST_RANKED = 512  # with filters, ranked candidates asked for at first (then ×8)
 _FIRST_BATCH = 48  # candidates checked against filters in the first round (then ×4)
 
 
@@ -560,7 +561,7 @@ def _best(
     if want is None:
         params["n"] = -1
         return _keep(conn, conn.execute(sql, params).fetchall(), filters, None)
-    size = max(want * 8, 512) if filters.narrows else want
+    size = max(want * 8, _FIRST_RANKED) if filters.narrows else want
     while True:
         params["n"] = size
         ranked = conn.execute(sql, params).fetchall()
