@@ -178,6 +178,19 @@ def test_fts_syntax_and_its_errors(demo_store: Kaja) -> None:
 
 def test_ranking_is_fts5_bm25(demo_store: Kaja, tmp_path: Path) -> None:
     """Same order and scores as FTS5's bm25 over the same messages, ties included."""
+    # Long messages and many hits: lengths of 128 tokens and more take two
+    # varint bytes in %_docsize, hit counts of 4 and more (256 and more: two
+    # bytes) take the slow path of the SQL decoding.
+    for i, text in enumerate(
+        ["zebra " * 300, "zebra " * 5 + "filler " * 200, "zebra quokka " * 70, "zebra " * 4,
+         "q " * 17000 + "zebra"]
+    ):  # fmt: skip
+        run_sql(
+            demo_store.db,
+            "INSERT INTO messages (id, sessionId, seq, role, content, createdAt)"
+            " VALUES (?, ?, ?, 'tool', ?, '2026-11-29T11:00:00.000Z')",
+            (f"long-{i}", TOMATO, 100 + i, text),
+        )
     conn = sqlite3.connect(tmp_path / "fts5.db")
     conn.execute(f"ATTACH '{demo_store.db}' AS store")
     conn.execute(
@@ -185,7 +198,7 @@ def test_ranking_is_fts5_bm25(demo_store: Kaja, tmp_path: Path) -> None:
         " tokenize='unicode61 remove_diacritics 2')"
     )
     conn.execute("INSERT INTO f(rowid, content) SELECT rowid, content FROM store.messages")
-    for query in ("the", "the train", "tomato shade", "a"):
+    for query in ("the", "the train", "tomato shade", "a", "zebra", "zebra quokka"):
         match = " ".join(f'"{w}"' for w in query.split())
         expected = conn.execute(
             "SELECT m.id, -f.rank FROM f JOIN store.messages AS m ON m.rowid = f.rowid"

@@ -62,6 +62,8 @@ _FIRST_RANKED = 512  # with filters, ranked candidates asked for at first (then 
 _FIRST_BATCH = 48  # candidates checked against filters in the first round (then ×4)
 
 
+# The results are plain classes rather than dataclasses: each @dataclass costs
+# ~0.6 ms at import, and a selective search has 10 ms over start-up in all.
 class Hit:
     """One message that matched, with what a listing shows of it."""
 
@@ -194,9 +196,9 @@ def search(
         if state == search_index.READY:
             ix = _Index("main", search_index.FTS_TABLE)
             if built:
+                count = search_index.message_count(conn)
                 result.notes.append(
-                    f"built the search index of {path} ({search_index.message_count(conn)} "
-                    "messages): the store had none"
+                    f"built the search index of {path} ({_messages(count)}): the store had none"
                 )
         else:
             count = _scan(conn, progress)
@@ -260,7 +262,11 @@ def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
         reason = f"its search index is still being built and it can't be written now ({why_not})"
     else:
         reason = f"it has no search index and can't be written now ({why_not})"
-    return f"searched {path} by scanning its {count} messages: {reason}"
+    return f"searched {path} by scanning its {_messages(count)}: {reason}"
+
+
+def _messages(count: int) -> str:
+    return f"{count} message" if count == 1 else f"{count} messages"
 
 
 class _Index:
