@@ -467,6 +467,8 @@ def test_reindex_repairs_a_damaged_index(demo_store: Kaja) -> None:
     assert integrity(db) is None
     assert [h["message_id"] for h in hits(demo_store, "blowtorch")] == whole
     assert hits(demo_store, "ghostly", "--all-owners") == []
+    r = demo_store("search", "--reindex", "--json")
+    assert json.loads(r.out) == {"reindexed": {"path": str(db), "messages": 96}}
     # With a query, --reindex then searches.
     r = demo_store("search", "--reindex", "blowtorch")
     assert r.code == 0 and len(lines(r.out)) == 2

@@ -89,6 +89,8 @@ def search(
         count = core_search.reindex(store, progress=render.progress)
         render.note(f"reindexed {count} messages in {store.path()}")
         if not text:
+            if as_json:
+                render.emit_json({"reindexed": {"path": str(store.path()), "messages": count}})
             return
     elif not text.strip():
         raise UsageError(
