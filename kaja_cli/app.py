@@ -16,7 +16,7 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo, doctor, resume, sessions, usage, wipe  # noqa: E402
+from kaja_cli.commands import config, demo, doctor, resume, search, sessions, usage, wipe  # noqa: E402
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -73,6 +73,7 @@ app.add_typer(config.app, name="config")
 app.command("demo")(demo.demo)
 app.add_typer(sessions.app, name="sessions")
 app.command("resume")(resume.resume)
+app.command("search")(search.search)
 app.add_typer(usage.app, name="usage")
 app.command("doctor")(doctor.doctor)
 app.command("wipe")(wipe.wipe)

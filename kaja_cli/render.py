@@ -139,6 +139,19 @@ def table(
     console().print(t)
 
 
+def highlighted(text: str, spans: Sequence[tuple[int, int]], style: str = "bold yellow") -> Any:
+    """`text` with `spans` ([start, end) offsets) styled, for a table cell on a
+    terminal (NO_COLOR keeps the bold); the plain text when stdout is piped."""
+    if not stdout_is_terminal():
+        return text
+    from rich.text import Text
+
+    out = Text(text)
+    for start, end in spans:
+        out.stylize(style, start, end)
+    return out
+
+
 @contextmanager
 def progress(
     description: str, total: int | None = None

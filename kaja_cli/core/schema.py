@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from kaja_cli.core import search_index
 from kaja_cli.core.db import column_names, table_names
 
 
@@ -339,53 +340,26 @@ TABLES: dict[str, Table] = {t.name: t for tables in FILES.values() for t in tabl
 
 
 # --- the search index ----------------------------------------------------------
-# An external-content FTS4 table over messages.content: the text is stored
-# once, in messages. FTS4 must read the old text to remove it, so the delete
-# and update triggers run BEFORE the change, the insert ones AFTER.
-FTS_TABLE = "conversation_text"
-FTS_DDL = (
-    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts4("
-    'content="messages", content, tokenize=unicode61 "remove_diacritics=2")'
-)
-FTS_TRIGGERS = {
-    "messages_fts_bd": f"BEFORE DELETE ON messages BEGIN DELETE FROM {FTS_TABLE} WHERE docid = old.rowid; END",
-    "messages_fts_bu": f"BEFORE UPDATE OF content ON messages BEGIN DELETE FROM {FTS_TABLE} WHERE docid = old.rowid; END",
-    "messages_fts_au": f"AFTER UPDATE OF content ON messages BEGIN INSERT INTO {FTS_TABLE}(docid, content) VALUES (new.rowid, new.content); END",
-    "messages_fts_ai": f"AFTER INSERT ON messages BEGIN INSERT INTO {FTS_TABLE}(docid, content) VALUES (new.rowid, new.content); END",
-}
+# Declared and kept whole in `search_index` (FTS4 over messages.content, kept
+# current by triggers, built in short batches); these names stay here for
+# the modules that know the schema through this one.
+FTS_TABLE = search_index.FTS_TABLE
+FTS_DDL = search_index.FTS_DDL
+FTS_TRIGGERS = search_index.FTS_TRIGGERS
 
 
 def search_index_present(conn: sqlite3.Connection) -> bool:
-    names = {
-        r[0]
-        for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE name = ? OR name IN (%s)"
-            % ",".join("?" * len(FTS_TRIGGERS)),
-            (FTS_TABLE, *FTS_TRIGGERS),
-        )
-    }
-    return FTS_TABLE in names and all(t in names for t in FTS_TRIGGERS)
+    """The index exists with its triggers and no build is under way."""
+    return search_index.present(conn)
 
 
 def rebuild_search_index(conn: sqlite3.Connection) -> None:
-    """Fill the index from every message (inside the caller's transaction)."""
-    conn.execute(f"INSERT INTO {FTS_TABLE}({FTS_TABLE}) VALUES ('rebuild')")
+    """Fill the index from every message (inside the caller's transaction).
 
-
-def _ensure_search_index(conn: sqlite3.Connection, changes: list[str]) -> None:
-    had_index = FTS_TABLE in table_names(conn)
-    if not had_index:
-        conn.execute(FTS_DDL)
-        changes.append(f"created search index {FTS_TABLE}")
-    existing = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-    missing = [name for name in FTS_TRIGGERS if name not in existing]
-    for name in missing:
-        conn.execute(f"CREATE TRIGGER IF NOT EXISTS {name} {FTS_TRIGGERS[name]}")
-    if missing or not had_index:
-        # Messages written before the index (or while a trigger was missing)
-        # are not in it: rebuild from the content table.
-        rebuild_search_index(conn)
-        changes.append(f"indexed every message in {FTS_TABLE}")
+    One statement holding the write lock throughout (~6 s per million
+    messages); `search.reindex` does the same in short batches.
+    """
+    search_index.rebuild(conn)
 
 
 # --- applying it -----------------------------------------------------------------
@@ -437,7 +411,7 @@ def apply(conn: sqlite3.Connection, kind: str = "shared") -> Report:
     apply_tables(conn, tables, report)
     report.changes.extend(f"created index {name}" for name in sorted(before))
     if kind.startswith("shared"):
-        _ensure_search_index(conn, report.changes)
+        search_index.ensure(conn, report.changes)
         done = {r[0] for r in conn.execute("SELECT name FROM counters WHERE name LIKE 'schema:%'")}
         for name, step in ONE_OFF_STEPS:
             if f"schema:{name}" not in done:
@@ -481,8 +455,9 @@ def missing(conn: sqlite3.Connection, kind: str = "shared") -> list[str]:
         out.extend(f"column {table.name}.{c}" for c in table.column_names if c not in cols)
     out.extend(f"index {name}" for name in missing_indexes(conn, FILES[kind]))
     if kind.startswith("shared"):
-        if not search_index_present(conn):
-            out.append(f"search index {FTS_TABLE}")
+        item = search_index.missing_item(conn)
+        if item:
+            out.append(item)
         if "counters" in have:
             done = {
                 r[0] for r in conn.execute("SELECT name FROM counters WHERE name LIKE 'schema:%'")

@@ -8,7 +8,7 @@ PostgreSQL; the commands never see SQL.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     import sqlite3
 
     from kaja_cli.core.schema import Report
+
+Progress = Callable[[int, int | None], None]
 
 # db and schema are imported inside the methods: `kaja config paths` and shell
 # completion never open a database, and start-up is felt on every TAB press.
@@ -87,8 +89,12 @@ class Store(NamedTuple):
             self.ensure_schema(conn, name)
             yield conn
 
-    def ensure_schema(self, conn: sqlite3.Connection, name: str = "shared") -> Report:
-        from kaja_cli.core import db, schema
+    def ensure_schema(
+        self, conn: sqlite3.Connection, name: str = "shared", *, progress: Progress | None = None
+    ) -> Report:
+        """Bring the file up to date; a search index build runs after, in short
+        transactions (`progress` sees it), so the agent can write meanwhile."""
+        from kaja_cli.core import db, schema, search_index
 
         kind = schema.kind_for(name, self.paths.artifacts_db is not None)
         if name == "artifacts" and self.paths.artifacts_db is None:
@@ -96,4 +102,7 @@ class Store(NamedTuple):
         if schema.is_current(conn, kind):
             return schema.Report()
         with db.transaction(conn):
-            return schema.apply(conn, kind)
+            report = schema.apply(conn, kind)
+        if kind.startswith("shared"):
+            search_index.finish(conn, progress)
+        return report

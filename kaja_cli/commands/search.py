@@ -1,0 +1,182 @@
+"""`kaja search`: full-text search across every past conversation."""
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kaja_cli.commands import JSON_HELP, store_of
+
+if TYPE_CHECKING:
+    from kaja_cli.core.search import SearchResult
+
+
+def search(
+    ctx: typer.Context,
+    query: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="QUERY",
+            help="Words to find: every word must match; accents, case and punctuation are ignored.",
+            show_default=False,
+        ),
+    ] = None,
+    fts: Annotated[
+        bool,
+        typer.Option(
+            "--fts",
+            help='QUERY is SQLite FTS4 query syntax: "a phrase", OR, NOT, NEAR, prefix*, ( ).',
+        ),
+    ] = False,
+    recent: Annotated[
+        bool, typer.Option("--recent", help="Newest first instead of best match first.")
+    ] = False,
+    owner: Annotated[
+        str | None,
+        typer.Option(
+            metavar="ID",
+            help="Act as this owner (telegram:123456, widget:ab12); default: the terminal.",
+        ),
+    ] = None,
+    all_owners: Annotated[
+        bool,
+        typer.Option("--all-owners", help="Search every owner's messages (adds an owner column)."),
+    ] = False,
+    session: Annotated[
+        str | None,
+        typer.Option(metavar="ID", help="Only this session: a full id or a unique prefix."),
+    ] = None,
+    role: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="ROLE",
+            help="Only messages with this role: user, assistant, tool or system (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            metavar="WHEN",
+            help="Only messages since then: 2026-11-01, 2026-11-01T08:00, 3d, 12h, 2w.",
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option(min=0, help="Show at most this many; 0 shows all.")] = 20,
+    reindex: Annotated[
+        bool,
+        typer.Option(
+            "--reindex", help="Rebuild the search index from every message first (a progress bar)."
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Find messages across every past conversation, best match first.
+
+    Plain words by default: every word must appear, in any order; accents
+    and case don't matter (creme brulee finds "Crème brûlée") and
+    punctuation is harmless (c++, don't). --fts takes SQLite's FTS4 syntax
+    instead. Each hit shows its session, time, role and the words in
+    context. Without a search index (a store another program made), kaja
+    builds it when it may write the store, and otherwise scans the messages
+    and says so.
+    """
+    from kaja_cli import render
+    from kaja_cli.core import search as core_search
+    from kaja_cli.errors import UsageError
+
+    store = store_of(ctx)
+    text = " ".join(query or [])
+    if reindex:
+        count = core_search.reindex(store, progress=render.progress)
+        render.note(f"reindexed {count} messages in {store.path()}")
+        if not text:
+            if as_json:
+                render.emit_json({"reindexed": {"path": str(store.path()), "messages": count}})
+            return
+    elif not text.strip():
+        raise UsageError(
+            "nothing to search for", hint="give some words, e.g. `kaja search tomato shade`"
+        )
+    result = core_search.search(
+        store, text, fts=fts, owner=owner, all_owners=all_owners, session=session,
+        roles=role or (), since=since, limit=limit, recent=recent, progress=render.progress,
+    )  # fmt: skip
+    if as_json:
+        render.emit_json(_as_json(result))
+    else:
+        _print(render, result)
+    for line in result.notes:
+        render.note(line)
+    if not result.hits and result.source != "none":
+        render.note(f"no matches for {text!r}{_whose(result)}")
+
+
+def _whose(result: "SearchResult") -> str:
+    if result.all_owners:
+        return ""
+    who = result.owner or "the terminal"
+    return f" in {who}'s messages (--all-owners searches everyone's)"
+
+
+def _as_json(result: "SearchResult") -> dict:
+    return {
+        "query": result.query,
+        "match": result.match,
+        "fts": result.fts,
+        "order": "recent" if result.recent else "best",
+        "owner": None if result.all_owners else (result.owner or "terminal"),
+        "all_owners": result.all_owners,
+        "limit": result.limit,
+        "source": result.source,
+        "more": result.more,
+        "results": [
+            {
+                "message_id": h.message_id,
+                "session_id": h.session_id,
+                "session_title": h.session_title,
+                "owner": h.owner,
+                "seq": h.seq,
+                "role": h.role,
+                "created_at": h.created_at,
+                "score": round(h.score, 6),
+                "snippet": h.snippet,
+                "highlights": [list(span) for span in h.highlights],
+            }
+            for h in result.hits
+        ],
+    }
+
+
+def _print(render, result: "SearchResult") -> None:
+    from kaja_cli.core.owners import label
+
+    hits = result.hits
+    if not hits:
+        return
+    caption = None
+    if result.more:
+        caption = (
+            f"showing the {'newest' if result.recent else 'best'} {len(hits)}; "
+            "more match (--limit N, or 0 for all)"
+        )
+    owners = result.all_owners
+    cols = [render.Col("session", style="cyan", no_wrap=True)]
+    if owners:
+        cols.append(render.Col("owner", no_wrap=True))
+    cols += [
+        render.Col("title", max_width=28, no_wrap=True),
+        render.Col("when", no_wrap=True),
+        render.Col("role", no_wrap=True),
+        render.Col("match"),
+    ]
+    rows, plain = [], []
+    for h in hits:
+        who = [label(h.owner)] if owners else []
+        rows.append(
+            [h.session_short or "-", *who, h.session_title or "", render.relative_time(h.created_at),
+             h.role or "", render.highlighted(h.snippet, h.highlights)]
+        )  # fmt: skip
+        plain.append(
+            [h.session_id or "", *who, h.created_at or "", h.role or "", h.session_title or "",
+             h.snippet]
+        )  # fmt: skip
+    render.table(cols, rows, caption=caption, plain_rows=plain)

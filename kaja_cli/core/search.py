@@ -1,0 +1,807 @@
+"""`kaja search`: full-text search across every past conversation (SPEC §6).
+
+Matching is FTS4's, over the index `search_index` keeps (`conversation_text`,
+tokenizer unicode61 with remove_diacritics=2: accents and case are ignored).
+Plain queries become one quoted phrase per word, so every word must match
+and punctuation only separates words (`c++` is `c`, `don't` is the phrase
+`don t`); `--fts` passes FTS4's own syntax through.
+
+Ranking is BM25 exactly as FTS5's `bm25()` computes it (k1 = 1.2, b = 0.75,
+idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, the true average length),
+which is sqlite-fts4's `rank_bm25` over `matchinfo('pcnalx')` with FTS5's idf
+floor and without `'a'`'s rounding to a whole number. No Python function is
+called per row: the per-query numbers (idf per phrase, average length) come
+from one `matchinfo('pcx')` and FTS4's `%_stat`, and the per-row ones (hits
+per phrase from `matchinfo('y')`, length from the `%_docsize` blob) are
+decoded and combined in SQL arithmetic, in FTS5's order of operations, so
+SQLite's own top-n sorter ranks the matches and Python sees only the rows
+it shows. Ties go to the older message (lower rowid), as in FTS5's
+`ORDER BY rank`.
+
+Filters other than `--session` are checked on candidates in rank order, a
+batch at a time, so the usual search (the acting owner's best 20) reads the
+few messages it shows, not every match.
+
+Without a usable index, a store kaja may write gets one (built in short
+batches, as any writing kaja would); otherwise the messages are scanned into
+a temporary FTS4 table with the same tokenizer, so the answer is the same,
+only slower, and a note says why.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import sys
+from array import array
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+from kaja_cli.core import db, search_index
+from kaja_cli.core.owners import Owner
+from kaja_cli.core.store import Store
+from kaja_cli.errors import Busy, KajaError, NotFound, UsageError
+
+Progress = Callable[[int, int | None], None]
+# How core shows a long job: `render.progress(description, total)`.
+ProgressFactory = Callable[[str, int | None], AbstractContextManager[Progress]]
+
+ROLES = ("user", "assistant", "tool", "system")
+K1 = 1.2  # FTS5's bm25 constants (sqlite-fts4's rank_bm25 uses the same)
+B = 0.75
+IDF_FLOOR = 1e-6  # FTS5: a phrase in more than half the rows still counts a little
+SNIPPET_TOKENS = 16
+MARK_START, MARK_END = "\x02", "\x03"  # highlight markers inside FTS4's snippet()
+SHORT_ID = 8  # session ids are shown at least this long, longer when needed to be unique
+BUILD_WAIT_MS = 1000  # how long search waits for the write lock to build a missing index
+SCAN_TABLE = "kaja_scan"
+_HITS_TABLE = "kaja_hits"
+_SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the index itself
+_FIRST_RANKED = 512  # with filters, ranked candidates asked for at first (then ×8)
+_FIRST_BATCH = 48  # candidates checked against filters in the first round (then ×4)
+
+
+# The results are plain classes rather than dataclasses: each @dataclass costs
+# ~0.6 ms at import, and a selective search has 10 ms over start-up in all.
+class Hit:
+    """One message that matched, with what a listing shows of it."""
+
+    __slots__ = (
+        "created_at", "highlights", "message_id", "owner", "role", "score", "seq",
+        "session_id", "session_short", "session_title", "snippet",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        message_id: str,
+        session_id: str | None,
+        session_short: str | None,  # the shortest unique prefix, at least SHORT_ID long
+        session_title: str | None,
+        owner: str | None,  # sessions.owner as stored (None: the terminal)
+        seq: int | None,
+        role: str | None,
+        created_at: str | None,
+        score: float,  # BM25, higher is better (FTS5's bm25() negated)
+        snippet: str,  # one line of context around the matches
+        highlights: tuple[tuple[int, int], ...],  # [start, end) of each match in `snippet`
+    ) -> None:
+        self.message_id = message_id
+        self.session_id = session_id
+        self.session_short = session_short
+        self.session_title = session_title
+        self.owner = owner
+        self.seq = seq
+        self.role = role
+        self.created_at = created_at
+        self.score = score
+        self.snippet = snippet
+        self.highlights = highlights
+
+    def __repr__(self) -> str:
+        return f"Hit({self.message_id!r}, score={self.score:.4f}, {self.snippet!r})"
+
+
+class SearchResult:
+    """The answer to one search, with what the command says about it."""
+
+    def __init__(
+        self,
+        query: str,
+        match: str,  # the FTS4 query that ran
+        fts: bool,
+        recent: bool,
+        owner: str | None,  # the acting owner's id (None: terminal); unused with all_owners
+        all_owners: bool,
+        limit: int,
+        location: str,
+    ) -> None:
+        self.query = query
+        self.match = match
+        self.fts = fts
+        self.recent = recent
+        self.owner = owner
+        self.all_owners = all_owners
+        self.limit = limit
+        self.location = location
+        self.hits: list[Hit] = []
+        self.more = False  # more messages match than `limit` showed
+        self.source = "index"  # "index", "scan" (no usable index), "none" (nothing to search)
+        self.notes: list[str] = []  # what to say on stderr
+
+
+# --- the command's entry points ------------------------------------------------
+def search(
+    store: Store,
+    query: str,
+    *,
+    fts: bool = False,
+    owner: str | None = None,
+    all_owners: bool = False,
+    session: str | None = None,
+    roles: Iterable[str] = (),
+    since: str | None = None,
+    limit: int = 20,
+    recent: bool = False,
+    progress: ProgressFactory | None = None,
+) -> SearchResult:
+    """Find the messages matching `query` (plain words, or FTS4 syntax with
+    `fts`), best first or with `recent` newest first; see the module docstring.
+
+    `owner` is --owner as typed (None: the terminal), `session` an id or unique
+    prefix, `since` a date, ISO time or age, `limit` 0 for all. `progress`
+    (`render.progress`) shows an index build or a scan."""
+    store.require_local()
+    if all_owners and owner is not None:
+        raise UsageError("--owner and --all-owners can't be used together")
+    acting = None if all_owners else Owner.parse(owner)
+    wanted_roles = _roles(roles)
+    after = None
+    if since:
+        from kaja_cli.core import timeparse
+
+        after = timeparse.parse_when(since, option="--since")
+    if limit < 0:
+        raise UsageError("--limit must be 0 (all) or more")
+    if not query.strip():
+        raise UsageError(
+            "nothing to search for", hint="give some words, e.g. `kaja search tomato shade`"
+        )
+    path = store.path()
+    result = SearchResult(
+        query=query, match=query if fts else "", fts=fts, recent=recent,
+        owner=acting.id if acting else None, all_owners=acting is None, limit=limit,
+        location=str(path),
+    )  # fmt: skip
+    if not path.exists():
+        result.source = "none"
+        result.notes.append(f"no Kaja store at {path}: nothing to search")
+        return result
+
+    with db.open_read(path) as conn:
+        have = _columns(conn)
+        if "content" not in have.get("messages", ()):
+            result.source = "none"
+            result.notes.append(f"{path} holds no messages: nothing to search")
+            return result
+        if not fts:
+            result.match = plain_match(query)
+        state = search_index.state(conn)
+        built, why_not = False, None
+        if state in (search_index.MISSING, search_index.FILLING):
+            # In WAL this reader does not stand in the builder's way, and it
+            # sees the new index at its next statement.
+            built, why_not = _build(store, path, progress)
+            state = search_index.state(conn)
+        if state == search_index.READY:
+            ix = _Index("main", search_index.FTS_TABLE)
+            if built:
+                count = search_index.message_count(conn)
+                result.notes.append(
+                    f"built the search index of {path} ({_messages(count)}): the store had none"
+                )
+        else:
+            count = _scan(conn, progress)
+            ix = _Index("temp", SCAN_TABLE)
+            result.source = "scan"
+            result.notes.append(_scan_note(path, state, why_not, count))
+        filters = _Filters(acting, wanted_roles, after, None, have)
+        if session:
+            filters.session_id = _find_session(conn, session, acting, have)
+        try:
+            conn.execute("BEGIN")  # one snapshot for every query below
+            _run(conn, ix, result, filters)
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as e:
+            if "malformed match" in str(e).lower() or "fts expression" in str(e).lower():
+                raise UsageError(
+                    f"--fts: {e}",
+                    hint='FTS4 syntax: words, "a phrase", OR, NOT, NEAR, prefix*, (groups)',
+                ) from None
+            raise
+    return result
+
+
+def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
+    """Rebuild the index from every message: a short transaction to start it
+    again empty, then batches, then incremental merges (`search_index`).
+    Returns how many messages it holds."""
+    path = store.require()
+    with db.open_write(path) as conn, _progress(progress, "indexing messages", None) as bar:
+        store.ensure_schema(conn, progress=bar)
+        with db.transaction(conn):
+            count = search_index.reset(conn)
+        bar(0, count)
+        search_index.finish(conn, bar)
+    return count
+
+
+# --- the index to use ----------------------------------------------------------------
+def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[bool, str | None]:
+    """Give the store its index as any writing kaja would: (built, why not)."""
+    try:
+        with (
+            db.open_write(path, timeout_ms=BUILD_WAIT_MS) as conn,
+            _progress(progress, "building the search index", None) as bar,
+        ):
+            store.ensure_schema(conn, progress=bar)
+    except Busy:
+        return False, "another process is writing to it"
+    except KajaError as e:
+        return False, e.message
+    return True, None
+
+
+def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
+    if state == search_index.FOREIGN:
+        reason = (
+            f"its {search_index.FTS_TABLE} is not kaja's search index "
+            "(`kaja search --reindex` replaces it)"
+        )
+    elif state == search_index.FILLING:
+        reason = f"its search index is still being built and it can't be written now ({why_not})"
+    else:
+        reason = f"it has no search index and can't be written now ({why_not})"
+    return f"searched {path} by scanning its {_messages(count)}: {reason}"
+
+
+def _messages(count: int) -> str:
+    return f"{count} message" if count == 1 else f"{count} messages"
+
+
+class _Index:
+    """Which FTS4 table answers: the store's index, or a scan's temporary one."""
+
+    __slots__ = ("name", "schema")
+
+    def __init__(self, schema: str, name: str) -> None:
+        self.schema = schema  # "main" or "temp"
+        self.name = name
+
+    @property
+    def table(self) -> str:
+        return f'{self.schema}."{self.name}"'
+
+    @property
+    def docsize(self) -> str:
+        return f'{self.schema}."{self.name}_docsize"'
+
+    @property
+    def stat(self) -> str:
+        return f'{self.schema}."{self.name}_stat"'
+
+
+def _scan(conn: sqlite3.Connection, progress: ProgressFactory | None) -> int:
+    """Index every message into a temporary FTS4 table of this connection."""
+    conn.execute("PRAGMA temp.cache_size = -65536")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE temp.{SCAN_TABLE} USING fts4(content, "
+        'tokenize=unicode61 "remove_diacritics=2")'
+    )
+    upto = conn.execute("SELECT ifnull(max(rowid), 0) FROM main.messages").fetchone()[0]
+    step = search_index.FILL_BATCH
+    with _progress(progress, "scanning messages", upto) as bar:
+        for low in range(0, upto, step):
+            conn.execute(
+                f"INSERT INTO temp.{SCAN_TABLE}(docid, content)"
+                " SELECT rowid, content FROM main.messages WHERE rowid > ? AND rowid <= ?",
+                (low, low + step),
+            )
+            bar(min(low + step, upto), upto)
+    return conn.execute("SELECT count(*) FROM main.messages").fetchone()[0]
+
+
+@contextmanager
+def _progress(factory: ProgressFactory | None, description: str, total: int | None):
+    if factory is None:
+        yield lambda done, total=None: None
+        return
+    with factory(description, total) as bar:
+        yield bar
+
+
+# --- the query -----------------------------------------------------------------------
+def plain_match(text: str) -> str:
+    """Plain words as an FTS4 query: one quoted phrase per word.
+
+    Quoting makes FTS4's operators and punctuation plain text. A word with no
+    letter or digit is dropped: the tokenizer would leave nothing of it, and
+    an empty phrase makes the whole query match nothing.
+    """
+    phrases = []
+    for word in text.split():
+        word = word.replace('"', " ").strip()
+        if any(ch.isalnum() for ch in word):
+            phrases.append(f'"{word}"')
+    if not phrases:
+        raise UsageError(
+            f"nothing to search for in {text!r}: it has no letters or digits",
+            hint="use --fts for FTS4 query syntax",
+        )
+    return " ".join(phrases)
+
+
+def _int_array(values: Iterable[int]) -> str:
+    """A JSON array of integers, for json_each()."""
+    return "[" + ",".join(map(str, values)) + "]"
+
+
+class _Filters:
+    """What a message must be to be shown, as SQL over messages `m` and sessions `s`."""
+
+    def __init__(
+        self,
+        owner: Owner | None,  # None: every owner
+        roles: tuple[str, ...],
+        since: str | None,
+        session_id: str | None,
+        have: dict[str, set[str]],
+    ) -> None:
+        self.owner = owner
+        self.roles = roles
+        self.since = since
+        self.session_id = session_id
+        self.have = have
+
+    @property
+    def narrows(self) -> bool:
+        """Whether the filters checked after ranking can reject a match."""
+        return self.owner is not None or bool(self.roles) or self.since is not None
+
+    def col(self, alias: str, table: str, column: str) -> str:
+        return f'{alias}."{column}"' if column in self.have.get(table, ()) else "NULL"
+
+    def joins(self) -> str:
+        """Messages to their sessions: an owner filter needs the session, so
+        a message whose session is missing is nobody's but --all-owners'."""
+        if "sessions" not in self.have:
+            return ""
+        kind = "LEFT JOIN" if self.owner is None else "JOIN"
+        return f'{kind} main.sessions AS s ON s."id" = {self.col("m", "messages", "sessionId")}'
+
+    def where(self) -> tuple[str, list]:
+        parts, params = [], []
+        if self.owner is not None:
+            if "sessions" not in self.have:
+                parts.append("0")  # no sessions: no message is known to be the owner's
+            else:
+                cond, args = self.owner.sessions_where(self.col("s", "sessions", "owner"))
+                parts.append(cond)
+                params.extend(args)
+        if self.roles:
+            parts.append(
+                f"{self.col('m', 'messages', 'role')} IN ({','.join('?' * len(self.roles))})"
+            )
+            params.extend(self.roles)
+        if self.since:
+            parts.append(f"{self.col('m', 'messages', 'createdAt')} >= ?")
+            params.append(self.since)
+        if self.session_id:
+            parts.append(f"{self.col('m', 'messages', 'sessionId')} = ?")
+            params.append(self.session_id)
+        return (" AND ".join(parts) or "1"), params
+
+
+def _run(conn: sqlite3.Connection, ix: _Index, result: SearchResult, filters: _Filters) -> None:
+    want = result.limit + 1 if result.limit else None  # one more: are there more?
+    n, avgdl = _stats(conn, ix)
+    idf, rows = _idf(conn, ix, result.match, n) if n else ([], 0)
+    if not idf:  # an empty index, or nothing matches
+        return
+    bm25 = Bm25(idf, avgdl, rows)
+    if result.recent:
+        picked = [(None, docid) for docid in _recent(conn, ix, result.match, filters, want)]
+    else:
+        picked = _best(conn, ix, result.match, filters, bm25, want)
+    if want is not None and len(picked) >= want:
+        result.more = True
+        picked = picked[: result.limit]
+    result.hits = _details(conn, ix, result.match, picked, bm25, filters.have)
+
+
+def _stats(conn: sqlite3.Connection, ix: _Index) -> tuple[int, float]:
+    """Rows in the index and their average length in tokens, from FTS4's %_stat."""
+    row = conn.execute(f"SELECT value FROM {ix.stat} WHERE id = 0").fetchone()
+    if not row or not isinstance(row[0], bytes):
+        return 0, 0.0
+    values = _varints(row[0])
+    n = values[0] if values else 0
+    tokens = values[1] if len(values) > 1 else 0
+    return n, (tokens / n if n else 0.0)
+
+
+def _varints(data: bytes, start: int = 0) -> list[int]:
+    out, value, shift = [], 0, 0
+    for byte in data[start:]:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            out.append(value)
+            value, shift = 0, 0
+    return out
+
+
+def _idf(conn: sqlite3.Connection, ix: _Index, match: str, n: int) -> tuple[list[float], int]:
+    """FTS5's idf of each phrase, from the rows holding it (matchinfo 'x'), and
+    the most rows any phrase is in; nothing when nothing matches."""
+    row = conn.execute(
+        f"SELECT matchinfo({ix.name}, 'pcx') FROM {ix.table} WHERE {ix.name} MATCH ? LIMIT 1",
+        (match,),
+    ).fetchone()
+    if row is None:
+        return [], 0
+    info = array("I")
+    info.frombytes(row[0])
+    phrases, columns = info[0], info[1]
+    out, most = [], 0
+    for i in range(phrases):
+        hits = sum(info[2 + 3 * (i * columns + c) + 2] for c in range(columns))
+        most = max(most, hits)
+        idf = math.log((n - hits + 0.5) / (hits + 0.5))
+        out.append(idf if idf > 0.0 else IDF_FLOOR)
+    return out, most
+
+
+class Bm25:
+    """FTS5's bm25 for one query: the idf of each phrase and the average length."""
+
+    __slots__ = ("avgdl", "idf", "rows")
+
+    def __init__(self, idf: list[float], avgdl: float, rows: int = 0) -> None:
+        self.idf = idf
+        self.avgdl = avgdl
+        self.rows = rows  # the most rows any phrase is in
+
+    def score(self, hits: Iterable[int], length: int) -> float:
+        """The same arithmetic as FTS5 (and `sql` below), in the same order."""
+        score = 0.0
+        for idf, f in zip(self.idf, hits, strict=False):
+            score += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / self.avgdl)))
+        return score
+
+    def params(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "lut": bytes(range(256)), "k1p1": K1 + 1.0, "k1": K1, "omb": 1 - B, "b": B,
+            "avgdl": self.avgdl,
+        }  # fmt: skip
+        out.update({f"idf{i}": v for i, v in enumerate(self.idf)})
+        return out
+
+    def sql(self, ix: _Index, push: str = "") -> str:
+        """Every match as (docid, score), best first, ties to the lower docid,
+        at most :n of them: BM25 in SQL arithmetic over the matchinfo and
+        docsize blobs, so SQLite's top-n sorter does the ranking and Python
+        sees only the rows it keeps."""
+        p = len(self.idf)
+        decoded = [f"{_uint32('mi', 4 * i, p)} AS f{i}" for i in range(p)]
+        decoded.append(f"{_varint_sql('sz')} AS dl")
+        terms = " + ".join(
+            f":idf{i} * ((f{i} * :k1p1) / (f{i} + :k1 * (:omb + :b * dl / :avgdl)))"
+            for i in range(p)
+        )
+        # The two inner LIMIT -1 keep SQLite from flattening the layers, which
+        # would evaluate matchinfo() and each decoding several times per row.
+        return (
+            f"SELECT docid, {terms} AS score FROM ("
+            f" SELECT docid, {', '.join(decoded)} FROM ("
+            f"  SELECT {ix.name}.docid AS docid, matchinfo({ix.name}, 'y') AS mi, d.size AS sz"
+            f"  FROM {ix.table} LEFT JOIN {ix.docsize} AS d ON d.docid = {ix.name}.docid"
+            f"  WHERE {ix.name} MATCH :match{push} LIMIT -1) LIMIT -1)"
+            " ORDER BY score DESC, docid LIMIT :n"
+        )
+
+
+def _byte(blob: str, i: int) -> str:
+    """Byte `i` (from 1) of a blob as an integer: its position in :lut, a
+    blob holding the bytes 0-255 in order."""
+    return f"(instr(:lut, substr({blob}, {i}, 1)) - 1)"
+
+
+def _uint32(blob: str, offset: int, count: int) -> str:
+    """The native-order unsigned 32-bit integer at `offset` of a matchinfo
+    blob of `count` of them; hit counts below 4 are found by comparison alone."""
+    piece = blob if count == 1 else f"substr({blob}, {offset + 1}, 4)"
+    order = sys.byteorder
+    places = range(offset + 1, offset + 5) if order == "little" else range(offset + 4, offset, -1)
+    full = " + ".join(f"{1 << (8 * k)} * {_byte(blob, i)}" for k, i in enumerate(places))
+    quick = " ".join(f"WHEN x'{v.to_bytes(4, order).hex()}' THEN {v}" for v in range(4))
+    return f"(CASE {piece} {quick} ELSE {full} END)"
+
+
+def _varint_sql(blob: str, width: int = 5) -> str:
+    """The varint at the start of a %_docsize blob (a message's length in tokens).
+
+    One byte below 128 is the usual case: unicode() reads it without a copy
+    (a first byte of 128 or more makes it 128 or more)."""
+    value = ""
+    for i in range(width, 0, -1):
+        part = f"(({_byte(blob, i)} & 127) << {7 * (i - 1)})"
+        value = (
+            part
+            if not value
+            else f"{part} + CASE WHEN {_byte(blob, i)} < 128 THEN 0 ELSE {value} END"
+        )
+    return f"(CASE WHEN unicode({blob}) < 128 THEN unicode({blob}) ELSE {value} END)"
+
+
+def _best(
+    conn: sqlite3.Connection,
+    ix: _Index,
+    match: str,
+    filters: _Filters,
+    bm25: Bm25,
+    want: int | None,
+) -> list[tuple[float | None, int]]:
+    """The best `want` matches that pass the filters, as (score, docid).
+
+    `--session` narrows the ranking query itself; the other filters are
+    checked on its output in rank order. With filters it asks for many
+    more than `want` at once, and again with 8× as many in the rare case
+    too few of them passed."""
+    push, params = "", bm25.params()
+    if filters.session_id:  # one session: rank only its messages
+        push = f' AND {ix.name}.docid IN (SELECT rowid FROM main.messages WHERE "sessionId" = :sid)'
+        params["sid"] = filters.session_id
+    sql = bm25.sql(ix, push)
+    params["match"] = match
+    if want is None:
+        params["n"] = -1
+        return _keep(conn, conn.execute(sql, params).fetchall(), filters, None)
+    size = max(want * 8, _FIRST_RANKED) if filters.narrows else want
+    while True:
+        params["n"] = size
+        ranked = conn.execute(sql, params).fetchall()
+        kept = _keep(conn, ranked, filters, want)
+        if len(kept) >= want or len(ranked) < size:
+            return kept
+        size *= 8
+
+
+def _keep(
+    conn: sqlite3.Connection,
+    ranked: list[tuple[int, float]],
+    filters: _Filters,
+    want: int | None,
+) -> list[tuple[float | None, int]]:
+    """The first `want` of `ranked` (all with None) whose message passes the
+    filters, as (score, docid), checked a batch at a time. Every candidate
+    is checked, filters or not: a message another program deleted without
+    the triggers may linger in the index."""
+    kept: list[tuple[float | None, int]] = []
+    size = _FIRST_BATCH if want is None else max(want * 3, _FIRST_BATCH)
+    start = 0
+    while start < len(ranked) and (want is None or len(kept) < want):
+        batch = ranked[start : start + size]
+        passing = _passing(conn, [docid for docid, _ in batch], filters)
+        kept.extend((score, docid) for docid, score in batch if docid in passing)
+        start += size
+        size *= 4
+    return kept[:want] if want is not None else kept
+
+
+def _passing(conn: sqlite3.Connection, docids: list[int], filters: _Filters) -> set[int]:
+    where, params = filters.where()
+    rows = conn.execute(
+        f"SELECT m.rowid FROM main.messages AS m {filters.joins()}"
+        f" WHERE m.rowid IN (SELECT value FROM json_each(?)) AND {where}",
+        (_int_array(docids), *params),
+    )
+    return {r[0] for r in rows}
+
+
+def _recent(
+    conn: sqlite3.Connection, ix: _Index, match: str, filters: _Filters, want: int | None
+) -> list[int]:
+    where, params = filters.where()
+    created = filters.col("m", "messages", "createdAt")
+    rows = conn.execute(
+        f"SELECT {ix.name}.docid FROM {ix.table}"
+        f" JOIN main.messages AS m ON m.rowid = {ix.name}.docid {filters.joins()}"
+        f" WHERE {ix.name} MATCH ? AND {where}"
+        f" ORDER BY {created} DESC, m.rowid DESC LIMIT ?",
+        (match, *params, -1 if want is None else want),
+    )
+    return [r[0] for r in rows]
+
+
+def _details(
+    conn: sqlite3.Connection,
+    ix: _Index,
+    match: str,
+    picked: list[tuple[float | None, int]],
+    bm25: Bm25,
+    have: dict[str, set[str]],
+) -> list[Hit]:
+    """The hits to show, in `picked` order, with their sessions and snippets."""
+    if not picked:
+        return []
+    wanted = _int_array([docid for _, docid in picked])
+    f = _Filters(None, (), None, None, have)
+    rows = conn.execute(
+        f"SELECT m.rowid, {f.col('m', 'messages', 'id')}, {f.col('m', 'messages', 'sessionId')},"
+        f" {f.col('m', 'messages', 'seq')}, {f.col('m', 'messages', 'role')},"
+        f" {f.col('m', 'messages', 'createdAt')}, {f.col('s', 'sessions', 'title')},"
+        f" {f.col('s', 'sessions', 'owner')} FROM main.messages AS m {f.joins()}"
+        " WHERE m.rowid IN (SELECT value FROM json_each(?))",
+        (wanted,),
+    )
+    messages = {r[0]: r[1:] for r in rows}
+    if bm25.rows <= _SMALL_MATCH:
+        # Few matches: asking the index again for just these is cheap.
+        name, table = ix.name, ix.table
+    else:
+        # Many: a temporary FTS4 table of just these messages answers snippet()
+        # and matchinfo() for them as the index would, without walking its
+        # long doclists again.
+        name, table = _HITS_TABLE, f"temp.{_HITS_TABLE}"
+        conn.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {table} USING fts4(content, "
+            'tokenize=unicode61 "remove_diacritics=2")'
+        )
+        conn.execute(f"DELETE FROM {table}")
+        conn.execute(
+            f"INSERT INTO {table}(docid, content) SELECT rowid, content"
+            " FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))",
+            (wanted,),
+        )
+    found: dict[int, tuple[str, float]] = {}
+    p = len(bm25.idf)
+    for docid, snippet, info in conn.execute(
+        f"SELECT docid, snippet({name}, char(2), char(3), '…', -1, {SNIPPET_TOKENS}),"
+        f" matchinfo({name}, 'yl') FROM {table} WHERE {name} MATCH ?"
+        " AND docid IN (SELECT value FROM json_each(?))",
+        (match, wanted),
+    ):
+        numbers = array("I")
+        numbers.frombytes(info)
+        found[docid] = (snippet or "", bm25.score(numbers[:p], numbers[p]))
+    short = _short_ids(conn, [m[1] for m in messages.values() if m[1]], have)
+    hits = []
+    for score, docid in picked:
+        if docid not in messages or docid not in found:
+            continue
+        mid, sid, seq, role, created, title, owner = messages[docid]
+        raw, own_score = found[docid]
+        text, spans = _parse_snippet(raw)
+        hit = Hit(
+            message_id=str(mid) if mid is not None else str(docid), session_id=sid,
+            session_short=short.get(sid) if sid else None, session_title=title, owner=owner,
+            seq=seq, role=role, created_at=created,
+            score=own_score if score is None else score, snippet=text, highlights=spans,
+        )  # fmt: skip
+        hits.append(hit)
+    return hits
+
+
+_ONE_LINE = str.maketrans("\n\r\t\v\f", "     ")
+
+
+def _parse_snippet(raw: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """FTS4's snippet with our markers → one line of text and the marked spans."""
+    pieces = raw.translate(_ONE_LINE).split(MARK_START)
+    text, spans, size = [pieces[0].replace(MARK_END, "")], [], len(pieces[0])
+    for piece in pieces[1:]:
+        marked, _, rest = piece.partition(MARK_END)
+        rest = rest.replace(MARK_END, "")
+        if marked:
+            spans.append((size, size + len(marked)))
+        text += (marked, rest)
+        size += len(marked) + len(rest)
+    return "".join(text), tuple(spans)
+
+
+def _short_ids(
+    conn: sqlite3.Connection, ids: list[str], have: dict[str, set[str]]
+) -> dict[str, str]:
+    """Each session id's shortest prefix no other session shares (at least SHORT_ID)."""
+    out = {sid: sid[:SHORT_ID] for sid in ids}
+    if not out or "sessions" not in have:
+        return out
+    rows = conn.execute(
+        'SELECT j.value, (SELECT max("id") FROM main.sessions WHERE "id" < j.value),'
+        ' (SELECT min("id") FROM main.sessions WHERE "id" > j.value) FROM json_each(?) AS j',
+        (_json_strings(out),),
+    )
+    for sid, before, after in rows:
+        length = SHORT_ID
+        for other in (before, after):
+            if other:
+                length = max(length, _common_prefix(sid, str(other)) + 1)
+        out[sid] = sid[:length]
+    return out
+
+
+def _json_strings(values: Iterable[str]) -> str:
+    """A JSON array of strings, for json_each() (without importing json)."""
+    escape = {ord('"'): '\\"', ord("\\"): "\\\\"}
+    escape.update({c: f"\\u{c:04x}" for c in range(32)})
+    return "[" + ",".join(f'"{v.translate(escape)}"' for v in values) + "]"
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+# --- options -------------------------------------------------------------------------
+def _roles(values: Iterable[str]) -> tuple[str, ...]:
+    out = []
+    for value in values:
+        for role in value.split(","):
+            role = role.strip().lower()
+            if not role:
+                continue
+            if role not in ROLES:
+                raise UsageError(f"--role: unknown role {role!r}", hint=f"use {', '.join(ROLES)}")
+            if role not in out:
+                out.append(role)
+    return tuple(out)
+
+
+def _columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Columns of the tables search reads (a file from another program may lack some)."""
+    out: dict[str, set[str]] = {}
+    for table in ("messages", "sessions"):
+        columns = {r[1] for r in conn.execute(f"PRAGMA main.table_info({table})")}
+        if columns:
+            out[table] = columns
+    if "id" not in out.get("sessions", ()):
+        out.pop("sessions", None)  # nothing to join messages to
+    return out
+
+
+def _find_session(
+    conn: sqlite3.Connection, ref: str, owner: Owner | None, have: dict[str, set[str]]
+) -> str:
+    from kaja_cli.core import sessions as core_sessions
+
+    if not {"id", "owner", "title"} <= have.get("sessions", set()):
+        raise NotFound(f"no session {ref!r}", hint="this store has no sessions table")
+    if owner is not None:
+        return core_sessions.find(conn, ref, owner).id
+    # --all-owners: any owner's session, the same prefix rules as `find`.
+    ref = ref.strip()
+    rows = conn.execute(
+        "SELECT id, title FROM sessions WHERE id = ? UNION ALL"
+        " SELECT id, title FROM (SELECT id, title FROM sessions WHERE id > ? AND id < ?"
+        " ORDER BY id LIMIT ?)",
+        (ref, ref, ref + "\U0010ffff", core_sessions.MAX_CANDIDATES + 1),
+    ).fetchall()
+    exact = [r for r in rows if r[0] == ref]
+    if exact:
+        return ref
+    if not ref or not rows:
+        raise NotFound(f"no session {ref!r}", hint="`kaja sessions --all-owners` lists them")
+    if len(rows) > 1:
+        shown = ", ".join(
+            f"{r[0]} ({r[1] or 'untitled'})" for r in rows[: core_sessions.MAX_CANDIDATES]
+        )
+        more = " …" if len(rows) > core_sessions.MAX_CANDIDATES else ""
+        raise UsageError(
+            f"session prefix {ref!r} is ambiguous: {shown}{more}", hint="type more of the id"
+        )
+    return rows[0][0]
