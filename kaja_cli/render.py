@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from kaja_cli.core.fs import human_size  # noqa: F401 - one definition, shared with the core
 from kaja_cli.errors import Declined, Refused
 
 
@@ -202,17 +203,6 @@ def confirm(question: str, *, assume_yes: bool) -> None:
 
 
 # --- friendly values ---------------------------------------------------------
-def human_size(n: int | None) -> str:
-    if n is None:
-        return "-"
-    size = float(n)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if size < 1000 or unit == "TB":
-            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{n} B"
-
-
 def human_count(n: int | None) -> str:
     """950, 12.3k, 1.2M: a count at a glance."""
     if n is None:

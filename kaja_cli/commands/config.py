@@ -8,17 +8,6 @@ from kaja_cli.commands import JSON_HELP, store_of
 
 app = typer.Typer(no_args_is_help=True, help="Show where Kaja keeps its data and settings.")
 
-LABELS = {
-    "settings": "settings file",
-    "state_dir": "state dir",
-    "shared_db": "shared file",
-    "images": "images",
-    "cache_db": "cache.db",
-    "stats_db": "db-stats.db",
-    "auth_db": "web-auth.db",
-    "artifacts_db": "artifacts",
-}
-
 
 @app.command("paths")
 def paths(
@@ -59,7 +48,7 @@ def paths(
         [render.Col("what", style="bold"), render.Col("path"), render.Col("source", style="dim"),
          render.Col("exists"), render.Col("size", justify="right")],
         [
-            [LABELS[r.name], str(r.path), r.source, "yes" if r.exists else "no",
+            [core_paths.LABELS[r.name], str(r.path), r.source, "yes" if r.exists else "no",
              render.human_size(r.size) + (f" ({r.files} files)" if r.files else "") if r.exists else "-"]
             for r in rows
         ],

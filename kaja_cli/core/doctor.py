@@ -40,7 +40,8 @@ from pathlib import Path
 
 from kaja_cli.core import db, images, schema
 from kaja_cli.core import settings as settings_mod
-from kaja_cli.core.paths import SIDE_DATABASES, Overrides, Paths, companions, resolve
+from kaja_cli.core.fs import human_size
+from kaja_cli.core.paths import LABELS, SIDE_DATABASES, Overrides, Paths, companions, resolve
 from kaja_cli.errors import Busy, KajaError, SettingsError, UsageError
 
 OK, WARN, ERROR = "ok", "warn", "error"
@@ -788,15 +789,6 @@ def _plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {words or word + 's'}"
 
 
-def human_size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "kB", "MB", "GB", "TB"):
-        if size < 1000 or unit == "TB":
-            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1000
-    return f"{n} B"
-
-
 def _quote(path: Path | str) -> str:
     import shlex
 
@@ -948,16 +940,6 @@ def _existing_ancestor(path: Path) -> Path:
 
 
 # --- paths -----------------------------------------------------------------------------------
-LOCATION_LABELS = {
-    "settings": "settings file",
-    "state_dir": "state dir",
-    "shared_db": "shared file",
-    "images": "images",
-    "cache_db": "cache.db",
-    "stats_db": "db-stats.db",
-    "auth_db": "web-auth.db",
-    "artifacts_db": "artifacts",
-}
 _DATABASE_LOCATIONS = ("shared_db", "cache_db", "stats_db", "auth_db", "artifacts_db")
 
 
@@ -978,7 +960,7 @@ def check_paths(ctx: Context) -> list[Check]:
 
 
 def _path_check(ctx: Context, name: str, path: Path, source: str, kind: str) -> Check:
-    cid, label = f"paths.{name}", LOCATION_LABELS.get(name, name)
+    cid, label = f"paths.{name}", LABELS.get(name, name)
     head = f"{label}: {path} ({source})"
     try:
         st = path.stat()

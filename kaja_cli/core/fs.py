@@ -79,3 +79,15 @@ def tree_size(path: Path) -> tuple[int, int]:
             except OSError:
                 continue
     return total, files
+
+
+def human_size(n: int | None) -> str:
+    """1.2 MB, 840 B: a size at a glance (decimal units, like `ls -h --si`)."""
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if size < 1000 or unit == "TB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{n} B"

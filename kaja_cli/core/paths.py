@@ -24,6 +24,18 @@ COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 
 DEFAULT = "default"
 
+# How each location of `Paths.locations()` is named for a person.
+LABELS = {
+    "settings": "settings file",
+    "state_dir": "state dir",
+    "shared_db": "shared file",
+    "images": "images",
+    "cache_db": "cache.db",
+    "stats_db": "db-stats.db",
+    "auth_db": "web-auth.db",
+    "artifacts_db": "artifacts",
+}
+
 
 # NamedTuples rather than dataclasses here: this module is on the start-up
 # path of every command and TAB press, and a dataclass costs ~0.5 ms to create.

@@ -53,7 +53,6 @@ B = 0.75
 IDF_FLOOR = 1e-6  # FTS5: a phrase in more than half the rows still counts a little
 SNIPPET_TOKENS = 16
 MARK_START, MARK_END = "\x02", "\x03"  # highlight markers inside FTS4's snippet()
-SHORT_ID = 8  # session ids are shown at least this long, longer when needed to be unique
 BUILD_WAIT_MS = 1000  # how long search waits for the write lock to build a missing index
 SCAN_TABLE = "kaja_scan"
 _HITS_TABLE = "kaja_hits"
@@ -76,7 +75,7 @@ class Hit:
         self,
         message_id: str,
         session_id: str | None,
-        session_short: str | None,  # the shortest unique prefix, at least SHORT_ID long
+        session_short: str | None,  # the shortest unique prefix (sessions.short_id)
         session_title: str | None,
         owner: str | None,  # sessions.owner as stored (None: the terminal)
         seq: int | None,
@@ -713,8 +712,10 @@ def _parse_snippet(raw: str) -> tuple[str, tuple[tuple[int, int], ...]]:
 def _short_ids(
     conn: sqlite3.Connection, ids: list[str], have: dict[str, set[str]]
 ) -> dict[str, str]:
-    """Each session id's shortest prefix no other session shares (at least SHORT_ID)."""
-    out = {sid: sid[:SHORT_ID] for sid in ids}
+    """Each session id's short id, as `kaja sessions` shows it (sessions.short_id)."""
+    from kaja_cli.core.sessions import SHORT_ID_MIN, short_id
+
+    out = {sid: sid[:SHORT_ID_MIN] for sid in ids}
     if not out or "sessions" not in have:
         return out
     rows = conn.execute(
@@ -723,11 +724,7 @@ def _short_ids(
         (_json_strings(out),),
     )
     for sid, before, after in rows:
-        length = SHORT_ID
-        for other in (before, after):
-            if other:
-                length = max(length, _common_prefix(sid, str(other)) + 1)
-        out[sid] = sid[:length]
+        out[sid] = short_id(sid, before and str(before), after and str(after))
     return out
 
 
@@ -736,15 +733,6 @@ def _json_strings(values: Iterable[str]) -> str:
     escape = {ord('"'): '\\"', ord("\\"): "\\\\"}
     escape.update({c: f"\\u{c:04x}" for c in range(32)})
     return "[" + ",".join(f'"{v.translate(escape)}"' for v in values) + "]"
-
-
-def _common_prefix(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 # --- options -------------------------------------------------------------------------
@@ -781,27 +769,4 @@ def _find_session(
 
     if not {"id", "owner", "title"} <= have.get("sessions", set()):
         raise NotFound(f"no session {ref!r}", hint="this store has no sessions table")
-    if owner is not None:
-        return core_sessions.find(conn, ref, owner).id
-    # --all-owners: any owner's session, the same prefix rules as `find`.
-    ref = ref.strip()
-    rows = conn.execute(
-        "SELECT id, title FROM sessions WHERE id = ? UNION ALL"
-        " SELECT id, title FROM (SELECT id, title FROM sessions WHERE id > ? AND id < ?"
-        " ORDER BY id LIMIT ?)",
-        (ref, ref, ref + "\U0010ffff", core_sessions.MAX_CANDIDATES + 1),
-    ).fetchall()
-    exact = [r for r in rows if r[0] == ref]
-    if exact:
-        return ref
-    if not ref or not rows:
-        raise NotFound(f"no session {ref!r}", hint="`kaja sessions --all-owners` lists them")
-    if len(rows) > 1:
-        shown = ", ".join(
-            f"{r[0]} ({r[1] or 'untitled'})" for r in rows[: core_sessions.MAX_CANDIDATES]
-        )
-        more = " …" if len(rows) > core_sessions.MAX_CANDIDATES else ""
-        raise UsageError(
-            f"session prefix {ref!r} is ambiguous: {shown}{more}", hint="type more of the id"
-        )
-    return rows[0][0]
+    return core_sessions.find(conn, ref, owner).id  # owner None: --all-owners

@@ -60,8 +60,9 @@ class SessionRef(NamedTuple):
     title: str | None
 
 
-def find(conn: sqlite3.Connection, ref: str, owner: Owner) -> SessionRef:
-    """The acting owner's session whose id is `ref` or starts with it.
+def find(conn: sqlite3.Connection, ref: str, owner: Owner | None) -> SessionRef:
+    """The acting owner's session whose id is `ref` or starts with it
+    (`owner` None: anyone's, as with `--all-owners`).
 
     No match: NotFound (exit 3). Several of the owner's sessions match:
     UsageError (exit 2) listing them. Only someone else's: Refused (exit 5)
@@ -74,7 +75,10 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner) -> SessionRef:
     if not have or "id" not in have or not _ID_CHARS.match(ref):
         raise NotFound(f"no session {ref!r}", hint="`kaja sessions` lists them")
     select = f"SELECT id, {col(have, 's', 'owner')}, {col(have, 's', 'title')} FROM sessions AS s"
-    mine_where, mine_args = owner.sessions_where(col(have, "s", "owner"))
+    if owner is None:
+        mine_where, mine_args = "1", ()
+    else:
+        mine_where, mine_args = owner.sessions_where(col(have, "s", "owner"))
     exact = conn.execute(f"{select} WHERE id = ?", (ref,)).fetchall()
     if exact:
         matches = [SessionRef(*r) for r in exact]
@@ -96,7 +100,7 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner) -> SessionRef:
         ]
     if not matches:
         raise NotFound(f"no session {ref!r}", hint="`kaja sessions` lists them")
-    mine = [m for m in matches if owner.owns(m.owner)]
+    mine = [m for m in matches if owner is None or owner.owns(m.owner)]
     if len(mine) == 1:
         return mine[0]
     if len(mine) > 1:
@@ -105,6 +109,7 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner) -> SessionRef:
         raise UsageError(
             f"session prefix {ref!r} is ambiguous: {shown}{more}", hint="type more of the id"
         )
+    assert owner is not None  # with no owner every match is "mine"
     whose = sorted({label(m.owner) for m in matches})
     raise Refused(
         f"session {matches[0].id if len(matches) == 1 else ref!r} belongs to {', '.join(whose)}, "
