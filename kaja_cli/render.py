@@ -214,19 +214,11 @@ def human_count(n: int | None) -> str:
     return str(n)
 
 
-def parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
-
-
 def relative_time(value: str | None, now: datetime | None = None) -> str:
     """ "3h ago", "2d ago", or the date for anything older than a month."""
-    dt = parse_time(value)
+    from kaja_cli.core.timeparse import parse_stored
+
+    dt = parse_stored(value)
     if dt is None:
         return value or "-"
     seconds = ((now or datetime.now(UTC)) - dt).total_seconds()

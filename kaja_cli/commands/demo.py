@@ -46,7 +46,9 @@ def demo(
 
     base = None
     if now is not None:
-        base = render.parse_time(now)
+        from kaja_cli.core.timeparse import parse_stored
+
+        base = parse_stored(now)
         if base is None:
             raise UsageError(f"--now: not an ISO 8601 time: {now!r}")
     store = store_of(ctx)

@@ -42,6 +42,7 @@ from kaja_cli.core import db, images, schema
 from kaja_cli.core import settings as settings_mod
 from kaja_cli.core.fs import human_size
 from kaja_cli.core.paths import LABELS, SIDE_DATABASES, Overrides, Paths, companions, resolve
+from kaja_cli.core.timeparse import parse_stored
 from kaja_cli.errors import Busy, KajaError, SettingsError, UsageError
 
 OK, WARN, ERROR = "ok", "warn", "error"
@@ -1999,7 +2000,7 @@ def check_sync_outbox(ctx: Context) -> Check | None:
         if not count:
             return Check("sync-outbox", "sync", OK, "the sync outbox is empty")
         summary = f"{_plural(count, 'change')} waiting to sync"
-        when = _parse_time(oldest)
+        when = parse_stored(oldest)
         if when is not None:
             summary += f", the oldest from {oldest}"
         details = [
@@ -2012,16 +2013,6 @@ def check_sync_outbox(ctx: Context) -> Check | None:
         return Check("sync-outbox", "sync", OK, summary, details)
 
     return _safe(look, "sync-outbox", "sync", "the sync outbox")
-
-
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
 # --- redaction ---------------------------------------------------------------------------------------------

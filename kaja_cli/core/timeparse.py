@@ -51,3 +51,14 @@ def parse_when(value: str, *, option: str = "--since", now: datetime | None = No
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return iso(dt)
+
+
+def parse_stored(value: object) -> datetime | None:
+    """A timestamp as stored (ISO 8601, naive = UTC), or None for anything else."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
