@@ -39,6 +39,7 @@ def bash_complete(kaja, line: str) -> list[str]:
 
 
 def test_bash_completes_commands_and_options(kaja):
+    assert bash_complete(kaja, "kaja se") == ["search", "sessions"]
     assert bash_complete(kaja, "kaja co") == ["config"]
     assert bash_complete(kaja, "kaja config p") == ["paths"]
     assert "--json" in bash_complete(kaja, "kaja config paths --")
@@ -48,11 +49,11 @@ def test_bash_completes_commands_and_options(kaja):
 def test_fish_completes_commands(kaja):
     env = dict(kaja.env, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
     p = subprocess.run(
-        ["fish", "--no-config", "-c", f"source {SCRIPTS / 'kaja.fish'}; complete -C 'kaja con'"],
+        ["fish", "--no-config", "-c", f"source {SCRIPTS / 'kaja.fish'}; complete -C 'kaja se'"],
         capture_output=True, text=True, env=env,
     )  # fmt: skip
     assert p.returncode == 0, p.stderr
-    assert [line.split("\t")[0] for line in p.stdout.splitlines()] == ["config"]
+    assert [line.split("\t")[0] for line in p.stdout.splitlines()] == ["search", "sessions"]
 
 
 @pytest.mark.skipif(not (shutil.which("zsh") and shutil.which("tmux")), reason="needs zsh and tmux")

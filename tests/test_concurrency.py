@@ -63,6 +63,9 @@ def commands(demo_sessions: list[str]):
             ["resume", "-c", "--tail", "5"],
             {0, 3},
         ),  # 3 once every terminal session is deleted
+        (READING, ["search", "zanzibarite", "--owner", "telegram:999", "--recent", "--json"], {0}),
+        (READING, ["search", "quokkafjord", "--all-owners", "--limit", "5"], {0}),
+        (READING, ["doctor", "--json"], {0}),
         (READING, ["usage", "--json"], {0}),
         (READING, ["usage", "--by", "day"], {0}),
         (READING, ["config", "paths", "--json"], {0}),
@@ -72,6 +75,16 @@ def commands(demo_sessions: list[str]):
     if victim:
         rounds.append((WRITING, ["sessions", "delete", victim, "--yes"], {0, 3, 4}))
     return rounds
+
+
+def newest_agent_message(db: Path) -> str:
+    c = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)
+    try:
+        return c.execute(
+            "SELECT COALESCE(MAX(createdAt), '') FROM messages WHERE content LIKE 'turn %zanzibarite%'"
+        ).fetchone()[0]
+    finally:
+        c.close()
 
 
 def test_every_command_beside_two_live_writers(demo_store):
@@ -85,6 +98,7 @@ def test_every_command_beside_two_live_writers(demo_store):
     try:
         while agent.poll() is None or raw.poll() is None:
             for kind, argv, allowed in commands(demo_sessions):
+                newest = newest_agent_message(kaja.db)
                 r = kaja(*argv)
                 key = " ".join(argv[:2])
                 ran[key] = ran.get(key, 0) + 1
@@ -97,6 +111,10 @@ def test_every_command_beside_two_live_writers(demo_store):
                     assert r.err.count("\n") == 1 and r.err.startswith("kaja: "), (argv, r)
                 if r.code == 4:
                     assert "busy" in r.err or "using the store" in r.err, r
+                if argv[:2] == ["search", "zanzibarite"]:
+                    # what the agent wrote just before is found, newest first
+                    hits = json.loads(r.out)["results"]
+                    assert hits and hits[0]["created_at"] >= newest, (newest, hits[:1])
     finally:
         written = finish(agent), finish(raw)
     assert min(ran.values()) >= 1, ran

@@ -55,6 +55,9 @@ def readonly_store():
         ["usage", "--json"],
         ["config", "paths"],
         ["wipe", "--dry-run"],
+        ["search", "tomato"],
+        ["search", "brulee", "--all-owners", "--json"],
+        ["doctor"],
     ],
 )
 def test_reading_a_store_you_cannot_write(readonly_store, argv):
