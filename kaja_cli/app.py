@@ -83,6 +83,10 @@ def main() -> None:
     """Run kaja; every failure ends as one line on stderr and a documented exit code."""
     try:
         app(prog_name="kaja")
+    except SystemExit as e:
+        if e.code == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130
+            _fail("interrupted", ExitStatus.INTERRUPTED)
+        raise
     except KajaError as e:
         _fail(str(e), e.status)
     except KeyboardInterrupt:

@@ -113,3 +113,17 @@ def test_a_store_made_read_only_under_a_running_writer(kaja):
     assert p.returncode == 1, err
     assert err.count("\n") == 1 and "Traceback" not in err and err.startswith("kaja: ")
     assert_store_sound(kaja.state)
+
+
+def test_ctrl_c_is_exit_130_with_one_line_and_a_sound_store(kaja):
+    import time
+
+    p = subprocess.Popen([KAJA, "demo", "--sessions", "60", "--messages", "40000"], env=kaja.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    while not (kaja.db.exists() and kaja.db.stat().st_size > 50_000) and p.poll() is None:
+        time.sleep(0.01)
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 130, err
+    assert err == "kaja: interrupted\n"
+    assert_store_sound(kaja.state)
