@@ -904,4 +904,7 @@ def _engine(model: str) -> str:
 
 
 def _persona(persona: str | None) -> str:
-    return f", acting as a {persona}" if persona else ""
+    if not persona:
+        return ""
+    article = "an" if persona[0] in "aeiou" else "a"
+    return f", acting as {article} {persona}"
