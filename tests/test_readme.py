@@ -19,6 +19,7 @@ def test_the_readme_has_the_two_commands():
     assert "pytest" in blocks[1]
 
 
-def test_ci_runs_exactly_the_readme_test_command():
-    ci = (ROOT / ".ci/run").read_text().splitlines()
-    assert sh_blocks()[1] in ci
+def test_ci_runs_exactly_the_readme_commands():
+    ci = (ROOT / ".ci/run").read_text()
+    assert sh_blocks()[1] in ci.splitlines()  # the test command, verbatim, on its own line
+    assert sh_blocks()[0] in ci  # and the first one, in a subshell of its own
