@@ -98,12 +98,15 @@ class Bench:
         return [SQLITE3, *(["-readonly"] if readonly else []), str(db or self.db), sql]
 
     def add(self, case: str, kaja_ms: float, floor_ms: float | None, floor: str, *, goal: float | None = None,
-            goal_text: str = "", subtract_startup: bool = False, note: str = "") -> Row:  # fmt: skip
+            goal_text: str = "", subtract_startup: bool = False, note: str = "",
+            ok: bool | None = None) -> Row:  # fmt: skip
         """Record a row; with `subtract_startup`, the ratio is kaja's data time
-        (total minus start-up) over the floor."""
+        (total minus start-up) over the floor. `ok` judges a goal that is not
+        a ratio (an absolute time, say)."""
         measured = kaja_ms - (self.startup_ms or 0) if subtract_startup else kaja_ms
         ratio = measured / floor_ms if floor_ms else None
-        ok = None if goal is None or ratio is None else ratio <= goal
+        if ok is None and goal is not None and ratio is not None:
+            ok = ratio <= goal
         row = Row(
             case,
             kaja_ms,

@@ -713,7 +713,7 @@ def _short_ids(
     conn: sqlite3.Connection, ids: list[str], have: dict[str, set[str]]
 ) -> dict[str, str]:
     """Each session id's short id, as `kaja sessions` shows it (sessions.short_id)."""
-    from kaja_cli.core.sessions import SHORT_ID_MIN, short_id
+    from kaja_cli.core.ids import SHORT_ID_MIN, short_id
 
     out = {sid: sid[:SHORT_ID_MIN] for sid in ids}
     if not out or "sessions" not in have:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kaja_cli.core.ids import SHORT_ID_MIN, short_id  # noqa: F401 - part of this module's interface
 from kaja_cli.core.owners import Owner, label
 from kaja_cli.errors import NotFound, Refused, UsageError
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 _ID_CHARS = re.compile(r"^[A-Za-z0-9._:-]+$")
 MAX_CANDIDATES = 10
-SHORT_ID_MIN = 8  # the first group of a UUID; longer only where two ids share it
 DEFAULT_LIMIT = 20
 
 # The seed's columns of `sessions`, in the seed's order (a public contract).
@@ -292,19 +292,6 @@ def listing_query(
         " ORDER BY p.kaja_when DESC, p.id DESC"
     )
     return sql, args
-
-
-def short_id(sid: str, prev: str | None, nxt: str | None, minimum: int = SHORT_ID_MIN) -> str:
-    """The shortest prefix of `sid` (at least `minimum` long) that neither
-    neighbour in id order starts with, so no other id does."""
-    need = minimum
-    for other in (prev, nxt):
-        # Once the prefixes differ, every longer one does too.
-        while other and need < len(sid) and other[:need] == sid[:need]:
-            need += 1
-    if need < len(sid) and sid[need - 1] == "-":
-        need += 1  # never end a short id on the UUID's dash
-    return sid[:need]
 
 
 def _int(value: Any) -> int:
