@@ -81,21 +81,38 @@ app.command("wipe")(wipe.wipe)
 
 def main() -> None:
     """Run kaja; every failure ends as one line on stderr and a documented exit code."""
+    from typer import _click
+
     try:
-        app(prog_name="kaja")
+        # Not standalone: click's usage errors come here (one line, not a box),
+        # and so does every exit code.
+        code = app(prog_name="kaja", standalone_mode=False)
+        sys.stdout.flush()
+    except _click.exceptions.NoArgsIsHelpError as e:
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(e)  # `kaja` alone: the help, as typer shows it
+        sys.exit(ExitStatus.USAGE)
+    except _click.exceptions.UsageError as e:
+        where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
+        _fail(f"{e.format_message()}{where}", ExitStatus.USAGE)
+    except _click.exceptions.ClickException as e:
+        _fail(
+            e.format_message(),
+            ExitStatus(e.exit_code) if e.exit_code in ExitStatus else ExitStatus.FAILED,
+        )
+    except typer.Abort:
+        _fail("interrupted", ExitStatus.INTERRUPTED)
     except SystemExit as e:
-        if e.code == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130
-            _fail("interrupted", ExitStatus.INTERRUPTED)
+        if e.code == 1 and type(sys.stdout).__name__ == "PacifyFlushWrapper":
+            _reader_went_away()  # typer's answer to a broken pipe is exit 1
         raise
     except KajaError as e:
         _fail(str(e), e.status)
     except KeyboardInterrupt:
         _fail("interrupted", ExitStatus.INTERRUPTED)
     except BrokenPipeError:
-        # The reader went away (`kaja sessions | head`): stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(ExitStatus.OK)
+        _reader_went_away()
     except OSError as e:
         # The file system said no (permissions, a file where a folder should
         # be, a full disk): say which path and why.
@@ -111,6 +128,19 @@ def main() -> None:
             f"internal error: {type(e).__name__}: {e} (rerun with KAJA_DEBUG=1 for details)",
             ExitStatus.FAILED,
         )
+    if code == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130
+        _fail("interrupted", ExitStatus.INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else ExitStatus.OK)
+
+
+def _reader_went_away() -> None:
+    """`kaja … | head`: the reader stopped reading. Not a failure: exit 0, quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.exit(ExitStatus.OK)
 
 
 def _fail(message: str, status: ExitStatus) -> None:

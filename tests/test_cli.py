@@ -93,3 +93,28 @@ def test_no_stringified_annotations_in_the_command_layer():
     for path in [*(ROOT / "kaja_cli/commands").rglob("*.py"), ROOT / "kaja_cli/app.py"]:
         lines = path.read_text().splitlines()
         assert "from __future__ import annotations" not in lines, path
+
+
+def test_a_usage_error_is_one_line_naming_the_help(kaja):
+    r = kaja("sessions", "--limit", "-1")
+    assert r.code == 2
+    assert r.err == (
+        "kaja: Invalid value for '--limit' / '-n': -1 is not in the range x>=0. "
+        "(see `kaja sessions --help`)\n"
+    )
+
+
+def test_a_reader_that_goes_away_is_not_a_failure(demo_store):
+    """`kaja … | head -1`: exit 0 every time, nothing on stderr (pipefail-safe)."""
+    import subprocess
+
+    from tests.conftest import KAJA
+
+    for argv in (["search", "the", "--all-owners", "--limit", "0"], ["config", "paths"],
+                 ["sessions", "--all-owners", "-n", "0"]):  # fmt: skip
+        for _ in range(3):
+            p = subprocess.run(
+                ["bash", "-c", f'set -o pipefail; "{KAJA}" {" ".join(argv)} | head -c 1 >/dev/null'],
+                env=demo_store.env, capture_output=True, text=True,
+            )  # fmt: skip
+            assert (p.returncode, p.stderr) == (0, ""), argv
