@@ -804,3 +804,14 @@ def test_fix_does_not_rebuild_the_index_under_a_running_agent(demo_store: Kaja) 
     finally:
         writer.kill()
         writer.wait()
+
+
+def test_check_selectors_that_name_nothing_are_usage_errors(demo_store: Kaja) -> None:
+    for sel, said in (
+        ("integrity.bogus", "no database 'bogus' for integrity"),
+        ("paths.zzz", "paths has no result 'paths.zzz'"),
+        ("nope", "no check 'nope'"),
+    ):
+        r = demo_store("doctor", "--check", sel)
+        assert r.code == 2 and said in r.err and r.out == "", (sel, r)
+    assert demo_store("doctor", "--check", "paths.shared_db").code == 0

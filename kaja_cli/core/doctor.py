@@ -237,12 +237,36 @@ def validate_selection(only: Iterable[str]) -> tuple[str, ...]:
     """The `--check` ids as given; UsageError (exit 2) for one that names no check."""
     selection = tuple(s.strip() for s in only if s.strip())
     for sel in selection:
-        if not any(sel == s.id or sel.startswith(s.id + ".") for s in CHECKS):
+        spec = _spec_of(sel)
+        if spec is None:
             known = ", ".join(s.id for s in CHECKS)
             raise UsageError(
                 f"--check: no check {sel!r}", hint=f"one of {known} (see --list-checks)"
             )
+        suffix = sel[len(spec.id) + 1 :]
+        if spec.per_database and suffix and suffix not in DATABASE_NAMES:
+            raise UsageError(
+                f"--check: no database {suffix!r} for {spec.id}",
+                hint=f"one of {', '.join(DATABASE_NAMES)}",
+            )
     return selection
+
+
+def _spec_of(selector: str) -> Spec | None:
+    return next((s for s in CHECKS if selector == s.id or selector.startswith(s.id + ".")), None)
+
+
+def _require_results(selection: tuple[str, ...], checks: list[Check]) -> None:
+    """A selector naming one result of a check (`paths.shared_db`) must match
+    one: a typo must not run nothing and report "no problems"."""
+    for sel in selection:
+        spec = _spec_of(sel)
+        if spec is not None and sel != spec.id and not any(_matches(c.id, sel) for c in checks):
+            found = sorted({c.id for c in checks if _matches(c.id, spec.id)})
+            raise UsageError(
+                f"--check: {spec.id} has no result {sel!r}",
+                hint=f"its results: {', '.join(found)}" if found else None,
+            )
 
 
 # --- reading without changing anything -------------------------------------------
@@ -562,6 +586,7 @@ def run(
     """Run the checks (all, or those `only` names); with `fix`, repair, then check again."""
     selection = validate_selection(only)
     checks = _run_checks(overrides, selection, thorough, environ, now)
+    _require_results(selection, checks)
     fixes = None
     if fix:
         fixes = apply_repairs(checks)
