@@ -15,6 +15,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -365,6 +366,15 @@ def test_store_from_another_program_gets_its_index(kaja: Kaja) -> None:
         f"kaja: built the search index of {kaja.db} (3 messages): the store had none\n"
     )
     assert integrity(kaja.db) is None
+    # The index is all search added: the rest of the schema is left to a
+    # command that writes (its build records progress in `counters`).
+    with closing(sqlite3.connect(kaja.db)) as c:
+        tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {t for t in tables if not t.startswith("conversation_text")} == {
+        "sessions",
+        "messages",
+        "counters",
+    }
     # Written after the index existed, by the other program: found too.
     run_sql(
         kaja.db,

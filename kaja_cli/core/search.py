@@ -237,13 +237,23 @@ def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
 
 # --- the index to use ----------------------------------------------------------------
 def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[bool, str | None]:
-    """Give the store its index as any writing kaja would: (built, why not)."""
+    """Give the store its search index, and nothing else: (built, why not).
+
+    Search reads; the index is the one thing it may add (SPEC §6), with the
+    `counters` table its build records progress in. The rest of the schema
+    is left for a command that writes."""
+    from kaja_cli.core import schema
+
     try:
         with (
             db.open_write(path, timeout_ms=BUILD_WAIT_MS) as conn,
             _progress(progress, "building the search index", None) as bar,
         ):
-            store.ensure_schema(conn, progress=bar)
+            with db.transaction(conn):
+                if "counters" not in db.table_names(conn):
+                    schema.apply_tables(conn, (schema.TABLES["counters"],), schema.Report())
+                search_index.ensure(conn, [])
+            search_index.finish(conn, bar)
     except Busy:
         return False, "another process is writing to it"
     except KajaError as e:
