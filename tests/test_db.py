@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from kaja_cli.core import db
-from kaja_cli.errors import Busy, NotADatabase, NotFound
+from kaja_cli.errors import Busy, Failed, NotADatabase, NotFound
 
 HOLD = """
 import sqlite3, sys, time
@@ -80,10 +80,11 @@ def test_not_a_database(tmp_path):
     text = tmp_path / "passwd"
     text.write_text("root:x:0:0:root:/root:/bin/bash\n")
     for path in (text, tmp_path):
-        with pytest.raises(NotADatabase):
+        with pytest.raises(Failed) as e:  # reading it: a failure (exit 1) pointing at doctor
             with db.open_read(path):
                 pass
-        with pytest.raises(NotADatabase):
+        assert e.value.status == 1 and "kaja doctor" in str(e.value)
+        with pytest.raises(NotADatabase):  # writing into it: refused (exit 5)
             with db.open_write(path):
                 pass
     assert text.read_text().startswith("root:")

@@ -49,15 +49,23 @@ def classify(path: Path) -> str:
     return "sqlite" if head == SQLITE_HEADER else "other"
 
 
-def require_database(path: Path) -> None:
-    """Raise unless `path` is a SQLite file (or an empty one SQLite would accept)."""
+def require_database(path: Path, *, writing: bool = False) -> None:
+    """Raise unless `path` is a SQLite file (or an empty one SQLite would accept).
+
+    Writing into something else is refused (exit 5: an unsafe path); reading
+    it is a failure (exit 1) with a pointer to doctor.
+    """
     kind = classify(path)
     if kind == "missing":
         raise NotFound(f"no database at {path}")
-    if kind == "dir":
-        raise NotADatabase(f"{path} is a folder, not a SQLite database")
-    if kind == "other":
-        raise NotADatabase(f"{path} is not a SQLite database")
+    what = "a folder, not a SQLite database" if kind == "dir" else "not a SQLite database"
+    if kind in ("dir", "other"):
+        if writing:
+            raise NotADatabase(f"{path} is {what}")
+        raise Failed(f"{path} is {what}", hint=NOT_A_DATABASE_HINT)
+
+
+NOT_A_DATABASE_HINT = "check --db, KAJA_DB_PATH or [memory] dbPath; `kaja doctor` says more"
 
 
 def translate(error: sqlite3.Error, path: Path) -> KajaError:
@@ -67,7 +75,7 @@ def translate(error: sqlite3.Error, path: Path) -> KajaError:
     if "locked" in low or "busy" in low:
         return Busy(f"{path} is busy", hint=BUSY_HINT)
     if "not a database" in low or "file is encrypted" in low:
-        return NotADatabase(f"{path} is not a SQLite database")
+        return Failed(f"{path} is not a SQLite database", hint=NOT_A_DATABASE_HINT)
     if "malformed" in low or "corrupt" in low:
         return Failed(f"{path} is damaged ({text})", hint="run `kaja doctor`")
     if "readonly" in low or "read-only" in low:
@@ -154,7 +162,7 @@ def open_write(
         fs.ensure_private_dir(path.parent)
         fs.create_private_file(path)
     elif kind in ("dir", "other"):
-        require_database(path)
+        require_database(path, writing=True)
     with _translated(path):
         conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
         try:
