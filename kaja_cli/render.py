@@ -36,9 +36,15 @@ def console(*, stderr: bool = False):
 
 
 def emit_json(data: Any) -> None:
+    """One JSON document on stdout: indented for a person at a terminal,
+    compact when piped (to jq or a file), like every --json of kaja."""
     import json  # not at the top: piped tables never need it
 
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    if stdout_is_terminal():
+        text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    else:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    sys.stdout.write(text + "\n")
 
 
 def json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> str:
@@ -63,10 +69,6 @@ def emit_json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> 
 def note(message: str) -> None:
     """A diagnostic line on stderr (never mixed into what a script parses)."""
     sys.stderr.write(f"kaja: {message}\n")
-
-
-def error_line(message: str) -> None:
-    sys.stderr.write(f"kaja: error: {message}\n")
 
 
 class Col(NamedTuple):

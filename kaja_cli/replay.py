@@ -108,7 +108,8 @@ def pending_lines(p: Pending) -> list[render.Line]:
 def replay_lines(rep: Replay) -> list[render.Line]:
     lines = header(rep.session, rep.message_count)
     if rep.earlier:
-        lines.append([(f"… {rep.earlier} earlier entries not shown (--tail)", "dim")])
+        entries = "entry" if rep.earlier == 1 else "entries"
+        lines.append([(f"… {rep.earlier} earlier {entries} not shown (--tail)", "dim")])
     first = True
     for e in rep.entries:
         if e.kind == "user" or first:

@@ -452,7 +452,7 @@ def test_orphans_are_reported_never_deleted(demo_store: Kaja) -> None:
     assert found["orphans.messages"]["status"] == "warn"
     assert (
         found["orphans.messages"]["summary"]
-        == f"{before} messages without a session (1 missing session)"
+        == f"messages without a session: {before} (1 missing session)"
     )
     assert found["images.orphan-folders"]["status"] == "warn"
     folder = demo_store.state / "files" / "images" / sid

@@ -125,5 +125,8 @@ def test_ctrl_c_is_exit_130_with_one_line_and_a_sound_store(kaja):
     p.send_signal(signal.SIGINT)
     err = p.communicate(timeout=60)[1]
     assert p.returncode == 130, err
-    assert err == "kaja: interrupted\n"
+    assert err == (
+        f"kaja: interrupted: a partial demo store is left at {kaja.db}: "
+        "`kaja wipe --yes` removes it before another `kaja demo`\n"
+    )
     assert_store_sound(kaja.state)

@@ -39,7 +39,10 @@ def test_defaults_follow_xdg_under_home(kaja):
     assert p["cache_db"]["path"] == str(home / ".local/share/kaja/cache.db")
     assert p["stats_db"]["path"] == str(home / ".local/share/kaja/db-stats.db")
     assert p["auth_db"]["path"] == str(home / ".local/share/kaja/web-auth.db")
-    assert "artifacts_db" not in p
+    assert p["artifacts_db"] == {
+        "path": str(home / ".local/share/kaja/kaja.db"), "source": "tables in the shared file",
+        "kind": "file", "exists": False, "size": None,
+    }  # fmt: skip
 
 
 def test_xdg_variables_absolute_used_empty_and_relative_ignored(kaja, tmp_path):
@@ -147,7 +150,7 @@ def test_existing_store_sizes_and_plain_output(demo_store):
     r = demo_store("config", "paths")
     lines = [line.split("\t") for line in r.out.splitlines()]
     assert [row[0] for row in lines] == [
-        "settings", "state_dir", "shared_db", "images", "cache_db", "stats_db", "auth_db",
+        "settings", "state_dir", "shared_db", "images", "cache_db", "stats_db", "auth_db", "artifacts_db",
     ]  # fmt: skip
     shared = lines[2]
     assert shared == [

@@ -23,3 +23,4 @@ def store_of(ctx: typer.Context) -> "Store":
 
 
 JSON_HELP = "Print one JSON document on stdout instead of a table."
+OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'

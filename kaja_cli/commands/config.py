@@ -18,7 +18,7 @@ def paths(
 
     Sources, strongest first: a flag (--config, --state-dir, --db), an
     environment variable (KAJA_CONFIG, KAJA_STATE_DIR, KAJA_DB_PATH), a
-    settings.toml key ([memory] dbPath), the platform default. Nothing is
+    settings.toml key (\\[memory] dbPath), the platform default. Nothing is
     created.
     """
     from kaja_cli import render

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import store_of
 
 
 def demo(
@@ -30,7 +30,9 @@ def demo(
             metavar="TIME", help="Base time for every timestamp (ISO 8601); default: this hour."
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print what was written as one JSON document on stdout.")
+    ] = False,
 ) -> None:
     """Write a realistic sample store into the resolved location.
 

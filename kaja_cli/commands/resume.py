@@ -4,9 +4,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import store_of
-
-OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'
+from kaja_cli.commands import OWNER_HELP, store_of
 
 
 def resume(

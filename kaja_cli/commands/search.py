@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
 
 if TYPE_CHECKING:
     from kaja_cli.core.search import SearchResult
@@ -34,7 +34,7 @@ def search(
         str | None,
         typer.Option(
             metavar="ID",
-            help="Act as this owner (telegram:123456, widget:ab12); default: the terminal.",
+            help=OWNER_HELP,
         ),
     ] = None,
     all_owners: Annotated[
@@ -60,7 +60,9 @@ def search(
             help="Only messages since then: 2026-11-01, 2026-11-01T08:00, 3d, 12h, 2w.",
         ),
     ] = None,
-    limit: Annotated[int, typer.Option(min=0, help="Show at most this many; 0 shows all.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+    ] = 20,
     reindex: Annotated[
         bool,
         typer.Option(

@@ -5,14 +5,12 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
 
 app = typer.Typer(
     help="List your conversations, newest first; delete or export them.",
     invoke_without_command=True,
 )
-
-OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'
 
 
 @app.callback(invoke_without_command=True)

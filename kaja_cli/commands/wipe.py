@@ -59,8 +59,6 @@ def wipe(
         return
     if settings:
         raise UsageError("--settings deletes the settings file in a whole wipe, not with --owner")
-    if not owner.strip():
-        raise UsageError("--owner is empty", hint="say --owner terminal for the terminal's data")
     _wipe_owner(ctx, Owner.parse(owner), yes=yes, dry_run=dry_run, as_json=as_json)
 
 

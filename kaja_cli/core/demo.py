@@ -22,7 +22,7 @@ from kaja_cli.core import demo_script as script
 from kaja_cli.core import png
 from kaja_cli.core.record import Recorder, iso, uuid7
 from kaja_cli.core.store import Store
-from kaja_cli.errors import Refused, UsageError
+from kaja_cli.errors import Interrupted, Refused, UsageError
 
 Progress = Callable[[int, int | None], None]
 
@@ -78,6 +78,20 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
     demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
+    try:
+        _write(demo, store, options, rng, base)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            f"interrupted: a partial demo store is left at {store.paths.shared_db.path}",
+            hint="`kaja wipe --yes` removes it before another `kaja demo`",
+        ) from None
+    demo.result.location = str(store.paths.shared_db.path)
+    return demo.result
+
+
+def _write(
+    demo: _Demo, store: Store, options: DemoOptions, rng: random.Random, base: datetime
+) -> None:
     with Recorder(store, clock=lambda: base, rng=rng) as rec:
         demo.rec = rec
         scripted = script.SESSIONS
@@ -93,8 +107,6 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
         demo.fill_other_tables()
         if generated_sessions:
             demo.generate(generated_sessions, generated_messages)
-    demo.result.location = str(store.paths.shared_db.path)
-    return demo.result
 
 
 def _count_scripted(sessions: list[dict]) -> int:

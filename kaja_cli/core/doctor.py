@@ -977,7 +977,11 @@ def _exposure(mode: int) -> str | None:
     return f"{verb} by {' and '.join(who)}"
 
 
-@check("paths", "paths", "each location of SPEC §2: its source, existence, owner and permissions")
+@check(
+    "paths",
+    "paths",
+    "each location `kaja config paths` shows: its source, existence, owner and permissions",
+)
 def check_paths(ctx: Context) -> list[Check]:
     return [
         _path_check(ctx, name, loc.path, loc.source, kind)
@@ -1398,7 +1402,12 @@ def _describe_missing(items: list[str]) -> str:
     return ", ".join(parts)
 
 
-@check("schema", "shared file", "the tables, columns and indexes of SPEC §4", per_database=True)
+@check(
+    "schema",
+    "shared file",
+    "the tables, columns and indexes kaja and the agent use",
+    per_database=True,
+)
 def check_schema(ctx: Context, name: str) -> Check | None:
     path = ctx.db_path(name)
     cid, group, label = f"schema.{name}", _db_group(name), path.name
@@ -1629,7 +1638,7 @@ def _session_orphans(conn: sqlite3.Connection, cid: str, table: str, what: str) 
         return Check(cid, "shared file", OK, f"no {what}")
     details = [ORPHAN_NOTE, *_listed(missing, lambda s: f"missing session {s}")]
     return Check(cid, "shared file", WARN,
-                 f"{rows} {what} ({_plural(len(missing), 'missing session')})", details)  # fmt: skip
+                 f"{what}: {rows} ({_plural(len(missing), 'missing session')})", details)  # fmt: skip
 
 
 def _tool_call_orphans(conn: sqlite3.Connection) -> list[Check]:

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from kaja_cli.errors import UsageError
 
-TERMINAL_NAMES = ("", "terminal")
+TERMINAL = "terminal"
 
 
 # A NamedTuple, not a dataclass: defining a dataclass costs ~0.5 ms at import,
@@ -23,10 +23,18 @@ class Owner(NamedTuple):
 
     @classmethod
     def parse(cls, value: str | None) -> Owner:
-        """`--owner` as typed: "terminal" (or nothing) is the terminal."""
-        if value is None or value.strip() in TERMINAL_NAMES:
+        """`--owner` as typed: "terminal" (or no option at all) is the terminal.
+
+        An empty value is a usage error, not the terminal: an unset shell
+        variable (`--owner "$WHO"`) must not quietly act on the terminal's data.
+        """
+        if value is None:
             return cls(None)
         value = value.strip()
+        if not value:
+            raise UsageError("--owner is empty", hint="say --owner terminal for the terminal")
+        if value == TERMINAL:
+            return cls(None)
         if any(ch in value for ch in "\n\r\t\x00") or len(value) > 200:
             raise UsageError(f"--owner: not an owner id: {value!r}")
         return cls(value)

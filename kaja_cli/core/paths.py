@@ -223,4 +223,8 @@ def inspect(paths: Paths) -> list[LocationInfo]:
             size, count = tree_size(loc.path)
             files = count if kind == "dir" else None
         rows.append(LocationInfo(name, loc.path, loc.source, kind, exists, size, files))
+    if paths.artifacts_db is None:  # SPEC §2's last row: by default, tables in the shared file
+        shared = paths.shared_db.path
+        rows.append(LocationInfo("artifacts_db", shared, "tables in the shared file", "file",
+                                 shared.exists(), None, None))  # fmt: skip
     return rows

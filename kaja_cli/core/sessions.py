@@ -98,6 +98,8 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner | None) -> SessionRef:
                 f"{select} WHERE {span[0]} ORDER BY id LIMIT ?", (*span[1], MAX_CANDIDATES + 1)
             )
         ]
+    if not matches and ref != ref.lower():
+        return find(conn, ref.lower(), owner)  # UUIDs are lower-case hex; a typed one may not be
     if not matches:
         raise NotFound(f"no session {ref!r}", hint="`kaja sessions` lists them")
     mine = [m for m in matches if owner is None or owner.owns(m.owner)]
