@@ -160,3 +160,42 @@ def test_a_transaction_is_all_or_nothing(tmp_path):
             1 / 0  # noqa: B018
     with db.open_read(path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1
+
+
+def _other_process_opens_and_closes(path: Path) -> None:
+    code = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('SELECT count(*) FROM t').fetchall(); c.close()"
+    subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+
+
+def test_probing_a_file_never_drops_this_process_locks(tmp_path):
+    """POSIX drops every lock a process holds on a file when any descriptor to
+    it closes. kaja probes files while its own connections are open (an agent
+    resuming a session, search building its index): the WAL must survive
+    another process closing beside it, or the two write to different WALs."""
+    path = tmp_path / "k.db"
+    make_db(path)
+    with db.open_write(path) as writer:
+        writer.execute("INSERT INTO t VALUES (2)")  # the connection now holds its SHARED lock
+        assert db.classify(path) == "sqlite"
+        db.holder(path)
+        with db.open_read(path) as reader:
+            reader.execute("SELECT count(*) FROM t").fetchall()
+        _other_process_opens_and_closes(path)
+        # had our lock been dropped, that process would have checkpointed and
+        # deleted the WAL under our live connection
+        assert (tmp_path / "k.db-wal").exists() and (tmp_path / "k.db-shm").exists()
+        writer.execute("INSERT INTO t VALUES (3)")
+    with db.open_read(path) as reader:
+        assert reader.execute("SELECT count(*) FROM t").fetchone()[0] == 3
+
+
+def test_the_probe_test_catches_a_closing_probe(tmp_path, monkeypatch):
+    """The test above fails when a probe opens and closes the file, as classify once did."""
+    path = tmp_path / "k.db"
+    make_db(path)
+    with db.open_write(path) as writer:
+        writer.execute("INSERT INTO t VALUES (2)")
+        with open(path, "rb") as f:  # what classify() used to do
+            f.read(16)
+        _other_process_opens_and_closes(path)
+        assert not (tmp_path / "k.db-wal").exists()  # the WAL went under a live connection

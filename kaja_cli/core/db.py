@@ -34,12 +34,11 @@ BUSY_HINT = "another process (Kaja or the Telegram bot) is writing; try again, o
 
 
 def classify(path: Path) -> str:
-    """ "missing", "dir", "symlink-dir", "empty" (0 bytes), "sqlite" or "other"."""
+    """ "missing", "dir", "empty" (0 bytes), "sqlite" or "other"."""
     try:
         if path.is_dir():
             return "dir"
-        with open(path, "rb") as f:
-            head = f.read(len(SQLITE_HEADER))
+        head = read_head(path, len(SQLITE_HEADER))
     except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except OSError:
@@ -47,6 +46,13 @@ def classify(path: Path) -> str:
     if not head:
         return "empty"
     return "sqlite" if head == SQLITE_HEADER else "other"
+
+
+def read_head(path: Path, size: int) -> bytes:
+    """The first `size` bytes of a database file, read without ever closing a
+    descriptor to it: closing one would drop every POSIX lock this process
+    holds on the file, a live SQLite connection's included (see `_fd`)."""
+    return os.pread(_fd(path), size, 0)
 
 
 def require_database(path: Path, *, writing: bool = False) -> None:
@@ -260,6 +266,18 @@ _LOCK_RANGES = {"": (0x40000000, 512), "-shm": (120, 9)}
 _probe_fds: dict[tuple[int, int], int] = {}
 
 
+def _fd(path: Path) -> int:
+    """A read-only descriptor to `path`, opened once per file and never
+    closed: POSIX drops all of a process's locks on a file when any of its
+    descriptors to it closes, so probing must never close one."""
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino)
+    fd = _probe_fds.get(key)
+    if fd is None:
+        fd = _probe_fds[key] = os.open(path, os.O_RDONLY)
+    return fd
+
+
 def holder(path: Path) -> int | None:
     """The pid of another process with `path` open (a lock held), else None."""
     if sys.platform == "win32":  # pragma: no cover - no POSIX locks there
@@ -269,17 +287,9 @@ def holder(path: Path) -> int | None:
     for suffix, (start, length) in _LOCK_RANGES.items():
         target = path.with_name(path.name + suffix)
         try:
-            st = os.stat(target)
+            fd = _fd(target)
         except OSError:
             continue
-        key = (st.st_dev, st.st_ino)
-        fd = _probe_fds.get(key)
-        if fd is None:
-            try:
-                fd = os.open(target, os.O_RDONLY)
-            except OSError:
-                continue
-            _probe_fds[key] = fd
         try:
             answer = fcntl.fcntl(fd, fcntl.F_GETLK, _flock(fcntl.F_WRLCK, start, length))
         except OSError:

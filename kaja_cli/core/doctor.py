@@ -1195,8 +1195,7 @@ class Header:
     @classmethod
     def read(cls, path: Path) -> Header | None:
         try:
-            with open(path, "rb") as f:
-                raw = f.read(100)
+            raw = db.read_head(path, 100)  # never open-and-close a database file
         except OSError:
             return None
         if len(raw) < 100 or raw[:16] != db.SQLITE_HEADER:
