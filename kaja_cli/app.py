@@ -123,7 +123,10 @@ def main() -> None:
             raise
         sqlite3 = sys.modules.get("sqlite3")
         if sqlite3 is not None and isinstance(e, sqlite3.Error):
-            _fail(f"database error: {e}", ExitStatus.FAILED)
+            from kaja_cli.core.db import translate  # busy stays exit 4, wherever it came from
+
+            error = translate(e, Path("the store"))
+            _fail(str(error), error.status)
         _fail(
             f"internal error: {type(e).__name__}: {e} (rerun with KAJA_DEBUG=1 for details)",
             ExitStatus.FAILED,

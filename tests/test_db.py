@@ -199,3 +199,21 @@ def test_the_probe_test_catches_a_closing_probe(tmp_path, monkeypatch):
             f.read(16)
         _other_process_opens_and_closes(path)
         assert not (tmp_path / "k.db-wal").exists()  # the WAL went under a live connection
+
+
+def test_a_symlinked_database_is_read_and_probed_at_its_target(tmp_path):
+    target = tmp_path / "real" / "kaja.db"
+    make_db(target)
+    link = tmp_path / "link.db"
+    link.symlink_to(target)
+    before = sorted(os.listdir(target.parent))
+    with db.open_read(link) as conn:
+        assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 1
+    assert sorted(os.listdir(target.parent)) == before  # no -wal/-shm left beside the target
+    assert sorted(os.listdir(tmp_path)) == ["link.db", "real"]
+    p = hold(target, "read")
+    try:
+        assert db.holder(link) == p.pid
+    finally:
+        p.kill()
+        p.wait()

@@ -188,3 +188,51 @@ def test_applying_twice_changes_nothing(blank):
     code = "from kaja_cli.core.store import Store\nwith Store.locate().writer(): pass\n"
     subprocess.run([_python(), "-c", code], env=blank.env, check=True)
     assert blank.db.read_bytes() == before
+
+
+def test_a_virtual_table_of_an_unknown_module_stops_nothing(demo_store):
+    """A newer agent's table SQLite here cannot load (sqlite-vec's vec0): kaja
+    still reads, writes and checks the file."""
+    c = sqlite3.connect(demo_store.db)
+    c.execute("PRAGMA writable_schema = ON")
+    c.execute(
+        "INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) VALUES"
+        " ('table', 'vec_notes', 'vec_notes', 0, 'CREATE VIRTUAL TABLE vec_notes USING vec0(embedding float[4])')"
+    )
+    c.commit()
+    c.close()
+    for argv in (
+        ["usage", "--json"],
+        ["sessions", "--all-owners"],
+        ["search", "tomato"],
+        ["doctor", "--json"],
+    ):
+        r = demo_store(*argv)
+        assert r.code in (0, 1) if argv[0] == "doctor" else r.code == 0, (argv, r)
+        assert "no such module" not in r.err, (argv, r)
+    sid = (
+        sqlite3.connect(demo_store.db)
+        .execute("SELECT id FROM sessions WHERE owner IS NULL LIMIT 1")
+        .fetchone()[0]
+    )
+    r = demo_store(
+        "sessions", "delete", sid, "--yes"
+    )  # a writer: brings the schema up to date first
+    assert r.code == 0, r
+    assert demo_store("usage", "reset", "--yes").code == 0
+
+
+def test_replace_through_kaja_keeps_the_search_index_in_step(demo_store):
+    """REPLACE deletes the row it replaces; kaja's connections let triggers
+    recurse so the index forgets the old text too."""
+    from tests.faults import integrity
+
+    code = (
+        "from kaja_cli.core.store import Store\n"
+        "from kaja_cli.core import db\n"
+        "with Store.locate().writer() as c, db.transaction(c):\n"
+        "    row = c.execute(\"SELECT id, sessionId, seq FROM messages WHERE content LIKE '%crème brûlée%' LIMIT 1\").fetchone()\n"
+        "    c.execute(\"INSERT OR REPLACE INTO messages (id, sessionId, seq, role, content) VALUES (?, ?, ?, 'user', 'rewritten')\", row)\n"
+    )
+    subprocess.run([_python(), "-c", code], env=demo_store.env, check=True)
+    assert integrity(demo_store.db) == "ok"

@@ -667,7 +667,11 @@ def test_owner_dry_run_erases_nothing_and_json_counts_per_table(demo_store: Kaja
         "dataset_versions": 1, "conversation_threads": 3,
     }  # fmt: skip
     assert [Path(p).parent for p in doc["image_folders"]] == [kaja.state / "files" / "images"]
-    assert {k["table"] for k in doc["kept_rows"]} == {"runs", "feedback", "schedules"}
+    # the ledger rows of their runs are named too: a forgotten person can see what stays
+    assert {k["table"]: k["rows"] for k in doc["kept_rows"]} == {
+        "runs": 4, "calls": 4, "tools": 1, "events": 12, "logs": 4, "media": 1, "feedback": 1,
+        "schedules": 1,
+    }  # fmt: skip
     assert doc["interrupted"] is None
 
     r = kaja("wipe", "--owner", ANA, "--dry-run")
@@ -822,3 +826,25 @@ def test_doctor_describes_an_interrupted_wipe(demo_store: Kaja):
     r = kaja("doctor", "--json", "--check", "interrupted-wipe")
     check = next(c for c in json.loads(r.out)["checks"] if c["id"] == "interrupted-wipe")
     assert (check["status"], check["summary"]) == ("ok", "no unfinished wipe")
+
+
+def test_wipe_owner_leaves_none_of_their_words_in_the_file(demo_store: Kaja):
+    """The search index deletes by markers; with Kaja closed, the owner's
+    words leave the file itself (the index is merged, freed pages zeroed)."""
+    kaja = demo_store
+    c = sqlite3.connect(kaja.db)
+    with c:
+        sid = c.execute("SELECT id FROM sessions WHERE owner = ? LIMIT 1", (ANA,)).fetchone()[0]
+        c.execute(
+            "INSERT INTO messages (id, sessionId, seq, role, content) VALUES ('m-secret', ?, 99, 'user',"
+            " 'my zqxjkfoobar passport number')", (sid,),
+        )  # fmt: skip
+    c.close()
+    assert b"zqxjkfoobar" in kaja.db.read_bytes()
+    r = kaja("wipe", "--owner", ANA, "--yes", "--json")
+    assert r.code == 0 and json.loads(r.out)["index_purged"] is True, r
+    data = kaja.db.read_bytes()
+    wal = kaja.state / "kaja.db-wal"
+    data += wal.read_bytes() if wal.exists() else b""
+    assert b"zqxjkfoobar" not in data
+    assert kaja("search", "zqxjkfoobar", "--all-owners").out == ""

@@ -194,13 +194,26 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
     )
     result = core.execute_owner(store, who)
     if as_json:
-        render.emit_json(_owner_json(plan, result.rows, result.image_folders, dry_run=False))
+        render.emit_json(
+            _owner_json(
+                plan,
+                result.rows,
+                result.image_folders,
+                dry_run=False,
+                index_purged=result.index_purged,
+            )
+        )
         return
     n = len(result.image_folders)
     render.note(
         f"erased {sum(result.rows.values())} rows and {n} image folder{'s' if n != 1 else ''}"
         f" of {who.label}"
     )
+    if not result.index_purged:
+        render.note(
+            "the search index finds none of it, but keeps their words on disk until it is"
+            " merged: run `kaja search --reindex` once Kaja is closed"
+        )
 
 
 def _show_owner(plan: "OwnerPlan") -> None:
@@ -223,7 +236,9 @@ def _show_owner(plan: "OwnerPlan") -> None:
         render.note(f"this also finishes: {plan.leftovers.summary}")
 
 
-def _owner_json(plan: "OwnerPlan", rows: dict, folders: list, *, dry_run: bool) -> dict:
+def _owner_json(
+    plan: "OwnerPlan", rows: dict, folders: list, *, dry_run: bool, index_purged: bool = False
+) -> dict:
     return {
         "action": "wipe-owner",
         "owner": plan.owner.label,
@@ -231,6 +246,7 @@ def _owner_json(plan: "OwnerPlan", rows: dict, folders: list, *, dry_run: bool) 
         "done": not dry_run,
         "rows": rows,
         "image_folders": [str(p) for p in folders],
+        **({} if dry_run else {"index_purged": index_purged}),
         "kept_rows": [
             {"table": m.table, "rows": m.rows, "reason": m.reason} for m in plan.mentions
         ],

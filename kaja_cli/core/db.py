@@ -111,10 +111,18 @@ def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
 def open_read(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Iterator[sqlite3.Connection]:
     """A read-only connection; never creates, migrates or modifies anything."""
     require_database(path)
-    wal, shm = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
+    # SQLite follows a symlinked database and keeps its -wal/-shm beside the
+    # target: look for them there.
+    real = Path(os.path.realpath(path))
+    wal, shm, journal = (real.with_name(real.name + s) for s in ("-wal", "-shm", "-journal"))
     had = wal.exists(), shm.exists()
     uri = path.as_uri() + "?mode=ro"
-    if not any(had) and not os.access(path.parent, os.W_OK) and holder(path) is None:
+    if (
+        not any(had)
+        and not journal.exists()  # a hot journal must be rolled back, not read past
+        and not os.access(real.parent, os.W_OK)
+        and holder(real) is None
+    ):
         # A folder we cannot write (another user's store, a read-only mount):
         # SQLite cannot create the -shm a WAL read needs and would fail with
         # "attempt to write a readonly database". No -wal and no lock means
@@ -127,7 +135,7 @@ def open_read(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Iterator[sqli
         finally:
             conn.close()
             if not had[0] and (wal.exists() or shm.exists()):
-                _remove_read_leftovers(path, wal, shm, had)
+                _remove_read_leftovers(real, wal, shm, had)
 
 
 def _remove_read_leftovers(path: Path, wal: Path, shm: Path, had: tuple[bool, bool]) -> None:
@@ -172,6 +180,9 @@ def open_write(
     with _translated(path):
         conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
         try:
+            # REPLACE deletes the row it replaces without DELETE triggers unless
+            # triggers recurse: the search index would keep the old text.
+            conn.execute("PRAGMA recursive_triggers = ON")
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise Failed(f"{path}: cannot switch to WAL mode (journal_mode is {mode})")
@@ -284,6 +295,7 @@ def holder(path: Path) -> int | None:
         return None
     import fcntl
 
+    path = Path(os.path.realpath(path))  # a symlinked database: its -shm is beside the target
     for suffix, (start, length) in _LOCK_RANGES.items():
         target = path.with_name(path.name + suffix)
         try:

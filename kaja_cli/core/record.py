@@ -322,12 +322,17 @@ class Recorder:
         sticky: bool = False,
         at: datetime | None = None,
     ) -> None:
+        """Write a note; updating one keeps when it was created and how often used."""
         stamp = iso(self._now(at))
-        self.insert(
-            "notes", or_replace=True, owner=owner or "", key=key, content=content,
-            importance=importance, tags=_json(tags), sticky=int(sticky), createdAt=stamp,
-            lastUsedAt=stamp, useCount=0,
-        )  # fmt: skip
+        with self.transaction() as conn:
+            conn.execute(
+                "INSERT INTO notes (owner, key, content, importance, tags, sticky, createdAt,"
+                " lastUsedAt, useCount) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"
+                " ON CONFLICT (owner, key) DO UPDATE SET content = excluded.content,"
+                " importance = excluded.importance, tags = excluded.tags, sticky = excluded.sticky,"
+                " lastUsedAt = excluded.lastUsedAt",
+                (owner or "", key, content, importance, _json(tags), int(sticky), stamp, stamp),
+            )
 
     def answer_dataset(
         self,

@@ -432,11 +432,15 @@ def kind_for(name: str, artifacts_split: bool) -> str:
 
 
 def present_columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
-    """Every table's columns, in one query."""
+    """Every ordinary table's columns, in one query.
+
+    Virtual tables are left out: asking for the columns of one whose module
+    this SQLite lacks (an agent's `vec0` embeddings, say) is an error, and
+    would stop every writer of the file."""
     out: dict[str, set[str]] = {}
     rows = conn.execute(
         "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p"
-        " WHERE m.type = 'table'"
+        " WHERE m.type = 'table' AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%'"
     )
     for table, column in rows:
         out.setdefault(table, set()).add(column)

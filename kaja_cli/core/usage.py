@@ -399,7 +399,7 @@ def _delete(conn: sqlite3.Connection, plan: ResetPlan) -> ResetResult:
     # transaction.
     set_aside = _sync_triggers(conn, list(plan.tables))
     for name, _ in set_aside:
-        conn.execute(f'DROP TRIGGER "{name}"')
+        conn.execute('DROP TRIGGER "{}"'.format(name.replace('"', '""')))  # a name from the store
     outbox = have.get("sync_outbox", set())
     last_seq = sequence = None
     if "seq" in outbox:

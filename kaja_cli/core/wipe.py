@@ -201,6 +201,7 @@ class OwnerResult:
     owner: Owner
     rows: dict[str, int]
     image_folders: list[Path]
+    index_purged: bool = False  # the search index no longer holds their words on disk
 
 
 # --- markers ----------------------------------------------------------------------
@@ -562,6 +563,15 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
             if stage == "parents":  # 4. the marker, before the folder holding it
                 _remove_markers(markers)
                 markers = []
+            first = items[0]
+            if first.group in DB_LABELS and (pid := db.holder(first.path)) is not None:
+                # Folding and the marker took a moment: a process that opened
+                # the database meanwhile keeps it (and the wipe stays unfinished).
+                raise Busy(
+                    f"{first.path} was opened by process {pid} during the wipe: stopped before"
+                    " deleting it",
+                    hint="close Kaja (and the Telegram bot), then run `kaja wipe` again to finish",
+                )
             with _sigint_held():  # 3. a database and its journal go together
                 for n, item in enumerate(items):
                     _pause(item.path.name)
@@ -727,8 +737,12 @@ def _live_sessions(paths: Paths) -> set[str] | None:
 # --- one owner ----------------------------------------------------------------------------
 # Rows that still refer to the owner after `--owner` and stay: the usage
 # ledger, learning and services are not the conversation store (SPEC §8).
+_OWNER_RUNS = (
+    "run_id IN (SELECT id FROM runs WHERE thread_id IN (SELECT value FROM json_each(:ids)))"
+)
 _MENTIONS = (
     ("runs", "thread_id IN (SELECT value FROM json_each(:ids))", "usage ledger"),
+    *((t, _OWNER_RUNS, "usage ledger") for t in ("calls", "tools", "events", "logs", "media")),
     ("feedback", "user_id IN (SELECT value FROM json_each(:res))", "usage ledger"),
     (
         "experience_runs",
@@ -898,4 +912,31 @@ def execute_owner(
             f"interrupted after erasing {owner.label}'s rows, before all their image folders",
             hint=f"run `kaja wipe --owner {owner.label}` again to finish",
         ) from None
-    return OwnerResult(owner, rows, removed)
+    return OwnerResult(owner, rows, removed, _purge_index(store, timeout_ms))
+
+
+def _purge_index(store: Store, timeout_ms: int) -> bool:
+    """Merge the search index into one segment, so the erased words leave it.
+
+    FTS4 deletes by adding markers: the old segments keep the terms until a
+    merge reaches them. 'optimize' merges everything, holding the write lock
+    for seconds on a large store, so it runs only while nobody else has the
+    file open; otherwise the caller says how to finish. True if purged."""
+    from kaja_cli.core import search_index
+
+    path = store.paths.shared_db.path
+    if db.holder(path) is not None:
+        return False
+    try:
+        with store.writer(timeout_ms=timeout_ms) as conn:
+            if search_index.state(conn) != search_index.READY:
+                return True  # no index of kaja's: nothing holds the words
+            conn.execute("PRAGMA secure_delete = ON")
+            with db.transaction(conn):
+                conn.execute(
+                    f"INSERT INTO {search_index.FTS_TABLE}({search_index.FTS_TABLE}) VALUES ('optimize')"
+                )
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except Busy:
+        return False
+    return True
