@@ -848,3 +848,16 @@ def test_wipe_owner_leaves_none_of_their_words_in_the_file(demo_store: Kaja):
     data += wal.read_bytes() if wal.exists() else b""
     assert b"zqxjkfoobar" not in data
     assert kaja("search", "zqxjkfoobar", "--all-owners").out == ""
+
+
+def test_another_programs_database_with_a_common_table_name_is_refused(kaja: Kaja):
+    """`--db myapp.db` whose only table is called `notes`: not Kaja's, nothing deleted."""
+    other = kaja.root / "myapp.db"
+    c = sqlite3.connect(other)
+    c.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT)")
+    c.execute("INSERT INTO notes (body) VALUES ('my own notes')")
+    c.commit()
+    c.close()
+    r = kaja("--db", str(other), "wipe", "--yes")
+    assert r.code == 5 and "not Kaja's" in r.err, r
+    assert other.exists()

@@ -289,6 +289,20 @@ def _unsafe(path: Path) -> Refusal | None:
     return None
 
 
+# Tables only Kaja's shared file has. Names like `notes`, `runs` or `logs` are
+# common in other programs' databases: alone, they prove nothing.
+_KAJA_ONLY = frozenset({
+    "session_summaries", "session_events", "tool_calls", "model_calls", "dataset_versions",
+    "kaja_migrations", "conversation_threads", "experience_recipes", "sync_outbox",
+})  # fmt: skip
+
+
+def _looks_like_kajas(tables: set[str], kind: str) -> bool:
+    if kind.startswith("shared"):
+        return bool(tables & _KAJA_ONLY) or {"sessions", "messages"} <= tables
+    return bool(tables & {t.name for t in schema.FILES[kind]})
+
+
 def _read_database(path: Path, kind: str) -> tuple[Refusal | None, set[str] | None]:
     """Refuse SQLite that is not Kaja's; the shared file's session ids.
 
@@ -300,8 +314,7 @@ def _read_database(path: Path, kind: str) -> tuple[Refusal | None, set[str] | No
     try:
         with db.open_read(path, timeout_ms=READ_TIMEOUT_MS) as conn:
             tables = db.table_names(conn)
-            ours = {t.name for t in schema.FILES[kind]} | {schema.FTS_TABLE}
-            if tables and not tables & ours:
+            if tables and not _looks_like_kajas(tables, kind):
                 return Refusal(
                     path, f"{path} is a SQLite database, but not Kaja's (none of its tables is)"
                 ), None
