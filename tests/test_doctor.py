@@ -815,3 +815,19 @@ def test_check_selectors_that_name_nothing_are_usage_errors(demo_store: Kaja) ->
         r = demo_store("doctor", "--check", sel)
         assert r.code == 2 and said in r.err and r.out == "", (sel, r)
     assert demo_store("doctor", "--check", "paths.shared_db").code == 0
+
+
+def test_an_index_build_cut_short_is_described_and_finished_by_fix(demo_store: Kaja) -> None:
+    n = sql(demo_store.db, "SELECT count(*) FROM messages")[0][0]
+    sql(
+        demo_store.db,
+        f"INSERT INTO counters (name, value) VALUES ('search:fill', 'upto={n} done=10')",
+    )
+    r = doctor(demo_store, "--json")
+    found = checks_of(r)["search-index"]
+    assert (found["status"], found["summary"]) == (
+        "warn",
+        f"the search index is being built: 10 of {n} messages so far",
+    )
+    fixed = demo_store("doctor", "--fix", "--json")
+    assert checks_of(fixed)["search-index"]["status"] == "ok", fixed

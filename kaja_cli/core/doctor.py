@@ -1719,6 +1719,18 @@ def check_search_index(ctx: Context) -> Check:
                      ["`kaja search` scans every message instead, which is slow on a large store"],
                      fix="create it and index every message", fixable=True,
                      repairs=(_schema_repair(ctx, "shared"),))  # fmt: skip
+    from kaja_cli.core import search_index
+
+    filling = (
+        search_index.fill_state(conn) if search_index.state(conn) == search_index.FILLING else None
+    )
+    if filling is not None:
+        upto, done = filling
+        return Check(cid, group, WARN, f"the search index is being built: {done} of {upto} messages so far",
+                     ["an index build was cut short (or is running now): the next writing kaja,",
+                      "`kaja search` included, finishes it (one that can't write scans the messages)"],
+                     fix="finish the build", fixable=True,
+                     repairs=(_schema_repair(ctx, "shared"),))  # fmt: skip
     if not schema.search_index_present(conn):
         return Check(cid, group, WARN, "the triggers that keep the search index current are missing",
                      ["messages written since then are not found by `kaja search`"],
