@@ -22,6 +22,13 @@ def stdout_is_terminal() -> bool:
     return sys.stdout.isatty()
 
 
+def terminal_width() -> int:
+    """Columns of the terminal (COLUMNS wins, as with Rich); 100 when unknown."""
+    import shutil
+
+    return shutil.get_terminal_size((100, 24)).columns
+
+
 def stdin_is_terminal() -> bool:
     try:
         return sys.stdin.isatty()
@@ -77,6 +84,9 @@ class Col(NamedTuple):
     style: str | None = None
     no_wrap: bool = False
     max_width: int | None = None
+    min_width: int | None = None
+    ratio: int | None = None  # takes the width left over (one flexible column per table)
+    overflow: str = "fold"  # "ellipsis": cut to one line with …
 
 
 class Styled(NamedTuple):
@@ -135,8 +145,9 @@ def table(
     t = Table(title=title, caption=caption, box=None, header_style="bold", pad_edge=False)
     for c in cols:
         t.add_column(
-            c.header, justify=c.justify, style=c.style, no_wrap=c.no_wrap, max_width=c.max_width
-        )  # type: ignore[arg-type]
+            c.header, justify=c.justify, style=c.style, no_wrap=c.no_wrap, max_width=c.max_width,
+            min_width=c.min_width, ratio=c.ratio, overflow=c.overflow,
+        )  # type: ignore[arg-type]  # fmt: skip
     for row in rows:
         t.add_row(*(_cell(v) for v in row))
     console().print(t)

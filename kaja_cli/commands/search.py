@@ -161,20 +161,26 @@ def _print(render, result: "SearchResult") -> None:
             "more match (--limit N, or 0 for all)"
         )
     owners = result.all_owners
+    # The match is what you came for: on a narrow terminal the session's
+    # title steps aside (its short id stays) so the match keeps its width.
+    with_title = render.terminal_width() >= 100
+    one_line = {"no_wrap": True, "overflow": "ellipsis"}
     cols = [render.Col("session", style="cyan", no_wrap=True)]
     if owners:
-        cols.append(render.Col("owner", no_wrap=True))
+        cols.append(render.Col("owner", max_width=16, **one_line))
+    if with_title:
+        cols.append(render.Col("title", max_width=24, **one_line))
     cols += [
-        render.Col("title", max_width=28, no_wrap=True),
         render.Col("when", no_wrap=True),
         render.Col("role", no_wrap=True),
-        render.Col("match"),
+        render.Col("match", min_width=30),
     ]
     rows, plain = [], []
     for h in hits:
         who = [label(h.owner)] if owners else []
+        title = [h.session_title or ""] if with_title else []
         rows.append(
-            [h.session_short or "-", *who, h.session_title or "", render.relative_time(h.created_at),
+            [h.session_short or "-", *who, *title, render.relative_time(h.created_at),
              h.role or "", render.highlighted(h.snippet, h.highlights)]
         )  # fmt: skip
         plain.append(

@@ -104,16 +104,32 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
     from kaja_cli.core.owners import label
 
     S = render.Styled
-    cols = [render.Col("id", style="cyan", no_wrap=True), render.Col("updated", no_wrap=True)]
+    # One line per session. The id (you type it), the time and the counts
+    # keep their width; on a narrow terminal persona, then model, step aside
+    # and the title takes what is left, cut with an ellipsis.
+    ids = max((len(s.short_id) for s in result.sessions), default=8)
+    pending_w = 10 if any(s.pending for s in result.sessions) else 0
+    width = render.terminal_width()
+    # widths of everything but the title, with the two spaces between columns
+    fixed = ids + 8 + 4 + 6 + pending_w + (16 if all_owners else 0)
+    fixed += 2 * (5 + all_owners)
+    show_model = width - fixed - 19 >= 30
+    show_persona = show_model and width - fixed - 19 - 12 >= 30
+    title_w = max(12, width - fixed - 19 * show_model - 12 * show_persona)
+    one_line = {"no_wrap": True, "overflow": "ellipsis"}
+    cols = [render.Col("id", style="cyan", no_wrap=True, min_width=ids),
+            render.Col("updated", no_wrap=True, min_width=8)]  # fmt: skip
     if all_owners:
-        cols.append(render.Col("owner", no_wrap=True))
+        cols.append(render.Col("owner", max_width=16, **one_line))
+    cols.append(render.Col("title", max_width=title_w, **one_line))
+    if show_persona:
+        cols.append(render.Col("persona", max_width=10, **one_line))
+    if show_model:
+        cols.append(render.Col("model", max_width=17, **one_line))
     cols += [
-        render.Col("title", max_width=60),
-        render.Col("persona"),
-        render.Col("model", no_wrap=True),
-        render.Col("msgs", justify="right"),
-        render.Col("tokens", justify="right"),
-        render.Col("", no_wrap=True),
+        render.Col("msgs", justify="right", no_wrap=True, min_width=4),
+        render.Col("tokens", justify="right", no_wrap=True, min_width=6),
+        render.Col("", no_wrap=True, min_width=pending_w),
     ]
     rows, plain = [], []
     for s in result.sessions:
@@ -128,7 +144,8 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
             title = S("(untitled)", "dim")
         rows.append(
             [S(s.short_id, "cyan"), render.relative_time(r.get("updatedAt")), *owner, title,
-             r.get("persona"), r.get("model"), s.message_count, render.human_count(s.tokens),
+             *([r.get("persona")] if show_persona else []), *([r.get("model")] if show_model else []),
+             s.message_count, render.human_count(s.tokens),
              S("⏸ " + pending, "bold yellow") if pending else ""]
         )  # fmt: skip
         plain.append(
