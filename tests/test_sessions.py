@@ -566,3 +566,31 @@ def test_reads_while_the_agent_writes_and_delete_waits_then_says_busy(demo_store
         holder.wait(timeout=10)
     assert counts(demo_store.db, TOMATO)["sessions"] == 1
     assert demo_store("sessions", "delete", TOMATO, "--yes").code == 0
+
+
+def test_the_terminal_table_is_one_line_per_session_at_80_columns(demo_store):
+    import re
+    import shlex
+    import subprocess
+
+    from tests.conftest import KAJA
+
+    for argv in (["sessions"], ["sessions", "--all-owners", "-n", "0"]):
+        p = subprocess.run(
+            ["script", "-qc", shlex.join([KAJA, *argv]), "/dev/null"],
+            env={**demo_store.env, "COLUMNS": "80"}, capture_output=True, text=True,
+            stdin=subprocess.DEVNULL, timeout=60,
+        )  # fmt: skip
+        assert p.returncode == 0, p
+        lines = [
+            ln
+            for ln in re.sub(r"\x1b\[[0-9;]*m", "", p.stdout).replace("\r", "").splitlines()
+            if ln.strip()
+        ]
+        expected = demo_store(*argv, "--json")
+        import json
+
+        count = len(json.loads(expected.out)["sessions"])
+        assert len(lines) == count + 1, lines  # the header, then one line each
+        assert all(len(ln.rstrip()) <= 80 for ln in lines), lines
+        assert "⏸ approval" in "\n".join(lines)  # the pending mark survives a narrow terminal
