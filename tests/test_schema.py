@@ -236,3 +236,12 @@ def test_replace_through_kaja_keeps_the_search_index_in_step(demo_store):
     )
     subprocess.run([_python(), "-c", code], env=demo_store.env, check=True)
     assert integrity(demo_store.db) == "ok"
+
+
+def test_the_file_records_which_kaja_brought_it_up_to_date(blank):
+    from kaja_cli import __version__
+
+    c = sqlite3.connect(blank.db)
+    value = c.execute("SELECT value FROM counters WHERE name = 'schema:upgraded'").fetchone()[0]
+    c.close()
+    assert value.startswith(f"kaja {__version__}: ") and value.endswith(" changes")

@@ -313,8 +313,6 @@ AUTH_TABLES = (
     T("web_auth_meta", "key TEXT PRIMARY KEY, value"),
 )
 
-# Columns no command ever prints.
-SECRET_COLUMNS = frozenset({"password_hash", "salt", "token_hash", "secret"})
 
 SHARED_TABLES = (
     CONVERSATION_TABLES
@@ -375,7 +373,9 @@ ONE_OFF_STEPS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = []
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    from kaja_cli.core.timeparse import iso
+
+    return iso(datetime.now(UTC))
 
 
 def apply_tables(conn: sqlite3.Connection, tables: tuple[Table, ...], report: Report) -> None:
@@ -421,6 +421,14 @@ def apply(conn: sqlite3.Connection, kind: str = "shared") -> Report:
                     (f"schema:{name}", _now()),
                 )
                 report.changes.append(f"applied {name}")
+        if report.changes:
+            # What this kaja last brought up to date, for a support ticket.
+            from kaja_cli import __version__
+
+            conn.execute(
+                "INSERT OR REPLACE INTO counters(name, value) VALUES ('schema:upgraded', ?)",
+                (f"kaja {__version__}: {len(report.changes)} changes",),
+            )
     return report
 
 

@@ -243,7 +243,9 @@ def _write_marker(path: Path, data: dict) -> None:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    from kaja_cli.core.timeparse import iso
+
+    return iso(datetime.now(UTC))
 
 
 # --- where things are, and whether they are ours ------------------------------------
