@@ -69,14 +69,16 @@ def root(
     ctx.obj = Overrides(config=config_path, state_dir=state_dir, db=db)
 
 
-app.add_typer(config.app, name="config")
-app.command("demo")(demo.demo)
-app.add_typer(sessions.app, name="sessions")
-app.command("resume")(resume.resume)
-app.command("search")(search.search)
-app.add_typer(usage.app, name="usage")
-app.command("doctor")(doctor.doctor)
-app.command("wipe")(wipe.wipe)
+# Grouped in --help the way people reach for them.
+CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health and deleting", "Setup"
+app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
+app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
+app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
+app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
+app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
+app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
+app.add_typer(config.app, name="config", rich_help_panel=SETUP)
+app.command("demo", rich_help_panel=SETUP)(demo.demo)
 
 
 def main() -> None:
