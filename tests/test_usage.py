@@ -561,9 +561,13 @@ def test_old_ledger_reset_clears_what_exists(kaja):
     r = kaja("usage", "reset", "--yes", "--json")
     assert r.code == 0, r
     assert json.loads(r.out)["tables"] == {"runs": 1, "calls": 2, "logs": 2}
-    assert counts(kaja.db) == {**dict.fromkeys(LEDGER, 0), "sync_outbox": 0, "counters": 1}
+    # counters stay: the old file's marker, and the note of the kaja that upgraded the file
+    assert counts(kaja.db) == {**dict.fromkeys(LEDGER, 0), "sync_outbox": 0, "counters": 2}
     conn = sqlite3.connect(kaja.db)
     assert conn.execute("SELECT value FROM counters WHERE name = 'marker'").fetchone() == ("1",)
+    assert conn.execute(
+        "SELECT count(*) FROM counters WHERE name = 'schema:upgraded'"
+    ).fetchone() == (1,)
     assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
 
