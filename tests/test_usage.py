@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from conftest import KAJA, Kaja
 
-from kaja_cli.core import schema
+from kaja_cli.core import schema, search_index
 from kaja_cli.core.paths import Overrides
 from kaja_cli.core.record import Recorder
 from kaja_cli.core.store import Store
@@ -774,8 +774,8 @@ def test_vacuum_rebuilds_the_search_index_when_rowids_move(tmp_path):
     conn.execute(
         "CREATE TABLE messages (id TEXT, sessionId, content)"
     )  # an older file: no key, no index
-    conn.execute(schema.FTS_DDL)
-    for name, body in schema.FTS_TRIGGERS.items():
+    conn.execute(search_index.FTS_DDL)
+    for name, body in search_index.FTS_TRIGGERS.items():
         conn.execute(f"CREATE TRIGGER {name} {body}")
     words = ["apple", "banana", "cherry", "damson", "elder", "fig"]
     conn.executemany(

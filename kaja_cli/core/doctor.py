@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from kaja_cli.core import db, images, schema
+from kaja_cli.core import db, images, schema, search_index
 from kaja_cli.core import settings as settings_mod
 from kaja_cli.core.fs import human_size
 from kaja_cli.core.paths import LABELS, SIDE_DATABASES, Overrides, Paths, companions, resolve
@@ -1553,7 +1553,7 @@ def _rebuild_repair(ctx: Context) -> Repair:
             )
         with _writing(path) as conn:
             with db.transaction(conn):
-                schema.rebuild_search_index(conn)
+                search_index.rebuild(conn)
             n = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
         return f"{path.name}: rebuilt the search index ({n} messages)"
 
@@ -1719,7 +1719,6 @@ def check_search_index(ctx: Context) -> Check:
                      ["`kaja search` scans every message instead, which is slow on a large store"],
                      fix="create it and index every message", fixable=True,
                      repairs=(_schema_repair(ctx, "shared"),))  # fmt: skip
-    from kaja_cli.core import search_index
 
     filling = (
         search_index.fill_state(conn) if search_index.state(conn) == search_index.FILLING else None
@@ -1731,7 +1730,7 @@ def check_search_index(ctx: Context) -> Check:
                       "`kaja search` included, finishes it (one that can't write scans the messages)"],
                      fix="finish the build", fixable=True,
                      repairs=(_schema_repair(ctx, "shared"),))  # fmt: skip
-    if not schema.search_index_present(conn):
+    if not search_index.present(conn):
         return Check(cid, group, WARN, "the triggers that keep the search index current are missing",
                      ["messages written since then are not found by `kaja search`"],
                      fix="recreate them and index every message", fixable=True,

@@ -89,14 +89,10 @@ class Recorder:
         self._stack.close()
         self._conns.clear()
 
-    def _file(self, name: str) -> str:
-        """Artifacts live in the shared file unless they are split into their own."""
-        return "shared" if name == "artifacts" and self.store.paths.artifacts_db is None else name
-
     def conn(self, name: str = "shared") -> sqlite3.Connection:
         if self._stack is None:
             raise RuntimeError("use Recorder as a context manager")
-        name = self._file(name)
+        name = self.store.file_of(name)
         if name not in self._conns:
             self._conns[name] = self._stack.enter_context(self.store.writer(name, create=True))
         return self._conns[name]
@@ -104,7 +100,7 @@ class Recorder:
     @contextmanager
     def transaction(self, name: str = "shared") -> Iterator[sqlite3.Connection]:
         """One user action: BEGIN IMMEDIATE … COMMIT (nested blocks join the outer one)."""
-        name = self._file(name)
+        name = self.store.file_of(name)
         conn = self.conn(name)
         if self._depth.get(name):
             self._depth[name] += 1

@@ -339,25 +339,8 @@ TABLES: dict[str, Table] = {t.name: t for tables in FILES.values() for t in tabl
 
 # --- the search index ----------------------------------------------------------
 # Declared and kept whole in `search_index` (FTS4 over messages.content, kept
-# current by triggers, built in short batches); these names stay here for
-# the modules that know the schema through this one.
+# current by triggers, built in short batches); `apply` creates or repairs it.
 FTS_TABLE = search_index.FTS_TABLE
-FTS_DDL = search_index.FTS_DDL
-FTS_TRIGGERS = search_index.FTS_TRIGGERS
-
-
-def search_index_present(conn: sqlite3.Connection) -> bool:
-    """The index exists with its triggers and no build is under way."""
-    return search_index.present(conn)
-
-
-def rebuild_search_index(conn: sqlite3.Connection) -> None:
-    """Fill the index from every message (inside the caller's transaction).
-
-    One statement holding the write lock throughout (~6 s per million
-    messages); `search.reindex` does the same in short batches.
-    """
-    search_index.rebuild(conn)
 
 
 # --- applying it -----------------------------------------------------------------

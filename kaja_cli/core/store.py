@@ -44,12 +44,16 @@ class Store(NamedTuple):
                 "local database, and this kaja administers local storage only"
             )
 
+    def file_of(self, name: str) -> str:
+        """The database a set of tables lives in: artifacts are in the shared
+        file unless KAJA_ARTIFACTS_DB / artifactsPath split them out."""
+        return "shared" if name == "artifacts" and self.paths.artifacts_db is None else name
+
     def path(self, name: str = "shared") -> Path:
+        name = self.file_of(name)
         for db_name, path in self.paths.databases():
             if db_name == name:
                 return path
-        if name == "artifacts":  # not split out: the tables live in the shared file
-            return self.paths.shared_db.path
         raise KeyError(name)
 
     def exists(self, name: str = "shared") -> bool:
@@ -96,9 +100,7 @@ class Store(NamedTuple):
         transactions (`progress` sees it), so the agent can write meanwhile."""
         from kaja_cli.core import db, schema, search_index
 
-        kind = schema.kind_for(name, self.paths.artifacts_db is not None)
-        if name == "artifacts" and self.paths.artifacts_db is None:
-            kind = "shared"
+        kind = schema.kind_for(self.file_of(name), self.paths.artifacts_db is not None)
         if schema.is_current(conn, kind):
             return schema.Report()
         with db.transaction(conn):

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core import db, schema
+from kaja_cli.core import db, schema, search_index
 from kaja_cli.core.store import BUSY_TIMEOUT_MS, Store
 from kaja_cli.errors import Busy, UsageError
 
@@ -471,7 +471,7 @@ def vacuum_in(conn: sqlite3.Connection, path: Path) -> VacuumResult:
     rebuilt so that search keeps finding the right messages.
     """
     before = _on_disk(path)
-    has_index = schema.search_index_present(conn)
+    has_index = search_index.present(conn)
     fingerprint = _rowid_fingerprint(conn) if has_index else None
     conn.execute("VACUUM")
     state = "absent"
@@ -479,7 +479,7 @@ def vacuum_in(conn: sqlite3.Connection, path: Path) -> VacuumResult:
         state = "checked"
         if fingerprint is None or _rowid_fingerprint(conn) != fingerprint:
             with db.transaction(conn):
-                schema.rebuild_search_index(conn)
+                search_index.rebuild(conn)
             state = "rebuilt"
     busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
     return VacuumResult(before, _on_disk(path), state, readers_waited=bool(busy))
