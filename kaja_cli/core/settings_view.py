@@ -112,9 +112,9 @@ def get(
         raise UsageError(settings_keys.unknown_key_message(name))
     env = os.environ if environ is None else environ
     paths = locate(overrides, env)
-    lines = settings_mod.key_lines(paths.settings.text) if paths.settings.exists else {}
-    found = _effective(key, paths, overrides, env, lines)
+    found = _effective(key, paths, overrides, env, None)  # no line numbers: start-up
     if found.problem:
+        found = _effective(key, paths, overrides, env, settings_mod.key_lines(paths.settings.text))
         raise Failed(f"{_where(paths, found)}: {found.problem}")
     if found.value is None:
         raise NotFound(f"{name} is not set and has no default")
@@ -132,11 +132,14 @@ def _effective(
     paths: Paths,
     overrides: Overrides | None,
     env: Mapping[str, str],
-    lines: dict[tuple[str, ...], int],
+    lines: dict[tuple[str, ...], int] | None,
 ) -> Effective:
+    """`lines` None: don't look for line numbers (`config get`, on the TAB path)."""
     settings = paths.settings
     written = settings.lookup(key.parts)
-    line = settings_mod.line_of(lines, key.parts) if written is not None else None
+    line = None
+    if written is not None and lines is not None:
+        line = settings_mod.line_of(lines, key.parts)
     flag_value = _flag(key, overrides)
     env_value = _env(key, env)
     if flag_value is not None:
@@ -144,7 +147,7 @@ def _effective(
     elif env_value is not None:
         source, value = f"env {key.env}", env_value
     elif written is not None:
-        source, value = f"settings file line {line}", written
+        source, value = "settings file" + (f" line {line}" if line else ""), written
     elif key.default is not None:
         source, value = DEFAULT, key.default
     else:
