@@ -775,3 +775,23 @@ def test_set_and_unset_in_any_layout(tmp_path):
         assert len([line for line in kept if line.strip("- ") and "[" not in line]) <= 1
 
     check()
+
+
+def test_the_readme_documents_every_key():
+    from kaja_cli.core.settings_keys import KEYS, to_text
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    rows = {
+        line.split("|")[1].strip().strip("`"): [c.strip() for c in line.split("|")[2:-1]]
+        for line in readme.split("## Settings", 1)[1].split("\n## ", 1)[0].splitlines()
+        if line.startswith("| `")
+    }
+    assert list(rows) == list(KEYS)
+    for name, key in KEYS.items():
+        _what, _allowed, default, overrides = rows[name]
+        if key.default is not None:
+            assert default.startswith(f"`{to_text(key.default)}`"), name
+        else:
+            assert default.startswith("not set"), name
+        for var in filter(None, (key.env, key.flag)):
+            assert f"`{var}`" in overrides, name

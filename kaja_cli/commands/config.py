@@ -164,7 +164,7 @@ def _show_json(v) -> dict:
 @app.command("get")
 def get(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help=KEY_HELP, autocompletion=_complete_key)],
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
 ) -> None:
     """Print one setting's value in effect, alone on a line (for scripts).
 
@@ -183,10 +183,11 @@ def get(
 @app.command("set", context_settings={"ignore_unknown_options": True})
 def set_(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help=KEY_HELP, autocompletion=_complete_key)],
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
     value: Annotated[
         str,
         typer.Argument(
+            metavar="VALUE",
             help="The new value (true/false, a number, a word or a path).",
             autocompletion=_complete_value,
         ),
@@ -223,7 +224,7 @@ def set_(
 @app.command("unset")
 def unset(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help=KEY_HELP, autocompletion=_complete_key)],
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
 ) -> None:
     """Remove a key from settings.toml, so its default applies again.
 
