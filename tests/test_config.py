@@ -316,7 +316,7 @@ def test_set_says_when_the_environment_overrides_the_file(kaja):
     r = kaja("config", "set", "memory.dbPath", "a.db", env={"KAJA_DB_PATH": "b.db"})
     assert r.code == 0
     assert r.err.splitlines()[-1] == (
-        "kaja: KAJA_DB_PATH is set: it overrides memory.dbPath where it is set"
+        "kaja: KAJA_DB_PATH is set here, and overrides memory.dbPath wherever it is set"
     )
 
 
@@ -599,6 +599,17 @@ def test_edit_keeps_nothing_invalid(kaja, tmp_path):
     r = kaja("config", "edit", "--force", env={"VISUAL": ed})
     assert r.code == 0, r
     assert kaja.config.read_text() == REAL_WORLD + '[telegram]\ntoken = "x"\n'
+
+
+def test_edit_is_how_a_broken_file_gets_fixed(kaja, tmp_path):
+    broken = REAL_WORLD.replace('mode   = "local"', 'mode   = "local')
+    write(kaja, broken)
+    assert kaja("config", "get", "memory.mode").code == 1
+    ed = editor(tmp_path, "p.write_text(p.read_text().replace('\"local ', '\"local\" '))\n")
+    r = kaja("config", "edit", env={"EDITOR": ed})
+    assert r.code == 0, r
+    assert kaja.config.read_text() == REAL_WORLD
+    assert kaja("config", "get", "memory.mode").out == "local\n"
 
 
 def test_edit_offers_to_reopen_on_a_terminal(kaja, tmp_path):

@@ -262,7 +262,7 @@ def _note_override(ctx: typer.Context, name: str) -> None:
     if key.flag == "--db" and ctx.find_root().obj.db is not None:
         render.note(f"--db given: it overrides {name} for this command")
     elif key.env and os.environ.get(key.env, "").strip():
-        render.note(f"{key.env} is set: it overrides {name} where it is set")
+        render.note(f"{key.env} is set here, and overrides {name} wherever it is set")
 
 
 @app.command("edit")
