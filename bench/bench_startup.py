@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
-from pathlib import Path
 
 
 def cases(bench) -> None:
@@ -27,7 +25,7 @@ def cases(bench) -> None:
     complete = statistics.median(bench.time_cmd(bench.kaja(), env=env) for _ in range(n))
     bench.add("startup: TAB completion (kaja se<TAB>)", complete, floor, "python -c pass", goal_text="(info)",
               note=f"{complete - floor:.0f} ms above python")  # fmt: skip
-    settings = Path(tempfile.mkdtemp(prefix="kaja-bench-")) / "settings.toml"
+    settings = bench.state_dir.parent / "startup-settings.toml"  # beside the cached store
     settings.write_text(SETTINGS)
     env = dict(bench.env, KAJA_CONFIG=str(settings))
     get, paths = bench.pair(
