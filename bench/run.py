@@ -75,20 +75,26 @@ class Bench:
         return elapsed
 
     def pair(
-        self, a: list[str], b: list[str], *, repeat: int | None = None, setup=None
+        self,
+        a: list[str],
+        b: list[str],
+        *,
+        repeat: int | None = None,
+        setup=None,
+        env: dict | None = None,
     ) -> tuple[float, float]:
         """Medians of `a` and `b`, runs interleaved (a, b, a, b, …) after one warm-up each."""
         n = repeat or self.repeat
-        self.time_cmd(a)
-        self.time_cmd(b)
+        self.time_cmd(a, env=env)
+        self.time_cmd(b, env=env)
         xs, ys = [], []
         for _ in range(n):
             if setup:
                 setup()
-            xs.append(self.time_cmd(a))
+            xs.append(self.time_cmd(a, env=env))
             if setup:
                 setup()
-            ys.append(self.time_cmd(b))
+            ys.append(self.time_cmd(b, env=env))
         return statistics.median(xs), statistics.median(ys)
 
     def kaja(self, *args: str) -> list[str]:
