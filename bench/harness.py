@@ -84,12 +84,17 @@ HEADER = (
 )
 
 
+def _figure(value: float, unit: str) -> str:
+    """Two decimals below 10, so that 0.37 and 0.35 do not both read 0.4."""
+    return f"{value:6.2f}{unit}" if value < 10 else f"{value:6.1f}{unit}"
+
+
 def format_row(r: Row) -> str:
     unit = " MB" if r.timed == SIZE else " ms"
     note = f"  ({r.note})" if r.note else ""
     return (
-        f"{r.case:<46} {r.timed:<10} {r.kaja:6.1f}{unit} {r.floor:6.1f}{unit} {r.ratio:6.2f}×"
-        f"  {r.goal_text:<7} {r.verdict:<6} {r.floor_what}{note}"
+        f"{r.case:<46} {r.timed:<10} {_figure(r.kaja, unit)} {_figure(r.floor, unit)}"
+        f" {r.ratio:6.2f}×  {r.goal_text:<7} {r.verdict:<6} {r.floor_what}{note}"
     )
 
 
