@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         print(f"bench: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `python bench/run.py | head`: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     (args.out / "last.json").write_text(
         json.dumps([r.as_json() for r in bench.rows], indent=2, ensure_ascii=False) + "\n"
     )
