@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from kaja_cli.core.fs import human_size  # noqa: F401 - one definition, shared with the core
+from kaja_cli.core.wording import noun, plural  # noqa: F401 - the same wording as the core
 from kaja_cli.errors import Declined, Refused
 
 
@@ -229,7 +230,7 @@ def human_count(n: int | None) -> str:
 
 def relative_time(value: str | None, now: datetime | None = None) -> str:
     """ "3h ago", "2d ago", or the date for anything older than a month."""
-    from kaja_cli.core.timeparse import parse_stored
+    from kaja_cli.core.clock import parse_stored
 
     dt = parse_stored(value)
     if dt is None:

@@ -48,7 +48,7 @@ def demo(
 
     base = None
     if now is not None:
-        from kaja_cli.core.timeparse import parse_stored
+        from kaja_cli.core.clock import parse_stored
 
         base = parse_stored(now)
         if base is None:

@@ -103,7 +103,9 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
 
 
 def _count(items: "list[Item]") -> str:
-    return f"{len(items)} path{'s' if len(items) != 1 else ''}"
+    from kaja_cli import render
+
+    return render.plural(len(items), "path")
 
 
 def _show_items(items: "list[Item]") -> None:
@@ -118,7 +120,7 @@ def _show_items(items: "list[Item]") -> None:
             files = sum(t.files for t in trees)
             rows.append(
                 [
-                    f"images of {n} session{'s' if n != 1 else ''}",
+                    f"images of {render.plural(n, 'session')}",
                     str(item.path.parent),
                     f"{render.human_size(sum(t.size for t in trees))} ({files} files)",
                 ]
@@ -189,7 +191,7 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
     n_folders = len(plan.image_folders)
     render.confirm(
         f"Erase everything stored for {who.label} ({plan.total_rows} rows,"
-        f" {n_folders} image folder{'s' if n_folders != 1 else ''})? This cannot be undone.",
+        f" {render.plural(n_folders, 'image folder')})? This cannot be undone.",
         assume_yes=yes,
     )
     result = core.execute_owner(store, who)
@@ -206,7 +208,7 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
         return
     n = len(result.image_folders)
     render.note(
-        f"erased {sum(result.rows.values())} rows and {n} image folder{'s' if n != 1 else ''}"
+        f"erased {sum(result.rows.values())} rows and {render.plural(n, 'image folder')}"
         f" of {who.label}"
     )
     if not result.index_purged:

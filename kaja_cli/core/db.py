@@ -27,7 +27,7 @@ from pathlib import Path
 from kaja_cli.core import fs
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
 
-BUSY_TIMEOUT_MS = 5000  # the seed's busy_timeout; store.py repeats it to stay import-free
+BUSY_TIMEOUT_MS = 5000  # the seed's busy_timeout: how long any connection waits on a lock
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 BUSY_HINT = "another process (Kaja or the Telegram bot) is writing; try again, or close it first"

@@ -20,7 +20,8 @@ from datetime import UTC, datetime, timedelta
 
 from kaja_cli.core import demo_script as script
 from kaja_cli.core import png
-from kaja_cli.core.record import Recorder, iso, uuid7
+from kaja_cli.core.clock import iso
+from kaja_cli.core.record import Recorder, uuid7
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Interrupted, Refused, UsageError
 

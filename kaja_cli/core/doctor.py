@@ -35,14 +35,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from kaja_cli.core import db, images, schema, search_index
+from kaja_cli.core import clock, db, images, schema, search_index
 from kaja_cli.core import settings as settings_mod
 from kaja_cli.core.fs import human_size
 from kaja_cli.core.paths import LABELS, SIDE_DATABASES, Overrides, Paths, companions, resolve
-from kaja_cli.core.timeparse import parse_stored
+from kaja_cli.core.wording import noun, plural
 from kaja_cli.errors import Busy, KajaError, SettingsError, UsageError
 
 OK, WARN, ERROR = "ok", "warn", "error"
@@ -159,7 +159,7 @@ class Report:
         """The report's last line: "no problems" or "N errors, M warnings"."""
         if not self.errors and not self.warnings:
             return "no problems"
-        return f"{_plural(self.errors, 'error')}, {_plural(self.warnings, 'warning')}"
+        return f"{plural(self.errors, 'error')}, {plural(self.warnings, 'warning')}"
 
     def grouped(self) -> list[tuple[str, list[Check]]]:
         order = {g: i for i, g in enumerate(GROUPS)}
@@ -365,7 +365,7 @@ class Context:
         self.paths = paths
         self.settings_error = settings_error
         self.thorough = thorough
-        self.now = now or datetime.now(UTC)
+        self.now = now or clock.now()
         self.uid = os.geteuid() if hasattr(os, "geteuid") else None
         self._stack = ExitStack()
         self._conns: dict[str, sqlite3.Connection | None] = {}
@@ -811,10 +811,6 @@ def platform_name() -> str:
 
 
 # --- small helpers ---------------------------------------------------------------------
-def _plural(n: int, word: str, words: str | None = None) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {words or word + 's'}"
-
-
 def _quote(path: Path | str) -> str:
     import shlex
 
@@ -1382,7 +1378,7 @@ def check_integrity(ctx: Context, name: str) -> Check:
                      fix=_recover_advice(path))  # fmt: skip
     if rows == ["ok"]:
         return Check(cid, group, OK, f"{label}: {pragma} passed", [f"took {seconds:.2f} s"])
-    return Check(cid, group, ERROR, f"{label} is damaged: {pragma} found {_plural(len(rows), 'problem')}"
+    return Check(cid, group, ERROR, f"{label} is damaged: {pragma} found {plural(len(rows), 'problem')}"
                  + (" (the first 20)" if len(rows) >= 20 else ""), rows, fix=_recover_advice(path))  # fmt: skip
 
 
@@ -1391,14 +1387,8 @@ def _describe_missing(items: list[str]) -> str:
     for m in items:
         what = m.split(" ", 1)[0]
         counts[what] = counts.get(what, 0) + 1
-    words = {"table": "table", "column": "column", "index": "index", "step": "upgrade step"}
-    parts = []
-    for what, n in counts.items():
-        if not n:
-            continue
-        word = words.get(what, what)
-        parts.append(f"{n} {word}" + ("" if n == 1 else "es" if word == "index" else "s"))
-    return ", ".join(parts)
+    words = {"step": "upgrade step"}
+    return ", ".join(plural(n, words.get(what, what)) for what, n in counts.items() if n)
 
 
 @check(
@@ -1433,7 +1423,7 @@ def check_schema(ctx: Context, name: str) -> Check | None:
                          _listed(missing) + details,
                          fix="add them (CREATE TABLE IF NOT EXISTS, ALTER TABLE … ADD COLUMN); no row changes",
                          fixable=True, repairs=(_schema_repair(ctx, name),))  # fmt: skip
-        return Check(cid, group, OK, f"{label}: every table and column kaja expects ({_plural(len(expected), 'table')})",
+        return Check(cid, group, OK, f"{label}: every table and column kaja expects ({plural(len(expected), 'table')})",
                      details)  # fmt: skip
 
     return _safe(look, cid, group, f"{label}: the schema")
@@ -1512,8 +1502,8 @@ def _squash(changes: list[str]) -> list[str]:
         if len(items) == 1:
             out.append(f"{key} {items[0]}".strip())
             continue
-        verb, _, noun = key.rpartition(" ")
-        nouns = noun + ("es" if noun.endswith(("x", "s")) else "s")
+        verb, _, word = key.rpartition(" ")
+        nouns = noun(len(items), word)
         shown = ", ".join(items[:3]) + (", …" if len(items) > 3 else "")
         count = f"{len(items)} " if len(items) > 3 else ""
         out.append(f"{verb} {count}{nouns} {shown}")
@@ -1637,7 +1627,7 @@ def _session_orphans(conn: sqlite3.Connection, cid: str, table: str, what: str) 
         return Check(cid, "shared file", OK, f"no {what}")
     details = [ORPHAN_NOTE, *_listed(missing, lambda s: f"missing session {s}")]
     return Check(cid, "shared file", WARN,
-                 f"{what}: {rows} ({_plural(len(missing), 'missing session')})", details)  # fmt: skip
+                 f"{what}: {rows} ({plural(len(missing), 'missing session')})", details)  # fmt: skip
 
 
 def _tool_call_orphans(conn: sqlite3.Connection) -> list[Check]:
@@ -1654,7 +1644,7 @@ def _tool_call_orphans(conn: sqlite3.Connection) -> list[Check]:
             "SELECT id FROM tool_calls t WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = t.messageId)"
             f" LIMIT {MAX_LISTED}")]  # fmt: skip
         out.append(Check("orphans.tool_calls", "shared file", WARN,
-                         f"{_plural(no_message, 'tool call')} without a message",
+                         f"{plural(no_message, 'tool call')} without a message",
                          [ORPHAN_NOTE] + [f"tool call {i}" for i in ids]))  # fmt: skip
     else:
         out.append(
@@ -1666,7 +1656,7 @@ def _tool_call_orphans(conn: sqlite3.Connection) -> list[Check]:
             " NOT EXISTS (SELECT 1 FROM messages m WHERE m.id = t.resultMessageId)"
             f" LIMIT {MAX_LISTED}")]  # fmt: skip
         out.append(Check("orphans.tool_results", "shared file", WARN,
-                         f"{_plural(no_result, 'tool call')} whose result message is missing",
+                         f"{plural(no_result, 'tool call')} whose result message is missing",
                          ["resume shows these calls without their result"] + [f"tool call {i}" for i in ids]))  # fmt: skip
     else:
         out.append(
@@ -1795,7 +1785,7 @@ def _index_in_step(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
         f" OR (s.leaves_end_block > 0 AND NOT EXISTS (SELECT 1 FROM {fts}_segments WHERE blockid = s.leaves_end_block))"
     ).fetchone()[0]
     if broken:
-        problems.append(f"{_plural(broken, 'index segment')} point at missing blocks")
+        problems.append(f"{plural(broken, 'index segment')} point at missing blocks")
     # A sample of messages, spread over the table, each looked up in the index
     # by a word of its own under its own rowid: catches entries that point at
     # the wrong message, not only missing ones.
@@ -1910,7 +1900,7 @@ def _orphan_folders(ctx: Context, conn: sqlite3.Connection, scan: ImageScan) -> 
             cid,
             "images",
             OK,
-            f"no image folders of missing sessions ({_plural(len(scan.folders), 'folder')})",
+            f"no image folders of missing sessions ({plural(len(scan.folders), 'folder')})",
         )
     from kaja_cli.core.fs import tree_size
 
@@ -1920,7 +1910,7 @@ def _orphan_folders(ctx: Context, conn: sqlite3.Connection, scan: ImageScan) -> 
         command += f"  (and {len(orphans) - MAX_LISTED} more: see the details in --json)"
     return Check(
         cid, "images", WARN,
-        f"{_plural(len(orphans), 'image folder')} of sessions that no longer exist ({human_size(size)})",
+        f"{plural(len(orphans), 'image folder')} of sessions that no longer exist ({human_size(size)})",
         ["doctor never deletes them: remove them yourself once you are sure"] + [str(f) for f in orphans],
         fix=command,
     )  # fmt: skip
@@ -1943,10 +1933,10 @@ def _missing_files(ctx: Context, conn: sqlite3.Connection, scan: ImageScan) -> C
     details = [f"{unsafe} references with unsafe names ignored"] if unsafe else []
     if not gone:
         return Check(cid, "images", OK,
-                     f"every image messages refer to is there ({_plural(referenced, 'reference')})", details)  # fmt: skip
+                     f"every image messages refer to is there ({plural(referenced, 'reference')})", details)  # fmt: skip
     return Check(
         cid, "images", WARN,
-        f"{len(gone)} of {_plural(referenced, 'image file')} messages refer to are gone",
+        f"{len(gone)} of {plural(referenced, 'image file')} messages refer to are gone",
         [*details, "resume flags them as missing; restore them from a backup if you have one", *_listed(gone)],
     )  # fmt: skip
 
@@ -1972,35 +1962,31 @@ def _image_content(scan: ImageScan) -> Check:
     if changed:
         return Check(
             cid, "images", ERROR,
-            f"{len(changed)} of {_plural(len(scan.files), 'image file')} no longer match their sha256 name",
+            f"{len(changed)} of {plural(len(scan.files), 'image file')} no longer match their sha256 name",
             ["the file was changed or damaged after it was saved", *_listed(changed)],
             fix="restore them from a backup",
         )  # fmt: skip
     if unnamed or strays:
         odd = unnamed + strays
         return Check(cid, "images", WARN,
-                     f"{_plural(len(odd), 'entry', 'entries')} in the images folder not named <session>/<sha256>.<ext>",
+                     f"{plural(len(odd), 'entry', 'entries')} in the images folder not named <session>/<sha256>.<ext>",
                      ["kaja ignores them", *_listed(odd)])  # fmt: skip
     return Check(
         cid,
         "images",
         OK,
-        f"{_plural(len(scan.files), 'image file')}, each matching its sha256 name",
+        f"{plural(len(scan.files), 'image file')}, each matching its sha256 name",
     )
 
 
 # --- side databases and sync -----------------------------------------------------------------------------
-def _iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
-
-
 @check(
     "side-data",
     "side databases",
     "expired cache entries and web sign-in sessions (counts only, never a secret)",
 )
 def check_side_data(ctx: Context) -> list[Check]:
-    now = _iso(ctx.now)
+    now = clock.iso(ctx.now)
     out: list[Check] = []
     cache = ctx.conn("cache") if ctx.local else None
     if cache is not None and "shared_cache" in db.table_names(cache):
@@ -2011,7 +1997,7 @@ def check_side_data(ctx: Context) -> list[Check]:
                 (now,),
             ).fetchone()
             return Check("side-data.cache", "side databases", OK,
-                         f"cache.db: {_plural(total, 'entry', 'entries')}, {expired} expired",
+                         f"cache.db: {plural(total, 'entry', 'entries')}, {expired} expired",
                          ["expired entries are dropped as the cache is used"])  # fmt: skip
 
         out.append(_safe(cache_counts, "side-data.cache", "side databases", "cache.db"))
@@ -2025,7 +2011,7 @@ def check_side_data(ctx: Context) -> list[Check]:
                 (now,),
             ).fetchone()
             return Check("side-data.auth", "side databases", OK,
-                         f"web-auth.db: {_plural(users, 'account')}, {_plural(sessions, 'sign-in session')}, "
+                         f"web-auth.db: {plural(users, 'account')}, {plural(sessions, 'sign-in session')}, "
                          f"{expired} expired", ["counts only: no name, hash or token is read"])  # fmt: skip
 
         out.append(_safe(auth_counts, "side-data.auth", "side databases", "web-auth.db"))
@@ -2043,8 +2029,8 @@ def check_sync_outbox(ctx: Context) -> Check | None:
         count, oldest = conn.execute("SELECT count(*), min(at) FROM sync_outbox").fetchone()
         if not count:
             return Check("sync-outbox", "sync", OK, "the sync outbox is empty")
-        summary = f"{_plural(count, 'change')} waiting to sync"
-        when = parse_stored(oldest)
+        summary = f"{plural(count, 'change')} waiting to sync"
+        when = clock.parse_stored(oldest)
         if when is not None:
             summary += f", the oldest from {oldest}"
         details = [

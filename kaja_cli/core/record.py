@@ -22,20 +22,16 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kaja_cli.core import fs, images, schema
+from kaja_cli.core.clock import iso, now
 from kaja_cli.core.db import transaction
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Failed, UsageError
 
 Clock = Callable[[], datetime]
-
-
-def iso(dt: datetime) -> str:
-    """ISO 8601 UTC with milliseconds and a Z, the format of every TEXT timestamp."""
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def uuid7(dt: datetime, rng: random.Random | None = None) -> str:
@@ -73,7 +69,7 @@ class Recorder:
         self, store: Store, *, clock: Clock | None = None, rng: random.Random | None = None
     ):
         self.store = store
-        self.clock: Clock = clock or (lambda: datetime.now(UTC))
+        self.clock: Clock = clock or now
         self.rng = rng
         self._stack: ExitStack | None = None
         self._conns: dict[str, sqlite3.Connection] = {}

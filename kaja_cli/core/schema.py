@@ -12,9 +12,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from kaja_cli.core import search_index
+from kaja_cli.core.clock import now_iso
 from kaja_cli.core.db import column_names, table_names
 
 
@@ -355,12 +355,6 @@ class Report:
 ONE_OFF_STEPS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = []
 
 
-def _now() -> str:
-    from kaja_cli.core.timeparse import iso
-
-    return iso(datetime.now(UTC))
-
-
 def apply_tables(conn: sqlite3.Connection, tables: tuple[Table, ...], report: Report) -> None:
     existing = table_names(conn)
     for table in tables:
@@ -401,7 +395,7 @@ def apply(conn: sqlite3.Connection, kind: str = "shared") -> Report:
                 step(conn)
                 conn.execute(
                     "INSERT OR REPLACE INTO counters(name, value) VALUES (?, ?)",
-                    (f"schema:{name}", _now()),
+                    (f"schema:{name}", now_iso()),
                 )
                 report.changes.append(f"applied {name}")
         if report.changes:

@@ -25,7 +25,7 @@ Progress = Callable[[int, int | None], None]
 
 # db and schema are imported inside the methods: `kaja config paths` and shell
 # completion never open a database, and start-up is felt on every TAB press.
-BUSY_TIMEOUT_MS = 5000
+# So a lock wait left unsaid (`timeout_ms=None`) is `db.BUSY_TIMEOUT_MS`.
 
 
 class Store(NamedTuple):
@@ -72,24 +72,26 @@ class Store(NamedTuple):
 
     @contextmanager
     def reader(
-        self, name: str = "shared", *, timeout_ms: int = BUSY_TIMEOUT_MS
+        self, name: str = "shared", *, timeout_ms: int | None = None
     ) -> Iterator[sqlite3.Connection]:
         """A read-only connection; NotFound if the file does not exist."""
         from kaja_cli.core import db
 
-        with db.open_read(self.require(name), timeout_ms=timeout_ms) as conn:
+        wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+        with db.open_read(self.require(name), timeout_ms=wait) as conn:
             yield conn
 
     @contextmanager
     def writer(
-        self, name: str = "shared", *, create: bool = False, timeout_ms: int = BUSY_TIMEOUT_MS
+        self, name: str = "shared", *, create: bool = False, timeout_ms: int | None = None
     ) -> Iterator[sqlite3.Connection]:
         """A read-write connection with the schema brought up to date."""
         from kaja_cli.core import db
 
         self.require_local()
         path = self.path(name) if create else self.require(name)
-        with db.open_write(path, create=create, timeout_ms=timeout_ms) as conn:
+        wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+        with db.open_write(path, create=create, timeout_ms=wait) as conn:
             self.ensure_schema(conn, name)
             yield conn
 

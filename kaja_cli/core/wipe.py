@@ -74,10 +74,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
 from kaja_cli.core import cascade, db, fs, images, schema
+from kaja_cli.core.clock import now_iso
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.paths import Paths, companions
 from kaja_cli.core.store import Store
@@ -240,12 +240,6 @@ def _write_marker(path: Path, data: dict) -> None:
             hint="check the folder's permissions; nothing was deleted",
         ) from e
     fs.fsync_dir(path.parent)
-
-
-def _now() -> str:
-    from kaja_cli.core.timeparse import iso
-
-    return iso(datetime.now(UTC))
 
 
 # --- where things are, and whether they are ours ------------------------------------
@@ -564,7 +558,7 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
             {
                 "version": MARKER_VERSION,
                 "action": "wipe",
-                "started_at": _now(),
+                "started_at": now_iso(),
                 "pid": os.getpid(),
                 "paths": [str(i.path) for i in plan.items],
             },
@@ -904,7 +898,7 @@ def execute_owner(
                             "version": MARKER_VERSION,
                             "action": "owner",
                             "owner": owner.label,
-                            "started_at": _now(),
+                            "started_at": now_iso(),
                             "pid": os.getpid(),
                             "paths": [str(p) for p in folders],
                         },
