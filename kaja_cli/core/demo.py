@@ -52,7 +52,7 @@ class DemoResult:
 def existing_store(store: Store) -> list[str]:
     """What already lives at the store's location (demo refuses to touch it)."""
     paths = store.paths
-    found = [str(p) for _, p in paths.databases() if p.exists() or p.is_symlink()]
+    found = [str(f.path) for f in paths.databases() if f.path.exists() or f.path.is_symlink()]
     if paths.files_dir.exists():
         found.append(str(paths.files_dir))
     return found

@@ -41,7 +41,8 @@ from pathlib import Path
 from kaja_cli.core import clock, db, images, schema, search_index
 from kaja_cli.core import settings as settings_mod
 from kaja_cli.core.fs import human_size
-from kaja_cli.core.paths import LABELS, SIDE_DATABASES, Overrides, Paths, companions, resolve
+from kaja_cli.core.paths import LABELS, Overrides, Paths, companions, resolve
+from kaja_cli.core.registry import DATABASES, Database, DatabaseFile
 from kaja_cli.core.wording import noun, plural
 from kaja_cli.errors import Busy, KajaError, SettingsError, UsageError
 
@@ -56,8 +57,6 @@ GROUPS = (
     "side databases",
     "sync",
 )
-
-SIDE_CACHE_NAME = SIDE_DATABASES["cache"]
 
 # Doctor's own read-only connections: a lock wait never hangs it (SPEC §7).
 READ_TIMEOUT_MS = 1000
@@ -218,7 +217,7 @@ def list_checks() -> list[Spec]:
     return list(CHECKS)
 
 
-DATABASE_NAMES = ("shared", "artifacts", "cache", "stats", "auth")
+DATABASE_NAMES = tuple(Database)
 
 
 def _selected(spec: Spec, only: tuple[str, ...], db_name: str | None = None) -> bool:
@@ -367,6 +366,7 @@ class Context:
         self.thorough = thorough
         self.now = now or clock.now()
         self.uid = os.geteuid() if hasattr(os, "geteuid") else None
+        self._files = {f.name: f for f in paths.databases()}
         self._stack = ExitStack()
         self._conns: dict[str, sqlite3.Connection | None] = {}
         self._open_errors: dict[str, KajaError] = {}
@@ -377,24 +377,22 @@ class Context:
         # The -wal/-shm/-journal files as they were before doctor opened
         # anything: reading a closed WAL file makes SQLite create a pair for
         # the time of the read, and those are doctor's own, not findings.
-        self._companions = {
-            p for _, path in self.databases() for p in companions(path) if p.exists()
-        }
+        self._companions = {p for f in self.databases() for p in companions(f.path) if p.exists()}
 
     # -- databases -------------------------------------------------------------
     @property
     def local(self) -> bool:
         return self.paths.mode != "cloud"
 
-    def databases(self) -> list[tuple[str, Path]]:
+    def databases(self) -> list[DatabaseFile]:
         return self.paths.databases() if self.local else []
 
-    def db_path(self, name: str) -> Path:
-        return dict(self.paths.databases())[name]
+    def file(self, name: str) -> DatabaseFile:
+        """A database file by its name (`Paths.databases()`)."""
+        return self._files[Database(name)]
 
-    def kind(self, name: str) -> str:
-        """The schema kind (`schema.FILES` key) of a database."""
-        return schema.kind_for(name, self.paths.artifacts_db is not None)
+    def db_path(self, name: str) -> Path:
+        return self.file(name).path
 
     def companion(self, path: Path) -> bool:
         """Whether this -wal/-shm/-journal was there before doctor started."""
@@ -680,7 +678,7 @@ def _run_single(ctx: Context, spec: Spec, selection: tuple[str, ...]) -> list[Ch
 
 def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...]):
     first = specs[0]  # `database`: whether the file exists and opens; the others need it
-    for name, _path in ctx.databases():
+    for name in (f.name for f in ctx.databases()):
         wanted = [s for s in specs if _selected(s, selection, name)]
         if not wanted:
             continue
@@ -878,7 +876,7 @@ def _tighten_all(paths: list[Path]) -> Callable[[], str]:
 
 
 def _db_group(name: str) -> str:
-    return "shared file" if name in ("shared", "artifacts") else "side databases"
+    return "side databases" if DATABASES[Database(name)].side else "shared file"
 
 
 def _safe(fn: Callable[[], Check | list[Check] | None], id: str, group: str, what: str):
@@ -924,9 +922,9 @@ def check_disk_space(ctx: Context) -> list[Check]:
         except OSError:
             continue
     total_db = 0
-    for _, path in ctx.databases():
+    for f in ctx.databases():
         with contextlib.suppress(OSError):
-            total_db += path.stat().st_size if path.is_file() else 0
+            total_db += f.path.stat().st_size if f.path.is_file() else 0
     out = []
     for i, folder in enumerate(targets.values()):
         cid = "disk-space" if i == 0 else f"disk-space.{i + 1}"
@@ -962,7 +960,7 @@ def _existing_ancestor(path: Path) -> Path:
 
 
 # --- paths -----------------------------------------------------------------------------------
-_DATABASE_LOCATIONS = ("shared_db", "cache_db", "stats_db", "auth_db", "artifacts_db")
+_DATABASE_LOCATIONS = {spec.location for spec in DATABASES.values()}
 
 
 def _exposure(mode: int) -> str | None:
@@ -1084,7 +1082,7 @@ def _owned(path: Path, uid: int | None) -> bool:
 )
 def check_legacy_files(ctx: Context) -> list[Check]:
     state = ctx.paths.state_dir.path
-    configured = {p for _, p in ctx.paths.databases()}
+    configured = {f.path for f in ctx.paths.databases()}
     found = [
         state / n for n in LEGACY_FILES if (state / n).is_file() and state / n not in configured
     ]
@@ -1211,14 +1209,6 @@ class Header:
         )
 
 
-def _source_of(ctx: Context, name: str) -> str:
-    if name == "shared":
-        return ctx.paths.shared_db.source
-    if name == "artifacts" and ctx.paths.artifacts_db is not None:
-        return ctx.paths.artifacts_db.source
-    return "follows the state dir"
-
-
 @check(
     "database", "shared file",
     "each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode",
@@ -1228,7 +1218,7 @@ def check_database(ctx: Context, name: str) -> Check:
     path = ctx.db_path(name)
     cid, group, label = f"database.{name}", _db_group(name), path.name
     kind = db.classify(path)
-    where = f"the path comes from: {_source_of(ctx, name)}"
+    where = f"the path comes from: {ctx.file(name).source}"
     if kind == "other" and path.is_file() and not os.access(path, os.R_OK):
         return Check(cid, group, ERROR, f"{path} cannot be read: permission denied", [where],
                      fix=f"check its owner and mode: ls -l {_quote(path)}")  # fmt: skip
@@ -1240,12 +1230,12 @@ def check_database(ctx: Context, name: str) -> Check:
         return Check(cid, group, OK, f"{label}: not created yet", [where])
     if kind in ("dir", "symlink-dir"):
         return Check(cid, group, ERROR, f"{path} is a folder, not a SQLite database", [where],
-                     fix=_not_a_database_fix(name, path))  # fmt: skip
+                     fix=_not_a_database_fix(ctx.file(name)))  # fmt: skip
     size = path.stat().st_size
     if kind == "other":
         return Check(cid, group, ERROR, f"{path} is not a SQLite database ({human_size(size)}, no SQLite header)",
                      [where, "kaja never writes to it"],
-                     fix=_not_a_database_fix(name, path))  # fmt: skip
+                     fix=_not_a_database_fix(ctx.file(name)))  # fmt: skip
     if kind == "empty":
         return Check(cid, group, WARN, f"{label}: an empty file (0 bytes)",
                      [str(path), "SQLite reads it as an empty database; Kaja creates the tables on its next start"],
@@ -1262,10 +1252,10 @@ def check_database(ctx: Context, name: str) -> Check:
             return Check(cid, group, ERROR,
                          f"{label} is truncated: its header counts {header.page_count} pages "
                          f"({human_size(expected)}), the file holds {human_size(size)}",
-                         details, fix=_recover_advice(path))  # fmt: skip
+                         details, fix=_recover_advice(ctx.file(name)))  # fmt: skip
     if size % header.page_size:
         return Check(cid, group, ERROR, f"{label} is truncated: it ends in the middle of a page",
-                     details, fix=_recover_advice(path))  # fmt: skip
+                     details, fix=_recover_advice(ctx.file(name)))  # fmt: skip
     err = ctx.open_error(name)
     if err is not None:
         if isinstance(err, Busy):
@@ -1275,7 +1265,7 @@ def check_database(ctx: Context, name: str) -> Check:
         reason = ctx.open_reason(name) or err.message
         if _is_damage(reason):
             return Check(cid, group, ERROR, f"{label} is damaged: it cannot be opened ({reason})",
-                         details, fix=_recover_advice(path))  # fmt: skip
+                         details, fix=_recover_advice(ctx.file(name)))  # fmt: skip
         return Check(cid, group, ERROR, f"{label} cannot be opened: {reason}", details,
                      fix=f"check the owner and mode of the file and its folder: "
                      f"ls -ld {_quote(path.parent)} {_quote(path)}")  # fmt: skip
@@ -1292,17 +1282,19 @@ def _is_damage(reason: str) -> bool:
     return any(w in low for w in ("malformed", "corrupt", "not a database", "encrypted"))
 
 
-def _not_a_database_fix(name: str, path: Path) -> str:
-    if name == "shared":
-        return "point --db, KAJA_DB_PATH or [memory] dbPath at the database file"
-    if name == "artifacts":
-        return "point KAJA_ARTIFACTS_DB or [memory] artifactsPath at the artifacts database"
-    aside = _quote(str(path) + ".bak")
+def _not_a_database_fix(file: DatabaseFile) -> str:
+    """Point the setting that placed it elsewhere; a side database is made anew."""
+    names = file.spec.moved_by.names()
+    if names:
+        what = "the database file" if file.spec.host is None else f"the {file.spec.label} database"
+        return f"point {', '.join(names[:-1])} or {names[-1]} at {what}"
+    path, aside = file.path, _quote(str(file.path) + ".bak")
     return f"move it aside and Kaja creates a new one: mv -- {_quote(path)} {aside}"
 
 
-def _recover_advice(path: Path) -> str:
-    if path.name == SIDE_CACHE_NAME:
+def _recover_advice(file: DatabaseFile) -> str:
+    path = file.path
+    if file.spec.disposable:
         # The seed: the cache "churns constantly and can be deleted at any time".
         files = " ".join(_quote(p) for p in [path, *companions(path)[:2]])
         return f"the cache can be deleted at any time: close Kaja, then rm -f -- {files}"
@@ -1375,11 +1367,11 @@ def check_integrity(ctx: Context, name: str) -> Check:
         if "locked" in text or "busy" in text:
             return Check(cid, group, WARN, f"{label}: {pragma} could not run: the file is busy")
         return Check(cid, group, ERROR, f"{label} is damaged: {text}", [f"{pragma} stopped on it"],
-                     fix=_recover_advice(path))  # fmt: skip
+                     fix=_recover_advice(ctx.file(name)))  # fmt: skip
     if rows == ["ok"]:
         return Check(cid, group, OK, f"{label}: {pragma} passed", [f"took {seconds:.2f} s"])
     return Check(cid, group, ERROR, f"{label} is damaged: {pragma} found {plural(len(rows), 'problem')}"
-                 + (" (the first 20)" if len(rows) >= 20 else ""), rows, fix=_recover_advice(path))  # fmt: skip
+                 + (" (the first 20)" if len(rows) >= 20 else ""), rows, fix=_recover_advice(ctx.file(name)))  # fmt: skip
 
 
 def _describe_missing(items: list[str]) -> str:
@@ -1405,13 +1397,13 @@ def check_schema(ctx: Context, name: str) -> Check | None:
         return None  # the database check says why
 
     def look() -> Check:
-        kind = ctx.kind(name)
+        file = ctx.file(name)
         kinds = ("table", "column", "index", "step")
         missing = sorted(
-            (m for m in schema.missing(conn, kind) if not m.startswith("search index")),
+            (m for m in schema.missing(conn, file) if not m.startswith("search index")),
             key=lambda m: kinds.index(m.split(" ", 1)[0]) if m.split(" ", 1)[0] in kinds else 9,
         )
-        expected = {t.name for t in schema.FILES[kind]}
+        expected = {t.name for t in file.tables}
         present = db.table_names(conn)
         extra = sorted(
             t for t in present - expected

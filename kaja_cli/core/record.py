@@ -29,7 +29,7 @@ from kaja_cli.core import fs, images, schema
 from kaja_cli.core.clock import iso, now
 from kaja_cli.core.db import transaction
 from kaja_cli.core.store import Store
-from kaja_cli.errors import Failed, UsageError
+from kaja_cli.errors import UsageError
 
 Clock = Callable[[], datetime]
 
@@ -131,7 +131,7 @@ class Recorder:
         unknown = set(columns) - set(spec.column_names)
         if unknown:
             raise UsageError(f"{table} has no column {', '.join(sorted(unknown))}")
-        name = _db_of(table)
+        name = schema.database_of(table)  # in TABLES (checked above): one of the registry's
         names = list(columns)
         values = [_json(v) if isinstance(v, dict | list) else v for v in columns.values()]
         verb = "INSERT OR REPLACE" if or_replace else "INSERT"
@@ -476,12 +476,3 @@ class Recorder:
             created_at=iso(self._now(at)),
         )  # fmt: skip
         return token_hash
-
-
-def _db_of(table: str) -> str:
-    for name in ("cache", "stats", "auth", "artifacts"):
-        if any(t.name == table for t in schema.FILES[name]):
-            return name
-    if table in schema.TABLES:
-        return "shared"
-    raise Failed(f"unknown table {table}")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core.paths import Overrides, Paths, resolve
+from kaja_cli.core.registry import Database
 from kaja_cli.errors import Failed, NotFound
 
 if TYPE_CHECKING:
@@ -44,17 +45,13 @@ class Store(NamedTuple):
                 "local database, and this kaja administers local storage only"
             )
 
-    def file_of(self, name: str) -> str:
-        """The database a set of tables lives in: artifacts are in the shared
-        file unless KAJA_ARTIFACTS_DB / artifactsPath split them out."""
-        return "shared" if name == "artifacts" and self.paths.artifacts_db is None else name
+    def file_of(self, name: str) -> Database:
+        """The database whose file holds a database's tables: the artifacts are in
+        the shared file unless KAJA_ARTIFACTS_DB / artifactsPath split them out."""
+        return self.paths.file_of(name).name
 
     def path(self, name: str = "shared") -> Path:
-        name = self.file_of(name)
-        for db_name, path in self.paths.databases():
-            if db_name == name:
-                return path
-        raise KeyError(name)
+        return self.paths.file_of(name).path
 
     def exists(self, name: str = "shared") -> bool:
         return self.path(name).exists()
@@ -102,11 +99,11 @@ class Store(NamedTuple):
         transactions (`progress` sees it), so the agent can write meanwhile."""
         from kaja_cli.core import db, schema, search_index
 
-        kind = schema.kind_for(self.file_of(name), self.paths.artifacts_db is not None)
-        if schema.is_current(conn, kind):
+        file = self.paths.file_of(name)
+        if schema.is_current(conn, file):
             return schema.Report()
         with db.transaction(conn):
-            report = schema.apply(conn, kind)
-        if kind.startswith("shared"):
+            report = schema.apply(conn, file)
+        if file.search_index:
             search_index.finish(conn, progress)
         return report

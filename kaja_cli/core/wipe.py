@@ -76,24 +76,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core import cascade, db, fs, images, schema
+from kaja_cli.core import cascade, db, fs, images
 from kaja_cli.core.clock import now_iso
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.paths import Paths, companions
+from kaja_cli.core.registry import DATABASES, Database, DatabaseFile
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, Failed, Interrupted, KajaError, NotFound, Refused
 
 MARKER_SUFFIX = ".wiping"
 MARKER_VERSION = 1
 READ_TIMEOUT_MS = 1000
-
-DB_LABELS = {
-    "shared": "shared file",
-    "artifacts": "artifacts file",
-    "cache": "cache.db",
-    "stats": "db-stats.db",
-    "auth": "web-auth.db",
-}
 
 
 # --- plain data ----------------------------------------------------------------
@@ -285,21 +278,16 @@ def _unsafe(path: Path) -> Refusal | None:
     return None
 
 
-# Tables only Kaja's shared file has. Names like `notes`, `runs` or `logs` are
-# common in other programs' databases: alone, they prove nothing.
-_KAJA_ONLY = frozenset({
-    "session_summaries", "session_events", "tool_calls", "model_calls", "dataset_versions",
-    "kaja_migrations", "conversation_threads", "experience_recipes", "sync_outbox",
-})  # fmt: skip
+def _looks_like_kajas(tables: set[str], file: DatabaseFile) -> bool:
+    """Whether a file's tables are Kaja's: its telltales (a common name such
+    as `notes` alone proves nothing), else any of the tables it should hold."""
+    telltales = file.spec.telltales
+    if telltales:
+        return any(t <= tables for t in telltales)
+    return bool(tables & {t.name for t in file.tables})
 
 
-def _looks_like_kajas(tables: set[str], kind: str) -> bool:
-    if kind.startswith("shared"):
-        return bool(tables & _KAJA_ONLY) or {"sessions", "messages"} <= tables
-    return bool(tables & {t.name for t in schema.FILES[kind]})
-
-
-def _read_database(path: Path, kind: str) -> tuple[Refusal | None, set[str] | None]:
+def _read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[str] | None]:
     """Refuse SQLite that is not Kaja's; the shared file's session ids.
 
     Ids are None when the file cannot be read (damaged): it still goes, but
@@ -310,7 +298,7 @@ def _read_database(path: Path, kind: str) -> tuple[Refusal | None, set[str] | No
     try:
         with db.open_read(path, timeout_ms=READ_TIMEOUT_MS) as conn:
             tables = db.table_names(conn)
-            if tables and not _looks_like_kajas(tables, kind):
+            if tables and not _looks_like_kajas(tables, file):
                 return Refusal(
                     path, f"{path} is a SQLite database, but not Kaja's (none of its tables is)"
                 ), None
@@ -337,9 +325,9 @@ def _busy(path: Path) -> Refusal | None:
     )
 
 
-def _database_items(path: Path, name: str) -> tuple[list[Item], list[Refusal]]:
+def _database_items(path: Path, name: Database) -> tuple[list[Item], list[Refusal]]:
     """The database, then its companions (the order they go in)."""
-    label = DB_LABELS.get(name, name)
+    label = DATABASES[name].noun
     items, refusals = [], []
     for p in [path, *companions(path)]:
         st = _lstat(p)
@@ -429,8 +417,8 @@ def _empty_after(folder: Path, gone: set[Path]) -> bool:
 def _in_reach(path: Path, paths: Paths) -> bool:
     """Whether a path read from a marker is one a wipe of `paths` may delete."""
     fixed = {paths.settings_file.path, paths.files_dir, paths.images_dir}
-    for _, dbp in paths.databases():
-        fixed |= {dbp, *companions(dbp)}
+    for f in paths.databases():
+        fixed |= {f.path, *companions(f.path)}
     return path in fixed or (path.parent == paths.images_dir and images.safe_name(path.name))
 
 
@@ -474,7 +462,8 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
     refusals: list[Refusal] = []
     known: set[str] | None = set()
     seen: set[Path] = set()
-    for name, path in paths.databases():
+    for file in paths.databases():
+        path = file.path
         if path in seen:  # the same file configured twice
             continue
         seen.add(path)
@@ -482,14 +471,12 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
         busy = None if unsafe else _busy(path)
         refusal, ids = (unsafe or busy), set()
         if refusal is None:
-            refusal, ids = _read_database(
-                path, schema.kind_for(name, paths.artifacts_db is not None)
-            )
+            refusal, ids = _read_database(path, file)
         if refusal is not None:
             refusals.append(refusal)
-        if name == "shared":
+        if file.name is Database.SHARED:
             known = ids
-        db_items, db_refusals = _database_items(path, name)
+        db_items, db_refusals = _database_items(path, file.name)
         items += db_items
         refusals += db_refusals
 
@@ -540,7 +527,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
 def execute(store: Store, plan: WipePlan) -> WipeResult:
     """Delete what `plan` lists, in its order (see the module docstring)."""
     paths = store.paths
-    dbs = list(dict.fromkeys(p for _, p in paths.databases()))
+    dbs = list(dict.fromkeys(f.path for f in paths.databases()))
     # It may have been minutes since the plan (the question): look again.
     for path in dbs:
         if (busy := _busy(path)) is not None:
@@ -573,7 +560,7 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
                 _remove_markers(markers)
                 markers = []
             first = items[0]
-            if first.group in DB_LABELS and (pid := db.holder(first.path)) is not None:
+            if first.group in DATABASES and (pid := db.holder(first.path)) is not None:
                 # Folding and the marker took a moment: a process that opened
                 # the database meanwhile keeps it (and the wipe stays unfinished).
                 raise Busy(
@@ -589,7 +576,7 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
                     elif _lstat(item.path) is not None:
                         kept.append(Kept(item.path, "changed since the plan: not deleting it"))
                     left -= 1
-                    if n == 0 and item.group in DB_LABELS:
+                    if n == 0 and item.group in DATABASES:
                         fs.fsync_dir(item.path.parent)  # the database gone before its journal
             fs.fsync_dir(items[-1].path.parent)
         _remove_markers(markers)
@@ -690,13 +677,14 @@ def interrupted(paths: Paths) -> Leftovers | None:
         details.append(detail)
         commands.append(command)
         remaining += [*left, m]
-    for name, path in paths.databases():
+    for file in paths.databases():
+        path = file.path
         if _lstat(path) is not None:
             continue
         stale = [c for c in companions(path) if c not in remaining and _lstat(c) is not None]
         if stale:
             names = ", ".join(c.name for c in stale)
-            details.append(f"{names} outlived the {DB_LABELS.get(name, name)} {path}")
+            details.append(f"{names} outlived the {file.spec.noun} {path}")
             commands.append("kaja wipe")
             remaining += stale
     if not details:
@@ -740,7 +728,7 @@ def _live_sessions(paths: Paths) -> set[str] | None:
         return set()
     if _unsafe(path) is not None:
         return None
-    return _read_database(path, "shared")[1]
+    return _read_database(path, paths.file_of(Database.SHARED))[1]
 
 
 # --- one owner ----------------------------------------------------------------------------
