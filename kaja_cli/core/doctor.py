@@ -268,41 +268,6 @@ def _require_results(selection: tuple[str, ...], checks: list[Check]) -> None:
             )
 
 
-# --- reading without changing anything -------------------------------------------
-@contextmanager
-def open_readonly(path: Path, *, timeout_ms: int = READ_TIMEOUT_MS) -> Iterator[sqlite3.Connection]:
-    """A read-only connection that leaves every file byte-for-byte as it was.
-
-    `db.open_read` is right for a cleanly closed file (it removes the -wal/-shm
-    pair SQLite creates to read it). When a -wal and -shm are already there,
-    a plain read-only open would rebuild a stale -shm (after a crash) in
-    place; `readonly_shm=1` reads through a private copy of the WAL index
-    instead, and works the same beside a running agent. A -wal or -shm alone
-    (no process holding them) is read with `immutable=1`: the main file as it
-    stands, creating nothing.
-    """
-    wal, shm = (path.with_name(path.name + s) for s in ("-wal", "-shm"))
-    has_wal, has_shm = wal.exists(), shm.exists()
-    if has_wal and has_shm:
-        uri = path.as_uri() + "?mode=ro&readonly_shm=1"
-    elif (has_wal or has_shm) and db.holder(path) is None:
-        uri = path.as_uri() + "?mode=ro&immutable=1"
-    else:  # (db.open_read reads a store in a folder it cannot write, too)
-        with db.open_read(path, timeout_ms=timeout_ms) as conn:
-            yield conn
-        return
-    db.require_database(path)
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
-        conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
-    except sqlite3.Error as e:
-        raise db.translate(e, path) from e
-    try:
-        yield conn
-    finally:
-        conn.close()
-
-
 class _Background:
     """A check running on its own connection in a thread.
 
@@ -411,7 +376,9 @@ class Context:
         conn = None
         if self.local and db.classify(path) in ("sqlite", "empty"):
             try:
-                conn = self._stack.enter_context(open_readonly(path))
+                conn = self._stack.enter_context(
+                    db.open_read(path, timeout_ms=READ_TIMEOUT_MS, as_found=True)
+                )
                 conn.set_progress_handler(_let_signals_in, 200_000)
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             except KajaError as e:
@@ -494,21 +461,26 @@ def _raise_if_interrupted(error: BaseException | None = None) -> None:
 
 
 def _integrity(path: Path, pragma: str, job: _Background) -> tuple[list[str], float]:
+    """The integrity pragma's rows and how long it took. SQLite's own error when
+    it stops before its first row (a damaged page): `check_integrity` says so."""
     start = time.perf_counter()
-    with open_readonly(path) as conn:
+    rows: list[str] = []
+    failure: sqlite3.DatabaseError | None = None
+    with db.open_read(path, timeout_ms=READ_TIMEOUT_MS, as_found=True) as conn:
         job.conn = conn
-        # Reading the file through a memory map is ~15% faster than read()
-        # calls; the read transaction keeps the mapped size valid.
-        conn.execute("PRAGMA mmap_size = 2147418112")
-        rows: list[str] = []
-        cursor = conn.execute(f"PRAGMA {pragma}(20)")
         try:
-            for row in cursor:  # one by one: SQLite may stop with an error after a few rows
-                rows.extend(str(row[0]).splitlines())
+            # Reading the file through a memory map is ~15% faster than read()
+            # calls; the read transaction keeps the mapped size valid.
+            conn.execute("PRAGMA mmap_size = 2147418112")
+            for row in conn.execute(f"PRAGMA {pragma}(20)"):  # one by one: SQLite may
+                rows.extend(str(row[0]).splitlines())  # stop with an error after a few rows
         except sqlite3.DatabaseError as e:
-            if not rows:
-                raise
-            rows.append(f"{pragma} stopped: {e}")
+            if rows:
+                rows.append(f"{pragma} stopped: {e}")
+            else:
+                failure = e  # raised once the file is closed, as SQLite said it
+    if failure is not None:
+        raise failure
     return rows, time.perf_counter() - start
 
 
