@@ -111,9 +111,10 @@ def _count(items: "list[Item]") -> str:
 def _show_items(items: "list[Item]") -> None:
     """One row per path; on a terminal a session's image folders are one row."""
     from kaja_cli import render
+    from kaja_cli.core.wipe import Kind, Part
 
     rows = []
-    trees = [i for i in items if i.group == "images" and i.kind == "tree"]
+    trees = [i for i in items if i.group is Part.IMAGES and i.kind is Kind.TREE]
     for item in items:
         if trees and item is trees[0]:
             n = len(trees)
@@ -126,7 +127,7 @@ def _show_items(items: "list[Item]") -> None:
                 ]
             )
         elif item not in trees:
-            size = "-" if item.kind == "folder" else render.human_size(item.size)
+            size = "-" if item.kind is Kind.FOLDER else render.human_size(item.size)
             rows.append([item.what, str(item.path), size])
     render.table(
         [render.Col("what", style="bold"), render.Col("path"),
@@ -166,7 +167,7 @@ def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done
         "size": sum(i.size for i in items),
         "kept": [{"path": str(k.path), "reason": k.reason} for k in kept],
         "refused": [
-            {"path": str(r.path), "reason": r.reason, "exit": 4 if r.busy else 5}
+            {"path": str(r.path), "reason": r.reason, "exit": int(r.status)}
             for r in plan.refusals
         ],
         "interrupted": _leftovers_json(plan.leftovers),
