@@ -42,8 +42,8 @@ def demo(
     side databases. Refuses to touch an existing store (exit 5): point
     --state-dir (or KAJA_STATE_DIR) at an empty folder.
     """
+    from kaja_cli import demo as sample
     from kaja_cli import render
-    from kaja_cli.core import demo as core_demo
     from kaja_cli.errors import UsageError
 
     base = None
@@ -54,9 +54,9 @@ def demo(
         if base is None:
             raise UsageError(f"--now: not an ISO 8601 time: {now!r}")
     store = store_of(ctx)
-    options = core_demo.DemoOptions(seed=seed, sessions=sessions, messages=messages, now=base)
+    options = sample.DemoOptions(seed=seed, sessions=sessions, messages=messages, now=base)
     with render.progress("writing the demo store") as bar:
-        result = core_demo.create(store, options, progress=bar)
+        result = sample.create(store, options, progress=bar)
     if as_json:
         render.emit_json(
             {
