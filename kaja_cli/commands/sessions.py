@@ -279,7 +279,7 @@ def export(
             return
         text = render.json_document(doc.head, doc.key, doc.items) + "\n"
     else:
-        from kaja_cli import replay
+        from kaja_cli.render import replay
 
         text = replay.markdown(transcript.load_transcript(store, session_id, acting))
         if output is None:

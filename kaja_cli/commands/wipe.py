@@ -167,8 +167,7 @@ def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done
         "size": sum(i.size for i in items),
         "kept": [{"path": str(k.path), "reason": k.reason} for k in kept],
         "refused": [
-            {"path": str(r.path), "reason": r.reason, "exit": int(r.status)}
-            for r in plan.refusals
+            {"path": str(r.path), "reason": r.reason, "exit": int(r.status)} for r in plan.refusals
         ],
         "interrupted": _leftovers_json(plan.leftovers),
     }

@@ -1,5 +1,9 @@
 """Output: Rich tables on a terminal, plain tab-separated text when piped, JSON.
 
+`render.replay` turns a session into what a person reads (the `kaja resume`
+replay, the Markdown export); this module holds the building blocks every
+command prints with.
+
 Rich is imported only when something is drawn for a person (a table, a
 progress bar, a question); `--json` and piped output never load it.
 `NO_COLOR` is honoured (by Rich, and by our own plain output having no color).
