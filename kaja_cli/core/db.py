@@ -23,6 +23,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 from kaja_cli.core import fs
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
@@ -33,8 +34,12 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_HINT = "another process (Kaja or the Telegram bot) is writing; try again, or close it first"
 
 
-def classify(path: Path) -> str:
-    """ "missing", "dir", "empty" (0 bytes), "sqlite" or "other"."""
+FileKind = Literal["missing", "dir", "empty", "sqlite", "other"]
+
+
+def classify(path: Path) -> FileKind:
+    """What is at a database's path: nothing, a folder, an empty file (SQLite
+    reads it as an empty database), a SQLite file, or something else."""
     try:
         if path.is_dir():
             return "dir"

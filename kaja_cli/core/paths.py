@@ -67,7 +67,7 @@ class Paths(NamedTuple):
     # The databases a flag, env var or setting places (the registry's
     # Placement.SETTING): the shared file always, the artifacts when split.
     placed: dict[Database, Located]
-    mode: str
+    mode: settings_mod.Mode
     settings: settings_mod.Settings
 
     @property

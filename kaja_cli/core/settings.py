@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -18,7 +19,16 @@ from kaja_cli.errors import SettingsError
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "memory": frozenset({"mode", "dbPath", "artifactsPath"}),
 }
-MODES = ("local", "cloud")
+
+
+class Mode(StrEnum):
+    """`[memory] mode`: where the conversation tables live."""
+
+    LOCAL = "local"  # the SQLite files of SPEC §2
+    CLOUD = "cloud"  # a server's PostgreSQL (SPEC §10): no local conversation database
+
+
+MODES = tuple(Mode)
 
 
 class Settings(NamedTuple):  # a NamedTuple: cheaper than a dataclass at start-up
@@ -31,8 +41,8 @@ class Settings(NamedTuple):  # a NamedTuple: cheaper than a dataclass at start-u
         return section.get(key) if isinstance(section, dict) else None
 
     @property
-    def mode(self) -> str:
-        return str(self.get("memory", "mode") or "local")
+    def mode(self) -> Mode:
+        return Mode(str(self.get("memory", "mode") or Mode.LOCAL))
 
     def unknown_keys(self) -> list[str]:
         """Dotted names of keys kaja does not know, in file order."""

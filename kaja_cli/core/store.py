@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core.paths import Overrides, Paths, resolve
 from kaja_cli.core.registry import Database
+from kaja_cli.core.settings import Mode
 from kaja_cli.errors import Failed, NotFound
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class Store(NamedTuple):
         return cls(resolve(overrides, environ))
 
     def require_local(self) -> None:
-        if self.paths.mode == "cloud":
+        if self.paths.mode is Mode.CLOUD:
             raise Failed(
                 f'{self.paths.settings_file.path} sets [memory] mode = "cloud": there is no '
                 "local database, and this kaja administers local storage only"

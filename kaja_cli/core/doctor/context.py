@@ -25,6 +25,7 @@ from pathlib import Path
 from kaja_cli.core import clock, db, images
 from kaja_cli.core.paths import Paths, companions
 from kaja_cli.core.registry import Database, DatabaseFile
+from kaja_cli.core.settings import Mode
 from kaja_cli.errors import KajaError, SettingsError
 
 # Doctor's own read-only connections: a lock wait never hangs it (SPEC §7).
@@ -110,7 +111,7 @@ class Context:
     # -- databases -------------------------------------------------------------
     @property
     def local(self) -> bool:
-        return self.paths.mode != "cloud"
+        return self.paths.mode is not Mode.CLOUD
 
     def databases(self) -> list[DatabaseFile]:
         return self.paths.databases() if self.local else []

@@ -53,7 +53,7 @@ def check_database(ctx: Context, name: str) -> Check:
                          ["a fresh machine: Kaja creates it on its first start", where],
                          fix="start Kaja (or `kaja demo` for a sample store), or point --db at the store")  # fmt: skip
         return Check(cid, group, OK, f"{label}: not created yet", [where])
-    if kind in ("dir", "symlink-dir"):
+    if kind == "dir":
         return Check(cid, group, ERROR, f"{path} is a folder, not a SQLite database", [where],
                      fix=_not_a_database_fix(ctx.file(name)))  # fmt: skip
     size = path.stat().st_size

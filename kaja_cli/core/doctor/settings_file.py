@@ -27,7 +27,7 @@ def check_settings(ctx: Context) -> list[Check]:
     if not settings.exists:
         return [Check("settings", Group.SETTINGS, OK, f"no {path.name}: the defaults apply")]
     out = [Check("settings", Group.SETTINGS, OK, f"{path.name} parses")]
-    if settings.mode == "cloud":
+    if settings.mode is settings_mod.Mode.CLOUD:
         out[0].summary += ' (mode = "cloud": no local database, the database checks are skipped)'
     unknown = settings.unknown_keys()
     if unknown:
