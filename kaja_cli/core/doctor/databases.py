@@ -28,6 +28,7 @@ from kaja_cli.core.registry import DatabaseFile
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError
 
+# Thresholds. A WAL this large means checkpoints cannot keep up (a reader
 # that never lets go); free pages above both limits are worth a VACUUM.
 WAL_WARN_BYTES = 64 * 1024 * 1024
 FREE_WARN_BYTES = 32 * 1024 * 1024

@@ -15,6 +15,8 @@ from kaja_cli.core.doctor.context import Context
 from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group
 from kaja_cli.core.fs import human_size
 
+# Free space: below the first Kaja cannot save (an error); below the second, or
+# below what the databases take (a VACUUM needs as much again), a warning.
 DISK_ERROR_BYTES = 50 * 1000 * 1000
 DISK_WARN_BYTES = 500 * 1000 * 1000
 

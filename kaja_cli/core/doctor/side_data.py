@@ -12,6 +12,7 @@ from kaja_cli.core.doctor.context import Context
 from kaja_cli.core.doctor.model import OK, WARN, Check, Group
 from kaja_cli.core.wording import plural
 
+# A backlog this old, or this long, means sync is not running.
 OUTBOX_WARN_AGE = timedelta(days=7)
 OUTBOX_WARN_ROWS = 10_000
 

@@ -149,7 +149,7 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
 def execute_owner(
     store: Store, owner: Owner, *, timeout_ms: int = db.BUSY_TIMEOUT_MS
 ) -> OwnerResult:
-    """Erase one owner in one transaction, then their image folders (module docstring)."""
+    """Erase one owner in one transaction, then their image folders (the package docstring)."""
     paths = store.paths
     _no_whole_wipe_pending(paths)
     marker = _owner_marker(paths, owner)

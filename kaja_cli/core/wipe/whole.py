@@ -38,6 +38,8 @@ from kaja_cli.core.wipe.reach import (
 )
 from kaja_cli.errors import Busy, Failed, Interrupted
 
+_LINK = "(a link: its target stays)"
+
 
 def _database_items(path: Path, name: Database) -> tuple[list[Item], list[Refusal]]:
     """The database, then its companions (the order they go in)."""
@@ -70,11 +72,7 @@ def _files_items(
     if st is None:
         return [], []
     if stat.S_ISLNK(st.st_mode):
-        return [
-            Item(
-                files_dir, "files/ (a link: its target stays)", Kind.LINK, Part.FILES, st.st_size, 1
-            )
-        ], []
+        return [Item(files_dir, f"files/ {_LINK}", Kind.LINK, Part.FILES, st.st_size, 1)], []
     if not stat.S_ISDIR(st.st_mode):
         return [], [Kept(files_dir, "not a folder: kaja did not create it")]
     items: list[Item] = []
@@ -85,16 +83,7 @@ def _files_items(
     ]
     ist = lstat_or_none(images_dir)
     if ist is not None and stat.S_ISLNK(ist.st_mode):
-        items.append(
-            Item(
-                images_dir,
-                "images/ (a link: its target stays)",
-                Kind.LINK,
-                Part.IMAGES,
-                ist.st_size,
-                1,
-            )
-        )
+        items.append(Item(images_dir, f"images/ {_LINK}", Kind.LINK, Part.IMAGES, ist.st_size, 1))
     elif ist is not None and stat.S_ISDIR(ist.st_mode):
         for name in sorted(os.listdir(images_dir)):
             entry = images_dir / name
@@ -152,9 +141,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
         st = lstat_or_none(sp)
         if st is not None and sp not in have:
             if stat.S_ISLNK(st.st_mode):
-                items.append(
-                    Item(sp, "settings file (a link: its target stays)", Kind.LINK, Part.SETTINGS)
-                )
+                items.append(Item(sp, f"settings file {_LINK}", Kind.LINK, Part.SETTINGS))
             elif stat.S_ISREG(st.st_mode):
                 items.append(Item(sp, "settings file", Kind.FILE, Part.SETTINGS, st.st_size, 1))
             else:
@@ -184,7 +171,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
 
 
 def execute(store: Store, plan: WipePlan) -> WipeResult:
-    """Delete what `plan` lists, in its order (see the module docstring)."""
+    """Delete what `plan` lists, in its order (see the package docstring)."""
     paths = store.paths
     dbs = list(dict.fromkeys(f.path for f in paths.databases()))
     # It may have been minutes since the plan (the question): look again.
