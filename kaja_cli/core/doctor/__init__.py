@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from kaja_cli.core import settings as settings_mod
 from kaja_cli.core.doctor.context import _INTERRUPTED, Context, raise_if_interrupted
@@ -200,13 +201,13 @@ def _run_checks(
         tasks = _plan(ctx, selection)
         # The whole-file reads (quick_check) start first, in a thread; every
         # other check runs beside them, and their results are collected last.
-        for spec, name, _ in tasks:
-            if spec.id == "integrity" and name is not None:
-                ctx.start_integrity(name)
+        for task in tasks:
+            if task.spec.id == "integrity" and task.database is not None:
+                ctx.start_integrity(task.database)
         results: list[list[Check]] = [[] for _ in tasks]
-        order = sorted(range(len(tasks)), key=lambda i: tasks[i][0].id == "integrity")
+        order = sorted(range(len(tasks)), key=lambda i: tasks[i].spec.id == "integrity")
         for i in order:
-            results[i] = tasks[i][2]()
+            results[i] = tasks[i].run()
             raise_if_interrupted()
         checks = _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
     except BaseException:
@@ -238,11 +239,17 @@ def _restore_ctrl_c(previous: object) -> None:
         signal.signal(signal.SIGINT, previous)  # type: ignore[arg-type]
 
 
-def _plan(
-    ctx: Context, selection: tuple[str, ...]
-) -> list[tuple[Spec, str | None, Callable[[], list[Check]]]]:
+class Task(NamedTuple):
+    """One planned run of a check: for one database, or for the whole store."""
+
+    spec: Spec
+    database: str | None
+    run: Callable[[], list[Check]]
+
+
+def _plan(ctx: Context, selection: tuple[str, ...]) -> list[Task]:
     """What to run, in the report's order: (spec, database or None, run)."""
-    tasks: list[tuple[Spec, str | None, Callable[[], list[Check]]]] = []
+    tasks: list[Task] = []
     db_specs = [s for s in CHECKS if s.per_database]
     db_done = False
     for spec in CHECKS:
@@ -253,7 +260,7 @@ def _plan(
             continue
         if not _selected(spec, selection):
             continue
-        tasks.append((spec, None, lambda spec=spec: _run_single(ctx, spec, selection)))
+        tasks.append(Task(spec, None, lambda spec=spec: _run_single(ctx, spec, selection)))
     return tasks
 
 
@@ -268,7 +275,7 @@ def _run_single(ctx: Context, spec: Spec, selection: tuple[str, ...]) -> list[Ch
     return found
 
 
-def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...]):
+def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...]) -> Iterator[Task]:
     first = specs[0]  # `database`: whether the file exists and opens; the others need it
     for name in (f.name for f in ctx.databases()):
         wanted = [s for s in specs if _selected(s, selection, name)]
@@ -280,7 +287,7 @@ def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...])
                 found = _checks_of(first.run(ctx, name))
                 return found if ctx.conn(name) is None else []
 
-            yield first, name, why
+            yield Task(first, name, why)
         for spec in wanted:
 
             def one(spec: Spec = spec, name: str = name) -> list[Check]:
@@ -288,7 +295,7 @@ def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...])
                     return []
                 return _checks_of(spec.run(ctx, name))
 
-            yield spec, name, one
+            yield Task(spec, name, one)
 
 
 def _hold_back_writes_to_damaged(ctx: Context, checks: list[Check]) -> list[Check]:
