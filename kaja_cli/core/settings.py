@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -27,7 +28,16 @@ KNOWN_KEYS: dict[str, frozenset[str]] = {}
 for _key in settings_keys.KEYS.values():
     KNOWN_KEYS[_key.table] = KNOWN_KEYS.get(_key.table, frozenset()) | {_key.leaf}
 del _key
-MODES = settings_keys.KEYS["memory.mode"].choices
+
+
+class Mode(StrEnum):
+    """`[memory] mode`: where the conversation tables live."""
+
+    LOCAL = "local"  # the SQLite files of SPEC §2
+    CLOUD = "cloud"  # a server's PostgreSQL (SPEC §10): no local conversation database
+
+
+MODES = tuple(Mode)
 
 
 class Settings(NamedTuple):  # a NamedTuple: cheaper than a dataclass at start-up
@@ -49,8 +59,11 @@ class Settings(NamedTuple):  # a NamedTuple: cheaper than a dataclass at start-u
         return node
 
     @property
-    def mode(self) -> str:
-        return str(self.get("memory", "mode") or "local")
+    def mode(self) -> Mode:
+        try:
+            return Mode(str(self.get("memory", "mode") or Mode.LOCAL))
+        except ValueError:  # a lenient read (doctor, `config show`) of a bad value
+            return Mode.LOCAL
 
     def unknown_keys(self) -> list[str]:
         """Dotted names of keys kaja does not know, in file order; an unknown

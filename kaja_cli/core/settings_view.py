@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 from kaja_cli.core import settings as settings_mod
 from kaja_cli.core import settings_keys
 from kaja_cli.core.paths import Located, Overrides, Paths, resolve
+from kaja_cli.core.registry import Database
 from kaja_cli.core.settings_keys import KEYS, Key
 from kaja_cli.errors import Failed, NotFound, SettingsError, UsageError
 
@@ -78,8 +79,8 @@ def store_files(paths: Paths) -> list[Path]:
     from kaja_cli.core.paths import companions
 
     out = [paths.files_dir]
-    for _name, db in paths.databases():
-        out += [db, *companions(db)]
+    for db in paths.databases():
+        out += [db.path, *companions(db.path)]
     return out
 
 
@@ -185,5 +186,6 @@ def _resolved_path(key: Key, paths: Paths, value: Any) -> Any:
     if key.name == "memory.dbPath":
         return str(paths.shared_db.path)
     if key.name == "memory.artifactsPath":
-        return None if paths.artifacts_db is None else str(paths.artifacts_db.path)
+        split = paths.located(Database.ARTIFACTS)
+        return None if split is None else str(split.path)
     return value if value is None else str(Path(value))
