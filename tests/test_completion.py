@@ -90,6 +90,7 @@ def test_zsh_completes_in_a_real_terminal(kaja, tmp_path):
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
 
+@pytest.mark.process  # edits a shell start-up file: only the real command, in its HOME
 def test_install_completion_writes_into_home(kaja):
     r = kaja("--install-completion", "bash", env={"SHELL": "/bin/bash"})
     assert r.code == 0, r

@@ -520,6 +520,7 @@ def test_core_imports_neither_typer_nor_rich():
     assert out.stdout == "[]\n"
 
 
+@pytest.mark.process  # what the real command imports at start-up
 @pytest.mark.parametrize(
     "args", [["sessions"], ["sessions", "--json"], ["resume", "--json"], ["resume"]]
 )
