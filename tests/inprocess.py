@@ -41,6 +41,11 @@ import typing
 import warnings
 from pathlib import Path
 
+# Imported once, before any test runs: app.py freezes what the garbage
+# collector tracks at import (start-up speed), and that must not include a
+# test's unreferenced connections, which hold locks until collected.
+from kaja_cli import app
+
 KAJA = str(Path(sys.executable).with_name("kaja"))
 
 # Set by conftest from `pytest --real-processes`: every run a real process.
@@ -77,8 +82,6 @@ def run(
     `root` is the test's folder: no lock may be held on a file below it,
     before (by the test) or after (by kaja).
     """
-    from kaja_cli import app
-
     _no_lock_held(root, "this test holds", "a real kaja would see it and an in-process one"
                   " cannot: close it first, or run kaja.proc(...)")  # fmt: skip
     stdin = _stdin(input)
@@ -267,7 +270,7 @@ def _locks_held_below(root: Path) -> list[str]:
             inodes.add(int(parts[5].rsplit(":", 1)[1]))
     if not inodes:
         return []
-    below = str(root) + os.sep
+    below = os.path.realpath(root) + os.sep  # /proc names files by their real path
     return sorted(name for name in _open_files(inodes) if name.startswith(below))
 
 
