@@ -508,6 +508,7 @@ def test_help(kaja, args):
     assert r.code == 0 and "Usage: kaja sessions" in r.out
 
 
+@pytest.mark.process  # what the real command imports at start-up
 @pytest.mark.parametrize(
     "args", [["sessions"], ["sessions", "--json"], ["resume", "--json"], ["resume"]]
 )
