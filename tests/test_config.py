@@ -205,6 +205,28 @@ def test_get_exit_codes(kaja):
     assert r.code == 1 and r.err.startswith(f"kaja: {kaja.config}:1:") and "invalid TOML" in r.err
 
 
+def test_a_bad_value_of_the_agents_settings_stops_no_command(demo_store):
+    """Only keys that say where the data is fail every command; the rest is
+    the agent's business: commands go on, doctor warns, `get` of it fails."""
+    write(demo_store, "[memory]\nprovider = 'mem0'\n\n[logging.database]\nslow_ms = 'fast'\n")
+    r = demo_store("sessions", "--json")
+    assert r.code == 0 and r.err == "" and json.loads(r.out)["sessions"]
+    r = demo_store("doctor", "--check", "settings", "--json")
+    assert r.code == 0, r
+    checks = {c["id"]: c for c in json.loads(r.out)["checks"]}
+    values = checks["settings.values"]
+    assert values["status"] == "warn"
+    assert values["summary"] == "2 settings in settings.toml with a value that is not allowed"
+    assert values["details"][:2] == [
+        "line 2: memory.provider must be local or qdrant, not 'mem0'",
+        "line 5: logging.database.slow_ms must be a whole number from 0 to 600000, not 'fast'",
+    ]
+    assert demo_store("config", "get", "logging.database.slow_ms").code == 1
+    write(demo_store, "[memory]\nmode = 'moon'\n")  # where the data is: every command stops
+    r = demo_store("sessions")
+    assert r.code == 1 and "memory.mode must be local or cloud, not 'moon'" in r.err
+
+
 # --- set ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("key", "value", "old", "new"),

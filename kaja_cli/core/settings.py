@@ -129,13 +129,17 @@ def read_text(path: Path) -> str | None:
 def load(path: Path, *, validate: bool = True) -> Settings:
     """Read settings.toml; a missing file is empty settings, a bad one an error.
 
-    With `validate`, a known key with a value kaja would reject is an error
-    too (with its line); without, the caller asks `Settings.problems()`."""
+    With `validate`, a bad value of a key that locates the data
+    (`settings_keys.LOCATING`) is an error too, with its line; other bad
+    values are for `Settings.problems()` (doctor, `config show`)."""
     text = read_text(path)
     if text is None:
         return Settings(path=path, exists=False)
     settings = Settings(path=path, exists=True, data=parse(path, text), text=text)
-    if validate and (problems := settings.problems()):
+    problems = (
+        [p for p in settings.problems() if p[0] in settings_keys.LOCATING] if validate else []
+    )
+    if problems:
         name, why = problems[0]
         line = settings.line_of(settings_keys.KEYS[name].parts)
         raise SettingsError(

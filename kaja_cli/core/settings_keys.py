@@ -139,6 +139,15 @@ KEYS: dict[str, Key] = {
     )
 }  # fmt: skip
 
+# The keys that decide where Kaja's data is: a bad value there fails every
+# command (acting on the wrong store would be worse). A bad value elsewhere
+# (`slow_ms = "fast"`) concerns the agent, not where kaja looks: commands go
+# on, doctor warns, `config get` of that key fails.
+LOCATING: frozenset[str] = frozenset({
+    "memory.dbPath", "memory.mode", "memory.artifactsPath", "memory.databaseUrl",
+    "memory.account", "memory.databaseSchema",
+})  # fmt: skip
+
 # Every table that holds known keys, and every prefix of one: `memory`,
 # `memory.qdrant`, `logging`, `logging.database`, `learning`, …
 TABLES: frozenset[str] = frozenset(

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from kaja_cli.core import settings as settings_mod
+from kaja_cli.core import settings_keys
 from kaja_cli.core.doctor import check
 from kaja_cli.core.doctor.common import quote
 from kaja_cli.core.doctor.context import Context
 from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.wording import plural
 
 
 @check(
     "settings",
     Group.SETTINGS,
-    "settings.toml parses (line and column of an error) and has no unknown keys",
+    "settings.toml parses (line and column of an error), its values are allowed, no unknown keys",
 )
 def check_settings(ctx: Context) -> list[Check]:
     path = ctx.paths.settings_file.path
@@ -29,6 +31,7 @@ def check_settings(ctx: Context) -> list[Check]:
     out = [Check("settings", Group.SETTINGS, OK, f"{path.name} parses")]
     if settings.mode is settings_mod.Mode.CLOUD:
         out[0].summary += ' (mode = "cloud": no local database, the database checks are skipped)'
+    out.append(_values(settings))
     unknown = settings.unknown_keys()
     if unknown:
         known = ", ".join(
@@ -42,3 +45,23 @@ def check_settings(ctx: Context) -> list[Check]:
     else:
         out.append(Check("settings.keys", Group.SETTINGS, OK, "no unknown keys in settings.toml"))
     return out
+
+
+def _values(settings: settings_mod.Settings) -> Check:
+    """Values kaja would refuse to `config set` (the ones that locate the data
+    already failed the read above, so these are the agent's settings)."""
+    problems = settings.problems()
+    if not problems:
+        return Check(
+            "settings.values", Group.SETTINGS, OK, "every known setting has an allowed value"
+        )
+    details = []
+    for name, why in problems:
+        line = settings.line_of(settings_keys.KEYS[name].parts)
+        details.append(f"line {line}: {why}" if line else why)
+    return Check(
+        "settings.values", Group.SETTINGS, WARN,
+        f"{plural(len(problems), 'setting')} in settings.toml with a value that is not allowed",
+        [*details, "Kaja may refuse to start or ignore them"],
+        fix="kaja config set KEY VALUE, or kaja config edit",
+    )  # fmt: skip
