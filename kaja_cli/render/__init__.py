@@ -20,6 +20,8 @@ The layout rule, for every table and every page of prose on a terminal:
 - A search snippet is shown whole, wrapped: the matched words are always in it.
 - Prose (a replay, doctor's details) wraps at words, the continuation indented
   by the line's own indent plus two.
+- On a terminal too narrow for even the columns that never go, side by side,
+  each row becomes a record: its first column, then `header: value` lines.
 - Nothing is written past the right edge. Piped output is unchanged: one
   record a line, tab-separated, no wrapping, no header, no color.
 
@@ -106,8 +108,29 @@ def emit_json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> 
 
 
 def note(message: str) -> None:
-    """A diagnostic line on stderr (never mixed into what a script parses)."""
-    sys.stderr.write(f"kaja: {message}\n")
+    """A diagnostic line on stderr (never mixed into what a script parses);
+    on a terminal, wrapped at words like any prose."""
+    text = f"kaja: {message}"
+    width = _stderr_width()
+    if width is not None and len(text) > width:
+        from kaja_cli.render import layout
+
+        text = "\n".join("".join(t for t, _ in line)
+                         for line in layout.prose_lines([(text, "")], width))  # fmt: skip
+    sys.stderr.write(text + "\n")
+
+
+def _stderr_width() -> int | None:
+    """Columns of the terminal stderr is on (COLUMNS wins); None when it is not one."""
+    try:
+        if not sys.stderr.isatty():
+            return None
+        columns = os.environ.get("COLUMNS", "")
+        return (
+            int(columns) if columns.isdigit() else os.get_terminal_size(sys.stderr.fileno()).columns
+        )
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def _plain(value: Any) -> str:

@@ -271,8 +271,9 @@ def _stats(col: Col, values: Sequence[Any]) -> _Stats:
     return _Stats(wide, min(wide, max(keep, col.min)))
 
 
-def plan(cols: Sequence[Col], stats: Sequence[_Stats], total: int) -> list[int | None]:
-    """Each column's width, None for a dropped one (the rule in the package docstring)."""
+def plan(cols: Sequence[Col], stats: Sequence[_Stats], total: int) -> list[int | None] | None:
+    """Each column's width, None for a dropped one (the rule in the package
+    docstring); None when no columns fit side by side."""
     natural = [s.natural for s in stats]
     least = [s.least for s in stats]
     shown = [True] * len(cols)
@@ -284,10 +285,7 @@ def plan(cols: Sequence[Col], stats: Sequence[_Stats], total: int) -> list[int |
         widths = _shrink(natural, least, shown, total)
         if widths is not None:
             return widths
-    # Even the columns that never go do not fit: text columns give up their words.
-    least = [1 if c.fit == TEXT else w for c, w in zip(cols, least, strict=True)]
-    return _shrink(natural, least, shown, total) or [w if s else None
-                                                     for w, s in zip(least, shown, strict=True)]  # fmt: skip
+    return None  # even the columns that never go do not fit side by side
 
 
 def _shrink(
@@ -372,8 +370,12 @@ def table_lines(
     from every row (cheap string operations); a row is wrapped and styled
     only when its lines are asked for, so a long table starts at once."""
     stats = [_stats(col, [row[i] for row in rows]) for i, col in enumerate(cols)]
+    planned = plan(cols, stats, total)
+    if planned is None:
+        yield from record_lines(cols, rows, total)
+        return
     sample = [[_cell(v, c) for v, c in zip(row, cols, strict=True)] for row in rows[:SETTLE_ROWS]]
-    widths = _settle(cols, stats, sample, plan(cols, stats, total))
+    widths = _settle(cols, stats, sample, planned)
     shown = [i for i, w in enumerate(widths) if w is not None]
     # A header wraps (flush) in a text or chart column; a whole column is as wide as its header.
     header = [_Cell([(c.header, "bold")], cells(c.header), cells(c.header)) for c in cols]
@@ -411,7 +413,7 @@ def _row_lines(
         pending = ""
         for k, i in enumerate(shown):
             block = blocks[k]
-            runs = block[n] if n < len(block) else []
+            runs = [r for r in block[n] if r[0]] if n < len(block) else []
             used = sum(cells(t) for t, _ in runs)
             pad = " " * max((widths[i] or 0) - used, 0)
             if k:
@@ -425,6 +427,21 @@ def _row_lines(
             if cols[i].justify != "right":
                 pending += pad
         yield line  # trailing padding is left off
+
+
+def record_lines(
+    cols: Sequence[Col], rows: Sequence[Sequence[Any]], total: int
+) -> Iterator[list[Run]]:
+    """A table on a terminal too narrow for its columns side by side: each row
+    a record, its first column on a line, then `header: value` lines (every
+    column, wrapped as prose; a chart is left out)."""
+    for row in rows:
+        for i, (col, value) in enumerate(zip(cols, row, strict=True)):
+            cell = _cell(value, col)
+            if not cell.runs:
+                continue
+            label = [] if i == 0 or not col.header else [(col.header + ": ", "dim")]
+            yield from prose_lines([("" if i == 0 else "  ", ""), *label, *cell.runs], total)
 
 
 _EIGHTHS = " ▏▎▍▌▋▊▉"
