@@ -316,7 +316,7 @@ def _shrink(
     return [widths.get(i) for i in range(len(natural))]
 
 
-SETTLE_ROWS = 200  # rows looked at to give a column's unused room away
+SETTLE_ROWS = 100  # rows looked at to give a column's unused room away
 
 
 def _settle(
