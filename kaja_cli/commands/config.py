@@ -53,7 +53,8 @@ def paths(
     # "exists", the file count, the source, then the size go (README, "Where data lives").
     Col = render.Col
     render.table(
-        [Col("what", style="bold"), Col("path", min=20), Col("source", style="dim", drop=3),
+        [Col("what", style="bold", kind="whole"), Col("path", min=20),
+         Col("source", style="dim", drop=3),
          Col("exists", kind="whole", drop=1), Col("size", justify="right", drop=4),
          Col("files", justify="right", drop=2)],
         [

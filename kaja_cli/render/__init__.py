@@ -9,11 +9,12 @@ The layout rule, for every table and every page of prose on a terminal:
 
 - Numbers and ids are never cut or wrapped (`whole` columns: ids, counts,
   tokens, times, sizes), and neither are the marks: `⏸ approval`, ✓ ! ✗.
-- Text columns (title, snippet, path, message, model) give way first: the
-  widest narrows first, and each wraps at word boundaries (a space, or after
-  a hyphen or a slash), its continuation lines indented by one. A text column
-  never gets narrower than its longest word (up to 16 columns) or a search's
-  matched word.
+- Text columns (title, snippet, path, message, model) give way first: each
+  narrows in proportion to the room it has over its narrowest, and wraps at
+  word boundaries (a space, or after a hyphen or a slash), its continuation
+  lines indented by one. A text column never gets narrower than its longest
+  word (up to 16 columns) or a search's matched word; a longer word breaks
+  after a slash or a hyphen, else where the line ends.
 - Only when even that does not fit are columns dropped, least useful first,
   in the order each table declares (`Col.drop`; the README lists them). A
   chart shrinks to 10 columns, then goes first.

@@ -291,8 +291,9 @@ def plan(cols: Sequence[Col], stats: Sequence[_Stats], total: int) -> list[int |
 def _shrink(
     natural: list[int], least: list[int], shown: list[bool], total: int
 ) -> list[int | None] | None:
-    """Natural widths, the widest flexible columns narrowed first until the
-    row fits in `total`; None when even the narrowest do not fit."""
+    """Natural widths, the flexible columns narrowed in proportion to the room
+    each can give (its width over its narrowest) until the row fits in
+    `total`; None when even the narrowest do not fit."""
     idx = [i for i, s in enumerate(shown) if s]
     gaps = GAP * max(len(idx) - 1, 0)
     widths = {i: natural[i] for i in idx}
@@ -301,18 +302,16 @@ def _shrink(
         return [widths.get(i) for i in range(len(natural))]
     if sum(least[i] for i in idx) + gaps > total:
         return None
-    while over > 0:
-        flexible = [i for i in idx if widths[i] > least[i]]
-        top = max(widths[i] for i in flexible)
-        widest = [i for i in flexible if widths[i] == top]
-        below = max([least[i] for i in widest] + [widths[i] for i in flexible if widths[i] < top])
-        step = min(top - below, -(-over // len(widest)))
-        for i in widest:
-            if over <= 0:
-                break
-            cut = min(step, over)
-            widths[i] -= cut
-            over -= cut
+    slack = {i: natural[i] - least[i] for i in idx if natural[i] > least[i]}
+    room = sum(slack.values())
+    cuts = {i: over * s // room for i, s in slack.items()}
+    # What the rounding down left: a column each, the one with most room first.
+    for i in sorted(slack, key=lambda i: (-(over * slack[i] % room), -slack[i])):
+        if sum(cuts.values()) >= over:
+            break
+        cuts[i] += 1
+    for i, cut in cuts.items():
+        widths[i] -= cut
     return [widths.get(i) for i in range(len(natural))]
 
 
