@@ -159,7 +159,15 @@ def _reader_went_away() -> None:
 
 def _fail(message: str, status: ExitStatus) -> None:
     try:
-        sys.stderr.write(f"kaja: {message}\n")
+        from kaja_cli import render
+
+        render.note(message)  # one line; on a terminal, wrapped at words
+    except Exception:
+        try:
+            sys.stderr.write(f"kaja: {message}\n")
+        except Exception:
+            pass
+    try:
         sys.stderr.flush()
     except Exception:
         pass

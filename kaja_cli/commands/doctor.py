@@ -100,12 +100,20 @@ def _print_list(core, as_json: bool) -> None:
     if as_json:
         render.emit_json({"checks": rows, "databases": list(core.DATABASE_NAMES)})
         return
+    footer = f"<db> is one of {names}; `--check ID` takes a check or one of its results."
+    if render.stdout_is_terminal():  # the layout rule: ids whole, what each does wrapped
+        render.table(
+            [render.Col("check", kind="whole"), render.Col("what it looks at")],
+            [[f"{s.id}.<db>" if s.per_database else s.id, s.about] for s in specs],
+            caption=footer,
+        )
+        return
     width = max(len(s.id) for s in specs) + 6
     out = []
     for s in specs:
         name = f"{s.id}.<db>" if s.per_database else s.id
         out.append(f"{name:<{width}}{s.about}")
-    out.append(f"\n<db> is one of {names}; `--check ID` takes a check or one of its results.")
+    out.append(f"\n{footer}")
     _write("\n".join(out) + "\n")
 
 
