@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 GAP = 2  # spaces between two columns
 CELL_HANG = 1  # a wrapped cell's continuation lines are indented this much
@@ -21,7 +21,10 @@ PROSE_HANG = 2  # a wrapped line of prose: its own indent plus this
 WORD_CAP = 16  # a text column is never narrower than its longest word, up to this
 CHART_MIN = 10  # a bar chart shrinks to this before it is dropped
 
-TEXT, WHOLE, CHART = "text", "whole", "chart"
+Kind = Literal["text", "whole", "chart"]
+TEXT: Kind = "text"
+WHOLE: Kind = "whole"
+CHART: Kind = "chart"
 
 Run = tuple[str, str]  # (text, style): a piece of a line with its Rich-like style words
 
@@ -39,14 +42,14 @@ class Col(NamedTuple):
     """
 
     header: str
-    justify: str = "left"  # "left" | "right"
+    justify: Literal["left", "right"] = "left"
     style: str | None = None
-    kind: str | None = None
+    kind: Kind | None = None
     drop: int = 0
     min: int = 0
 
     @property
-    def fit(self) -> str:
+    def fit(self) -> Kind:
         return self.kind or (WHOLE if self.justify == "right" else TEXT)
 
 
