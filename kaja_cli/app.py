@@ -1,6 +1,15 @@
 """The `kaja` command: root options, command registration, and the one place
 where errors become exit codes and one line on stderr."""
 
+import os
+
+if "_KAJA_COMPLETE" in os.environ:
+    # A TAB press: answered from a generated table before Typer is imported
+    # (kaja_cli/completion); what that does not handle falls through to Typer.
+    from kaja_cli.completion import fast
+
+    fast.run()
+
 import gc
 
 # Start-up is felt on every TAB press: the cyclic GC finds nothing to free
@@ -8,7 +17,6 @@ import gc
 # It is back on at the end of this module, before any command runs.
 gc.disable()
 
-import os  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Annotated  # noqa: E402
@@ -28,8 +36,9 @@ app = typer.Typer(
 )
 
 
-def _version(value: bool) -> None:
-    if value:
+def _version(ctx: typer.Context, value: bool) -> None:
+    # Not while completing (`kaja --version <TAB>`): the version is no candidate.
+    if value and not ctx.resilient_parsing:
         sys.stdout.write(f"kaja {__version__}\n")
         raise typer.Exit()
 
@@ -54,7 +63,7 @@ def root(
     version: Annotated[
         bool,
         typer.Option(
-            "--version", callback=_version, is_eager=True, help="Show the version and exit."
+            "--version", "-V", callback=_version, is_eager=True, help="Show the version and exit."
         ),
     ] = False,
 ) -> None:
@@ -150,7 +159,15 @@ def _reader_went_away() -> None:
 
 def _fail(message: str, status: ExitStatus) -> None:
     try:
-        sys.stderr.write(f"kaja: {message}\n")
+        from kaja_cli import render
+
+        render.note(message)  # one line; on a terminal, wrapped at words
+    except Exception:
+        try:
+            sys.stderr.write(f"kaja: {message}\n")
+        except Exception:
+            pass
+    try:
         sys.stderr.flush()
     except Exception:
         pass

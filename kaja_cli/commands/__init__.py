@@ -12,14 +12,40 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
+    from kaja_cli.core.paths import Overrides
     from kaja_cli.core.store import Store
+
+
+def overrides(ctx: typer.Context) -> "Overrides":
+    """The root options (--config, --state-dir, --db) as given.
+
+    A `--config` naming no file is an error (exit 1): typed for this one
+    command, a typo must not quietly mean the defaults. `KAJA_CONFIG` may name
+    a file that does not exist yet (set once in a profile; the defaults apply
+    until `kaja config set` writes it), and so may `--config` for `config
+    set`, `unset` and `edit`, which read `ctx.find_root().obj` themselves.
+    """
+    import os
+
+    given = ctx.find_root().obj
+    path = given.config
+    if path is not None:
+        full = os.path.expanduser(path)
+        if not (os.path.exists(full) or os.path.islink(full)):
+            from kaja_cli.errors import Failed
+
+            raise Failed(
+                f"--config {path}: no such file",
+                hint="check the path, or create it with `kaja --config PATH config set KEY VALUE`",
+            )
+    return given
 
 
 def store_of(ctx: typer.Context) -> "Store":
     """The store the root options (--config, --state-dir, --db) point at."""
     from kaja_cli.core.store import Store
 
-    return Store.locate(ctx.find_root().obj)
+    return Store.locate(overrides(ctx))
 
 
 JSON_HELP = "Print one JSON document on stdout instead of a table."

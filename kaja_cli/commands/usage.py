@@ -42,6 +42,9 @@ def usage(
             "--tools", min=0, metavar="N", help="Show the N tools that fail most (0 = all)."
         ),
     ] = 10,
+    no_pager: Annotated[
+        bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Show token and call totals from the usage ledger, and the tools that fail most.
@@ -64,7 +67,10 @@ def usage(
     if as_json:
         _report_json(result, shown)
     else:
-        _report_text(result, shown)
+        from kaja_cli import render
+
+        with render.paged(not no_pager):
+            _report_text(result, shown)
 
 
 def _totals_json(t: "Totals") -> dict:
@@ -125,18 +131,22 @@ def _report_text(result: "UsageReport", shown: list) -> None:
         )
     terminal = render.stdout_is_terminal()
     groups = _with_empty_days(result.groups) if result.by == "day" and terminal else result.groups
+    Col = render.Col
+    # Every figure is whole; on a narrow terminal the chart shrinks, then cached
+    # tokens, the chart, completion, failed and prompt go, in that order (README, "Usage").
     cols = [
-        render.Col(result.by, style="bold"), render.Col("calls", "right"),
-        render.Col("failed", "right"), render.Col("prompt", "right"),
-        render.Col("completion", "right"), render.Col("cached", "right"),
-        render.Col("tokens", "right"), render.Col("time", "right"),
+        Col(result.by, style="bold", kind="whole"), Col("calls", "right"),
+        Col("failed", "right", drop=4), Col("prompt", "right", drop=5),
+        Col("completion", "right", drop=3), Col("cached", "right", drop=1),
+        Col("tokens", "right"), Col("time", "right"),
     ]  # fmt: skip
     rows = [_text_row(g.key or "(none)", g) for g in groups]
     if result.by == "day" and groups:
-        largest = max(g.tokens or 0 for g in groups)
-        cols.append(render.Col("tokens per day", style="cyan", no_wrap=True))
+        largest = max(g.tokens or 0 for g in groups) or 1
+        cols.append(Col("tokens per day", style="cyan", kind="chart", drop=2))
         rows = [
-            [*row, render.bar(g.tokens or 0, largest)] for row, g in zip(rows, groups, strict=True)
+            [*row, render.Bar((g.tokens or 0) / largest)]
+            for row, g in zip(rows, groups, strict=True)
         ]
     total = _text_row("total", result.total) + ([""] if result.by == "day" and groups else [])
     plain = [_plain_row(result.by, g.key, g) for g in result.groups]
@@ -151,9 +161,9 @@ def _report_text(result: "UsageReport", shown: list) -> None:
     if shown:
         left_out = len(result.tools) - len(shown)
         render.table(
-            [render.Col("tool", style="bold"), render.Col("calls", "right"), render.Col("ok", "right"),
-             render.Col("error", "right"), render.Col("denied", "right"), render.Col("fail rate", "right"),
-             render.Col("avg time", "right")],
+            [Col("tool", style="bold", kind="whole"), Col("calls", "right"), Col("ok", "right", drop=1),
+             Col("error", "right", drop=3), Col("denied", "right", drop=2), Col("fail rate", "right"),
+             Col("avg time", "right", drop=4)],
             [[t.tool or "(none)", _n(t.calls), _n(t.outcomes.get("ok", 0)), _n(t.outcomes.get("error", 0)),
               _n(t.outcomes.get("denied", 0)), f"{100 * t.failures / t.calls:.1f}%" if t.calls else "-",
               render.human_duration(t.avg_ms)] for t in shown],
@@ -165,7 +175,7 @@ def _report_text(result: "UsageReport", shown: list) -> None:
         )  # fmt: skip
     if result.runs:
         render.table(
-            [render.Col("runs", style="bold"), render.Col("count", "right")],
+            [Col("runs", style="bold", kind="whole"), Col("count", "right")],
             [[status, _n(n)] for status, n in result.runs.items()],
             plain_rows=[["runs", status, n] for status, n in result.runs.items()],
         )

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
     from kaja_cli.core.wipe import Item, Leftovers, OwnerPlan, WipePlan
@@ -17,6 +18,7 @@ def wipe(
         typer.Option(
             "--owner",
             metavar="ID",
+            autocompletion=hook("owner"),
             help="Erase only what this owner stored (telegram:123, widget:ab12, terminal).",
         ),
     ] = None,

@@ -358,3 +358,44 @@ def table_names(conn: sqlite3.Connection) -> set[str]:
 
 def column_names(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+# --- a glance for shell completion ------------------------------------------------
+@contextmanager
+def open_glance(path: Path) -> Iterator[sqlite3.Connection | None]:
+    """A look at a database that never writes, never creates, never waits: for
+    shell completion, which runs on every TAB press, often beside a running
+    agent. None when there is nothing to look at (no file, a folder, not a
+    regular file); a busy or unreadable file raises sqlite3.Error at once.
+
+    Unlike `open_read`: no lock wait (`busy_timeout` 0), and no -wal/-shm
+    pair created and tidied away. A file with its -wal and -shm (the agent is
+    running) is read through a private copy of the WAL index
+    (`readonly_shm`); one without, that no process holds, `immutable` (no
+    locks, no side files); one held with no -shm (an exclusive writer) is busy.
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        yield None
+        return
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        yield None
+        return
+    real = Path(os.path.realpath(path))
+    wal, shm = (real.with_name(real.name + s).exists() for s in ("-wal", "-shm"))
+    uri = path.as_uri() + "?mode=ro"
+    if wal and shm:
+        uri += "&readonly_shm=1"
+    elif holder(real) is not None:
+        raise sqlite3.OperationalError(f"{path} is held by another process (database is locked)")
+    else:
+        uri += "&immutable=1"
+    conn = sqlite3.connect(uri, uri=True, timeout=0, isolation_level=None)
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        yield conn
+    finally:
+        conn.close()
