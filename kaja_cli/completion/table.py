@@ -292,7 +292,7 @@ FIXED = {
         ('paths', 'each location `kaja config paths` shows: its source, existence, owner and permissions'),
         ('legacy-files', 'legacy per-feature files (usage.db, experience.db, …) in the state dir'),
         ('interrupted-wipe', 'what an interrupted `kaja wipe` (or `wipe --owner`) left to finish'),
-        ('settings', 'settings.toml parses (line and column of an error) and has no unknown keys'),
+        ('settings', 'settings.toml parses (line and column of an error), its values are allowed, no unknown keys'),
         ('database', 'each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
         ('database.shared', 'shared: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
         ('database.artifacts', 'artifacts: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
