@@ -17,6 +17,7 @@ from kaja_cli.errors import SettingsError
 # Every key kaja reads; doctor warns about any other key.
 KNOWN_KEYS: dict[str, frozenset[str]] = {
     "memory": frozenset({"mode", "dbPath", "artifactsPath"}),
+    "usage": frozenset({"postgres_url"}),
 }
 MODES = ("local", "cloud")
 
@@ -99,6 +100,9 @@ def _validate(settings: Settings) -> None:
         value = settings.get("memory", key)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise SettingsError(f"{settings.path}: [memory] {key} must be a non-empty string")
+    url = settings.get("usage", "postgres_url")
+    if url is not None and (not isinstance(url, str) or not url.strip()):
+        raise SettingsError(f"{settings.path}: [usage] postgres_url must be a non-empty string")
     mode = settings.get("memory", "mode")
     if mode is not None and mode not in MODES:
         raise SettingsError(
