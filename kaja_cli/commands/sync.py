@@ -131,7 +131,7 @@ def _status_json(s: "Status") -> None:
         "same_ledger": s.server.same_ledger, "rows": s.server.rows, "to_pull": s.server.to_pull,
         "origins": [
             {"origin": o.origin, "host": o.host, "rows": o.rows, "deleted": o.deleted,
-             "last_push": o.last_push, "this_machine": o.origin == s.origin}
+             "last_sync": o.last_sync, "this_machine": o.origin == s.origin}
             for o in s.server.origins
         ],
     }  # fmt: skip

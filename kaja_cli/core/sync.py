@@ -65,6 +65,7 @@ from kaja_cli.core.timeparse import iso, parse_stored
 from kaja_cli.errors import Busy, Failed, KajaError
 
 if TYPE_CHECKING:
+    from kaja_cli.core import sync_server
     from kaja_cli.core.usage import UsageReport
 
 ENV_URL = "USAGE_POSTGRES_URL"
@@ -242,10 +243,18 @@ class Session:
         self.reseeded: str | None = None  # why history is sent again, if it is
 
     def __enter__(self) -> Session:
-        from kaja_cli.core import sync_server as server
-
         self.store.require()
         self._stack = ExitStack()
+        try:
+            self._open()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def _open(self) -> None:
+        from kaja_cli.core import sync_server as server
+
         self.pg = self._stack.enter_context(server.connect(self.url.value))
         with server.errors_of(self.url.value, "setting up the shared ledger"):
             ledger = server.ledger_id(self.pg, create=True)
@@ -259,7 +268,6 @@ class Session:
         with server.errors_of(self.url.value, "registering this ledger"):
             server.register_origin(self.pg, self.origin, _host())
         self.cols = sync_rows.Columns(self.conn)
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -312,9 +320,11 @@ class Session:
         with self.progress(description, total) as update:
             yield update
 
-    def send(self, changes: list, phase: str, doing: str):
+    def send(self, changes: list, phase: str, doing: str) -> sync_server.Sent:
         from kaja_cli.core import sync_server as server
 
+        if not changes:  # only rows of tables that are not synced
+            return server.Sent()
         with server.errors_of(self.url.value, doing):
             return server.send(
                 self.pg, self.origin, changes, before_commit=lambda: _step(f"{phase}-sent")
@@ -381,27 +391,27 @@ def _outbox_batch(s: Session) -> tuple[int | None, list, int]:
                 wanted[(table, str(key))] = None
             else:
                 ignored += 1
-        changes = {}
-        for table, key in wanted:
-            change = _change(s, table, key, epochs)
-            if change is not None:
+        changes: dict[tuple, tuple] = {}
+        for table in sync_rows.TABLES:
+            keys = [k for t, k in wanted if t == table]
+            for change in _changes(s, table, keys, epochs):
                 changes[change[:3]] = change
         return rows[-1][0], list(changes.values()), ignored
     finally:
         conn.execute("COMMIT")
 
 
-def _change(s: Session, table: str, key: str, epochs: dict) -> tuple | None:
-    """What the server should hold for the outbox's (table, key)."""
-    if table in sync_rows.OWNED:
-        if "~" in key:  # a row a reset removed, named by its key on the server
-            return (s.origin, table, sync_rows.named_key(key), None)
-        if not key.lstrip("-").isdigit():
-            return None
-        theirs = sync_rows.is_imported(s.conn, table, key)
-        row = None if theirs else sync_rows.current_row(s.conn, s.cols, table, key)
-        return (s.origin, table, sync_rows.server_key(table, key, epochs), row)
-    return (sync_rows.SHARED, table, key, sync_rows.current_row(s.conn, s.cols, table, key))
+def _changes(s: Session, table: str, keys: list[str], epochs: dict) -> list[tuple]:
+    """What the server should hold for the outbox's keys of one table."""
+    if table not in sync_rows.OWNED:
+        rows = sync_rows.current_rows(s.conn, s.cols, table, keys)
+        return [(sync_rows.SHARED, table, k, rows[k]) for k in keys]
+    # A key with a `~` names a row a reset removed, by its key on the server.
+    out = [(s.origin, table, sync_rows.named_key(k), None) for k in keys if "~" in k]
+    ids = [k for k in keys if "~" not in k and k.lstrip("-").isdigit()]
+    rows = sync_rows.current_rows(s.conn, s.cols, table, ids)
+    out += [(s.origin, table, sync_rows.server_key(table, k, epochs), rows[k]) for k in ids]
+    return out
 
 
 def _seed(s: Session, result: PushResult) -> None:

@@ -54,6 +54,7 @@ class Columns:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         present = table_names(conn)
+        self._json: dict[str, str] = {}
         self.of: dict[str, list[str]] = {}
         for table in TABLES:
             if table in present:
@@ -63,10 +64,15 @@ class Columns:
                 self.of[table] = cols
 
     def json_sql(self, table: str) -> str:
-        cols = self.of[table]
-        if len(cols) > 60:  # json_object takes at most 127 arguments
-            return "NULL"
-        return "json_object(" + ", ".join(f"'{_lit(c)}', {_ident(c)}" for c in cols) + ")"
+        sql = self._json.get(table)
+        if sql is None:
+            cols = self.of[table]
+            if len(cols) > 60:  # json_object takes at most 127 arguments
+                sql = "NULL"
+            else:
+                sql = "json_object(" + ", ".join(f"'{_lit(c)}', {_ident(c)}" for c in cols) + ")"
+            self._json[table] = sql
+        return sql
 
     def raw_sql(self, table: str) -> str:
         return ", ".join(_ident(c) for c in self.of[table]) or "NULL"
@@ -135,28 +141,37 @@ def read_rows(
     return [(r[0], _encode(cols.of[table], r[1:])) for r in raw]
 
 
-def current_row(conn: sqlite3.Connection, cols: Columns, table: str, key: str) -> str | None:
-    """The JSON of the row a sync_outbox key names, or None when it is gone."""
+def current_rows(
+    conn: sqlite3.Connection, cols: Columns, table: str, keys: list[str]
+) -> dict[str, str | None]:
+    """What the server should hold for each sync_outbox key of `table`: the row's
+    JSON, or None when the row is gone. An integer-id row whose id now holds an
+    imported row is gone too: this ledger's row of that id was deleted."""
+    out: dict[str, str | None] = dict.fromkeys(keys)
     if table not in cols.of:
-        return None
-    if table in OWNED:
-        where, params = f"{_ident(LOCAL_ID[table])} = ?", [int(key)]
-    else:
-        found = _natural(table, key)
-        if found is None:
-            return None
-        where, params = found
-    rows = read_rows(conn, cols, table, where + " LIMIT 1", params)
-    return rows[0][1] if rows else None
-
-
-def is_imported(conn: sqlite3.Connection, table: str, local_id: str) -> bool:
-    return (
-        conn.execute(
-            "SELECT 1 FROM sync_map WHERE tbl = ? AND local_id = ?", (table, local_id)
-        ).fetchone()
-        is not None
-    )
+        return out
+    if table == "events":
+        for key in keys:
+            found = _natural(table, key)
+            if found is not None:
+                rows = read_rows(conn, cols, table, found[0] + " LIMIT 1", found[1])
+                out[key] = rows[0][1] if rows else None
+        return out
+    local = _ident(LOCAL_ID[table])
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        params: list[Any] = [int(k) for k in chunk] if table in OWNED else list(chunk)
+        for lid, row in read_rows(conn, cols, table, f"{local} IN ({marks})", params):
+            out[str(lid)] = row
+        if table in OWNED:
+            theirs = conn.execute(
+                f"SELECT local_id FROM sync_map WHERE tbl = ? AND local_id IN ({marks})",
+                [table, *chunk],
+            )
+            for (lid,) in theirs:
+                out[str(lid)] = None
+    return out
 
 
 def history(

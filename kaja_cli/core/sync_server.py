@@ -60,8 +60,8 @@ CREATE TABLE IF NOT EXISTS andromeda_ledger_meta (name text PRIMARY KEY, value t
 CREATE TABLE IF NOT EXISTS andromeda_origins (
   origin text PRIMARY KEY,
   host text,
-  first_push timestamptz NOT NULL DEFAULT now(),
-  last_push timestamptz NOT NULL DEFAULT now()
+  first_sync timestamptz NOT NULL DEFAULT now(),
+  last_sync timestamptz NOT NULL DEFAULT now()
 );
 """
 # Two machines creating the tables at once would collide on the catalog.
@@ -69,13 +69,24 @@ _SETUP_LOCK = 0x6B616A61  # "kaja"
 
 
 # --- the URL, never with its password ------------------------------------------------
-_PASSWORD_IN_URL = re.compile(r"(?P<head>[a-z][a-z0-9+.-]*://[^:/?#@\s]*:)[^@/?#\s]*(?=@)", re.I)
+_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<rest>[^\s'\"]*)", re.I)
 _PASSWORD_PARAM = re.compile(r"(?P<head>\bpassword\s*=\s*)('[^']*'|[^\s&]*)", re.I)
 
 
 def redact(text: str) -> str:
-    """`text` with any password in it (URL or conninfo) replaced by ***."""
-    text = _PASSWORD_IN_URL.sub(lambda m: m.group("head") + "***", text)
+    """`text` with any password in it (in a URL, or a `password=` parameter) shown as ***."""
+
+    def url(m: re.Match) -> str:
+        rest = m.group("rest")
+        end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
+        netloc = rest[:end]
+        if "@" in netloc:
+            userinfo, host = netloc.rsplit("@", 1)  # a password may hold an @
+            if ":" in userinfo:
+                netloc = userinfo.split(":", 1)[0] + ":***@" + host
+        return m.group("scheme") + netloc + rest[end:]
+
+    text = _URL.sub(url, text)
     return _PASSWORD_PARAM.sub(lambda m: m.group("head") + "***", text)
 
 
@@ -156,7 +167,7 @@ def _table_exists(conn: psycopg.Connection) -> bool:
 def register_origin(conn: psycopg.Connection, origin: str, host: str) -> None:
     conn.execute(
         "INSERT INTO andromeda_origins (origin, host) VALUES (%s, %s)"
-        " ON CONFLICT (origin) DO UPDATE SET host = EXCLUDED.host, last_push = now()",
+        " ON CONFLICT (origin) DO UPDATE SET host = EXCLUDED.host, last_sync = now()",
         (origin, host),
     )
 
@@ -255,7 +266,7 @@ class OriginRows:
     host: str | None
     rows: int
     deleted: int
-    last_push: str | None
+    last_sync: str | None
 
 
 @dataclass
@@ -272,9 +283,9 @@ def summary(conn: psycopg.Connection) -> Summary:
         return Summary(None)
     rows = conn.execute(
         "SELECT l.origin, o.host, COUNT(l.row), COUNT(*) - COUNT(l.row),"
-        " to_char(o.last_push AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        " to_char(o.last_sync AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
         " FROM andromeda_ledger AS l LEFT JOIN andromeda_origins AS o ON o.origin = l.origin"
-        " GROUP BY l.origin, o.host, o.last_push ORDER BY l.origin"
+        " GROUP BY l.origin, o.host, o.last_sync ORDER BY l.origin"
     ).fetchall()
     origins = [OriginRows(*r) for r in rows]
     return Summary(lid, sum(o.rows for o in origins), origins)
