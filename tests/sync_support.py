@@ -90,11 +90,15 @@ class Agent:
         return [r[0] for r in rows]
 
     def _own(self, rec: Recorder, table: str) -> list[int]:
-        rows = rec.conn().execute(
-            f"SELECT id FROM {table} WHERE CAST(id AS TEXT) NOT IN"
-            " (SELECT local_id FROM sync_map WHERE tbl = ?) ORDER BY id",
-            (table,),
-        ).fetchall()
+        rows = (
+            rec.conn()
+            .execute(
+                f"SELECT id FROM {table} WHERE CAST(id AS TEXT) NOT IN"
+                " (SELECT local_id FROM sync_map WHERE tbl = ?) ORDER BY id",
+                (table,),
+            )
+            .fetchall()
+        )
         return [r[0] for r in rows]
 
     def _end(self, rec: Recorder) -> None:  # any run, this machine's or another's
@@ -166,7 +170,8 @@ def ledger(db: Path) -> dict[tuple, dict]:
                 if table in sync_rows.OWNED:
                     local = str(values.pop("id"))
                     who = imported.get((table, local)) or (
-                        origin, sync_rows.server_key(table, local, epochs)
+                        origin,
+                        sync_rows.server_key(table, local, epochs),
                     )
                 else:
                     if table == "events":

@@ -8,9 +8,11 @@ the file really has, so a ledger written by an older agent (missing tables or
 columns) is reported and reset as far as it goes.
 
 A reset is local: the pending `sync_outbox` rows of the ledger tables are
-dropped, and the agent's sync triggers (triggers on the ledger tables that
-insert into `sync_outbox`) are set aside for the transaction, so the reset
-queues nothing for sync. Everything else in the file is left as it was.
+dropped, and the sync triggers (any trigger on the ledger tables that inserts
+into `sync_outbox`, kaja's or an agent's own) are set aside for the
+transaction, so the reset queues nothing for sync. `sync.after_reset` then
+drops the sync_map rows of deleted imports and keeps reused ids apart on the
+server. Everything else in the file is left as it was.
 """
 
 from __future__ import annotations
