@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -108,12 +109,14 @@ def connect(url: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> psycopg.Connec
     """An autocommit connection; Failed (exit 1, one line) when the server does not answer."""
     psycopg = _psycopg()
     try:
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(timeout_s)))
+        conn = psycopg.connect(
+            url, autocommit=True, connect_timeout=max(1, round(timeout_s)),
+            options=f"-c lock_timeout={LOCK_TIMEOUT}",
+        )  # fmt: skip
     except psycopg.Error as e:
         raise Failed(f"cannot reach PostgreSQL at {redact(url)}: {_one_line(e)}") from None
     except Exception as e:  # a malformed URL is a ProgrammingError or a ValueError
         raise Failed(f"cannot use the PostgreSQL URL {redact(url)}: {_one_line(e)}") from None
-    conn.execute(f"SET lock_timeout = '{LOCK_TIMEOUT}'")
     return conn
 
 
@@ -134,13 +137,19 @@ def errors_of(url: str, doing: str) -> Iterator[None]:
 
 # --- the tables ---------------------------------------------------------------------------
 def ledger_id(conn: psycopg.Connection, *, create: bool) -> str | None:
-    """The shared ledger's id; with `create`, the tables are made first if need be."""
-    if _table_exists(conn):
+    """The shared ledger's id; with `create`, the tables are made first if need be.
+
+    The meta table is made in the same transaction as the others, after them:
+    its id being there means the rest is."""
+    psycopg = _psycopg()
+    try:
         row = conn.execute(
             "SELECT value FROM andromeda_ledger_meta WHERE name = 'ledger_id'"
         ).fetchone()
-        if row:
-            return row[0]
+    except psycopg.errors.UndefinedTable:
+        row = None
+    if row:
+        return row[0]
     if not create:
         return None
     with conn.transaction():
@@ -154,14 +163,6 @@ def ledger_id(conn: psycopg.Connection, *, create: bool) -> str | None:
     return conn.execute(
         "SELECT value FROM andromeda_ledger_meta WHERE name = 'ledger_id'"
     ).fetchone()[0]
-
-
-def _table_exists(conn: psycopg.Connection) -> bool:
-    row = conn.execute(
-        "SELECT to_regclass('andromeda_ledger') IS NOT NULL"
-        " AND to_regclass('andromeda_ledger_meta') IS NOT NULL"
-    ).fetchone()
-    return bool(row and row[0])
 
 
 def register_origin(conn: psycopg.Connection, origin: str, host: str) -> None:
@@ -194,14 +195,17 @@ def send(
 ) -> Sent:
     """Write one batch in one transaction: upserts and tombstones, idempotent."""
     sent = Sent()
+    deletions = False
     with conn.transaction(), conn.cursor() as cur:
-        cur.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS sync_in (origin text, tbl text, key text, row jsonb)"
-            " ON COMMIT DELETE ROWS"
-        )
+        if conn not in _staged:  # once per connection
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS sync_in (origin text, tbl text, key text,"
+                " row jsonb) ON COMMIT DELETE ROWS"
+            )
         with cur.copy("COPY sync_in (origin, tbl, key, row) FROM STDIN") as copy:
             for change in changes:
                 copy.write_row(change)
+                deletions = deletions or change[3] is None
         cur.execute("LOCK TABLE andromeda_ledger IN EXCLUSIVE MODE")
         cur.execute(
             "INSERT INTO andromeda_ledger AS l (origin, tbl, key, row, seq, writer)"
@@ -213,17 +217,28 @@ def send(
             (writer,),
         )
         sent.written = max(cur.rowcount, 0)
-        cur.execute(
-            "UPDATE andromeda_ledger AS l SET row = NULL, seq = nextval('andromeda_ledger_seq'),"
-            " writer = %s, updated_at = now() FROM sync_in AS d"
-            " WHERE d.row IS NULL AND l.origin = d.origin AND l.tbl = d.tbl AND l.key = d.key"
-            " AND l.row IS NOT NULL",
-            (writer,),
-        )
-        sent.deleted = max(cur.rowcount, 0)
+        if deletions:
+            sent.deleted = _tombstones(cur, writer)
         if before_commit:
             before_commit()
+    _staged.add(conn)
     return sent
+
+
+def _tombstones(cur: psycopg.Cursor, writer: str) -> int:
+    """Turn the staged deletions into tombstones (a key the server never had: nothing)."""
+    cur.execute(
+        "UPDATE andromeda_ledger AS l SET row = NULL, seq = nextval('andromeda_ledger_seq'),"
+        " writer = %s, updated_at = now() FROM sync_in AS d"
+        " WHERE d.row IS NULL AND l.origin = d.origin AND l.tbl = d.tbl AND l.key = d.key"
+        " AND l.row IS NOT NULL",
+        (writer,),
+    )
+    return max(cur.rowcount, 0)
+
+
+# Connections that have their staging table (it lives as long as the session).
+_staged: weakref.WeakSet = weakref.WeakSet()
 
 
 # --- pull ---------------------------------------------------------------------------------
