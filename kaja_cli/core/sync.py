@@ -784,7 +784,8 @@ def _check_progress(local: Status, url: Url | None, now: datetime, timeout_s: fl
     answers = _server_state(url, local, None, timeout_s)
     if not answers.answers:
         return ("sync-progress", "warn", f"{age}: PostgreSQL does not answer",
-                [answers.error or "", "they go out once it answers again"])  # fmt: skip
+                [*([answers.error] if answers.error else []),
+                 "they go out once it answers again"])  # fmt: skip
     return ("sync-progress", "warn", f"{age} although PostgreSQL at {url.shown} answers",
             ["nothing is pushing them: run `kaja sync` (or check the agent's sync)",
              f"last push: {local.last_push or 'never'}"])  # fmt: skip

@@ -124,21 +124,24 @@ def _natural(table: str, key: str) -> tuple[str, list[Any]] | None:
 
 def read_rows(
     conn: sqlite3.Connection, cols: Columns, table: str, where: str, params: list[Any]
-) -> list[tuple[Any, str | None]]:
-    """(local id, JSON) of the rows of `table` matching `where`, in local-id order."""
+) -> list[tuple[Any, str, str | None]]:
+    """(local id, key, JSON) of the rows of `table` matching `where`, the key as
+    the sync triggers write it."""
     local = _ident(LOCAL_ID[table])
-    sql = f"SELECT {local}, {cols.json_sql(table)} FROM {_ident(table)} WHERE {where}"
+    name = _ident(table)
+    key = KEYS[table].format(r=name)
+    sql = f"SELECT {local}, {key}, {cols.json_sql(table)} FROM {name} WHERE {where}"
     try:
         rows = conn.execute(sql, params).fetchall()
-        if all(j is not None for _, j in rows):
+        if all(j is not None for *_, j in rows):
             return rows
     except sqlite3.OperationalError as e:
         if "blob" not in str(e).lower():
             raise
     raw = conn.execute(
-        f"SELECT {local}, {cols.raw_sql(table)} FROM {_ident(table)} WHERE {where}", params
+        f"SELECT {local}, {key}, {cols.raw_sql(table)} FROM {name} WHERE {where}", params
     ).fetchall()
-    return [(r[0], _encode(cols.of[table], r[1:])) for r in raw]
+    return [(r[0], r[1], _encode(cols.of[table], r[2:])) for r in raw]
 
 
 def current_rows(
@@ -155,14 +158,14 @@ def current_rows(
             found = _natural(table, key)
             if found is not None:
                 rows = read_rows(conn, cols, table, found[0] + " LIMIT 1", found[1])
-                out[key] = rows[0][1] if rows else None
+                out[key] = rows[0][2] if rows else None
         return out
     local = _ident(LOCAL_ID[table])
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
         marks = ",".join("?" * len(chunk))
         params: list[Any] = [int(k) for k in chunk] if table in OWNED else list(chunk)
-        for lid, row in read_rows(conn, cols, table, f"{local} IN ({marks})", params):
+        for lid, _, row in read_rows(conn, cols, table, f"{local} IN ({marks})", params):
             out[str(lid)] = row
         if table in OWNED:
             theirs = conn.execute(
@@ -188,17 +191,7 @@ def history(
     if after is not None:
         where += f" AND {local} > ?"
         params.append(after)
-    rows = read_rows(conn, cols, table, f"{where} ORDER BY {local} LIMIT {int(limit)}", params)
-    if table == "events":
-        keys = dict(
-            conn.execute(
-                "SELECT id, json_array(run_id, event_id) FROM events WHERE id IN (%s)"
-                % ",".join("?" * len(rows)),
-                [r[0] for r in rows],
-            ).fetchall()
-        ) if rows else {}  # fmt: skip
-        return [(lid, keys[lid], j) for lid, j in rows]
-    return [(lid, str(lid), j) for lid, j in rows]
+    return read_rows(conn, cols, table, f"{where} ORDER BY {local} LIMIT {int(limit)}", params)
 
 
 # --- epochs ---------------------------------------------------------------------------------------
