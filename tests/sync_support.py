@@ -86,8 +86,13 @@ class Agent:
                 rec.insert("media", run_id=run, kind="tts", engine="piper", chars=12, cold=0)
 
     def _runs(self, rec: Recorder) -> list[str]:
-        rows = rec.conn().execute("SELECT id FROM runs ORDER BY id").fetchall()
-        return [r[0] for r in rows]
+        """A few recent runs: the machines keep changing the same ones (conflicts)."""
+        rows = (
+            rec.conn()
+            .execute("SELECT id FROM runs ORDER BY started_at DESC, id LIMIT 4")
+            .fetchall()
+        )
+        return sorted(r[0] for r in rows)
 
     def _own(self, rec: Recorder, table: str) -> list[int]:
         rows = (
@@ -190,13 +195,19 @@ def ledger(db: Path) -> dict[tuple, dict]:
 
 
 def own_rows(db: Path) -> dict[tuple, dict]:
-    """The integer-id rows this machine made (its origin's, authoritative)."""
+    """The integer-id rows this machine made (its origin's, authoritative), by
+    (table, key): before its first sync too, when it has no origin yet."""
     conn = sqlite3.connect(db)
     try:
-        origin = conn.execute("SELECT value FROM sync_state WHERE name = 'origin'").fetchone()
+        row = conn.execute("SELECT value FROM sync_state WHERE name = 'origin'").fetchone()
     finally:
         conn.close()
-    return {k: v for k, v in ledger(db).items() if origin and k[1] == origin[0]}
+    origin = row[0] if row else None
+    return {
+        (table, key): values
+        for (table, who, key), values in ledger(db).items()
+        if table in sync_rows.OWNED and who == origin
+    }
 
 
 def server_ledger(pg) -> dict[tuple, dict]:

@@ -462,8 +462,12 @@ def test_three_machines_agree_after_random_writes_syncs_kills_and_a_restart(
     names = ["a", "b", "c"]
     ks = {n: machine(tmp_path / n, pg.url) for n in names}
     agents = {n: Agent(ks[n], n, random.Random(rng.random())) for n in names}
+    for k in ks.values():  # the agent has run on every machine (c has no ledger yet)
+        with Recorder(store_of(k)) as rec:
+            rec.conn()
     agents["a"].work(60)  # history from before sync
     agents["b"].work(10)
+    assert ks["a"]("sync").code == 0
     # Kills mid-push and mid-pull at fixed rounds, on random machines.
     kills = {2: "seed-sent", 6: "push-committed", 9: "pull-applied", 13: "push-read",
              16: "pull-fetched", 19: "seed-recorded"}  # fmt: skip
@@ -480,14 +484,7 @@ def test_three_machines_agree_after_random_writes_syncs_kills_and_a_restart(
             continue
         step = kills.get(rnd)
         if step is not None:
-            if step.startswith("seed"):  # only a first sync seeds: a fresh machine
-                name = "c" if rnd == 2 else "d"
-                if name not in ks:
-                    ks[name] = machine(tmp_path / name, pg.url)
-                    agents[name] = Agent(ks[name], name, random.Random(rng.random()))
-                    names.append(name)
-                agents[name].work(25)
-                k = ks[name]
+            name, k = _victim(step, rnd, rng, ks, agents, names, tmp_path, pg.url)
             p = killed_sync(k, step, "sync", n=1, batch=4)
             assert p.returncode == -9, (rnd, step, p.stderr)
             continue
@@ -510,6 +507,22 @@ def test_three_machines_agree_after_random_writes_syncs_kills_and_a_restart(
     deleted = set().union(*(ag.deleted_runs for ag in agents.values()))
     assert created - deleted <= runs <= created  # nothing lost, nothing invented
     assert len(shared) > 300
+
+
+def _victim(step, rnd, rng, ks, agents, names, tmp_path, url) -> tuple[str, Kaja]:
+    """The machine a kill at `step` can reach that step on: a machine joining (only a
+    first sync sends history), or one that has synced, with changes in its outbox."""
+    if step.startswith("seed"):
+        name = f"new{rnd}"
+        ks[name] = machine(tmp_path / name, url)
+        agents[name] = Agent(ks[name], name, random.Random(rng.random()))
+        names.append(name)
+        agents[name].work(25)
+        return name, ks[name]
+    name = rng.choice([n for n in names if ks[n].db.exists() and state(ks[n].db, "origin")])
+    while outbox(ks[name].db) == 0:
+        agents[name].work(2)
+    return name, ks[name]
 
 
 def ledger_own(db: Path) -> dict:
