@@ -529,3 +529,42 @@ def ledger_own(db: Path) -> dict:
     from tests.sync_support import own_rows
 
     return own_rows(db)
+
+
+def test_a_pull_never_skips_a_push_that_commits_later(tmp_path, pg, monkeypatch):
+    """a's push holds its transaction open (numbers drawn, not committed) while b
+    pushes and c pulls. b must wait for a (the table lock), or c's cursor would
+    pass a's numbers before they are visible, and c would never see a's rows."""
+    import threading
+
+    ks = {n: machine(tmp_path / n, pg.url) for n in "abc"}
+    url = sync.Url(pg.url, "test")
+    for n, k in ks.items():
+        with Recorder(store_of(k)) as rec:
+            rec.add_call(None, model=f"first {n}")
+        sync.sync(store_of(k), url)
+    for n in "ab":
+        with Recorder(store_of(ks[n])) as rec:
+            rec.add_call(None, model=f"second {n}")
+    inside, go = threading.Event(), threading.Event()
+    a_thread: list[threading.Thread] = []
+
+    def hook(step: str) -> None:
+        if step == "push-sent" and threading.current_thread() in a_thread:
+            inside.set()
+            assert go.wait(30)
+
+    monkeypatch.setattr(sync, "HOOK", hook)
+    a_thread.append(threading.Thread(target=sync.sync, args=(store_of(ks["a"]), url)))
+    b = threading.Thread(target=sync.sync, args=(store_of(ks["b"]), url))
+    a_thread[0].start()
+    assert inside.wait(30)
+    b.start()
+    b.join(1.5)  # b waits on the lock a holds
+    sync.sync(store_of(ks["c"]), url, push=False)
+    go.set()
+    a_thread[0].join(30)
+    b.join(30)
+    sync.sync(store_of(ks["c"]), url, push=False)
+    models = {m for (m,) in sqlite3.connect(ks["c"].db).execute("SELECT model FROM calls")}
+    assert models == {"first a", "first b", "first c", "second a", "second b"}
