@@ -18,6 +18,7 @@ import pytest
 
 from kaja_cli.core import sync, sync_server
 from kaja_cli.core.record import Recorder
+from tests.conftest import KAJA as KAJA_BIN
 from tests.conftest import Kaja
 from tests.faults import assert_store_sound
 from tests.sync_support import (
@@ -568,3 +569,33 @@ def test_a_pull_never_skips_a_push_that_commits_later(tmp_path, pg, monkeypatch)
     sync.sync(store_of(ks["c"]), url, push=False)
     models = {m for (m,) in sqlite3.connect(ks["c"].db).execute("SELECT model FROM calls")}
     assert models == {"first a", "first b", "first c", "second a", "second b"}
+
+
+def test_a_first_sync_on_a_terminal_shows_a_progress_bar(two):
+    """stderr on a terminal (a pty): the history goes out under a progress bar."""
+    import pty
+    import subprocess
+
+    a, _ = two
+    with Recorder(store_of(a)) as rec:
+        for i in range(300):
+            rec.add_call("run_a1", model=f"m{i}")
+    master, slave = pty.openpty()
+    env = dict(a.env, TERM="xterm", COLUMNS="100")
+    p = subprocess.Popen([KAJA_BIN, "sync"], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=slave)  # fmt: skip
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    assert p.wait(60) == 0
+    os.close(master)
+    text = seen.decode(errors="replace")
+    assert "sending the history" in text
+    assert "pushed 305 rows of history" in text

@@ -27,7 +27,8 @@ def sync(ctx: typer.Context, url: UrlOption = None, as_json: JsonOption = False)
     (exit 4 while another holds the ledger). An interrupted sync is resumed by
     the next one. Needs `pip install 'kaja-cli\\[postgres]'`.
     """
-    ctx.meta["sync_url"] = url
+    # `kaja sync --url U --json status` means the same as `kaja sync status --url U --json`.
+    ctx.meta["sync_url"], ctx.meta["sync_json"] = url, as_json
     if ctx.invoked_subcommand is None:
         _run(ctx, url, push=True, pull=True, as_json=as_json)
 
@@ -51,7 +52,7 @@ def _run(ctx: typer.Context, url: str | None, *, push: bool, pull: bool, as_json
     store = store_of(ctx)
     target = core.require_url(store, url or ctx.meta.get("sync_url"))
     result = core.sync(store, target, push=push, pull=pull, progress=render.progress)
-    if as_json:
+    if as_json or ctx.meta.get("sync_json"):
         _result_json(result)
     else:
         _result_text(result)
@@ -113,7 +114,7 @@ def status(ctx: typer.Context, url: UrlOption = None, as_json: JsonOption = Fals
     store = store_of(ctx)
     found = core.find_url(store, url or ctx.meta.get("sync_url"))
     result = core.status(store, found)
-    if as_json:
+    if as_json or ctx.meta.get("sync_json"):
         _status_json(result)
     else:
         _status_text(result)
