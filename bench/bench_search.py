@@ -1,12 +1,22 @@
 """Search (issue 4): `kaja search` against FTS5 over the same messages, built in this run.
 
-Goals on the benchmark store (1,000,000 messages, Zipf vocabulary):
-- a selective word (~100 matches): at most 10 ms of query time (kaja minus its start-up);
-- a common word (~100,000 matches), best 20: at most 1.5× FTS5's
-  `ORDER BY rank LIMIT 20` (the `sqlite3` shell on a contentless FTS5 table
-  of the same messages, same tokenizer), with the same top 20;
-- index size, and the cost of writing a message with the index's triggers
-  against the same store without an index.
+The floor is FTS5 answering the same question: an FTS5 table of the same
+messages (same tokenizer, rowid = messages.rowid) in a file beside the store,
+asked for its best 20 (`ORDER BY rank LIMIT 20`), each with `snippet()` and
+its message's row from the store (kaja shows each hit's snippet, session,
+role and time). Process rows run it
+in the `sqlite3` command line, in-process rows through Python's sqlite3
+module, a connection opened per call, as kaja's core opens one per search.
+
+Goals on the benchmark store (1,000,000 messages, Zipf vocabulary), both
+`--all-owners` (the question FTS5 answers):
+- a selective word (~100 matches): the core's search() at most 1.5× FTS5 in
+  this process (the whole command is mostly start-up; printed for information);
+- a common word (~100,000 matches), best 20: at most 1.5× FTS5, whole
+  process, with the same top 20 in the same order;
+- for information: the terminal's default (owner filter), --recent, the
+  same search through sqlite-fts4's rank_bm25, index size, and the cost of
+  writing a message with the index's triggers.
 
 The words are chosen from the index itself (the term whose document count is
 nearest 100 and 100,000). If the store's index is not in the shape this kaja
@@ -24,75 +34,87 @@ import time
 from contextlib import closing
 from pathlib import Path
 
+from harness import PROCESS, Row, interleave
+
+GOAL = 1.5
 INSERTS = 500  # messages per insert run
+FLOOR = "FTS5: best 20 by rank, snippet() and message rows"
+
+
+def _floor_sql(store: Path, word: str) -> tuple[str, str]:
+    """The FTS5 floor's statements: attach the store, then the best 20 with their rows."""
+    attach = f"ATTACH '{store.as_uri()}?mode=ro' AS store"
+    select = (
+        "SELECT m.id, m.sessionId, m.role, m.createdAt, h.snippet FROM"
+        " (SELECT rowid, rank, snippet(f, 0, char(2), char(3), '…', 16) AS snippet FROM f"
+        f" WHERE f MATCH '\"{word}\"' ORDER BY rank LIMIT 20) AS h"
+        " JOIN store.messages AS m ON m.rowid = h.rowid ORDER BY h.rank, h.rowid"
+    )
+    return attach, select
 
 
 def cases(bench) -> None:
-    from kaja_cli.core import search_index
+    from kaja_cli.core import search, search_index
 
     store = bench.db
-    with sqlite3.connect(store.as_uri() + "?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(store.as_uri() + "?mode=ro", uri=True)) as conn:
         current = search_index.state(conn) == search_index.READY and not search_index.outdated(conn)
         messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
     if not current:
         start = time.perf_counter()
         subprocess.run(bench.kaja("search", "--reindex"), env=bench.env, check=True)
-        took = (time.perf_counter() - start) * 1000
-        bench.add(f"search: --reindex {messages:,} messages (once)", took, None, "",
-                  goal_text="(info)", note="the store's index predates this kaja")  # fmt: skip
+        took = time.perf_counter() - start
+        bench.echo(f"(the store's search index predated this kaja: rebuilt {messages:,} messages "
+                   f"in {took:.1f} s with `kaja search --reindex`)")  # fmt: skip
 
     selective, common = _words(store)
     floor_db = bench.state_dir.parent / "search-floor-fts5.db"
     built_ms = _build_fts5(store, floor_db)
 
-    def fts5(word: str, limit: int = 20) -> list[str]:
-        return bench.sqlite(
-            f"SELECT rowid FROM f WHERE f MATCH '\"{word}\"' ORDER BY rank LIMIT {limit}", floor_db
-        )
+    def fts5_cli(word: str) -> list[str]:
+        return bench.sqlite(";\n".join(_floor_sql(store, word)) + ";", floor_db)
 
-    # A selective word: the goal is on kaja's own time, so its start-up is
-    # measured interleaved with it (a start-up measured minutes earlier, on a
-    # shared machine, would move the difference by more than the goal).
-    word = selective[0]
-    # The goal is on the query: the core's search() from opening the store to
-    # the hits with their snippets, timed in one process (no start-up, no
-    # imports). The whole command, over `kaja --version` run alongside, is
-    # printed as well: that also counts loading the search modules.
-    query_ms = _query_ms(bench, word, repeat=max(bench.repeat, 15))
-    _, floor_ms = bench.pair(bench.kaja("search", word), fts5(word))
-    bench.add(f"search: selective word ({selective[1]} matches), query", query_ms, floor_ms,
-                    "FTS5 ORDER BY rank LIMIT 20", goal_text="≤ 10 ms",
-                    note=f"core search(), median of {max(bench.repeat, 15)} in one process; '{word}'",
-                    ok=query_ms <= 10)  # fmt: skip
-    kaja_ms, version_ms = bench.pair(
-        bench.kaja("search", word), bench.kaja("--version"), repeat=max(bench.repeat, 15)
-    )
-    bench.add("search: selective word, whole command", kaja_ms, floor_ms, "FTS5 ORDER BY rank LIMIT 20",
-              goal_text="(info)", note=f"{kaja_ms - version_ms:.1f} ms over `kaja --version` run alongside")  # fmt: skip
+    def fts5_module(word: str):
+        attach, select = _floor_sql(store, word)
 
-    # A common word, best 20 over every owner: the same question FTS5 answers.
+        def run() -> None:
+            with closing(sqlite3.connect(floor_db.as_uri() + "?mode=ro", uri=True)) as conn:
+                conn.execute(attach)
+                assert conn.execute(select).fetchall()
+
+        return run
+
+    kaja_store = bench.store()
+
+    def core(word: str):
+        def run() -> None:
+            assert search.search(kaja_store, word, all_owners=True).hits
+
+        return run
+
+    word, count = selective
+    bench.process(f"search: selective word ({count} matches)",
+                  bench.kaja("search", word, "--all-owners"), fts5_cli(word), FLOOR,
+                  note=f"'{word}', --all-owners; mostly start-up: the goal is on the next row")  # fmt: skip
+    bench.in_process("search: selective word, core search()", core(word), fts5_module(word),
+                     FLOOR, goal=GOAL, repeat=max(bench.repeat, 15))  # fmt: skip
+
     word, count = common
     same, detail = _agreement(bench, store, floor_db, word)
-    kaja_ms, floor_ms = bench.pair(bench.kaja("search", word, "--all-owners"), fts5(word))
-    bench.add(f"search: common word ({count:,} matches), best 20", kaja_ms, floor_ms,
-              "FTS5 ORDER BY rank LIMIT 20", goal=1.5, subtract_startup=True,
-              note=f"'{word}', --all-owners; top 20 = FTS5's: {'yes' if same else 'NO'} ({detail}); "
-                   f"FTS5 table built in {built_ms / 1000:.1f} s")  # fmt: skip
-    if not same:
-        bench.rows[-1].ok = False
-    kaja_ms, floor_ms = bench.pair(bench.kaja("search", word), fts5(word))
-    bench.add("search: common word, the terminal's best 20", kaja_ms, floor_ms,
-              "FTS5 ORDER BY rank LIMIT 20", goal_text="(info)", subtract_startup=True,
-              note="the default: owner filter checked in rank order")  # fmt: skip
-    kaja_ms, floor_ms = bench.pair(bench.kaja("search", word, "--recent"), fts5(word))
-    bench.add("search: common word --recent", kaja_ms, floor_ms, "FTS5 ORDER BY rank LIMIT 20",
-              goal_text="(info)", subtract_startup=True)  # fmt: skip
+    bench.process(f"search: common word ({count:,} matches), best 20",
+                  bench.kaja("search", word, "--all-owners"), fts5_cli(word), FLOOR, goal=GOAL,
+                  holds=same,
+                  note=f"'{word}', --all-owners; top 20 = FTS5's: {'yes' if same else 'NO'} "
+                       f"({detail}); FTS5 table built in {built_ms / 1000:.1f} s")  # fmt: skip
+    bench.in_process("search: common word, core search()", core(word), fts5_module(word), FLOOR)
+    bench.process("search: common word, the terminal's best 20", bench.kaja("search", word),
+                  fts5_cli(word), FLOOR, note="the default: owner filter checked in rank order")  # fmt: skip
+    bench.process("search: common word --recent", bench.kaja("search", word, "--recent"),
+                  fts5_cli(word), FLOOR)  # fmt: skip
     old = _rank_bm25_command(store, word)
     if old:
-        old_ms, floor_ms = bench.pair(old, fts5(word))
-        bench.add("search: same via sqlite-fts4 rank_bm25/row", old_ms, floor_ms,
-                  "FTS5 ORDER BY rank LIMIT 20", goal_text="(info)",
-                  note="a Python call per row: what kaja avoids (includes python start-up)")  # fmt: skip
+        bench.process("search: same via sqlite-fts4 rank_bm25/row", old, fts5_cli(word), FLOOR,
+                      note="a Python call per row: what kaja avoids")  # fmt: skip
 
     _index_size(bench, store, floor_db)
     _insert_cost(bench, store)
@@ -112,7 +134,7 @@ def _words(store: Path) -> tuple[tuple[str, int], tuple[str, int]]:
 
 
 def _build_fts5(store: Path, floor_db: Path) -> float:
-    """A contentless FTS5 table over the same messages, same tokenizer, rowid = messages.rowid."""
+    """An FTS5 table of the same messages, same tokenizer, rowid = messages.rowid."""
     floor_db.unlink(missing_ok=True)
     start = time.perf_counter()
     conn = sqlite3.connect(floor_db)
@@ -120,8 +142,7 @@ def _build_fts5(store: Path, floor_db: Path) -> float:
     conn.execute("PRAGMA synchronous = OFF")
     conn.execute(f"ATTACH '{store.as_uri()}?mode=ro' AS store")
     conn.execute(
-        "CREATE VIRTUAL TABLE f USING fts5(content, content='',"
-        " tokenize='unicode61 remove_diacritics 2')"
+        "CREATE VIRTUAL TABLE f USING fts5(content, tokenize='unicode61 remove_diacritics 2')"
     )
     conn.execute("INSERT INTO f(rowid, content) SELECT rowid, content FROM store.messages")
     conn.commit()
@@ -168,10 +189,12 @@ def _rank_bm25_command(store: Path, word: str) -> list[str] | None:
 
 def _index_size(bench, store: Path, floor_db: Path) -> None:
     def sizes(db: Path, like: str) -> tuple[float, float]:
+        """The index's MB (its copy of the text left out) and the whole file's."""
         with sqlite3.connect(db.as_uri() + "?mode=ro", uri=True) as conn:
             try:
                 index = conn.execute(
-                    "SELECT sum(pgsize) FROM dbstat WHERE name LIKE ?", (like,)
+                    "SELECT sum(pgsize) FROM dbstat WHERE name LIKE ? AND name <> 'f_content'",
+                    (like,),
                 ).fetchone()[0]
                 total = conn.execute("SELECT sum(pgsize) FROM dbstat").fetchone()[0]
             except sqlite3.OperationalError:  # no dbstat in this SQLite
@@ -187,10 +210,9 @@ def _index_size(bench, store: Path, floor_db: Path) -> None:
             conn.execute("SELECT sum(pgsize) FROM dbstat WHERE name = 'messages'").fetchone()[0]
             / 1e6
         )
-    bench.add("search: index size (MB, not ms)", fts4, fts5, "FTS5 contentless (MB)",
-              goal_text="(info)",
-              note=f"{100 * fts4 / store_mb:.0f}% of the store ({store_mb:.0f} MB); "
-                   f"the text itself stays in messages ({messages_mb:.0f} MB)")  # fmt: skip
+    bench.size("search: index size", fts4, fts5, "FTS5, same messages, its copy of the text left out",
+               note=f"{100 * fts4 / store_mb:.0f}% of the store ({store_mb:.0f} MB); "
+                    f"the text itself stays in messages ({messages_mb:.0f} MB)")  # fmt: skip
 
 
 def _insert_cost(bench, store: Path) -> None:
@@ -238,34 +260,12 @@ def _insert_cost(bench, store: Path) -> None:
             finally:
                 conn.close()
 
-    def run(db: Path, script: Path) -> list[str]:
-        return bench.sqlite(f".read {script}", db, readonly=False)
+    def run(db: Path, script: Path):
+        return lambda: bench.run(bench.sqlite(f".read {script}", db, readonly=False))
 
-    for script, label in ((each, "one transaction each"), (batch, f"{INSERTS} in one transaction")):
-        clean()  # the warm-up runs insert too
-        a, b = bench.pair(run(with_index, script), run(without, script), setup=clean)
-        bench.add(f"search: write a message ({label})", a / INSERTS, b / INSERTS,
-                  "same store, no index", goal_text="(info)",
-                  note=f"ms per message; +{(a - b) / INSERTS:.2f} ms for the index")  # fmt: skip
+    for script, label in ((each, "one per transaction"), (batch, f"{INSERTS} per transaction")):
+        a, b = interleave(run(with_index, script), run(without, script), bench.repeat, clean)
+        bench.add(Row(f"search: write a message, {label}", PROCESS, a / INSERTS, b / INSERTS,
+                      "sqlite3 CLI: same INSERTs, same store without the index",
+                      note=f"ms per message, {INSERTS} per run"))  # fmt: skip
     shutil.rmtree(scratch, ignore_errors=True)
-
-
-def _query_ms(bench, word: str, repeat: int) -> float:
-    """Median ms of the core's search() for `word`, in one warm process."""
-    code = (
-        "import statistics, sys, time\n"
-        "from kaja_cli.core import search\n"
-        "from kaja_cli.core.store import Store\n"
-        "store = Store.locate()\n"
-        "search.search(store, sys.argv[1])\n"
-        "times = []\n"
-        "for _ in range(int(sys.argv[2])):\n"
-        "    t = time.perf_counter()\n"
-        "    result = search.search(store, sys.argv[1])\n"
-        "    times.append((time.perf_counter() - t) * 1000)\n"
-        "    assert result.hits\n"
-        "print(statistics.median(times))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code, word, str(repeat)], env=bench.env,
-                         capture_output=True, text=True, check=True)  # fmt: skip
-    return float(out.stdout.strip())

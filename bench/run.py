@@ -1,13 +1,30 @@
-"""kaja's benchmarks: medians and ratios against a floor measured in the same run.
+"""kaja's benchmarks: each figure a ratio to a floor measured beside it, in the same run.
 
     python bench/run.py                      # the benchmark store: 10,000 sessions, 1,000,000 messages
     python bench/run.py --sessions 1000 --messages 100000 --repeat 5   # a quicker look
-    python bench/run.py --only startup,sessions
+    python bench/run.py --only startup,sessions --check
 
-The machines are shared and noisy, so every row interleaves kaja's runs with
-its floor's (the `sqlite3` command line running the same SQL, FTS5, or
-`python -c pass` for start-up) and reports medians and their ratio. Each
-`bench/bench_*.py` module adds its rows with `cases(bench)`.
+Each row is timed one of two ways, never a difference of the two:
+  process     kaja's whole process against the floor's whole process, runs
+              interleaved, both writing to /dev/null;
+  in-process  kaja's core call against the floor's query (the same SQL
+              through Python's sqlite3 module, or FTS5), both timed in this
+              process.
+The ratio is kaja's median over the floor's; the goal is a ratio, judged ok or
+MISSED. Where kaja's start-up is most of a command's time, the goal is on the
+in-process row and the whole-process row is printed for information.
+
+Floors: the `sqlite3` command line (or module) running the same SQL, taken
+from kaja's own query builders; for search, FTS5 over the same messages
+answering the same question (best 20 by rank, with snippet() and the message
+rows); for start-up, a bare Typer app with kaja's command names
+(bench/bare_typer.py) and `python -c pass`. The goals are set for the
+benchmark store (the defaults of --sessions and --messages); on a smaller one
+start-up weighs more in the whole-process rows. Each `bench/bench_*.py`
+module adds its rows; every row is also written to DIR/last.json.
+
+Exit status: 0 when the benchmark ran (whatever it found); with --check, 1 when
+a goal is MISSED; 2 when it could not run (bad options, a command failed).
 """
 
 from __future__ import annotations
@@ -17,157 +34,105 @@ import importlib.util
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import HEADER, Bench, BenchError
+
 HERE = Path(__file__).resolve().parent
-KAJA = str(Path(sys.executable).with_name("kaja"))
-SQLITE3 = shutil.which("sqlite3") or "sqlite3"
+# The order rows are printed in: start-up first, then the commands as a user meets them.
+ORDER = ("startup", "sessions", "search", "usage", "doctor")
+MODULES = sorted(
+    (p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")),
+    key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name),
+)
+NEEDS_NO_STORE = {"startup"}
+BENCHMARK_STORE = (10_000, 1_000_000)  # the store the goals are set for
 
 
-@dataclass
-class Row:
-    case: str
-    kaja_ms: float
-    floor_ms: float | None
-    floor: str
-    ratio: float | None
-    goal: str
-    ok: bool | None
-    note: str = ""
-
-
-@dataclass
-class Bench:
-    state_dir: Path
-    repeat: int
-    rows: list[Row] = field(default_factory=list)
-    startup_ms: float | None = None  # kaja's own start-up (`kaja --version`), median
-
-    @property
-    def db(self) -> Path:
-        return self.state_dir / "kaja.db"
-
-    @property
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KAJA_")}
-        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed kaja has its bytecode
-        env.update(
-            KAJA_STATE_DIR=str(self.state_dir), KAJA_CONFIG=str(self.state_dir / "settings.toml")
-        )
-        return env
-
-    def time_cmd(
-        self, argv: list[str], *, stdin: bytes | None = None, env: dict | None = None
-    ) -> float:
-        """Wall time of one run in ms; a failing command fails the benchmark."""
-        start = time.perf_counter()
-        p = subprocess.run(argv, input=stdin, capture_output=True, env=env or self.env)
-        elapsed = (time.perf_counter() - start) * 1000
-        if p.returncode != 0:
-            raise SystemExit(
-                f"bench: {' '.join(argv)} failed ({p.returncode}): {p.stderr.decode()[-500:]}"
-            )
-        return elapsed
-
-    def pair(
-        self, a: list[str], b: list[str], *, repeat: int | None = None, setup=None
-    ) -> tuple[float, float]:
-        """Medians of `a` and `b`, runs interleaved (a, b, a, b, …) after one warm-up each."""
-        n = repeat or self.repeat
-        self.time_cmd(a)
-        self.time_cmd(b)
-        xs, ys = [], []
-        for _ in range(n):
-            if setup:
-                setup()
-            xs.append(self.time_cmd(a))
-            if setup:
-                setup()
-            ys.append(self.time_cmd(b))
-        return statistics.median(xs), statistics.median(ys)
-
-    def kaja(self, *args: str) -> list[str]:
-        return [KAJA, *args]
-
-    def sqlite(self, sql: str, db: Path | None = None, *, readonly: bool = True) -> list[str]:
-        return [SQLITE3, *(["-readonly"] if readonly else []), str(db or self.db), sql]
-
-    def add(self, case: str, kaja_ms: float, floor_ms: float | None, floor: str, *, goal: float | None = None,
-            goal_text: str = "", subtract_startup: bool = False, note: str = "",
-            ok: bool | None = None) -> Row:  # fmt: skip
-        """Record a row; with `subtract_startup`, the ratio is kaja's data time
-        (total minus start-up) over the floor. `ok` judges a goal that is not
-        a ratio (an absolute time, say)."""
-        measured = kaja_ms - (self.startup_ms or 0) if subtract_startup else kaja_ms
-        ratio = measured / floor_ms if floor_ms else None
-        if ok is None and goal is not None and ratio is not None:
-            ok = ratio <= goal
-        row = Row(
-            case,
-            kaja_ms,
-            floor_ms,
-            floor,
-            ratio,
-            goal_text or (f"≤ {goal}×" if goal else ""),
-            ok,
-            note,
-        )
-        self.rows.append(row)
-        print(_fmt(row), flush=True)
-        return row
-
-
-def _fmt(r: Row) -> str:
-    floor = f"{r.floor_ms:9.1f}" if r.floor_ms is not None else " " * 9
-    ratio = f"{r.ratio:6.2f}×" if r.ratio is not None else " " * 7
-    verdict = {True: "ok", False: "MISSED", None: ""}[r.ok]
-    return f"{r.case:<44} {r.kaja_ms:9.1f} {floor} {ratio}  {r.goal:<10} {verdict:<6} {r.floor}{'  ' + r.note if r.note else ''}"
-
-
-def build_store(sessions: int, messages: int, out: Path) -> Path:
+def build_store(kaja: str, sessions: int, messages: int, out: Path) -> Path:
+    """The benchmark store, written once by `kaja demo --seed 1` and cached in `out`."""
     state = out / f"store-{sessions}-{messages}"
     if (state / "kaja.db").exists() and (state / ".complete").exists():
         return state
     shutil.rmtree(state, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAJA_")}
-    env["KAJA_STATE_DIR"] = str(state)
-    env["KAJA_CONFIG"] = str(state / "settings.toml")
-    print(
-        f"building the benchmark store ({sessions} sessions, {messages} messages) in {state} …",
-        flush=True,
-    )
+    env.update(KAJA_STATE_DIR=str(state), KAJA_CONFIG=str(state / "settings.toml"))
+    print(f"building the benchmark store ({sessions:,} sessions, {messages:,} messages) "
+          f"in {state} …", flush=True)  # fmt: skip
     start = time.perf_counter()
-    subprocess.run(
-        [KAJA, "demo", "--seed", "1", "--sessions", str(sessions), "--messages", str(messages)],
-        env=env,
-        check=True,
-    )
+    argv = [kaja, "demo", "--seed", "1", "--sessions", str(sessions), "--messages", str(messages)]
+    if subprocess.run(argv, env=env).returncode != 0 or not (state / "kaja.db").exists():
+        raise BenchError(f"{' '.join(argv)} did not write {state / 'kaja.db'}")
     print(f"built in {time.perf_counter() - start:.0f} s", flush=True)
     (state / ".complete").write_text(json.dumps({"sessions": sessions, "messages": messages}))
     return state
 
 
-def main() -> None:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python bench/run.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--sessions", type=int, default=10000)
-    ap.add_argument("--messages", type=int, default=1000000)
-    ap.add_argument("--repeat", type=int, default=9, help="runs per measurement (median)")
-    ap.add_argument(
-        "--only", default="", help="comma-separated module names (startup, sessions, search, …)"
-    )
-    ap.add_argument("--out", type=Path, default=HERE / "out")
-    args = ap.parse_args()
-    if not shutil.which(SQLITE3):
-        raise SystemExit(
-            "bench: the sqlite3 command line is needed for the floors (apt-get install sqlite3)"
-        )
+    ap.add_argument("--sessions", type=int, default=10_000, metavar="N",
+                    help="sessions in the benchmark store (default: %(default)s)")  # fmt: skip
+    ap.add_argument("--messages", type=int, default=1_000_000, metavar="N",
+                    help="messages in the benchmark store (default: %(default)s)")  # fmt: skip
+    ap.add_argument("--repeat", type=_positive, default=9, metavar="N",
+                    help="timed runs per side of each row, the median is kept; start-up rows "
+                         "run 3×N (default: %(default)s)")  # fmt: skip
+    ap.add_argument("--only", default="", metavar="NAMES",
+                    help=f"comma-separated modules to run, of: {', '.join(MODULES)} "
+                         "(default: all)")  # fmt: skip
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 when any goal is MISSED (without it the exit status is 0)")  # fmt: skip
+    ap.add_argument("--kaja", default=str(Path(sys.executable).with_name("kaja")), metavar="PATH",
+                    help="the kaja command the process rows run (default: the one beside this "
+                         "Python, %(default)s); in-process rows call the kaja_cli this Python "
+                         "imports")  # fmt: skip
+    ap.add_argument("--out", type=Path, default=HERE / "out", metavar="DIR",
+                    help="where the stores are cached and last.json is written "
+                         "(default: bench/out)")  # fmt: skip
+    args = ap.parse_args(argv)
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    args.only = [name for name in MODULES if name in only] if only else MODULES
+    only -= set(MODULES)
+    if only:
+        ap.error(f"--only: no module {', '.join(sorted(only))} (there are: {', '.join(MODULES)})")
+    return args
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
+
+
+def _load(name: str):
+    path = HERE / f"bench_{name}.py"
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _load_average() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def run(args: argparse.Namespace) -> Bench:
+    sqlite3_command = shutil.which("sqlite3")
+    if not sqlite3_command:
+        raise BenchError("the sqlite3 command line is needed for the floors (apt-get install sqlite3)")  # fmt: skip
+    if not shutil.which(args.kaja):
+        raise BenchError(f"--kaja: no command {args.kaja}")
     args.out.mkdir(parents=True, exist_ok=True)
     # Measure kaja as installed: pip compiles the bytecode (an editable
     # checkout under PYTHONDONTWRITEBYTECODE would recompile every run).
@@ -176,26 +141,41 @@ def main() -> None:
     import kaja_cli
 
     compileall.compile_dir(Path(kaja_cli.__file__).parent, quiet=1)
-    state = build_store(args.sessions, args.messages, args.out)
-    bench = Bench(state_dir=state, repeat=args.repeat)
-    only = {s.strip() for s in args.only.split(",") if s.strip()}
-    print(f"{'case':<44} {'kaja ms':>9} {'floor ms':>9} {'ratio':>7}  {'goal':<10} {'':<6} floor")
-    modules = sorted(HERE.glob("bench_*.py"))
-    modules.sort(key=lambda p: p.stem != "bench_startup")  # start-up first: others subtract it
-    for path in modules:
-        name = path.stem.removeprefix("bench_")
-        if only and name not in only and name != "startup":
-            continue
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
-        module.cases(bench)
-    missed = [r.case for r in bench.rows if r.ok is False]
-    (args.out / "last.json").write_text(json.dumps([r.__dict__ for r in bench.rows], indent=2))
-    print(
-        f"\n{len(bench.rows)} rows; {'goals missed: ' + ', '.join(missed) if missed else 'every goal met'}"
+    state = args.out / "no-store"
+    if set(args.only) - NEEDS_NO_STORE:
+        state = build_store(args.kaja, args.sessions, args.messages, args.out)
+        if (args.sessions, args.messages) != BENCHMARK_STORE:
+            print("The goals are set for the benchmark store (10,000 sessions, 1,000,000 messages): "
+                  "on this one kaja's start-up weighs more in the whole-process rows.")  # fmt: skip
+    bench = Bench(state, args.repeat, args.kaja, sqlite3_command)
+    print(f"{os.cpu_count()} CPUs, load average {_load_average()}; medians of {args.repeat} "
+          f"interleaved runs; store: {state.name}")  # fmt: skip
+    print(HEADER, flush=True)
+    for name in args.only:
+        _load(name).cases(bench)
+    print(f"load average after: {_load_average()}")
+    return bench
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        bench = run(args)
+    except BenchError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `python bench/run.py | head`: the reader has seen enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    (args.out / "last.json").write_text(
+        json.dumps([r.as_json() for r in bench.rows], indent=2, ensure_ascii=False) + "\n"
     )
+    missed = [r.case for r in bench.rows if r.missed]
+    goals = sum(r.goal is not None for r in bench.rows)
+    print(f"\n{len(bench.rows)} rows, {goals} with a goal; "
+          + (f"MISSED: {'; '.join(missed)}" if missed else "every goal met"))  # fmt: skip
+    return 1 if missed and args.check else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

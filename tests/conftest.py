@@ -1,8 +1,14 @@
-"""Shared fixtures: run the real `kaja` command against throwaway stores.
+"""Shared fixtures: run `kaja` against throwaway stores.
 
-`kaja(...)` runs the installed console script in a subprocess with its own
-state dir, settings file and HOME, so a test sees exactly what a user sees:
-exit code, stdout, stderr and the files on disk.
+`kaja(...)` runs the command with its own state dir, settings file and HOME,
+so a test sees exactly what a user sees: exit code, stdout, stderr and the
+files on disk. By default the run happens in this process, through
+`kaja_cli.app.main()` as a fresh process would run it (tests/inprocess.py):
+~80 ms of interpreter start-up saved per run, and coverage sees the commands.
+A real process runs the installed console script where the behaviour is about
+processes: `kaja.proc(...)`, every call in a test marked
+`@pytest.mark.process`, every call with `pytest --real-processes`, and
+`kaja.popen(...)` (tests/test_cli.py compares the two for every command group).
 """
 
 from __future__ import annotations
@@ -10,14 +16,28 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-KAJA = str(Path(sys.executable).with_name("kaja"))
+from tests import inprocess
+
+KAJA = inprocess.KAJA
 DEMO_NOW = "2026-11-29T12:00:00Z"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--real-processes",
+        action="store_true",
+        help="run every `kaja(...)` of the tests as a real process (slower; the in-process"
+        " runs must give the same results)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    inprocess.every_run_real = config.getoption("--real-processes")
 
 
 @dataclass
@@ -31,10 +51,14 @@ class Result:
 
 
 class Kaja:
-    """The `kaja` command with an isolated environment under `root`."""
+    """The `kaja` command with an isolated environment under `root`.
 
-    def __init__(self, root: Path):
+    `process=True` makes every call a real process (see the module docstring).
+    """
+
+    def __init__(self, root: Path, *, process: bool = False):
         self.root = root
+        self.process = process
         self.state = root / "state"
         self.config = root / "config" / "settings.toml"
         self.home = root / "home"
@@ -58,18 +82,30 @@ class Kaja:
     def __call__(
         self, *args: str, input: str | None = None, env: dict | None = None, timeout: float = 120
     ) -> Result:
-        full_env = dict(self.env)
-        for k, v in (env or {}).items():
-            if v is None:
-                full_env.pop(k, None)
-            else:
-                full_env[k] = v
+        """`kaja ARGS`: in this process, unless a real one is asked for.
+
+        In-process, `timeout` is not enforced (pytest-timeout ends a hung test).
+        """
+        if self.process or inprocess.every_run_real:
+            return self.proc(*args, input=input, env=env, timeout=timeout)
+        odd = inprocess.not_for_in_process(env or {})
+        if odd:
+            raise ValueError(
+                f"{', '.join(odd)}: not read by kaja's code as it runs, so an in-process run"
+                " cannot honour it: use kaja.proc(...) or @pytest.mark.process"
+            )
+        return Result(*inprocess.run(args, self._env(env), input, self.root))
+
+    def proc(
+        self, *args: str, input: str | None = None, env: dict | None = None, timeout: float = 120
+    ) -> Result:
+        """`kaja ARGS` as a real process: the installed console script."""
         p = subprocess.run(
             [KAJA, *args],
             input=input,
             capture_output=True,
             text=True,
-            env=full_env,
+            env=self._env(env),
             timeout=timeout,
             stdin=None if input is not None else subprocess.DEVNULL,
         )
@@ -78,10 +114,26 @@ class Kaja:
     def popen(self, *args: str, **kw) -> subprocess.Popen:
         return subprocess.Popen([KAJA, *args], env=self.env, **kw)
 
+    def _env(self, env: dict | None) -> dict:
+        full_env = dict(self.env)
+        for k, v in (env or {}).items():
+            if v is None:
+                full_env.pop(k, None)
+            else:
+                full_env[k] = v
+        return full_env
+
 
 @pytest.fixture
-def kaja(tmp_path: Path) -> Kaja:
-    return Kaja(tmp_path)
+def kaja(tmp_path: Path, request: pytest.FixtureRequest) -> Kaja:
+    return Kaja(tmp_path, process=request.node.get_closest_marker("process") is not None)
+
+
+@pytest.fixture(autouse=True)
+def _in_process_runs_leave_nothing_open():
+    """The probe descriptors in-process runs kept open close with the test."""
+    yield
+    inprocess.close_leftovers()
 
 
 @pytest.fixture(scope="session")

@@ -216,6 +216,27 @@ def server_ledger(pg) -> dict[tuple, dict]:
     return {(t, o, k): r for t, o, k, r in rows}
 
 
+def sql(db: Path, *statements: str | tuple[str, tuple]) -> None:
+    """Run statements in one transaction, as another program would, and close:
+    an open connection would hold locks an in-process kaja cannot see."""
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            for statement in statements:
+                text, params = statement if isinstance(statement, tuple) else (statement, ())
+                conn.execute(text, params)
+    finally:
+        conn.close()
+
+
+def rows(db: Path, query: str, params: tuple = ()) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(query, params).fetchall()
+    finally:
+        conn.close()
+
+
 def outbox(db: Path) -> int:
     conn = sqlite3.connect(db)
     try:

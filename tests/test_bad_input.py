@@ -85,7 +85,8 @@ def test_any_date(store, value):
 def test_any_settings_file(kaja, content):
     kaja.config.parent.mkdir(parents=True, exist_ok=True)
     kaja.config.write_text(content, encoding="utf-8", errors="surrogateescape")
-    for argv in (["config", "paths"], ["sessions"], ["usage", "--json"]):
+    for argv in (["config", "paths"], ["config", "show", "--json"], ["config", "get", "memory.mode"],
+                 ["sessions"], ["usage", "--json"]):  # fmt: skip
         r = kaja(*argv)
         assert_clean(r, allowed={0, 1})
         if r.code == 1:

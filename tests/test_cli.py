@@ -1,10 +1,13 @@
-"""The command as a whole: help, version, exit codes, and the layering rules."""
+"""The command as a whole: help, version, exit codes, and what commands may hold
+(the core's own layering rules are tests/test_layering.py)."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
+import pytest
 import typer.main
 
 from kaja_cli import __version__
@@ -60,28 +63,13 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(kaja, tmp_path):
     assert "Traceback" not in r.err and r.err.count("\n") == 1 and r.err.startswith("kaja: ")
 
 
-def _imports(path: Path) -> set[str]:
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            names |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-def test_the_core_imports_neither_typer_nor_rich():
-    for path in (ROOT / "kaja_cli/core").rglob("*.py"):
-        assert not _imports(path) & {"typer", "rich", "click"}, path
-
-
 def test_commands_build_no_sql():
     """SQL lives in the core: a PostgreSQL backend will replace it, not the commands."""
     keywords = ("SELECT ", "INSERT INTO", "DELETE FROM", "UPDATE ", "CREATE TABLE", "PRAGMA ")
     for path in [
         *(ROOT / "kaja_cli/commands").rglob("*.py"),
         ROOT / "kaja_cli/app.py",
-        ROOT / "kaja_cli/render.py",
+        *(ROOT / "kaja_cli/render").rglob("*.py"),
     ]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -118,3 +106,75 @@ def test_a_reader_that_goes_away_is_not_a_failure(demo_store):
                 env=demo_store.env, capture_output=True, text=True,
             )  # fmt: skip
             assert (p.returncode, p.stderr) == (0, ""), argv
+
+
+# One command line of every group (its output, an error, a write) run twice on
+# the same fresh store: by the real console script, then in-process as most
+# tests run it. An in-process-only difference (main()'s wiring, the state
+# tests/inprocess.py gives a run) shows here as a different exit code, output
+# or set of files left.
+EVERY_GROUP = {
+    "kaja": [["--version"], ["--help"], [], ["no-such-command"]],
+    "config": [["config", "paths"], ["config", "paths", "--json"], ["config", "paths", "--bogus"]],
+    "sessions": [
+        ["sessions", "--all-owners", "-n", "0"], ["sessions", "export", "01a22652"],
+        ["sessions", "delete", "01a22652", "--yes"], ["sessions", "delete", "01a22652"],
+    ],
+    "resume": [["resume"], ["resume", "--json"], ["resume", "nope"], ["resume", "--tail", "x"]],
+    "search": [
+        ["search", "shade", "--all-owners"], ["search", "--fts", '"shade'],
+        ["search", "--reindex", "--json"],
+    ],
+    "usage": [["usage", "--by", "day"], ["usage", "reset", "--yes", "--json"], ["usage", "reset"]],
+    "doctor": [
+        ["doctor", "--check", "integrity.shared", "--check", "orphans"],
+        ["doctor", "--json", "--check", "schema"], ["doctor", "--check", "nope"],
+    ],
+    "wipe": [
+        ["wipe", "--dry-run"], ["wipe", "--owner", "telegram:482913", "--yes", "--json"],
+        ["wipe", "--yes"], ["wipe"],
+    ],
+    "demo": [["demo"], ["--state-dir", "{root}/fresh", "demo", "--seed", "2", "--now", "2026-01-01"]],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("group", list(EVERY_GROUP))
+def test_the_console_script_and_the_in_process_runs_agree(kaja, _demo_template, group):
+    def fresh_store() -> None:
+        for name in ("state", "fresh"):
+            shutil.rmtree(kaja.root / name, ignore_errors=True)
+        shutil.copytree(_demo_template, kaja.state, symlinks=True)
+
+    def files() -> list[str]:
+        return sorted(str(p.relative_to(kaja.root)) for p in kaja.root.rglob("*"))
+
+    for argv in EVERY_GROUP[group]:
+        argv = [a.format(root=kaja.root) for a in argv]
+        fresh_store()
+        real, real_files = kaja.proc(*argv), files()
+        fresh_store()
+        assert (kaja(*argv), files()) == (real, real_files), argv
+
+
+def test_an_in_process_run_leaves_this_process_as_it_was(demo_store):
+    """What tests/inprocess.py promises: after a run (doctor sets a Ctrl-C
+    handler, opens probe descriptors and threads), this process is as before."""
+    import os
+    import signal
+    import sys
+    import threading
+
+    from kaja_cli.core import db
+
+    def state():
+        return (
+            dict(os.environ), list(sys.argv), (sys.stdin, sys.stdout, sys.stderr), sys.excepthook,
+            os.getcwd(), signal.getsignal(signal.SIGINT), set(threading.enumerate()),
+            dict(db._probe_fds),
+        )  # fmt: skip
+
+    before = state()
+    r = demo_store("doctor", "--json")
+    assert r.code == 0 and r.out.startswith("{"), r
+    assert state() == before
+    assert "KAJA_STATE_DIR" in demo_store.env and os.environ.get("HOME") != demo_store.env["HOME"]

@@ -74,22 +74,30 @@ def test_zsh_completes_in_a_real_terminal(kaja, tmp_path):
     subprocess.run(
         [*tmux, "new-session", "-d", "-x", "120", "-y", "20", "zsh"], env=env, check=True
     )
-    try:
-        time.sleep(1.0)
-        subprocess.run([*tmux, "send-keys", "kaja con", "Tab"], check=True)
-        screen = ""
-        for _ in range(50):
-            time.sleep(0.1)
+
+    def pane_when(shows, seconds: float) -> str:
+        """The pane's text once `shows` is true of it, or when `seconds` are up."""
+        deadline = time.monotonic() + seconds
+        while True:
             screen = subprocess.run(
                 [*tmux, "capture-pane", "-p"], capture_output=True, text=True
             ).stdout
-            if "kaja config" in screen:
-                break
+            if shows(screen) or time.monotonic() > deadline:
+                return screen
+            time.sleep(0.05)
+
+    try:
+        # The prompt ("> ", its space trimmed by capture-pane) is set last in
+        # .zshrc: once it shows, completion is loaded and keys can be typed.
+        pane_when(lambda s: s.startswith(">"), 10)
+        subprocess.run([*tmux, "send-keys", "kaja con", "Tab"], check=True)
+        screen = pane_when(lambda s: "kaja config" in s, 5)
         assert "kaja config" in screen, screen
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
 
 
+@pytest.mark.process  # edits a shell start-up file: only the real command, in its HOME
 def test_install_completion_writes_into_home(kaja):
     r = kaja("--install-completion", "bash", env={"SHELL": "/bin/bash"})
     assert r.code == 0, r

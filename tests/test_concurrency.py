@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.faults import assert_store_sound
 
 AGENTS = Path(__file__).parent / "agents"
@@ -87,6 +89,7 @@ def newest_agent_message(db: Path) -> str:
         c.close()
 
 
+@pytest.mark.process  # kaja as one more process beside the writers, as users run it
 def test_every_command_beside_two_live_writers(demo_store):
     kaja = demo_store
     demo_sessions = [

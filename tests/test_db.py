@@ -24,6 +24,8 @@ mode = sys.argv[2]
 if mode == "write":
     c.execute("BEGIN IMMEDIATE")
     c.execute("INSERT INTO t VALUES (1)")
+elif mode == "commit":
+    c.execute("INSERT INTO t VALUES (2)")
 else:
     c.execute("SELECT * FROM t").fetchall()
 print("ready", flush=True)
@@ -217,3 +219,26 @@ def test_a_symlinked_database_is_read_and_probed_at_its_target(tmp_path):
     finally:
         p.kill()
         p.wait()
+
+
+def _crash_a_writer(path: Path) -> None:
+    """A writer killed with a committed row in its -wal: a stale -wal and -shm."""
+    p = hold(path, "commit")
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+
+
+@pytest.mark.parametrize("keep", [("-wal", "-shm"), ("-wal",), ("-shm",)])
+def test_reading_as_found_leaves_every_byte_of_a_crash(tmp_path, keep):
+    # doctor's reads: a crash's -wal and -shm (or one of them alone) stay as they were.
+    path = tmp_path / "k.db"
+    make_db(path)
+    _crash_a_writer(path)
+    for suffix in {"-wal", "-shm"} - set(keep):
+        path.with_name(path.name + suffix).unlink()
+    files = sorted(tmp_path.iterdir())
+    before = {p.name: p.read_bytes() for p in files}
+    with db.open_read(path, timeout_ms=1000, as_found=True) as conn:
+        rows = conn.execute("SELECT x FROM t ORDER BY x").fetchall()
+    assert rows == ([(1,), (2,)] if "-wal" in keep and "-shm" in keep else [(1,)])
+    assert {p.name: p.read_bytes() for p in sorted(tmp_path.iterdir())} == before

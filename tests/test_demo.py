@@ -204,6 +204,7 @@ def test_bad_options(kaja):
     assert not kaja.state.exists()
 
 
+@pytest.mark.process  # the test keeps a connection to the store open across the runs
 def test_no_secret_in_demo_output(kaja):
     r = kaja("demo", "--json")
     assert r.code == 0

@@ -650,7 +650,7 @@ def _run_in_process(kaja: Kaja, **kw):
 
 
 def test_free_pages_suggest_a_vacuum(demo_store: Kaja, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kaja_cli.core import doctor as core
+    from kaja_cli.core.doctor import databases as core
 
     sql(demo_store.db, "DELETE FROM logs", "DELETE FROM calls", "PRAGMA wal_checkpoint(TRUNCATE)")
     monkeypatch.setattr(core, "FREE_WARN_BYTES", 4096)
@@ -663,7 +663,7 @@ def test_free_pages_suggest_a_vacuum(demo_store: Kaja, monkeypatch: pytest.Monke
 
 
 def test_a_large_wal_is_checkpointed(demo_store: Kaja, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kaja_cli.core import doctor as core
+    from kaja_cli.core.doctor import databases as core
 
     writer = _start_writer(demo_store.db)  # holds the file: the -wal is not stale
     try:
@@ -727,7 +727,7 @@ def test_ctrl_c_is_never_reported_as_damage(
 ) -> None:
     # FTS4 answers an interrupted query with "database disk image is
     # malformed": after Ctrl-C that must end the run, not become a finding.
-    from kaja_cli.core import doctor as core
+    from kaja_cli.core.doctor import search as core
 
     def interrupted(conn: sqlite3.Connection) -> None:
         core._INTERRUPTED.set()

@@ -188,7 +188,8 @@ def test_bad_settings_values(kaja):
     kaja.config.write_text('[memory]\nmode = "moon"\n')
     r = kaja("config", "paths")
     assert (r.code, r.err.strip()) == (
-        1, f"kaja: {kaja.config}: [memory] mode must be one of local, cloud, not 'moon'"
+        1, f"kaja: {kaja.config}:2: memory.mode must be local or cloud, not 'moon': "
+           "fix it with `kaja config edit`"
     )  # fmt: skip
     kaja.config.write_bytes(b"\xff\xfe[memory]")
     r = kaja("config", "paths")

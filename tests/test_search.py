@@ -177,6 +177,7 @@ def test_fts_syntax_and_its_errors(demo_store: Kaja) -> None:
         )
 
 
+@pytest.mark.process  # the test keeps a connection to the store open across the runs
 def test_ranking_is_fts5_bm25(demo_store: Kaja, tmp_path: Path) -> None:
     """Same order and scores as FTS5's bm25 over the same messages, ties included."""
     # Long messages and many hits: lengths of 128 tokens and more take two

@@ -11,7 +11,6 @@ import json
 import os
 import random
 import socket
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,9 @@ from tests.sync_support import (
     ledger,
     machine,
     outbox,
+    rows,
     server_ledger,
+    sql,
     store_of,
 )
 
@@ -50,12 +51,8 @@ def two(tmp_path, pg):
 
 
 def state(db: Path, name: str):
-    conn = sqlite3.connect(db)
-    try:
-        row = conn.execute("SELECT value FROM sync_state WHERE name = ?", (name,)).fetchone()
-        return row[0] if row else None
-    finally:
-        conn.close()
+    found = rows(db, "SELECT value FROM sync_state WHERE name = ?", (name,))
+    return found[0][0] if found else None
 
 
 def test_first_sync_sends_history_and_the_other_machine_imports_it(two, pg):
@@ -74,8 +71,7 @@ def test_first_sync_sends_history_and_the_other_machine_imports_it(two, pg):
     assert a("sync").code == 0
     # Row by row, with b's ids for a's calls resolved through sync_map.
     assert ledger(a.db) == ledger(b.db) == server_ledger(pg)
-    conn = sqlite3.connect(b.db)
-    assert conn.execute("SELECT id, prompt_tokens FROM calls ORDER BY id").fetchall() == [
+    assert rows(b.db, "SELECT id, prompt_tokens FROM calls ORDER BY id") == [
         (1, 100),
         (2, 50),
     ]  # a's calls, under b's own ids
@@ -86,12 +82,12 @@ def test_changes_and_deletions_travel_and_a_second_push_changes_nothing(two, pg)
     a, b = two
     for k in (a, b, a):
         assert k("sync").code == 0
-    conn = sqlite3.connect(a.db)
-    with conn:
-        conn.execute("UPDATE calls SET completion_tokens = 99 WHERE id = 1")
-        conn.execute("DELETE FROM calls WHERE id = 2")  # the agent prunes its own row
-        conn.execute("UPDATE runs SET status = 'completed' WHERE id = 'run_b1'")  # b's run
-    conn.close()
+    sql(
+        a.db,
+        "UPDATE calls SET completion_tokens = 99 WHERE id = 1",
+        "DELETE FROM calls WHERE id = 2",  # the agent prunes its own row
+        "UPDATE runs SET status = 'completed' WHERE id = 'run_b1'",  # b's run
+    )
     before = pg.query("SELECT max(seq) FROM andromeda_ledger")[0][0]
     r = a("sync", "push", "--json")
     assert json.loads(r.out)["push"] == {"history": 0, "changes": 3, "written": 2, "deleted": 1,
@@ -101,12 +97,11 @@ def test_changes_and_deletions_travel_and_a_second_push_changes_nothing(two, pg)
     assert json.loads(r.out)["pull"]["updated"] == 2 and json.loads(r.out)["pull"]["deleted"] == 1
     assert ledger(a.db) == ledger(b.db) == server_ledger(pg)
     # b's map no longer names the deleted call.
-    conn = sqlite3.connect(b.db)
-    assert conn.execute("SELECT COUNT(*) FROM sync_map WHERE tbl = 'calls'").fetchone() == (1,)
+    assert rows(b.db, "SELECT COUNT(*) FROM sync_map WHERE tbl = 'calls'") == [(1,)]
     # The same batch again: nothing changes, not even a sequence number.
-    rows = pg.query("SELECT origin, tbl, key, row::text FROM andromeda_ledger")
+    shared = pg.query("SELECT origin, tbl, key, row::text FROM andromeda_ledger")
     with pg.connect() as pgc:
-        changes = [(o, t, k, j) for o, t, k, j in rows]
+        changes = [(o, t, k, j) for o, t, k, j in shared]
         assert sync_server.send(pgc, "someone", changes) == sync_server.Sent(0, 0)
     assert pg.query("SELECT max(seq) FROM andromeda_ledger")[0][0] == before + 3
 
@@ -116,10 +111,7 @@ def test_a_local_change_waiting_wins_over_a_pulled_one(two, pg):
     for k in (a, b, a):
         assert k("sync").code == 0
     for k, status in ((a, "failed"), (b, "completed")):
-        conn = sqlite3.connect(k.db)
-        with conn:
-            conn.execute("UPDATE runs SET status = ? WHERE id = 'run_a1'", (status,))
-        conn.close()
+        sql(k.db, ("UPDATE runs SET status = ? WHERE id = 'run_a1'", (status,)))
     assert a("sync").code == 0  # a's change is on the server
     r = b("sync", "--json")  # b pushes first (its change wins), then pulls
     assert r.code == 0, r
@@ -128,10 +120,7 @@ def test_a_local_change_waiting_wins_over_a_pulled_one(two, pg):
     assert ledger(a.db)[("runs", "*", "run_a1")]["status"] == "completed"
     # b pulling a's change while its own waits: b's is kept, and goes out next.
     for k, status in ((a, "one"), (b, "two")):
-        conn = sqlite3.connect(k.db)
-        with conn:
-            conn.execute("UPDATE runs SET status = ? WHERE id = 'run_a1'", (status,))
-        conn.close()
+        sql(k.db, ("UPDATE runs SET status = ? WHERE id = 'run_a1'", (status,)))
     assert a("sync").code == 0
     r = b("sync", "pull", "--json")
     assert json.loads(r.out)["pull"]["kept_local"] == 1
@@ -162,7 +151,7 @@ def test_usage_reset_stays_local_and_new_ids_do_not_overwrite_old_rows(two, pg):
     shared = server_ledger(pg)
     assert shared[("calls", origin, "1")]["prompt_tokens"] == 100  # the old call 1
     assert shared[("calls", origin, "1~1")]["model"] == "new"
-    models = sorted(m for (m,) in sqlite3.connect(b.db).execute("SELECT model FROM calls"))
+    models = sorted(m for (m,) in rows(b.db, "SELECT model FROM calls"))
     assert models == ["gpt-5", "gpt-5", "new"]
 
 
@@ -176,22 +165,17 @@ def test_usage_reset_queues_nothing_with_the_sync_triggers(two):
     assert r.code == 0, r
     assert json.loads(r.out)["sync_outbox"] == 1
     assert outbox(a.db) == 0
-    conn = sqlite3.connect(a.db)
-    triggers = {n for (n,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    triggers = {n for (n,) in rows(a.db, "SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     assert {f"sync_calls_{op}" for op in ("insert", "update", "delete")} <= triggers
 
 
 def test_lease_held_by_a_live_process_is_busy_and_a_dead_ones_is_taken_over(two):
     a, _ = two
     assert a("sync").code == 0
-    conn = sqlite3.connect(a.db)
 
     def lease(pid, host, expires):
-        with conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO sync_state (name, value) VALUES ('lease', ?)",
-                (json.dumps({"pid": pid, "host": host, "token": "t", "expires": expires}),),
-            )
+        value = json.dumps({"pid": pid, "host": host, "token": "t", "expires": expires})
+        sql(a.db, ("INSERT OR REPLACE INTO sync_state (name, value) VALUES ('lease', ?)", (value,)))
 
     lease(os.getpid(), socket.gethostname(), "2999-01-01T00:00:00.000Z")
     r = a("sync")
@@ -241,11 +225,11 @@ def test_without_psycopg_sync_says_how_to_install_it(two, tmp_path):
     (shadow / "__init__.py").write_text("raise ImportError('no psycopg here')\n")
     env = {"PYTHONPATH": str(shadow.parent)}
     for args in (("sync",), ("usage", "--all-machines")):
-        r = a(*args, env=env)
+        r = a.proc(*args, env=env)  # a real process: this one has psycopg imported
         assert (r.code, r.err) == (
             1, "kaja: PostgreSQL support is not installed: pip install 'kaja-cli[postgres]'\n"
         ), args  # fmt: skip
-    r = a("sync", "status", "--json", env=env)
+    r = a.proc("sync", "status", "--json", env=env)
     assert r.code == 0
     assert json.loads(r.out)["server"]["error"].endswith("pip install 'kaja-cli[postgres]'")
 
@@ -261,7 +245,14 @@ def test_the_url_setting_is_known_and_checked(tmp_path):
     r = k("sync", "status")
     assert (r.code, r.err) == (
         1,
-        f"kaja: {k.config}: [usage] postgres_url must be a non-empty string\n",
+        f"kaja: {k.config}:2: usage.postgres_url must be a URL starting with postgresql:// or"
+        " postgres://, not 5: fix it with `kaja config edit`\n",
+    )
+    r = k("sync", "--url", "mysql://x/y")
+    assert (r.code, r.err) == (
+        2,
+        "kaja: --url: must be a URL starting with postgresql:// or postgres://, not"
+        " 'mysql://x/y'\n",
     )
 
 
@@ -341,10 +332,11 @@ def test_usage_all_machines_reports_every_machines_calls(two, pg):
 def test_a_stale_import_flag_is_cleared_and_history_sent_again(two, pg):
     a, _ = two
     assert a("sync").code == 0
-    conn = sqlite3.connect(a.db)
-    with conn:
-        conn.execute("UPDATE sync_flags SET value = '1' WHERE name = 'importing'")
-        conn.execute("INSERT INTO calls (run_id, model) VALUES ('run_a1', 'unqueued')")
+    sql(
+        a.db,
+        "UPDATE sync_flags SET value = '1' WHERE name = 'importing'",
+        "INSERT INTO calls (run_id, model) VALUES ('run_a1', 'unqueued')",
+    )
     assert outbox(a.db) == 0  # the flag kept it out
     checks = {c[0]: c for c in sync.doctor_checks(store_of(a), None)}
     assert checks["sync-flags"][1] == "error"
@@ -379,18 +371,15 @@ def test_doctor_checks_of_sync(two, pg):
     assert {k: c[1] for k, c in checks.items()} == {
         "sync-progress": "ok", "sync-lease": "ok", "sync-map": "ok", "sync-flags": "ok"
     }  # fmt: skip
-    conn = sqlite3.connect(b.db)
-    with conn:
-        # Imported rows deleted with the triggers off; an old change waiting; a lease left behind.
-        conn.execute("DROP TRIGGER sync_calls_delete")
-        conn.execute("DELETE FROM calls")
-        conn.execute("INSERT INTO sync_outbox (tbl, key, op, at) VALUES"
-                     " ('runs', 'run_b1', 'upsert', '2020-01-01T00:00:00.000Z')")  # fmt: skip
-        lease = {"pid": 1, "host": "h", "token": "t", "expires": "2020-01-01T00:00:00.000Z"}
-        conn.execute(
-            "INSERT INTO sync_state (name, value) VALUES ('lease', ?)", (json.dumps(lease),)
-        )
-    conn.close()
+    lease = {"pid": 1, "host": "h", "token": "t", "expires": "2020-01-01T00:00:00.000Z"}
+    sql(  # imported rows deleted with the triggers off; an old change waiting; a lease left
+        b.db,
+        "DROP TRIGGER sync_calls_delete",
+        "DELETE FROM calls",
+        "INSERT INTO sync_outbox (tbl, key, op, at)"
+        " VALUES ('runs', 'run_b1', 'upsert', '2020-01-01T00:00:00.000Z')",
+        ("INSERT INTO sync_state (name, value) VALUES ('lease', ?)", (json.dumps(lease),)),
+    )
     checks = {c[0]: c for c in sync.doctor_checks(store_of(b), url)}
     assert checks["sync-map"][1:3] == ("warn", "2 sync_map rows name imported rows that are gone")
     assert checks["sync-lease"][1] == "warn" and "expired" in checks["sync-lease"][2]
@@ -567,7 +556,7 @@ def test_a_pull_never_skips_a_push_that_commits_later(tmp_path, pg, monkeypatch)
     a_thread[0].join(30)
     b.join(30)
     sync.sync(store_of(ks["c"]), url, push=False)
-    models = {m for (m,) in sqlite3.connect(ks["c"].db).execute("SELECT model FROM calls")}
+    models = {m for (m,) in rows(ks["c"].db, "SELECT model FROM calls")}
     assert models == {"first a", "first b", "first c", "second a", "second b"}
 
 

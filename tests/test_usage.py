@@ -400,6 +400,7 @@ def test_without_a_terminal_or_yes_it_refuses(ledger):
     assert counts(ledger.db) == before
 
 
+@pytest.mark.process  # the test keeps a connection to the store open across the runs
 def test_reset_clears_only_the_ledger(ledger):
     others = others_fingerprint(ledger.db)
     r = ledger("usage", "reset", "--yes", "--json")
@@ -448,6 +449,7 @@ def test_reset_on_the_demo_store_keeps_everything_else(demo_store):
     assert side == {n: file_digest(demo_store.state / n) for n in side}
 
 
+@pytest.mark.process  # the test keeps a connection to the store open across the runs
 def test_before_prunes_only_older_rows(ledger):
     r = ledger("usage", "reset", "--before", "2026-11-02", "--yes", "--json")
     assert r.code == 0, r

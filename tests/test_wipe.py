@@ -1,9 +1,9 @@
-"""`kaja wipe` and `kaja wipe --owner` (core/wipe.py, commands/wipe.py).
+"""`kaja wipe` and `kaja wipe --owner` (core/wipe/, commands/wipe.py).
 
 Every safety rule of SPEC §8 through the real command: the exact paths
 deleted (the whole tree compared before and after), refusals, real second
 processes holding the files, and `kill -9` of a real `kaja wipe` stopped at
-chosen steps by the test hook described in core/wipe.py.
+chosen steps by the test hook (core/wipe/hook.py, set by tests/wipe_paused.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import DEMO_NOW, KAJA, Kaja
+from conftest import DEMO_NOW, Kaja
+
+# `kaja` with the wipe's test hook set: it stops at a step to be killed there.
+PAUSED_KAJA = str(Path(__file__).with_name("wipe_paused.py"))
 
 ANA = "telegram:482913"  # three sessions, one with an image, notes, a dataset
 BJORN = "telegram:771204"
@@ -161,12 +164,10 @@ def killed_at(
     """Run `kaja wipe --yes ARGS`, stopped by the test hook at `step`, then send `sig`."""
     flag = kaja.root / "paused.flag"
     flag.unlink(missing_ok=True)
-    env = dict(kaja.env, KAJA_TEST_WIPE_PAUSE=step, KAJA_TEST_WIPE_PAUSED=str(flag))
-    if seconds:
-        env["KAJA_TEST_WIPE_PAUSE_SECONDS"] = seconds
+    pause = [step, str(flag), *([seconds] if seconds else [])]
     p = subprocess.Popen(
-        [KAJA, "wipe", "--yes", *args],
-        env=env,
+        [sys.executable, PAUSED_KAJA, *pause, "--", "wipe", "--yes", *args],
+        env=kaja.env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -544,8 +545,9 @@ def test_a_database_sqlite_cannot_fold_goes_before_its_journal(
     """In-process: when SQLite can't fold the journal in (a read-only folder, an
     I/O error: nothing a test running as root can make happen for real), the
     database is deleted, and the deletion made durable, before its -wal."""
-    from kaja_cli.core import db, fs, wipe
+    from kaja_cli.core import db, fs
     from kaja_cli.core.store import Store
+    from kaja_cli.core.wipe import whole as wipe
 
     kaja = demo_store
     crash_a_writer(kaja.db)

@@ -1,4 +1,5 @@
-"""`kaja config`: where Kaja's files are, and (later) the settings file."""
+"""`kaja config`: where Kaja's files are (`paths`), and settings.toml (`show`,
+`get`, `set`, `unset`, `edit`)."""
 
 from typing import Annotated
 
@@ -6,7 +7,10 @@ import typer
 
 from kaja_cli.commands import JSON_HELP, store_of
 
-app = typer.Typer(no_args_is_help=True, help="Show where Kaja keeps its data and settings.")
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Show where Kaja keeps its data; read and change its settings (settings.toml).",
+)
 
 
 @app.command("paths")
@@ -59,3 +63,287 @@ def paths(
     )  # fmt: skip
     if store.paths.mode == "cloud":
         render.note('[memory] mode = "cloud": Kaja keeps no local database in this mode')
+
+
+# --- settings.toml --------------------------------------------------------------------------------
+# The keys, their types and defaults: kaja_cli/core/settings_keys.py (and the
+# README's "Settings"). Reading never imports tomlkit; set/unset/edit do.
+KEY_HELP = "A dotted key, e.g. memory.mode or logging.database.slow_ms."
+
+
+def _complete_key(incomplete: str) -> list[tuple[str, str]]:
+    from kaja_cli.core.settings_keys import KEYS
+
+    low = incomplete.lower()
+    return [(k.name, k.description) for k in KEYS.values() if k.name.lower().startswith(low)]
+
+
+def _complete_value(ctx: typer.Context, incomplete: str) -> list[str]:
+    from kaja_cli.core.settings_keys import BOOL, CHOICE, KEYS
+
+    key = KEYS.get(ctx.params.get("key") or "")
+    if key is None:
+        return []
+    if key.kind == BOOL:
+        values = ["true", "false"]
+    elif key.kind == CHOICE:
+        values = list(key.choices)
+    else:
+        values = [] if key.default is None else [str(key.default)]
+    return [v for v in values if v.startswith(incomplete)]
+
+
+@app.command("show")
+def show(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Print every setting in effect, its value and where it came from.
+
+    Sources: default, settings file line N, env VAR, flag --db. Keys in
+    settings.toml that kaja does not know are listed too, with a guess at
+    what was meant. Secrets (a password in a database URL) print as ***.
+    """
+    from kaja_cli import render
+    from kaja_cli.core import settings_keys, settings_view
+
+    v = settings_view.view(ctx.find_root().obj)
+    if as_json:
+        render.emit_json(_show_json(v))
+        return
+    text = settings_keys.to_text
+    rows = [
+        [e.key.name, "" if e.value is None else text(e.value), e.source, e.problem or ""]
+        for e in v.settings
+    ]
+    rows += [
+        [u.name, text(u.value), f"settings file line {u.line}",
+         "unknown key" + (f": did you mean {u.suggestion}?" if u.suggestion else "")]
+        for u in v.unknown
+    ]  # fmt: skip
+    source = v.settings_file.source
+    render.table(
+        [render.Col("key", style="bold", no_wrap=True), render.Col("value", ratio=1),
+         render.Col("source", style="dim"), render.Col("problem", style="red")],
+        rows,
+        title=f"{v.settings_file.path} ({source}{'' if v.exists else ', no such file'})",
+    )  # fmt: skip
+
+
+def _show_json(v) -> dict:
+    return {
+        "settings_file": {
+            "path": str(v.settings_file.path),
+            "source": v.settings_file.source,
+            "exists": v.exists,
+        },
+        "settings": {
+            e.key.name: {
+                "value": e.value,
+                "source": e.source,
+                "line": e.line,
+                "written": e.written,
+                "default": e.key.default,
+                "env": e.key.env,
+                "flag": e.key.flag,
+                "type": e.key.kind,
+                "allowed": e.key.allowed(),
+                "secret": e.key.secret,
+                "description": e.key.description,
+                "problem": e.problem,
+            }
+            for e in v.settings
+        },
+        "unknown": [
+            {"key": u.name, "line": u.line, "value": u.value, "did_you_mean": u.suggestion}
+            for u in v.unknown
+        ],
+    }
+
+
+@app.command("get")
+def get(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
+) -> None:
+    """Print one setting's value in effect, alone on a line (for scripts).
+
+    Exit 3 when the key is not set and has no default, 2 for a key kaja does
+    not know. Path keys print the path they resolve to; secrets print masked.
+    """
+    import sys
+
+    from kaja_cli.core import settings_keys, settings_view
+
+    found = settings_view.get(key, ctx.find_root().obj)
+    sys.stdout.write(settings_keys.to_text(found.value) + "\n")
+
+
+# A negative number is a value, not an option: `kaja config set KEY -1`.
+@app.command("set", context_settings={"ignore_unknown_options": True})
+def set_(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
+    value: Annotated[
+        str,
+        typer.Argument(
+            metavar="VALUE",
+            help="The new value (true/false, a number, a word or a path).",
+            autocompletion=_complete_value,
+        ),
+    ],
+    force: Annotated[
+        bool, typer.Option("--force", help="Write a key kaja does not know (it is not checked).")
+    ] = False,
+) -> None:
+    """Set a key in settings.toml, keeping its comments and layout.
+
+    The value is checked against the key's type, allowed values and range
+    (exit 2 with what is allowed); an unknown key is refused (exit 2) unless
+    --force. The file is written atomically (0600) under a lock; a file that
+    does not parse is left untouched (exit 1). A symlinked settings.toml is
+    edited at its target when that is a regular file you own.
+    """
+    from kaja_cli import render
+    from kaja_cli.core import settings_keys, settings_view, settings_write
+
+    paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
+    change = settings_write.set_value(
+        paths.settings_file.path, key, value, force=force,
+        protected=settings_view.store_files(paths),
+    )  # fmt: skip
+    shown = settings_keys.toml_literal(change.after)
+    if not change.changed:
+        render.note(f"{change.key} is already {shown} in {change.file}; nothing to change")
+    else:
+        was = "" if change.before is None else f" (was {settings_keys.toml_literal(change.before)})"
+        render.note(f"{change.key} = {shown} in {change.file} line {change.line}{was}")
+    _note_override(ctx, change.key)
+
+
+@app.command("unset")
+def unset(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
+) -> None:
+    """Remove a key from settings.toml, so its default applies again.
+
+    Any key the file has can be removed, known or not (a misspelt one, say);
+    a table left with nothing in it goes too. A key that is not set is not an
+    error (exit 0).
+    """
+    from kaja_cli import render
+    from kaja_cli.core import settings_keys, settings_view, settings_write
+
+    paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
+    change = settings_write.unset_value(
+        paths.settings_file.path, key, protected=settings_view.store_files(paths)
+    )
+    if not change.changed:
+        render.note(f"{change.key} is not set in {change.file}; nothing to change")
+        return
+    known = settings_keys.KEYS.get(change.key)
+    after = "" if known is None or known.default is None else (
+        f"; the default applies: {settings_keys.toml_literal(known.default)}")  # fmt: skip
+    render.note(f"removed {change.key} from {change.file}{after}")
+    _note_override(ctx, change.key)
+
+
+def _note_override(ctx: typer.Context, name: str) -> None:
+    """Say so when an environment variable or flag outranks the file here."""
+    import os
+
+    from kaja_cli import render
+    from kaja_cli.core.settings_keys import KEYS
+
+    key = KEYS.get(name)
+    if key is None:
+        return
+    if key.flag == "--db" and ctx.find_root().obj.db is not None:
+        render.note(f"--db given: it overrides {name} for this command")
+    elif key.env and os.environ.get(key.env, "").strip():
+        render.note(f"{key.env} is set here, and overrides {name} wherever it is set")
+
+
+@app.command("edit")
+def edit(
+    ctx: typer.Context,
+    force: Annotated[bool, typer.Option("--force", help="Accept keys kaja does not know.")] = False,
+) -> None:
+    """Open settings.toml in $VISUAL or $EDITOR, and save it only if it is valid.
+
+    You edit a copy; when the editor closes, kaja checks it (TOML syntax,
+    known keys, allowed values). On an error it shows the line and offers to
+    reopen the editor; without a terminal it exits 1 keeping nothing. A
+    missing file starts from a commented template of every key.
+    """
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from kaja_cli import render
+    from kaja_cli.core import settings_view, settings_write
+
+    paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
+    draft = settings_write.begin_edit(
+        paths.settings_file.path, protected=settings_view.store_files(paths)
+    )
+    argv = settings_write.editor_command()
+    folder = Path(tempfile.mkdtemp(prefix="kaja-settings-"))
+    copy = folder / "settings.toml"
+    copy.write_text(draft.text, encoding="utf-8")
+    keep = False
+    try:
+        text = _edit_until_valid(argv, copy, draft, force)
+        if text is None:
+            render.note(f"no changes: {draft.target.path} left as it was")
+            return
+        try:
+            settings_write.save_edit(draft, text)
+        except Exception:
+            keep = True
+            render.note(f"your edited copy is kept in {copy}")
+            raise
+        render.note(f"saved {draft.target.real}")
+    finally:
+        if not keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _edit_until_valid(argv: list[str], copy, draft, force: bool) -> str | None:
+    """Run the editor until the copy is valid; None if it was left unchanged."""
+    from kaja_cli import render
+    from kaja_cli.core import settings_write
+    from kaja_cli.errors import Declined, Failed
+
+    path = draft.target.path
+    while True:
+        settings_write.run_editor(argv, copy)
+        try:
+            text = copy.read_bytes().decode("utf-8")
+        except FileNotFoundError:
+            raise Failed(f"the editor removed its copy of {path.name}: nothing was saved") from None
+        except UnicodeDecodeError as e:
+            text, problem = None, f"not UTF-8 text (byte {e.start})"
+        else:
+            if text == draft.text:
+                return None
+            problem = settings_write.problem(path, text, force=force)
+        if problem is None:
+            return text
+        if not render.stdin_is_terminal():
+            raise Failed(f"{path}: {problem}", hint="nothing was saved")
+        render.note(f"{path}: {problem}")
+        if not _ask("Open the editor again to fix it?"):
+            raise Declined(f"nothing was saved; {path} is as it was")
+
+
+def _ask(question: str) -> bool:
+    from rich.prompt import Confirm
+
+    from kaja_cli import render
+
+    try:
+        return Confirm.ask(question, default=True, console=render.console(stderr=True))
+    except EOFError:
+        return False

@@ -42,21 +42,21 @@ def demo(
     side databases. Refuses to touch an existing store (exit 5): point
     --state-dir (or KAJA_STATE_DIR) at an empty folder.
     """
+    from kaja_cli import demo as sample
     from kaja_cli import render
-    from kaja_cli.core import demo as core_demo
     from kaja_cli.errors import UsageError
 
     base = None
     if now is not None:
-        from kaja_cli.core.timeparse import parse_stored
+        from kaja_cli.core.clock import parse_stored
 
         base = parse_stored(now)
         if base is None:
             raise UsageError(f"--now: not an ISO 8601 time: {now!r}")
     store = store_of(ctx)
-    options = core_demo.DemoOptions(seed=seed, sessions=sessions, messages=messages, now=base)
+    options = sample.DemoOptions(seed=seed, sessions=sessions, messages=messages, now=base)
     with render.progress("writing the demo store") as bar:
-        result = core_demo.create(store, options, progress=bar)
+        result = sample.create(store, options, progress=bar)
     if as_json:
         render.emit_json(
             {

@@ -55,7 +55,7 @@ def resume(
         doc = transcript.load_context_json(store, session_id, acting)
         render.emit_json_document(doc.head, doc.key, doc.items)
         return
-    from kaja_cli import replay
+    from kaja_cli.render import replay
 
     rep = transcript.load_replay(store, session_id, acting, tail=tail)
     render.print_lines(replay.replay_lines(rep), pager=not no_pager)

@@ -200,33 +200,34 @@ def delete(
         )
         return
     n, f = len(done.sessions), len(done.image_folders)
-    folders = f" and {f} image folder{'s' if f != 1 else ''}" if f else ""
-    render.note(f"deleted {n} session{'s' if n != 1 else ''} ({_rows_text(done.rows)}){folders}")
+    folders = f" and {render.plural(f, 'image folder')}" if f else ""
+    render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
 
 
 def _describe(plan) -> str:
     from kaja_cli import render
 
     n = len(plan.sessions)
-    text = f"{n} session{'s' if n != 1 else ''}"
+    text = render.plural(n, "session")
     if n == 1:
         text += f" “{plan.sessions[0].title or 'untitled'}”"
     text += f" ({_rows_text(plan.rows)}"
     if plan.image_files:
-        text += f", {plan.image_files} image file{'s' if plan.image_files != 1 else ''}"
+        text += f", {render.plural(plan.image_files, 'image file')}"
         text += f", {render.human_size(plan.image_bytes)}"
     return text + ")"
 
 
 def _rows_text(rows: dict) -> str:
+    from kaja_cli import render
+
     names = {"messages": "message", "tool_calls": "tool call", "session_summaries": "summary",
              "model_calls": "model call", "session_events": "event"}  # fmt: skip
     parts = []
     for table, word in names.items():
         n = rows.get(table, 0)
         if n:
-            plural = "summaries" if word == "summary" else word + "s"
-            parts.append(f"{n} {word if n == 1 else plural}")
+            parts.append(render.plural(n, word, "summaries" if word == "summary" else None))
     return ", ".join(parts) or "no messages"
 
 
@@ -278,7 +279,7 @@ def export(
             return
         text = render.json_document(doc.head, doc.key, doc.items) + "\n"
     else:
-        from kaja_cli import replay
+        from kaja_cli.render import replay
 
         text = replay.markdown(transcript.load_transcript(store, session_id, acting))
         if output is None:

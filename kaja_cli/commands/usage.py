@@ -203,7 +203,7 @@ def _report_text(result: "UsageReport", shown: list, machines: "list | None" = N
             plain_rows=[["tool", t.tool, t.calls, t.outcomes.get("ok", 0), t.outcomes.get("error", 0),
                          t.outcomes.get("denied", 0), t.failures, t.avg_ms] for t in shown],
             title="tools that fail most" if terminal else None,
-            caption=f"{left_out} more {'tool' if left_out == 1 else 'tools'} (--tools 0 shows all)"
+            caption=f"{left_out} more {render.noun(left_out, 'tool')} (--tools 0 shows all)"
             if left_out else None,
         )  # fmt: skip
     if result.runs:

@@ -103,28 +103,31 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
 
 
 def _count(items: "list[Item]") -> str:
-    return f"{len(items)} path{'s' if len(items) != 1 else ''}"
+    from kaja_cli import render
+
+    return render.plural(len(items), "path")
 
 
 def _show_items(items: "list[Item]") -> None:
     """One row per path; on a terminal a session's image folders are one row."""
     from kaja_cli import render
+    from kaja_cli.core.wipe import Kind, Part
 
     rows = []
-    trees = [i for i in items if i.group == "images" and i.kind == "tree"]
+    trees = [i for i in items if i.group is Part.IMAGES and i.kind is Kind.TREE]
     for item in items:
         if trees and item is trees[0]:
             n = len(trees)
             files = sum(t.files for t in trees)
             rows.append(
                 [
-                    f"images of {n} session{'s' if n != 1 else ''}",
+                    f"images of {render.plural(n, 'session')}",
                     str(item.path.parent),
                     f"{render.human_size(sum(t.size for t in trees))} ({files} files)",
                 ]
             )
         elif item not in trees:
-            size = "-" if item.kind == "folder" else render.human_size(item.size)
+            size = "-" if item.kind is Kind.FOLDER else render.human_size(item.size)
             rows.append([item.what, str(item.path), size])
     render.table(
         [render.Col("what", style="bold"), render.Col("path"),
@@ -164,8 +167,7 @@ def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done
         "size": sum(i.size for i in items),
         "kept": [{"path": str(k.path), "reason": k.reason} for k in kept],
         "refused": [
-            {"path": str(r.path), "reason": r.reason, "exit": 4 if r.busy else 5}
-            for r in plan.refusals
+            {"path": str(r.path), "reason": r.reason, "exit": int(r.status)} for r in plan.refusals
         ],
         "interrupted": _leftovers_json(plan.leftovers),
     }
@@ -189,7 +191,7 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
     n_folders = len(plan.image_folders)
     render.confirm(
         f"Erase everything stored for {who.label} ({plan.total_rows} rows,"
-        f" {n_folders} image folder{'s' if n_folders != 1 else ''})? This cannot be undone.",
+        f" {render.plural(n_folders, 'image folder')})? This cannot be undone.",
         assume_yes=yes,
     )
     result = core.execute_owner(store, who)
@@ -206,7 +208,7 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
         return
     n = len(result.image_folders)
     render.note(
-        f"erased {sum(result.rows.values())} rows and {n} image folder{'s' if n != 1 else ''}"
+        f"erased {sum(result.rows.values())} rows and {render.plural(n, 'image folder')}"
         f" of {who.label}"
     )
     if not result.index_purged:

@@ -1,6 +1,9 @@
-"""The storage core: paths, settings, files, schema, queries and plans.
+"""The storage core: the databases kaja knows (`registry`), where they are
+(`paths`, `settings`), how they open (`db`), what they hold (`schema`), the
+write API (`record`), queries, and the plans of `doctor/` and `wipe/`.
 
 Everything here returns plain data (dataclasses) and raises `kaja_cli.errors`
-errors. It imports neither typer nor rich, so it reads the same whether it is
-driven by the command line, the agent or a test.
+errors. It imports neither typer nor rich, nor anything of kaja above it
+(commands, render, demo: tests/test_layering.py), so it reads the same whether
+it is driven by the command line, the agent or a test.
 """

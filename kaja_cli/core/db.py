@@ -23,18 +23,23 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 from kaja_cli.core import fs
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
 
-BUSY_TIMEOUT_MS = 5000  # the seed's busy_timeout; store.py repeats it to stay import-free
+BUSY_TIMEOUT_MS = 5000  # the seed's busy_timeout: how long any connection waits on a lock
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 BUSY_HINT = "another process (Kaja or the Telegram bot) is writing; try again, or close it first"
 
 
-def classify(path: Path) -> str:
-    """ "missing", "dir", "empty" (0 bytes), "sqlite" or "other"."""
+FileKind = Literal["missing", "dir", "empty", "sqlite", "other"]
+
+
+def classify(path: Path) -> FileKind:
+    """What is at a database's path: nothing, a folder, an empty file (SQLite
+    reads it as an empty database), a SQLite file, or something else."""
     try:
         if path.is_dir():
             return "dir"
@@ -108,8 +113,18 @@ def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
 
 
 @contextmanager
-def open_read(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Iterator[sqlite3.Connection]:
-    """A read-only connection; never creates, migrates or modifies anything."""
+def open_read(
+    path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS, as_found: bool = False
+) -> Iterator[sqlite3.Connection]:
+    """A read-only connection; never creates, migrates or modifies anything.
+
+    `as_found` (doctor) leaves every file byte for byte as it was, a stale
+    -shm included. A plain read-only open rebuilds a stale -shm (after a
+    crash) in place; with both a -wal and a -shm there, `readonly_shm=1`
+    reads through a private copy of the WAL index instead, and works the
+    same beside a running agent. A -wal or -shm alone with no process holding
+    the file is read with `immutable=1`: the main file as it stands.
+    """
     require_database(path)
     # SQLite follows a symlinked database and keeps its -wal/-shm beside the
     # target: look for them there.
@@ -117,7 +132,12 @@ def open_read(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Iterator[sqli
     wal, shm, journal = (real.with_name(real.name + s) for s in ("-wal", "-shm", "-journal"))
     had = wal.exists(), shm.exists()
     uri = path.as_uri() + "?mode=ro"
-    if (
+    tidy = not had[0]  # a read of a closed WAL file leaves a -wal/-shm pair: remove it
+    if as_found and all(had):
+        uri, tidy = uri + "&readonly_shm=1", False
+    elif as_found and any(had) and holder(real) is None:
+        uri, tidy = uri + "&immutable=1", False
+    elif (
         not any(had)
         and not journal.exists()  # a hot journal must be rolled back, not read past
         and not os.access(real.parent, os.W_OK)
@@ -134,7 +154,7 @@ def open_read(path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> Iterator[sqli
             yield conn
         finally:
             conn.close()
-            if not had[0] and (wal.exists() or shm.exists()):
+            if tidy and (wal.exists() or shm.exists()):
                 _remove_read_leftovers(real, wal, shm, had)
 
 

@@ -12,29 +12,28 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from kaja_cli.core import settings as settings_mod
+from kaja_cli.core.registry import DATABASES, Database, DatabaseFile, DatabaseSpec, Placement
 
 APP = "kaja"
-SHARED_DB_NAME = "kaja.db"
-SIDE_DATABASES = {"cache": "cache.db", "stats": "db-stats.db", "auth": "web-auth.db"}
 # The companion files SQLite keeps beside a database.
 COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 
 DEFAULT = "default"
+FOLLOWS_STATE_DIR = "follows the state dir"
+FOLLOWS_SHARED_FILE = "follows the shared file"
 
 # How each location of `Paths.locations()` is named for a person.
 LABELS = {
     "settings": "settings file",
     "state_dir": "state dir",
-    "shared_db": "shared file",
     "images": "images",
-    "cache_db": "cache.db",
-    "stats_db": "db-stats.db",
-    "auth_db": "web-auth.db",
-    "artifacts_db": "artifacts",
+    **{spec.location: spec.label for spec in DATABASES.values()},
 }
+
+Kind = Literal["file", "dir"]
 
 
 # NamedTuples rather than dataclasses here: this module is on the start-up
@@ -54,13 +53,26 @@ class Located(NamedTuple):
     source: str
 
 
+class Location(NamedTuple):
+    """One row of SPEC §2: its key (`config paths --json`), where, file or folder."""
+
+    name: str
+    located: Located
+    kind: Kind
+
+
 class Paths(NamedTuple):
     settings_file: Located
     state_dir: Located
-    shared_db: Located
-    artifacts_db: Located | None  # None: the artifacts tables live in the shared file
-    mode: str
+    # The databases a flag, env var or setting places (the registry's
+    # Placement.SETTING): the shared file always, the artifacts when split.
+    placed: dict[Database, Located]
+    mode: settings_mod.Mode
     settings: settings_mod.Settings
+
+    @property
+    def shared_db(self) -> Located:
+        return self.placed[Database.SHARED]
 
     @property
     def files_dir(self) -> Path:
@@ -70,33 +82,44 @@ class Paths(NamedTuple):
     def images_dir(self) -> Path:
         return self.files_dir / "images"
 
-    def side_db(self, name: str) -> Path:
-        return self.state_dir.path / SIDE_DATABASES[name]
+    def located(self, name: Database) -> Located | None:
+        """Where a database's own file is; None when its tables live in its host's."""
+        spec = DATABASES[name]
+        if spec.placement is Placement.STATE_DIR:
+            return Located(self.state_dir.path / str(spec.file_name), FOLLOWS_STATE_DIR)
+        return self.placed.get(name)
 
-    def locations(self) -> list[tuple[str, Located, str]]:
-        """Every row of SPEC §2: (name, location, kind), kind "file" or "dir"."""
-        follows_db = "follows the shared file"
-        follows_state = "follows the state dir"
+    def databases(self) -> list[DatabaseFile]:
+        """Every database file kaja administers, in the registry's order (shared file first)."""
+        files = []
+        for spec in DATABASES.values():
+            where = self.located(spec.name)
+            if where is None:
+                continue
+            hosted = (s.name for s in DATABASES.values()
+                      if s.host == spec.name and self.located(s.name) is None)  # fmt: skip
+            files.append(DatabaseFile(spec.name, where.path, where.source, (spec.name, *hosted)))
+        return files
+
+    def file_of(self, name: Database | str) -> DatabaseFile:
+        """The file holding a database's tables (the artifacts': the shared file unless
+        KAJA_ARTIFACTS_DB / artifactsPath split them out)."""
+        name = Database(name)
+        return next(f for f in self.databases() if name in f.holds)
+
+    def locations(self) -> list[Location]:
+        """Every row of SPEC §2: the settings, the state dir, the shared file and the
+        images that follow it, the side databases, then databases split from their host."""
         rows = [
-            ("settings", self.settings_file, "file"),
-            ("state_dir", self.state_dir, "dir"),
-            ("shared_db", self.shared_db, "file"),
-            ("images", Located(self.images_dir, follows_db), "dir"),
-            ("cache_db", Located(self.side_db("cache"), follows_state), "file"),
-            ("stats_db", Located(self.side_db("stats"), follows_state), "file"),
-            ("auth_db", Located(self.side_db("auth"), follows_state), "file"),
+            Location("settings", self.settings_file, "file"),
+            Location("state_dir", self.state_dir, "dir"),
         ]
-        if self.artifacts_db is not None:
-            rows.append(("artifacts_db", self.artifacts_db, "file"))
+        for f in sorted(self.databases(), key=lambda f: f.spec.host is not None):
+            rows.append(Location(f.spec.location, Located(f.path, f.source), "file"))
+            if f.name is Database.SHARED:
+                images = Located(self.images_dir, FOLLOWS_SHARED_FILE)
+                rows.append(Location("images", images, "dir"))
         return rows
-
-    def databases(self) -> list[tuple[str, Path]]:
-        """Every SQLite file kaja administers, shared file first."""
-        dbs = [("shared", self.shared_db.path)]
-        if self.artifacts_db is not None:
-            dbs.append(("artifacts", self.artifacts_db.path))
-        dbs += [(name, self.side_db(name)) for name in SIDE_DATABASES]
-        return dbs
 
 
 def _env(environ: Mapping[str, str], name: str) -> str | None:
@@ -169,29 +192,39 @@ def resolve(
     else:
         state = Located(default_state_dir(env), DEFAULT)
 
-    if o.db is not None:
-        db = Located(_absolute(o.db), "flag --db")
-    elif (value := _env(env, "KAJA_DB_PATH")) is not None:
-        db = Located(_absolute(value, state.path), "env KAJA_DB_PATH")
-    elif (value := settings.get("memory", "dbPath")) is not None:
-        db = Located(_absolute(value, state.path), "settings [memory] dbPath")
-    else:
-        db = Located(state.path / SHARED_DB_NAME, DEFAULT)
-
-    artifacts: Located | None = None
-    if (value := _env(env, "KAJA_ARTIFACTS_DB")) is not None:
-        artifacts = Located(_absolute(value, state.path), "env KAJA_ARTIFACTS_DB")
-    elif (value := settings.get("memory", "artifactsPath")) is not None:
-        artifacts = Located(_absolute(value, state.path), "settings [memory] artifactsPath")
-
+    placed: dict[Database, Located] = {}
+    for spec in DATABASES.values():
+        if spec.placement is Placement.SETTING:
+            where = _place(spec, o, env, settings, state.path)
+            if where is not None:
+                placed[spec.name] = where
     return Paths(
-        settings_file=config,
-        state_dir=state,
-        shared_db=db,
-        artifacts_db=artifacts,
-        mode=settings.mode,
-        settings=settings,
+        settings_file=config, state_dir=state, placed=placed, mode=settings.mode, settings=settings
     )
+
+
+def _place(
+    spec: DatabaseSpec,
+    flags: Overrides,
+    env: Mapping[str, str],
+    settings: settings_mod.Settings,
+    state_dir: Path,
+) -> Located | None:
+    """A database placed by a flag, env var or setting (strongest first), else its
+    default in the state dir; None for one that lives in its host's file."""
+    moved = spec.moved_by
+    if moved.flag is not None:
+        value = getattr(flags, moved.flag.removeprefix("--").replace("-", "_"))
+        if value is not None:
+            return Located(_absolute(value), f"flag {moved.flag}")
+    if moved.env is not None and (value := _env(env, moved.env)) is not None:
+        return Located(_absolute(value, state_dir), f"env {moved.env}")
+    if moved.setting is not None and (value := settings.get(*moved.setting)) is not None:
+        table, key = moved.setting
+        return Located(_absolute(value, state_dir), f"settings [{table}] {key}")
+    if spec.file_name is None:
+        return None
+    return Located(state_dir / spec.file_name, DEFAULT)
 
 
 def companions(db: Path) -> list[Path]:
@@ -205,7 +238,7 @@ class LocationInfo(NamedTuple):
     name: str
     path: Path
     source: str
-    kind: str  # "file" | "dir"
+    kind: Kind
     exists: bool
     size: int | None  # bytes; a folder's is everything below it
     files: int | None  # a folder's file count
@@ -223,8 +256,10 @@ def inspect(paths: Paths) -> list[LocationInfo]:
             size, count = tree_size(loc.path)
             files = count if kind == "dir" else None
         rows.append(LocationInfo(name, loc.path, loc.source, kind, exists, size, files))
-    if paths.artifacts_db is None:  # SPEC §2's last row: by default, tables in the shared file
-        shared = paths.shared_db.path
-        rows.append(LocationInfo("artifacts_db", shared, "tables in the shared file", "file",
-                                 shared.exists(), None, None))  # fmt: skip
+    for spec in DATABASES.values():  # SPEC §2's last row: the artifacts, in the shared file
+        if spec.host is not None and paths.located(spec.name) is None:
+            host = paths.file_of(spec.name)
+            where = f"tables in the {host.spec.label}"
+            rows.append(LocationInfo(spec.location, host.path, where, "file", host.path.exists(),
+                                     None, None))  # fmt: skip
     return rows

@@ -22,20 +22,16 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kaja_cli.core import fs, images, schema
+from kaja_cli.core.clock import iso, now
 from kaja_cli.core.db import transaction
 from kaja_cli.core.store import Store
-from kaja_cli.errors import Failed, UsageError
+from kaja_cli.errors import UsageError
 
 Clock = Callable[[], datetime]
-
-
-def iso(dt: datetime) -> str:
-    """ISO 8601 UTC with milliseconds and a Z, the format of every TEXT timestamp."""
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
 
 
 def uuid7(dt: datetime, rng: random.Random | None = None) -> str:
@@ -73,7 +69,7 @@ class Recorder:
         self, store: Store, *, clock: Clock | None = None, rng: random.Random | None = None
     ):
         self.store = store
-        self.clock: Clock = clock or (lambda: datetime.now(UTC))
+        self.clock: Clock = clock or now
         self.rng = rng
         self._stack: ExitStack | None = None
         self._conns: dict[str, sqlite3.Connection] = {}
@@ -135,7 +131,7 @@ class Recorder:
         unknown = set(columns) - set(spec.column_names)
         if unknown:
             raise UsageError(f"{table} has no column {', '.join(sorted(unknown))}")
-        name = _db_of(table)
+        name = schema.database_of(table)  # in TABLES (checked above): one of the registry's
         names = list(columns)
         values = [_json(v) if isinstance(v, dict | list) else v for v in columns.values()]
         verb = "INSERT OR REPLACE" if or_replace else "INSERT"
@@ -480,12 +476,3 @@ class Recorder:
             created_at=iso(self._now(at)),
         )  # fmt: skip
         return token_hash
-
-
-def _db_of(table: str) -> str:
-    for name in ("cache", "stats", "auth", "artifacts"):
-        if any(t.name == table for t in schema.FILES[name]):
-            return name
-    if table in schema.TABLES:
-        return "shared"
-    raise Failed(f"unknown table {table}")

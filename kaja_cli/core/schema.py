@@ -12,10 +12,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from kaja_cli.core import search_index
+from kaja_cli.core.clock import now_iso
 from kaja_cli.core.db import column_names, table_names
+from kaja_cli.core.registry import Database, DatabaseFile
 
 
 @dataclass(frozen=True)
@@ -417,18 +418,24 @@ SHARED_TABLES = (
     + BOOKKEEPING_TABLES
 )
 
-# Which tables each kind of file holds ("shared" gets the artifacts too unless
-# they are split into their own file).
-FILES: dict[str, tuple[Table, ...]] = {
-    "shared": SHARED_TABLES + ARTIFACT_TABLES,
-    "shared-without-artifacts": SHARED_TABLES,
-    "artifacts": ARTIFACT_TABLES,
-    "cache": CACHE_TABLES,
-    "stats": STATS_TABLES,
-    "auth": AUTH_TABLES,
+# The tables of each database of the registry. A file holds those of every
+# database it hosts (`DatabaseFile.holds`): the shared file has the artifacts'
+# too unless they are split into their own file.
+TABLES_OF: dict[Database, tuple[Table, ...]] = {
+    Database.SHARED: SHARED_TABLES,
+    Database.ARTIFACTS: ARTIFACT_TABLES,
+    Database.CACHE: CACHE_TABLES,
+    Database.STATS: STATS_TABLES,
+    Database.AUTH: AUTH_TABLES,
 }
 
-TABLES: dict[str, Table] = {t.name: t for tables in FILES.values() for t in tables}
+TABLES: dict[str, Table] = {t.name: t for tables in TABLES_OF.values() for t in tables}
+_DATABASE_OF = {t.name: name for name, tables in TABLES_OF.items() for t in tables}
+
+
+def database_of(table: str) -> Database | None:
+    """The registry database a table belongs to (None: not one of kaja's)."""
+    return _DATABASE_OF.get(table)
 
 
 # --- the search index ----------------------------------------------------------
@@ -447,12 +454,6 @@ class Report:
 
 # One-off steps, in order, each recorded once in `counters` as "schema:<name>".
 ONE_OFF_STEPS: list[tuple[str, Callable[[sqlite3.Connection], None]]] = []
-
-
-def _now() -> str:
-    from kaja_cli.core.timeparse import iso
-
-    return iso(datetime.now(UTC))
 
 
 def apply_tables(conn: sqlite3.Connection, tables: tuple[Table, ...], report: Report) -> None:
@@ -480,14 +481,14 @@ def missing_indexes(conn: sqlite3.Connection, tables: tuple[Table, ...]) -> list
     return [name for t in tables for name, _ in t.indexes if name not in have]
 
 
-def apply(conn: sqlite3.Connection, kind: str = "shared") -> Report:
+def apply(conn: sqlite3.Connection, file: DatabaseFile) -> Report:
     """Bring one file up to date (inside the caller's transaction)."""
     report = Report()
-    tables = FILES[kind]
+    tables = file.tables
     before = set(missing_indexes(conn, tables))
     apply_tables(conn, tables, report)
     report.changes.extend(f"created index {name}" for name in sorted(before))
-    if kind.startswith("shared"):
+    if file.search_index:
         search_index.ensure(conn, report.changes)
         ensure_sync_triggers(conn, report.changes)
         done = {r[0] for r in conn.execute("SELECT name FROM counters WHERE name LIKE 'schema:%'")}
@@ -496,7 +497,7 @@ def apply(conn: sqlite3.Connection, kind: str = "shared") -> Report:
                 step(conn)
                 conn.execute(
                     "INSERT OR REPLACE INTO counters(name, value) VALUES (?, ?)",
-                    (f"schema:{name}", _now()),
+                    (f"schema:{name}", now_iso()),
                 )
                 report.changes.append(f"applied {name}")
         if report.changes:
@@ -508,13 +509,6 @@ def apply(conn: sqlite3.Connection, kind: str = "shared") -> Report:
                 (f"kaja {__version__}: {len(report.changes)} changes",),
             )
     return report
-
-
-def kind_for(name: str, artifacts_split: bool) -> str:
-    """The FILES key for a database named as in `Paths.databases()`."""
-    if name == "shared":
-        return "shared-without-artifacts" if artifacts_split else "shared"
-    return name
 
 
 def present_columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
@@ -533,18 +527,18 @@ def present_columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return out
 
 
-def missing(conn: sqlite3.Connection, kind: str = "shared") -> list[str]:
+def missing(conn: sqlite3.Connection, file: DatabaseFile) -> list[str]:
     """What `apply` would add: "table x", "column x.y", "index i", "search index"."""
     have = present_columns(conn)
     out = []
-    for table in FILES[kind]:
+    for table in file.tables:
         cols = have.get(table.name)
         if cols is None:
             out.append(f"table {table.name}")
             continue
         out.extend(f"column {table.name}.{c}" for c in table.column_names if c not in cols)
-    out.extend(f"index {name}" for name in missing_indexes(conn, FILES[kind]))
-    if kind.startswith("shared"):
+    out.extend(f"index {name}" for name in missing_indexes(conn, file.tables))
+    if file.search_index:
         item = search_index.missing_item(conn)
         if item:
             out.append(item)
@@ -560,5 +554,5 @@ def missing(conn: sqlite3.Connection, kind: str = "shared") -> list[str]:
     return out
 
 
-def is_current(conn: sqlite3.Connection, kind: str = "shared") -> bool:
-    return not missing(conn, kind)
+def is_current(conn: sqlite3.Connection, file: DatabaseFile) -> bool:
+    return not missing(conn, file)

@@ -41,6 +41,7 @@ from pathlib import Path
 from kaja_cli.core import db, search_index
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store
+from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, NotFound, UsageError
 
 Progress = Callable[[int, int | None], None]
@@ -197,7 +198,7 @@ def search(
             if built:
                 count = search_index.message_count(conn)
                 result.notes.append(
-                    f"built the search index of {path} ({_messages(count)}): the store had none"
+                    f"built the search index of {path} ({plural(count, 'message')}): the store had none"
                 )
         else:
             count = _scan(conn, progress)
@@ -271,11 +272,7 @@ def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
         reason = f"its search index is still being built and it can't be written now ({why_not})"
     else:
         reason = f"it has no search index and can't be written now ({why_not})"
-    return f"searched {path} by scanning its {_messages(count)}: {reason}"
-
-
-def _messages(count: int) -> str:
-    return f"{count} message" if count == 1 else f"{count} messages"
+    return f"searched {path} by scanning its {plural(count, 'message')}: {reason}"
 
 
 class _Index:

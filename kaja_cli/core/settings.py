@@ -1,81 +1,165 @@
-"""settings.toml: reading it, and the keys kaja knows.
+"""settings.toml: reading it, checking it against the known keys, and saying
+on which line a key is set.
 
 Reading uses the stdlib `tomllib` (cheap to import: every TAB press starts
-kaja); tomlkit is imported only to locate a parse error, and later to edit the
-file with its comments intact.
+kaja). tomlkit is imported only to locate a parse error and, in
+`settings_write`, to change the file with its comments intact. The keys kaja
+knows, with their types and defaults, are in `settings_keys`.
+
+Only a regular file is read: a FIFO or a device at the settings path is an
+error, never a read that blocks.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from kaja_cli.core import settings_keys
 from kaja_cli.errors import SettingsError
 
-# Every key kaja reads; doctor warns about any other key.
-KNOWN_KEYS: dict[str, frozenset[str]] = {
-    "memory": frozenset({"mode", "dbPath", "artifactsPath"}),
-    "usage": frozenset({"postgres_url"}),
-}
-MODES = ("local", "cloud")
+# Every key kaja knows, by the table that holds it ("memory.qdrant": {"url",
+# "collection"}); doctor warns about any other key.
+KNOWN_KEYS: dict[str, frozenset[str]] = {}
+for _key in settings_keys.KEYS.values():
+    KNOWN_KEYS[_key.table] = KNOWN_KEYS.get(_key.table, frozenset()) | {_key.leaf}
+del _key
+
+
+class Mode(StrEnum):
+    """`[memory] mode`: where the conversation tables live."""
+
+    LOCAL = "local"  # the SQLite files of SPEC §2
+    CLOUD = "cloud"  # a server's PostgreSQL (SPEC §10): no local conversation database
+
+
+MODES = tuple(Mode)
 
 
 class Settings(NamedTuple):  # a NamedTuple: cheaper than a dataclass at start-up
     path: Path
     exists: bool
     data: dict[str, Any] = {}  # noqa: RUF012 - never mutated
+    text: str = ""
 
     def get(self, table: str, key: str) -> Any:
-        section = self.data.get(table)
-        return section.get(key) if isinstance(section, dict) else None
+        return self.lookup((*table.split("."), key))
+
+    def lookup(self, parts: tuple[str, ...]) -> Any:
+        """The value at a key path (`("memory", "qdrant", "url")`), None if absent."""
+        node: Any = self.data
+        for part in parts:
+            if not isinstance(node, dict):
+                return None
+            node = node.get(part)
+        return node
 
     @property
-    def mode(self) -> str:
-        return str(self.get("memory", "mode") or "local")
+    def mode(self) -> Mode:
+        try:
+            return Mode(str(self.get("memory", "mode") or Mode.LOCAL))
+        except ValueError:  # a lenient read (doctor, `config show`) of a bad value
+            return Mode.LOCAL
 
     def unknown_keys(self) -> list[str]:
-        """Dotted names of keys kaja does not know, in file order."""
-        unknown = []
-        for table, value in self.data.items():
-            known = KNOWN_KEYS.get(table)
-            if known is None:
-                unknown.append(table)
-            elif isinstance(value, dict):
-                unknown.extend(f"{table}.{k}" for k in value if k not in known)
-            else:
-                unknown.append(table)
-        return unknown
+        """Dotted names of keys kaja does not know, in file order; an unknown
+        table is named once (`telegram`), not key by key."""
+        return [settings_keys.dotted(p) for p in unknown_paths(self.data)]
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(key, why) for every known key whose value kaja would reject."""
+        out = []
+        for key in settings_keys.KEYS.values():
+            value = self.lookup(key.parts)
+            if value is not None and (why := settings_keys.check(key, value)):
+                out.append((key.name, why))
+        return out
+
+    def line_of(self, parts: tuple[str, ...]) -> int | None:
+        return line_of(key_lines(self.text), parts) if self.exists else None
 
 
-def load(path: Path) -> Settings:
-    """Read settings.toml; a missing file is empty settings, a bad one an error."""
+def unknown_paths(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    out = []
+    for name, value in data.items():
+        path = (*prefix, name)
+        dotted = ".".join(path)
+        if dotted in settings_keys.KEYS:
+            continue  # a known key (a wrong type is a problem, not an unknown key)
+        if dotted in settings_keys.TABLES and isinstance(value, dict):
+            out.extend(unknown_paths(value, path))
+        else:
+            out.append(path)
+    return out
+
+
+def read_text(path: Path) -> str | None:
+    """The text of settings.toml; None if there is none. Opens only a regular
+    file (a FIFO would block, a device has no business here)."""
     try:
-        raw = path.read_bytes()
+        st = path.stat()
     except FileNotFoundError:
-        return Settings(path=path, exists=False)
-    except IsADirectoryError:
-        raise SettingsError(f"{path}: is a folder, not a settings file") from None
+        return None
     except OSError as e:
         raise SettingsError(f"{path}: cannot read settings: {e.strerror}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise SettingsError(f"{path}: is a folder, not a settings file")
+    if not stat.S_ISREG(st.st_mode):
+        raise SettingsError(f"{path}: is not a regular file (a FIFO or a device?)")
     try:
-        text = raw.decode("utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise SettingsError(f"{path}: cannot read settings: {e.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the stat
+            raise SettingsError(f"{path}: is not a regular file (a FIFO or a device?)")
+        raw = f.read()
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise SettingsError(f"{path}: not UTF-8 text (byte {e.start})") from None
+
+
+def load(path: Path, *, validate: bool = True) -> Settings:
+    """Read settings.toml; a missing file is empty settings, a bad one an error.
+
+    With `validate`, a bad value of a key that locates the data
+    (`settings_keys.LOCATING`) is an error too, with its line; other bad
+    values are for `Settings.problems()` (doctor, `config show`)."""
+    text = read_text(path)
+    if text is None:
+        return Settings(path=path, exists=False)
+    settings = Settings(path=path, exists=True, data=parse(path, text), text=text)
+    problems = (
+        [p for p in settings.problems() if p[0] in settings_keys.LOCATING] if validate else []
+    )
+    if problems:
+        name, why = problems[0]
+        line = settings.line_of(settings_keys.KEYS[name].parts)
+        raise SettingsError(
+            f"{path}{f':{line}' if line else ''}: {why}", hint="fix it with `kaja config edit`"
+        )
+    return settings
+
+
+def parse(path: Path, text: str) -> dict[str, Any]:
+    """The TOML document in `text`; an error names the line and column."""
     import tomllib
 
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         line, col, reason = _locate(text, str(e))
         raise SettingsError(
             f"{path}:{line}:{col}: invalid TOML: {reason}",
             hint="fix that line or move the file aside",
         ) from None
-    settings = Settings(path=path, exists=True, data=data)
-    _validate(settings)
-    return settings
 
 
 def _locate(text: str, message: str) -> tuple[int, int, str]:
@@ -95,20 +179,167 @@ def _locate(text: str, message: str) -> tuple[int, int, str]:
     return (int(m.group(1)), int(m.group(2)), reason) if m else (1, 1, reason)
 
 
-def _validate(settings: Settings) -> None:
-    for key in ("dbPath", "artifactsPath"):
-        value = settings.get("memory", key)
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise SettingsError(f"{settings.path}: [memory] {key} must be a non-empty string")
-    url = settings.get("usage", "postgres_url")
-    if url is not None and (not isinstance(url, str) or not url.strip()):
-        raise SettingsError(f"{settings.path}: [usage] postgres_url must be a non-empty string")
-    mode = settings.get("memory", "mode")
-    if mode is not None and mode not in MODES:
-        raise SettingsError(
-            f"{settings.path}: [memory] mode must be one of {', '.join(MODES)}, not {mode!r}"
-        )
-
-
 def expand(value: str) -> Path:
     return Path(os.path.expanduser(value))
+
+
+# --- where each key is set ---------------------------------------------------------------------
+# `kaja config show` says "settings file line N". tomllib keeps no positions
+# and tomlkit is slow to import, so this small scanner reads a file that
+# tomllib has already accepted: table headers, keys, and values skipped over
+# (strings, multi-line strings and arrays may span lines).
+_BARE = r"[A-Za-z0-9_-]+"  # patterns compile on first use, not at start-up
+_DATE = r"\d{4}-\d{2}-\d{2}"
+_TIME = r" \d{2}:"
+
+
+def key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """The line (1-based) of every table header and key in a valid TOML text."""
+    found: dict[tuple[str, ...], int] = {}
+    scan = _Scanner(text)
+    try:
+        scan.document(found)
+    except (IndexError, ValueError):
+        pass  # never fail a read over a line number: keep what was found
+    return found
+
+
+def line_of(lines: dict[tuple[str, ...], int], parts: tuple[str, ...]) -> int | None:
+    """The line that sets `parts`, or that of its nearest enclosing table or
+    inline table (`memory = { mode = "cloud" }` sets memory.mode on its line)."""
+    for n in range(len(parts), 0, -1):
+        if parts[:n] in lines:
+            return lines[parts[:n]]
+    return None
+
+
+class _Scanner:
+    def __init__(self, text: str) -> None:
+        self.s = text
+        self.i = 0
+        self.line = 1
+
+    def document(self, found: dict[tuple[str, ...], int]) -> None:
+        table: tuple[str, ...] = ()
+        while self.blank_and_comments():
+            if self.s[self.i] == "[":
+                double = self.s.startswith("[[", self.i)
+                self.i += 2 if double else 1
+                table = self.key()
+                self.i += 2 if double else 1
+                found.setdefault(table, self.line)
+            else:
+                line, parts = self.line, self.key()
+                found.setdefault((*table, *parts), line)
+                self.spaces()
+                self.i += 1  # "="
+                self.value()
+
+    def blank_and_comments(self) -> bool:
+        """Skip whitespace, newlines and comments; False at the end of the text."""
+        while self.i < len(self.s):
+            c = self.s[self.i]
+            if c == "\n":
+                self.line += 1
+            elif c == "#":
+                end = self.s.find("\n", self.i)
+                self.i = len(self.s) if end < 0 else end
+                continue
+            elif c not in " \t\r":
+                return True
+            self.i += 1
+        return False
+
+    def spaces(self) -> None:
+        while self.i < len(self.s) and self.s[self.i] in " \t":
+            self.i += 1
+
+    def key(self) -> tuple[str, ...]:
+        parts = []
+        while True:
+            self.spaces()
+            c = self.s[self.i]
+            if c in "\"'":
+                start = self.i
+                self.string()
+                parts.append(_unquote(self.s[start : self.i]))
+            else:
+                m = re.compile(_BARE).match(self.s, self.i)
+                if not m:
+                    raise ValueError(self.i)
+                parts.append(m.group())
+                self.i = m.end()
+            self.spaces()
+            if self.s[self.i] != ".":
+                return tuple(parts)
+            self.i += 1
+
+    def string(self) -> None:
+        q = self.s[self.i]
+        if self.s.startswith(q * 3, self.i):
+            end = self.s.index(q * 3, self.i + 3)
+            while q == '"' and _escaped(self.s, end):
+                end = self.s.index(q * 3, end + 1)
+            end += 3
+            while end < len(self.s) and self.s[end] == q:  # """a""""": quotes end the string
+                end += 1
+        else:
+            end = self.s.index(q, self.i + 1)
+            while q == '"' and _escaped(self.s, end):
+                end = self.s.index(q, end + 1)
+            end += 1
+        self.line += self.s.count("\n", self.i, end)
+        self.i = end
+
+    def value(self) -> None:
+        self.spaces()
+        c = self.s[self.i]
+        if c in "\"'":
+            self.string()
+        elif c in "[{":
+            self.bracketed()
+        else:
+            start = self.i
+            while self.i < len(self.s) and self.s[self.i] not in " \t\r\n#,]}":
+                self.i += 1
+            date = re.compile(_DATE).fullmatch(self.s, start, self.i)
+            if date and re.compile(_TIME).match(self.s, self.i):
+                self.i += 1  # "1979-05-27 07:32:00": a space may separate date and time
+                self.value()
+
+    def bracketed(self) -> None:
+        depth = 0
+        while True:
+            c = self.s[self.i]
+            if c in "\"'":
+                self.string()
+                continue
+            if c == "#":
+                self.i = self.s.index("\n", self.i)
+                continue
+            if c == "\n":
+                self.line += 1
+            elif c in "[{":
+                depth += 1
+            elif c in "]}":
+                depth -= 1
+                if depth == 0:
+                    self.i += 1
+                    return
+            self.i += 1
+
+
+def _escaped(s: str, quote_at: int) -> bool:
+    """True when the quote at `quote_at` follows an odd number of backslashes."""
+    n = 0
+    while s[quote_at - 1 - n] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
+def _unquote(token: str) -> str:
+    if token.startswith("'"):
+        return token[1:-1]
+    import tomllib
+
+    return next(iter(tomllib.loads(f"{token} = 0")))

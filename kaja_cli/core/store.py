@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core.paths import Overrides, Paths, resolve
+from kaja_cli.core.registry import Database
+from kaja_cli.core.settings import Mode
 from kaja_cli.errors import Failed, NotFound
 
 if TYPE_CHECKING:
@@ -25,7 +27,7 @@ Progress = Callable[[int, int | None], None]
 
 # db and schema are imported inside the methods: `kaja config paths` and shell
 # completion never open a database, and start-up is felt on every TAB press.
-BUSY_TIMEOUT_MS = 5000
+# So a lock wait left unsaid (`timeout_ms=None`) is `db.BUSY_TIMEOUT_MS`.
 
 
 class Store(NamedTuple):
@@ -38,23 +40,19 @@ class Store(NamedTuple):
         return cls(resolve(overrides, environ))
 
     def require_local(self) -> None:
-        if self.paths.mode == "cloud":
+        if self.paths.mode is Mode.CLOUD:
             raise Failed(
                 f'{self.paths.settings_file.path} sets [memory] mode = "cloud": there is no '
                 "local database, and this kaja administers local storage only"
             )
 
-    def file_of(self, name: str) -> str:
-        """The database a set of tables lives in: artifacts are in the shared
-        file unless KAJA_ARTIFACTS_DB / artifactsPath split them out."""
-        return "shared" if name == "artifacts" and self.paths.artifacts_db is None else name
+    def file_of(self, name: str) -> Database:
+        """The database whose file holds a database's tables: the artifacts are in
+        the shared file unless KAJA_ARTIFACTS_DB / artifactsPath split them out."""
+        return self.paths.file_of(name).name
 
     def path(self, name: str = "shared") -> Path:
-        name = self.file_of(name)
-        for db_name, path in self.paths.databases():
-            if db_name == name:
-                return path
-        raise KeyError(name)
+        return self.paths.file_of(name).path
 
     def exists(self, name: str = "shared") -> bool:
         return self.path(name).exists()
@@ -72,24 +70,26 @@ class Store(NamedTuple):
 
     @contextmanager
     def reader(
-        self, name: str = "shared", *, timeout_ms: int = BUSY_TIMEOUT_MS
+        self, name: str = "shared", *, timeout_ms: int | None = None
     ) -> Iterator[sqlite3.Connection]:
         """A read-only connection; NotFound if the file does not exist."""
         from kaja_cli.core import db
 
-        with db.open_read(self.require(name), timeout_ms=timeout_ms) as conn:
+        wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+        with db.open_read(self.require(name), timeout_ms=wait) as conn:
             yield conn
 
     @contextmanager
     def writer(
-        self, name: str = "shared", *, create: bool = False, timeout_ms: int = BUSY_TIMEOUT_MS
+        self, name: str = "shared", *, create: bool = False, timeout_ms: int | None = None
     ) -> Iterator[sqlite3.Connection]:
         """A read-write connection with the schema brought up to date."""
         from kaja_cli.core import db
 
         self.require_local()
         path = self.path(name) if create else self.require(name)
-        with db.open_write(path, create=create, timeout_ms=timeout_ms) as conn:
+        wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
+        with db.open_write(path, create=create, timeout_ms=wait) as conn:
             self.ensure_schema(conn, name)
             yield conn
 
@@ -100,11 +100,11 @@ class Store(NamedTuple):
         transactions (`progress` sees it), so the agent can write meanwhile."""
         from kaja_cli.core import db, schema, search_index
 
-        kind = schema.kind_for(self.file_of(name), self.paths.artifacts_db is not None)
-        if schema.is_current(conn, kind):
+        file = self.paths.file_of(name)
+        if schema.is_current(conn, file):
             return schema.Report()
         with db.transaction(conn):
-            report = schema.apply(conn, kind)
-        if kind.startswith("shared"):
+            report = schema.apply(conn, file)
+        if file.search_index:
             search_index.finish(conn, progress)
         return report

@@ -56,12 +56,11 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kaja_cli.core import db, sync_rows
+from kaja_cli.core import clock, db, sync_rows
 from kaja_cli.core.store import Store
-from kaja_cli.core.timeparse import iso, parse_stored
 from kaja_cli.errors import Busy, Failed, KajaError
 
 if TYPE_CHECKING:
@@ -69,6 +68,7 @@ if TYPE_CHECKING:
     from kaja_cli.core.usage import UsageReport
 
 ENV_URL = "USAGE_POSTGRES_URL"
+URL_KEY = "usage.postgres_url"
 PUSH_BATCH = 5_000  # outbox rows per batch
 SEED_BATCH = 20_000  # history rows per batch
 PULL_BATCH = 5_000
@@ -100,10 +100,6 @@ def _step(name: str) -> None:
         HOOK(name)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
 def _host() -> str:
     return socket.gethostname()
 
@@ -121,16 +117,33 @@ class Url(NamedTuple):
 
 
 def find_url(store: Store, flag: str | None = None, environ: dict | None = None) -> Url | None:
-    """The PostgreSQL URL: --url, then USAGE_POSTGRES_URL, then [usage] postgres_url."""
+    """The PostgreSQL URL: --url, then USAGE_POSTGRES_URL, then [usage] postgres_url.
+
+    A value that is not a postgresql:// URL is an error naming where it came from."""
+    from kaja_cli.core import settings_keys
+    from kaja_cli.errors import SettingsError, UsageError
+
+    key = settings_keys.KEYS[URL_KEY]
     env = os.environ if environ is None else environ
-    if flag:
+    if flag is not None:
+        if why := settings_keys.check(key, flag):
+            raise UsageError(f"--url: {why.removeprefix(URL_KEY + ' ')}")
         return Url(flag, "flag --url")
     if env.get(ENV_URL):
+        if why := settings_keys.check(key, env[ENV_URL]):
+            raise Failed(f"{ENV_URL}: {why.removeprefix(URL_KEY + ' ')}")
         return Url(env[ENV_URL], f"env {ENV_URL}")
-    value = store.paths.settings.get("usage", "postgres_url")
-    if isinstance(value, str) and value.strip():
-        return Url(value.strip(), "settings [usage] postgres_url")
-    return None
+    settings = store.paths.settings
+    value = settings.get("usage", "postgres_url")
+    if value is None:
+        return None
+    if why := settings_keys.check(key, value):
+        line = settings.line_of(key.parts)
+        raise SettingsError(
+            f"{settings.path}{f':{line}' if line else ''}: {why}",
+            hint="fix it with `kaja config edit`",
+        )
+    return Url(value, "settings [usage] postgres_url")
 
 
 NOT_CONFIGURED_HINT = (
@@ -154,7 +167,7 @@ def _get(conn: sqlite3.Connection, name: str) -> str | None:
 def _set(conn: sqlite3.Connection, name: str, value: object) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO sync_state (name, value, updated_at) VALUES (?, ?, ?)",
-        (name, None if value is None else str(value), iso(_now())),
+        (name, None if value is None else str(value), clock.now_iso()),
     )
 
 
@@ -180,7 +193,7 @@ class Lease:
     expires: str | None
 
     def expired(self, now: datetime) -> bool:
-        when = parse_stored(self.expires)
+        when = clock.parse_stored(self.expires)
         return when is None or when <= now
 
     def alive(self) -> bool | None:
@@ -209,14 +222,14 @@ def read_lease(conn: sqlite3.Connection) -> Lease | None:
 
 def _write_lease(conn: sqlite3.Connection, token: str) -> None:
     lease = {"pid": os.getpid(), "host": _host(), "token": token,
-             "expires": iso(_now() + LEASE_TTL)}  # fmt: skip
+             "expires": clock.iso(clock.now() + LEASE_TTL)}  # fmt: skip
     _set(conn, LEASE, json.dumps(lease))
 
 
 def _take_lease(conn: sqlite3.Connection) -> str:
     """Take the lease (inside a write transaction), or Busy naming its live holder."""
     held = read_lease(conn)
-    if held is not None and not held.expired(_now()) and held.alive() is not False:
+    if held is not None and not held.expired(clock.now()) and held.alive() is not False:
         raise Busy(
             f"another sync holds the ledger (pid {held.pid} on {held.host}, until {held.expires})",
             hint="wait for it to finish; a holder that died lets go when its lease ends",
@@ -363,7 +376,7 @@ def _push_batch(s: Session, result: PushResult) -> bool:
     with db.transaction(s.conn):
         _hold(s.conn, s.token)
         n = s.conn.execute("DELETE FROM sync_outbox WHERE seq <= ?", (last,)).rowcount
-        _set(s.conn, LAST_PUSH, iso(_now()))
+        _set(s.conn, LAST_PUSH, clock.now_iso())
     _step("push-recorded")
     result.changes += n - ignored
     result.ignored += ignored
@@ -449,7 +462,7 @@ def _seed_batch(s: Session, table: str, after: Any, result: PushResult) -> Any:
     with db.transaction(s.conn):
         _hold(s.conn, s.token)
         _set(s.conn, SEED_AT, json.dumps([table, after]))
-        _set(s.conn, LAST_PUSH, iso(_now()))
+        _set(s.conn, LAST_PUSH, clock.now_iso())
     _step("seed-recorded")
     result.history += len(rows)
     result.written += sent.written
@@ -504,7 +517,7 @@ def _pull_batch(s: Session, done: sync_rows.Applied) -> bool:
         sync_rows.apply(s.conn, s.cols, fetched.rows, done)
         _flag(s.conn, "0")
         _set(s.conn, CURSOR, fetched.cursor)
-        _set(s.conn, LAST_PULL, iso(_now()))
+        _set(s.conn, LAST_PULL, clock.now_iso())
         _step("pull-applied")
     _step("pull-recorded")
     return len(fetched.rows) == PULL_BATCH
@@ -599,7 +612,7 @@ def _local_status(conn: sqlite3.Connection, out: Status) -> None:
         out.pull_cursor = _cursor(conn)
         out.lease = read_lease(conn)
         if out.lease is not None:
-            out.lease_expired = out.lease.expired(_now())
+            out.lease_expired = out.lease.expired(clock.now())
             out.lease_alive = out.lease.alive()
     if "sync_outbox" in tables:
         out.outbox_rows, out.outbox_oldest = conn.execute(
@@ -750,7 +763,7 @@ def doctor_checks(
 ) -> list[tuple[str, str, str, list[str]]]:
     """Sync's health: the outbox going nowhere while the server answers, an expired
     lease still in place, sync_map rows of missing rows, an import flag left set."""
-    now = now or _now()
+    now = now or clock.now()
     if not store.exists():
         return []
     with store.reader() as conn:
@@ -774,7 +787,7 @@ def doctor_checks(
 
 
 def _check_progress(local: Status, url: Url | None, now: datetime, timeout_s: float):
-    oldest = parse_stored(local.outbox_oldest)
+    oldest = clock.parse_stored(local.outbox_oldest)
     if not local.outbox_rows or oldest is None or now - oldest < OUTBOX_STALE:
         return ("sync-progress", "ok", "ledger sync keeps up", [])
     age = f"{local.outbox_rows:,} changes wait, the oldest from {local.outbox_oldest}"

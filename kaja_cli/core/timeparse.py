@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from kaja_cli.core import clock
+from kaja_cli.core.clock import iso
 from kaja_cli.errors import UsageError
 
 _AGE = re.compile(r"^\s*(\d+)\s*(s|sec|m|min|h|d|w|mo|y)\s*$", re.IGNORECASE)
@@ -19,14 +21,10 @@ _UNITS = {
 }  # fmt: skip
 
 
-def iso(dt: datetime) -> str:
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
-
-
 def parse_when(value: str, *, option: str = "--since", now: datetime | None = None) -> str:
     """`2026-11-01`, `2026-11-01T08:00`, `2026-11-01T08:00:00+01:00`, `3d`, `12h`,
     `2w`, `today`, `yesterday` → ISO 8601 UTC. Naive times are UTC."""
-    now = now or datetime.now(UTC)
+    now = now or clock.now()
     text = value.strip()
     low = text.lower()
     if low in ("now",):
@@ -51,14 +49,3 @@ def parse_when(value: str, *, option: str = "--since", now: datetime | None = No
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return iso(dt)
-
-
-def parse_stored(value: object) -> datetime | None:
-    """A timestamp as stored (ISO 8601, naive = UTC), or None for anything else."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)

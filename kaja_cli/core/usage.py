@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kaja_cli.core import db, schema, search_index
-from kaja_cli.core.store import BUSY_TIMEOUT_MS, Store
+from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, UsageError
 
 GROUPINGS = ("model", "day", "source", "engine")
@@ -388,7 +388,7 @@ def _synced(store: Store, conn: sqlite3.Connection) -> bool:
     )
 
 
-def reset(store: Store, plan: ResetPlan, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> ResetResult:
+def reset(store: Store, plan: ResetPlan, *, timeout_ms: int = db.BUSY_TIMEOUT_MS) -> ResetResult:
     """Delete what `plan` picks, in one transaction that queues nothing for sync.
 
     Waits up to `timeout_ms` for the write lock, then raises Busy having
@@ -473,7 +473,7 @@ def _sync_triggers(conn: sqlite3.Connection, tables: list[str]) -> list[tuple[st
     return [(name, sql) for name, sql in rows if sql and "sync_outbox" in sql.lower()]
 
 
-def vacuum(store: Store, *, timeout_ms: int = BUSY_TIMEOUT_MS) -> VacuumResult:
+def vacuum(store: Store, *, timeout_ms: int = db.BUSY_TIMEOUT_MS) -> VacuumResult:
     """Rewrite the shared file without its free pages and hand them back to the disk."""
     path = store.require()
     try:

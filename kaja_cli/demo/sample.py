@@ -1,6 +1,6 @@
-"""`kaja demo`: a realistic sample store, written through the write API.
+"""The sample store: the scripted conversations, then every other table.
 
-The default store plays the conversations of `demo_script` (several owners,
+The default store plays the conversations of `script` (several owners,
 tool calls with every status, an oversized result, compaction, a pending call,
 images, timelines) and fills every other table of SPEC §4 and the side
 databases. `sessions`/`messages` scale it up into the benchmark store with
@@ -11,17 +11,17 @@ The same seed and base time give the same rows.
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from kaja_cli.core import demo_script as script
-from kaja_cli.core import png
-from kaja_cli.core.record import Recorder, iso, uuid7
+from kaja_cli.core.clock import iso
+from kaja_cli.core.record import Recorder
 from kaja_cli.core.store import Store
+from kaja_cli.demo import png, script
+from kaja_cli.demo.generated import GeneratedLedger, Vocabulary, engine_of, split_counts
+from kaja_cli.demo.script import Assistant, Compact, Image, Pending, Shown, Tool, User
 from kaja_cli.errors import Interrupted, Refused, UsageError
 
 Progress = Callable[[int, int | None], None]
@@ -51,7 +51,7 @@ class DemoResult:
 def existing_store(store: Store) -> list[str]:
     """What already lives at the store's location (demo refuses to touch it)."""
     paths = store.paths
-    found = [str(p) for _, p in paths.databases() if p.exists() or p.is_symlink()]
+    found = [str(f.path) for f in paths.databases() if f.path.exists() or f.path.is_symlink()]
     if paths.files_dir.exists():
         found.append(str(paths.files_dir))
     return found
@@ -110,8 +110,9 @@ def _write(
 
 
 def _count_scripted(sessions: list[dict]) -> int:
-    per_step = {"user": 1, "assistant": 1, "tool": 2, "image": 1, "pending": 1}
-    return sum(per_step.get(step[0], 0) for s in sessions for step in s["steps"])
+    """The messages the scripted sessions write (a tool call writes two)."""
+    per_step = {User: 1, Assistant: 1, Tool: 2, Image: 1, Pending: 1}
+    return sum(per_step.get(type(step), 0) for s in sessions for step in script.steps(s))
 
 
 def _plan(options: DemoOptions, scripted: int, scripted_messages: int) -> tuple[int, int]:
@@ -146,7 +147,7 @@ class _Demo:
         self.runs: list[str] = []
         self.session_ids: list[tuple[str, str | None, str]] = []  # (id, owner, title)
         self.seed = seed
-        self.ledger: _GeneratedLedger
+        self.ledger: GeneratedLedger
 
     def _tick(self, n: int = 1) -> None:
         self.result.messages += n
@@ -157,7 +158,7 @@ class _Demo:
     def play(self, spec: dict) -> None:
         rec, rng = self.rec, self.rng
         owner = spec["owner"]
-        steps = spec["steps"]
+        steps = script.steps(spec)
         end = self.base - timedelta(hours=spec["hours_ago"], minutes=rng.randint(0, 50))
         at = end - timedelta(minutes=2 * len(steps))
         clock = _Clock(at)
@@ -175,18 +176,17 @@ class _Demo:
         run_ids = list(spec.get("run_ids", []))
         prompt_tokens = 900
         for step in steps:
-            kind = step[0]
             when = clock.step(rng)
-            if kind == "user":
-                rec.add_message(sid, "user", step[1], at=when)
+            if isinstance(step, User):
+                rec.add_message(sid, "user", step.text, at=when)
                 run_id = self._run_for(
-                    owner, sid, step[1], when, run_ids.pop(0) if run_ids else None
+                    owner, sid, step.text, when, run_ids.pop(0) if run_ids else None
                 )
                 if timeline:
-                    rec.add_event(sid, "user", {"text": step[1]})
+                    rec.add_event(sid, "user", {"text": step.text})
                 self._tick()
-            elif kind == "assistant":
-                text, reasoning = step[1], (step[2] if len(step) > 2 else None)
+            elif isinstance(step, Assistant):
+                text, reasoning = step.text, step.reasoning
                 completion = max(20, len(text) // 4)
                 rec.add_message(
                     sid, "assistant", text, reasoning=reasoning, persona=spec["persona"], model=model,
@@ -200,18 +200,17 @@ class _Demo:
                         rec.add_event(sid, "reasoning", {"text": reasoning})
                     rec.add_event(sid, "assistant", {"text": text})
                 self._tick()
-            elif kind == "tool":
+            elif isinstance(step, Tool):
                 self._tool_step(sid, spec, step, when, run_id, prompt_tokens, timeline)
                 prompt_tokens += 200
-            elif kind == "image":
-                _, sender, label, a, b = step
+            elif isinstance(step, Image):
                 size = 24 + rng.randint(0, 16)
-                part = rec.add_image(sid, png.gradient(size, size, a, b))
-                rec.add_message(sid, sender, None, parts=[part], at=when)
+                part = rec.add_image(sid, png.gradient(size, size, step.start, step.end))
+                rec.add_message(sid, step.sender, None, parts=[part], at=when)
                 self.result.images += 1
                 if timeline:
                     path = self.store.paths.images_dir / sid / f"{part['sha256']}.png"
-                    rec.add_event(sid, "image", {"path": str(path), "text": label})
+                    rec.add_event(sid, "image", {"path": str(path), "text": step.label})
                 if run_id:
                     rec.insert(
                         "media", run_id=run_id, at=iso(when), kind="image", engine="vision",
@@ -219,25 +218,25 @@ class _Demo:
                         duration_ms=rng.randint(300, 1500), chars=0, outcome="ok", cold=0,
                     )  # fmt: skip
                 self._tick()
-            elif kind == "compact":
+            elif isinstance(step, Compact):
                 summary_from = self._next_seq(sid)
-                rec.add_summary(sid, summary_from, step[1], at=when)
+                rec.add_summary(sid, summary_from, step.summary, at=when)
                 rec.add_model_call(
-                    sid, "compact", model, prompt_tokens=prompt_tokens, completion_tokens=len(step[1]) // 4,
+                    sid, "compact", model, prompt_tokens=prompt_tokens, completion_tokens=len(step.summary) // 4,
                     latency_ms=1800 + rng.randint(0, 900), at=when,
                 )  # fmt: skip
                 prompt_tokens = 700
                 if timeline:
                     rec.add_event(sid, "notice", {"text": "Conversation compacted into a summary."})
-            elif kind == "pending":
-                _, name, args, pending_kind = step
+            elif isinstance(step, Pending):
+                name, args = step.name, step.arguments
                 msg = rec.add_message(
                     sid, "assistant", None, model=model, prompt_tokens=prompt_tokens,
                     completion_tokens=40, latency_ms=700, finish_reason="tool_calls", at=when,
                 )  # fmt: skip
                 tool_id = rec.add_tool_call(msg.id, name, args, at=when)
                 call_id = self._call_id(tool_id)
-                rec.set_pending(sid, call_id, pending_kind)
+                rec.set_pending(sid, call_id, step.kind)
                 if timeline:
                     rec.add_event(sid, "tool_start", {"name": name, "arguments": args})
                     rec.add_event(
@@ -245,10 +244,10 @@ class _Demo:
                     )
                 self.result.tool_calls += 1
                 self._tick()
-            elif kind in ("notice", "error"):
+            elif isinstance(step, Shown):
                 if timeline:
-                    rec.add_event(sid, kind, {"text": step[1]})
-        if "compact" not in [s[0] for s in steps] and len(steps) >= 8:
+                    rec.add_event(sid, step.type, {"text": step.text})
+        if not any(isinstance(s, Compact) for s in steps) and len(steps) >= 8:
             rec.add_model_call(sid, "summarize", model, prompt_tokens=prompt_tokens, completion_tokens=120,
                                latency_ms=1500, at=end)  # fmt: skip
         rec.insert(
@@ -256,12 +255,13 @@ class _Demo:
             count=self._next_seq(sid) - 1, title=spec["title"],
         )  # fmt: skip
 
-    def _tool_step(self, sid, spec, step, when, run_id, prompt_tokens, timeline) -> None:
+    def _tool_step(self, sid, spec, step: Tool, when, run_id, prompt_tokens, timeline) -> None:
         rec, rng = self.rec, self.rng
-        _, name, args, status, approval, result, summary, duration = step[:8]
+        name, args, status, approval = step.name, step.arguments, step.status, step.approval
+        result, summary, duration = step.result, step.summary, step.duration_ms
         parts = None
-        if len(step) > 8:
-            parts = [rec.add_image(sid, png.gradient(32, 20, *step[8]))]
+        if step.colors is not None:
+            parts = [rec.add_image(sid, png.gradient(32, 20, *step.colors))]
             self.result.images += 1
         msg = rec.add_message(
             sid, "assistant", None, persona=spec["persona"], model=spec["model"],
@@ -350,7 +350,7 @@ class _Demo:
         rng = self.rng
         cached = prompt_tokens // 2 if rng.random() < 0.6 else 0
         self.rec.add_call(
-            run_id, model=model, at=when, engine=_engine(model), role="assistant", source="chat",
+            run_id, model=model, at=when, engine=engine_of(model), role="assistant", source="chat",
             kind="chat", prompt_tokens=prompt_tokens, completion_tokens=completion,
             cached_tokens=cached, cache_source="provider" if cached else None,
             duration_ms=400 + completion * 12, gen_ms=completion * 10, prompt_ms=prompt_tokens // 10,
@@ -582,15 +582,15 @@ class _Demo:
     # -- the scaled-up store -----------------------------------------------------------
     def generate(self, sessions: int, messages: int) -> None:
         rec, rng, base = self.rec, self.rng, self.base
-        words = _Vocabulary(rng)
+        words = Vocabulary(rng)
         topics = list(script.TOPICS)
         owners = (
             [None] * 7
             + [script.TELEGRAM_ANA, script.TELEGRAM_BJORN, script.WIDGET]
             + [f"telegram:{100000 + i}" for i in range(5)]
         )
-        counts = _split(messages, sessions, rng)
-        ledger = self.ledger = _GeneratedLedger(self.seed, self.result)
+        counts = split_counts(messages, sessions, rng)
+        ledger = self.ledger = GeneratedLedger(self.seed, self.result)
         pending_rows = 0
         txn = rec.transaction()
         txn.__enter__()
@@ -699,147 +699,6 @@ class _Demo:
         return seq + 1
 
 
-class _GeneratedLedger:
-    """The usage ledger of the generated conversations, the way an agent writes it.
-
-    Every user turn is a run with its event history (started, one step per
-    tool, completed) and now and then a log line. A reply takes one to four
-    model calls (routing, planning with an internal tool, the answer): about
-    one call per message, with tools, events and logs in proportion. Its
-    randomness is a stream of its own, so the generated conversations are the
-    rows they always were. Rows are buffered and written with executemany
-    once per batch: the 1M-message store holds about 3M ledger rows.
-    """
-
-    # (tool, share of its calls that fail, share denied): some fail more than others
-    INTERNAL_TOOLS = (("memory_search", 0.01, 0.0), ("read_note", 0.02, 0.0), ("web_search", 0.06, 0.0),
-                      ("calendar_lookup", 0.15, 0.02), ("python", 0.09, 0.05))  # fmt: skip
-    CALLS = ("run_id", "at", "engine", "model", "role", "source", "kind", "prompt_tokens",
-             "completion_tokens", "cached_tokens", "cache_source", "duration_ms", "gen_ms",
-             "prompt_ms", "ttft_ms", "load_ms", "tool_calls", "think", "purpose", "ok", "error")  # fmt: skip
-    RUNS = ("id", "agent", "source", "thread_id", "prompt", "started_at", "ended_at", "status",
-            "error", "pid", "host")  # fmt: skip
-    TOOLS = ("run_id", "at", "tool", "outcome", "duration_ms", "result_chars", "error")
-    EVENTS = ("run_id", "event_id", "at", "type", "attributes")
-    LOGS = ("at", "level", "message", "entity_type", "entity_name", "process", "run_id")
-
-    def __init__(self, seed: int, result: DemoResult):
-        self.rng = random.Random(f"kaja-demo-ledger:{seed}")
-        self.result = result
-        self.rows: dict[str, list[tuple]] = {
-            t: [] for t in ("runs", "calls", "tools", "events", "logs")
-        }
-        self.run: list | None = None  # [run id, next event id, source, time of the last step]
-        self.pid = 4242  # the demo's imaginary agent, as in _Demo._start_run: reproducible
-        self.host = "kaja-demo"
-
-    def new_run(self, source: str, sid: str, prompt: str, when: datetime) -> str:
-        r = self.rng.random()
-        status, error = (
-            ("completed", None)
-            if r < 0.97
-            else (("failed", "model call failed") if r < 0.99 else ("canceled", None))
-        )
-        run_id = "run_" + uuid7(when, self.rng).replace("-", "")[-20:]  # 80 random bits
-        self.rows["runs"].append((run_id, "kaja", source, sid, prompt, iso(when),
-                                  iso(when + timedelta(seconds=2 + 40 * r)), status, error, self.pid, self.host))  # fmt: skip
-        self.start_run(run_id, when, source)
-        return run_id
-
-    def start_run(self, run_id: str, when: datetime, source: str = "interactive") -> None:
-        self.close_run()
-        self.run = [run_id, 1, source, when]
-        self._event("WorkflowExecutionStarted", '{"activity":"turn"}', when)
-        if self.rng.random() < 0.3:
-            self.rows["logs"].append(
-                (iso(when), "info", f"run {run_id} started", "run", "kaja", source, run_id)
-            )
-
-    def close_run(self) -> None:
-        if self.run is not None:
-            self._event("WorkflowExecutionCompleted", "{}", self.run[3] + timedelta(seconds=1))
-            self.run = None
-
-    def _event(self, type: str, attributes: str, when: datetime) -> None:
-        run = self.run
-        assert run is not None
-        self.rows["events"].append((run[0], run[1], iso(when), type, attributes))
-        run[1] += 1
-        run[3] = max(run[3], when)
-
-    def reply(self, run_id, model, source, prompt_tokens, completion, cached, ttft, when) -> None:
-        """The calls behind one assistant reply: a few helper calls, then the answer."""
-        r = self.rng.random()
-        extra = 0 if r < 0.24 else 1 if r < 0.63 else 2 if r < 0.94 else 3
-        for j in range(extra):
-            at = when - timedelta(seconds=3 * (extra - j))
-            local = self.rng.random() < 0.2
-            tool = None
-            if not local and self.rng.random() < 0.45:
-                tool = self.INTERNAL_TOOLS[int(self.rng.random() * len(self.INTERNAL_TOOLS))]
-            self._call(run_id, at, "llama3.2:3b" if local else model, source, max(120, prompt_tokens - 200 * (extra - j)),
-                       15 + int(self.rng.random() * 90), purpose="route" if local else "plan",
-                       tool_calls=f'["{tool[0]}"]' if tool else "[]", can_fail=True)  # fmt: skip
-            if tool:
-                self._tool(run_id, tool, at + timedelta(milliseconds=400))
-        self._call(run_id, when, model, source, prompt_tokens, completion, cached=cached, ttft=ttft)
-
-    def tool_turn(self, run_id, model, name, status, duration, result_chars, when) -> None:
-        """The call that asked for a tool the conversation shows, and the tool's row."""
-        self._call(run_id, when, model, source=self.run[2] if self.run else "interactive",
-                   prompt_tokens=500, completion=35, purpose="tool", tool_calls=f'["{name}"]')  # fmt: skip
-        if status != "skipped":
-            outcome = {"declined": "denied"}.get(status, status)
-            self._add_tool(run_id, when, name, outcome, duration, result_chars)
-
-    def _call(self, run_id, at, model, source, prompt_tokens, completion, *, cached=None, ttft=None,
-              purpose="reply", tool_calls="[]", can_fail=False) -> None:  # fmt: skip
-        r = self.rng.random()
-        ok, error = 1, None
-        if can_fail and r < 0.015:  # a helper call that failed (the agent went on without it)
-            ok, error = 0, "rate limited (429)" if r < 0.01 else "timeout after 60 s"
-            completion = 0
-        if cached is None:
-            cached = prompt_tokens // 2 if r > 0.4 else 0
-        engine = "ollama" if model == "llama3.2:3b" else _engine(model)
-        self.rows["calls"].append((
-            run_id, iso(at), engine, model, "router" if purpose == "route" else "assistant", source, "chat",
-            prompt_tokens, completion, cached, "provider" if cached else None, 300 + completion * 12,
-            completion * 10, prompt_tokens // 10, ttft or 150 + int(r * 500), 0, tool_calls, 0, purpose,
-            ok, error,
-        ))  # fmt: skip
-        self.result.calls += 1
-        if not ok:
-            self.rows["logs"].append(
-                (iso(at), "warn", f"model call failed: {error}", "model", model, source, run_id)
-            )
-
-    def _tool(self, run_id, tool, when) -> None:
-        name, fails, denied = tool
-        r = self.rng.random()
-        outcome = "error" if r < fails else "denied" if r < fails + denied else "ok"
-        self._add_tool(run_id, when, name, outcome, 20 + int(r * 1500), int(r * 4000))
-
-    def _add_tool(self, run_id, when, name, outcome, duration, result_chars) -> None:
-        error = f"{name} failed" if outcome == "error" else None
-        self.rows["tools"].append((run_id, iso(when), name, outcome, duration, result_chars, error))
-        if self.run is not None and self.run[0] == run_id:
-            self._event("ActivityTaskCompleted", f'{{"tool":"{name}","outcome":"{outcome}"}}', when)
-        if error:
-            self.rows["logs"].append((iso(when), "error", error, "tool", name, "kaja", run_id))
-
-    def flush(self, conn) -> None:
-        for table, cols in (("runs", self.RUNS), ("calls", self.CALLS), ("tools", self.TOOLS),
-                            ("events", self.EVENTS), ("logs", self.LOGS)):  # fmt: skip
-            rows = self.rows[table]
-            if rows:
-                conn.executemany(
-                    f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                    rows,
-                )
-                rows.clear()
-
-
 class _Clock:
     """Conversation time: each step a little after the previous one."""
 
@@ -853,66 +712,10 @@ class _Clock:
         return self.now
 
 
-class _Vocabulary:
-    """Words ranked by a Zipf law: common words everywhere, a long tail of rare ones."""
-
-    SYLLABLES = ("ka", "lo", "mir", "ven", "sa", "dor", "tel", "bri", "ska", "nu", "ro", "fa", "gel", "ti",
-                 "mon", "ber", "al", "quin", "zu", "pe", "ras", "lin", "ok", "var")  # fmt: skip
-
-    def __init__(self, rng: random.Random, tail: int = 30000):
-        self.rng = rng
-        head = list(script.FILLER)
-        topic_words = sorted({w for t in script.TOPICS.values() for w in t["words"]})
-        gen = random.Random(7)  # the same tail whatever the seed
-        tail_words: list[str] = []
-        seen = set(head) | set(topic_words)
-        for combo in itertools.product(self.SYLLABLES, repeat=3):
-            word = "".join(combo)
-            if word not in seen:
-                tail_words.append(word)
-                seen.add(word)
-        gen.shuffle(tail_words)
-        self.words = head + topic_words + tail_words[:tail]
-        weights = [1 / (rank + 1) ** 1.2 for rank in range(len(self.words))]
-        self.cum = list(itertools.accumulate(weights))
-        self.topic_words = {k: v["words"] for k, v in script.TOPICS.items()}
-
-    def sentence(self, topic: str, role: str) -> str:
-        rng = self.rng
-        n = rng.randint(10, 26)
-        total = self.cum[-1]
-        picks = [self.words[bisect.bisect_left(self.cum, rng.random() * total)] for _ in range(n)]
-        for _ in range(rng.randint(1, 3)):
-            picks.insert(rng.randrange(len(picks) + 1), rng.choice(self.topic_words[topic]))
-        body = " ".join(picks)
-        if role == "user":
-            return f"{rng.choice(script.USER_OPENERS)} {body}?"
-        if role == "tool":
-            return body
-        return f"{rng.choice(script.ASSISTANT_OPENERS)} {body}."
-
-
-def _split(total: int, parts: int, rng: random.Random) -> list[int]:
-    """`total` split into `parts` uneven counts (some long sessions, many short)."""
-    if parts <= 0:
-        return []
-    weights = [rng.paretovariate(1.5) for _ in range(parts)]
-    scale = total / sum(weights)
-    counts = [int(w * scale) for w in weights]
-    short = total - sum(counts)
-    for i in range(short):
-        counts[i % parts] += 1
-    return counts
-
-
 def _source(owner: str | None) -> str:
     if owner is None:
         return "interactive"
     return owner.split(":", 1)[0]
-
-
-def _engine(model: str) -> str:
-    return "anthropic" if model.startswith("claude") else "openai"
 
 
 def _persona(persona: str | None) -> str:

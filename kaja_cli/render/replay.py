@@ -14,6 +14,7 @@ from typing import Any
 from kaja_cli import render
 from kaja_cli.core.owners import label
 from kaja_cli.core.transcript import Entry, Pending, Replay, Transcript
+from kaja_cli.core.wording import noun, plural
 
 ARGS_WIDTH = 160  # a tool call's arguments on one line, cut beyond this
 
@@ -45,7 +46,7 @@ def header(session: dict[str, Any], message_count: int) -> list[render.Line]:
     title = session.get("title") or "(untitled)"
     facts = [str(session.get("id")), label(session.get("owner"))]
     facts += [str(session[k]) for k in ("model", "persona") if session.get(k)]
-    facts.append(f"{message_count} message{'s' if message_count != 1 else ''}")
+    facts.append(plural(message_count, "message"))
     if session.get("updatedAt"):
         facts.append(f"updated {session['updatedAt']}")
     return [[(str(title), "bold")], [(" · ".join(facts), "dim")]]
@@ -108,7 +109,7 @@ def pending_lines(p: Pending) -> list[render.Line]:
 def replay_lines(rep: Replay) -> list[render.Line]:
     lines = header(rep.session, rep.message_count)
     if rep.earlier:
-        entries = "entry" if rep.earlier == 1 else "entries"
+        entries = noun(rep.earlier, "entry", "entries")
         lines.append([(f"… {rep.earlier} earlier {entries} not shown (--tail)", "dim")])
     first = True
     for e in rep.entries:

@@ -1,5 +1,9 @@
 """Output: Rich tables on a terminal, plain tab-separated text when piped, JSON.
 
+`render.replay` turns a session into what a person reads (the `kaja resume`
+replay, the Markdown export); this module holds the building blocks every
+command prints with.
+
 Rich is imported only when something is drawn for a person (a table, a
 progress bar, a question); `--json` and piped output never load it.
 `NO_COLOR` is honoured (by Rich, and by our own plain output having no color).
@@ -15,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from kaja_cli.core.fs import human_size  # noqa: F401 - one definition, shared with the core
+from kaja_cli.core.wording import noun, plural  # noqa: F401 - the same wording as the core
 from kaja_cli.errors import Declined, Refused
 
 
@@ -229,7 +234,7 @@ def human_count(n: int | None) -> str:
 
 def relative_time(value: str | None, now: datetime | None = None) -> str:
     """ "3h ago", "2d ago", or the date for anything older than a month."""
-    from kaja_cli.core.timeparse import parse_stored
+    from kaja_cli.core.clock import parse_stored
 
     dt = parse_stored(value)
     if dt is None:

@@ -1,6 +1,7 @@
 """The conversations of the demo store, written out as a person would have had them.
 
-Each session is a list of steps the demo plays through the write API:
+Each session is a list of steps the demo plays through the write API, written
+here as tuples (a readable table) and read as the NamedTuples below (`steps()`):
 
 - ("user", text) / ("assistant", text) / ("assistant", text, reasoning)
 - ("tool", name, arguments, status, approval, result, summary, duration_ms[, colors]):
@@ -13,6 +14,69 @@ Each session is a list of steps the demo plays through the write API:
 """
 
 from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+Color = tuple[int, int, int]
+
+
+class User(NamedTuple):
+    text: str
+
+
+class Assistant(NamedTuple):
+    text: str
+    reasoning: str | None = None
+
+
+class Tool(NamedTuple):
+    name: str
+    arguments: dict[str, Any]
+    status: str  # ok | error | declined | skipped
+    approval: str | None
+    result: str
+    summary: str | None  # what the model was sent instead of an oversized result
+    duration_ms: int | None
+    colors: tuple[Color, Color] | None = None  # the tool returned a picture
+
+
+class Image(NamedTuple):
+    sender: str
+    label: str
+    start: Color
+    end: Color
+
+
+class Compact(NamedTuple):
+    summary: str
+
+
+class Pending(NamedTuple):
+    name: str
+    arguments: dict[str, Any]
+    kind: str
+
+
+class Shown(NamedTuple):
+    """A line only the terminal timeline shows: a notice or an error."""
+
+    type: str
+    text: str
+
+
+Step = User | Assistant | Tool | Image | Compact | Pending | Shown
+
+_STEPS = {
+    "user": User, "assistant": Assistant, "tool": Tool, "image": Image, "compact": Compact,
+    "pending": Pending, "notice": lambda text: Shown("notice", text),
+    "error": lambda text: Shown("error", text),
+}  # fmt: skip
+
+
+def steps(session: dict) -> list[Step]:
+    """A session's steps, from the table below."""
+    return [_STEPS[raw[0]](*raw[1:]) for raw in session["steps"]]
+
 
 TELEGRAM_ANA = "telegram:482913"
 TELEGRAM_BJORN = "telegram:771204"

@@ -1,0 +1,215 @@
+"""The bench's arithmetic and timing: rows that can fail, against floors measured beside them.
+
+A row compares two medians taken the same way, in the same run, runs interleaved:
+
+- "process": kaja's whole process against the floor's whole process (the
+  `sqlite3` command line, FTS5, a bare Typer app, `python -c pass`), both
+  with stdin and stdout on /dev/null, so neither pays for a reader the other
+  does not have;
+- "in-process": kaja's core call against the floor's query, both timed in
+  this Python process (no start-up, no imports on either side).
+
+A ratio is kaja's median over the floor's. Both must be positive and finite
+(a `Row` refuses anything else), so a ratio is never negative or undefined:
+nothing is ever subtracted. A goal is a ratio (`≤ 1.5×`); a row without one
+is information. A row can also carry a condition that must hold (the same
+top 20 as FTS5): when it does not, the row is MISSED whatever its ratio.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+PROCESS, IN_PROCESS, SIZE = "process", "in-process", "size"
+
+
+class BenchError(Exception):
+    """The benchmark could not measure (a command failed): no figure at all."""
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    timed: str  # PROCESS, IN_PROCESS or SIZE (then the figures are MB)
+    kaja: float  # kaja's median (ms, or MB for SIZE)
+    floor: float  # the floor's median, same unit
+    floor_what: str  # the floor in one line
+    goal: float | None = None  # kaja at most goal × floor; None: information only
+    holds: bool = True  # a condition beside the ratio (same results as the floor)
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("kaja", "floor"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{self.case}: {name} median must be positive, not {value!r}")
+        if self.goal is not None and not (math.isfinite(self.goal) and self.goal > 0):
+            raise ValueError(f"{self.case}: goal must be a positive ratio, not {self.goal!r}")
+
+    @property
+    def ratio(self) -> float:
+        return self.kaja / self.floor
+
+    @property
+    def goal_text(self) -> str:
+        return f"≤ {self.goal:g}×" if self.goal is not None else "(info)"
+
+    @property
+    def verdict(self) -> str:
+        """`ok` or `MISSED` for a goal row; empty for information."""
+        if self.goal is None:
+            return "" if self.holds else "MISSED"
+        return "ok" if self.holds and self.ratio <= self.goal else "MISSED"
+
+    @property
+    def missed(self) -> bool:
+        return self.verdict == "MISSED"
+
+    def as_json(self) -> dict:
+        return asdict(self) | {"ratio": self.ratio, "goal_text": self.goal_text,
+                               "verdict": self.verdict}  # fmt: skip
+
+
+HEADER = (
+    f"{'case':<46} {'timed':<10} {'kaja':>9} {'floor':>9} {'ratio':>7}  {'goal':<7} {'':<6} floor"
+)
+
+
+def _figure(value: float, unit: str) -> str:
+    """Two decimals below 10, so that 0.37 and 0.35 do not both read 0.4."""
+    return f"{value:6.2f}{unit}" if value < 10 else f"{value:6.1f}{unit}"
+
+
+def format_row(r: Row) -> str:
+    unit = " MB" if r.timed == SIZE else " ms"
+    note = f"  ({r.note})" if r.note else ""
+    return (
+        f"{r.case:<46} {r.timed:<10} {_figure(r.kaja, unit)} {_figure(r.floor, unit)}"
+        f" {r.ratio:6.2f}×  {r.goal_text:<7} {r.verdict:<6} {r.floor_what}{note}"
+    )
+
+
+def interleave(
+    a: Callable[[], float], b: Callable[[], float], n: int, setup: Callable[[], None] | None = None
+) -> tuple[float, float]:
+    """Medians of n runs of `a` and of `b` (each returns its own ms), after one
+    warm-up each, in the order a b, b a, a b, …: a machine that slows down or
+    speeds up during the measurement weighs on both sides alike."""
+    if n < 1:
+        raise ValueError("at least one run per side")
+    xs: list[float] = []
+    ys: list[float] = []
+    for i in range(n + 1):
+        order = ((a, xs), (b, ys)) if i % 2 == 0 else ((b, ys), (a, xs))
+        for run, out in order:
+            if setup:
+                setup()
+            took = run()
+            if i:  # the first round warms the caches
+                out.append(took)
+    return statistics.median(xs), statistics.median(ys)
+
+
+def time_process(argv: list[str], env: Mapping[str, str] | None = None) -> float:
+    """Wall ms of one run, stdin and stdout on /dev/null; a failure stops the bench."""
+    start = time.perf_counter()
+    p = subprocess.run(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    took = (time.perf_counter() - start) * 1000
+    if p.returncode != 0:
+        raise BenchError(
+            f"{' '.join(map(str, argv))} failed ({p.returncode}): {p.stderr.decode()[-500:]}"
+        )
+    return took
+
+
+def time_call(fn: Callable[[], object]) -> float:
+    """Wall ms of one call; garbage from earlier calls is collected first, untimed."""
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return (time.perf_counter() - start) * 1000
+
+
+@dataclass
+class Bench:
+    """What each `bench_*.py` module's `cases(bench)` gets: the store, the
+    commands, and the two ways to add a row."""
+
+    state_dir: Path
+    repeat: int
+    kaja_command: str
+    sqlite3_command: str = "sqlite3"
+    echo: Callable[[str], None] = print
+
+    def __post_init__(self) -> None:
+        self.rows: list[Row] = []
+
+    @property
+    def db(self) -> Path:
+        return self.state_dir / "kaja.db"
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KAJA_")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed kaja has its bytecode
+        env.update(
+            KAJA_STATE_DIR=str(self.state_dir), KAJA_CONFIG=str(self.state_dir / "settings.toml")
+        )
+        return env
+
+    def store(self):
+        """kaja's `Store` on the benchmark store, for in-process rows."""
+        from kaja_cli.core.store import Store
+
+        return Store.locate(environ=self.env)
+
+    def kaja(self, *args: str) -> list[str]:
+        return [self.kaja_command, *args]
+
+    def python(self, *args: str) -> list[str]:
+        return [sys.executable, *args]
+
+    def sqlite(self, sql: str, db: Path | None = None, *, readonly: bool = True) -> list[str]:
+        return [self.sqlite3_command, *(["-readonly"] if readonly else []), str(db or self.db), sql]
+
+    def run(self, argv: list[str], env: Mapping[str, str] | None = None) -> float:
+        return time_process(argv, env or self.env)
+
+    def process(
+        self, case: str, kaja: list[str], floor: list[str], floor_what: str, *,
+        goal: float | None = None, repeat: int | None = None, env: Mapping[str, str] | None = None,
+        setup: Callable[[], None] | None = None, holds: bool = True, note: str = "",
+    ) -> Row:  # fmt: skip
+        """A whole-process row: `kaja` and `floor` run in turn, same environment."""
+        k, f = interleave(
+            lambda: self.run(kaja, env), lambda: self.run(floor, env), repeat or self.repeat, setup
+        )
+        return self.add(Row(case, PROCESS, k, f, floor_what, goal, holds, note))
+
+    def in_process(
+        self, case: str, kaja: Callable[[], object], floor: Callable[[], object], floor_what: str,
+        *, goal: float | None = None, repeat: int | None = None, holds: bool = True, note: str = "",
+    ) -> Row:  # fmt: skip
+        """An in-process row: kaja's core call and the floor's query, called in turn here."""
+        k, f = interleave(lambda: time_call(kaja), lambda: time_call(floor), repeat or self.repeat)
+        return self.add(Row(case, IN_PROCESS, k, f, floor_what, goal, holds, note))
+
+    def size(self, case: str, kaja_mb: float, floor_mb: float, floor_what: str, note: str = ""):
+        """Sizes on disk (MB), information only."""
+        return self.add(Row(case, SIZE, kaja_mb, floor_mb, floor_what, note=note))
+
+    def add(self, row: Row) -> Row:
+        self.rows.append(row)
+        self.echo(format_row(row))
+        return row

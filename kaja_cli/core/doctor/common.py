@@ -1,0 +1,139 @@
+"""Small helpers the checks share: quoting and listing for a person, owners
+and processes, tightening permissions, the SQLite header, and `safe()`,
+which turns a damaged or busy file into a finding instead of a crash."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kaja_cli.core import db
+from kaja_cli.core.doctor.context import raise_if_interrupted
+from kaja_cli.core.doctor.model import ERROR, WARN, Check, Group
+from kaja_cli.core.registry import DATABASES, Database
+
+MAX_LISTED = 20  # paths or ids listed in details before "… and N more"
+
+
+def quote(path: Path | str) -> str:
+    import shlex
+
+    return shlex.quote(str(path))
+
+
+def listed(items: list, fmt: Callable[[object], str] = str) -> list[str]:
+    lines = [fmt(i) for i in items[:MAX_LISTED]]
+    if len(items) > MAX_LISTED:
+        lines.append(f"… and {len(items) - MAX_LISTED} more")
+    return lines
+
+
+def owner_name(uid: int) -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
+
+
+def _process_name(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def in_use(pid: int) -> str:
+    name = _process_name(pid) if pid > 0 else None
+    who = f"process {pid}" + (f" ({name})" if name else "") if pid > 0 else "another process"
+    return f"in use by {who}: Kaja is running"
+
+
+def _tighten(path: Path) -> str | None:
+    """chmod go-rwx, nothing else (never adds a bit); None if the file has gone.
+
+    Through a symlink the target's mode is read and changed (a link's own
+    mode is always 0777 and means nothing).
+    """
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    mode = stat.S_IMODE(st.st_mode)
+    os.chmod(path, mode & ~0o077)
+    return f"{path}: {mode:04o} → {mode & ~0o077:04o}"
+
+
+def tighten_all(paths: list[Path]) -> Callable[[], str]:
+    def run() -> str:
+        done = [d for d in map(_tighten, paths) if d is not None]
+        if not done:
+            return "the files to tighten are gone"
+        if len(done) == 1:
+            return f"tightened permissions of {done[0]}"
+        return f"tightened permissions of {len(done)} files and folders"
+
+    return run
+
+
+def db_group(name: str) -> str:
+    return Group.SIDE_DATABASES if DATABASES[Database(name)].side else Group.SHARED_FILE
+
+
+def safe(fn: Callable[[], Check | list[Check] | None], id: str, group: str, what: str):
+    """Run a query-backed check; a damaged or busy file becomes a finding, not a crash."""
+    try:
+        return fn()
+    except sqlite3.Error as e:
+        raise_if_interrupted(e)
+        text = str(e)
+        low = text.lower()
+        if "locked" in low or "busy" in low:
+            return Check(id, group, WARN, f"{what}: not checked, the file is busy ({text})")
+        return Check(id, group, ERROR, f"{what}: could not be read: {text}")
+
+
+@dataclass(frozen=True)
+class Header:
+    """The 100-byte SQLite header (https://sqlite.org/fileformat.html)."""
+
+    page_size: int
+    wal: bool
+    page_count: int | None  # None when the header's count is not valid
+    freelist: int
+    version: str
+
+    @classmethod
+    def read(cls, path: Path) -> Header | None:
+        try:
+            raw = db.read_head(path, 100)  # never open-and-close a database file
+        except OSError:
+            return None
+        if len(raw) < 100 or raw[:16] != db.SQLITE_HEADER:
+            return None
+        (page_size,) = struct.unpack(">H", raw[16:18])
+        page_size = 65536 if page_size == 1 else page_size
+        change, pages = struct.unpack(">II", raw[24:32])
+        (freelist,) = struct.unpack(">I", raw[36:40])
+        valid_for, number = struct.unpack(">II", raw[92:100])
+        version = f"{number // 1000000}.{number // 1000 % 1000}.{number % 1000}"
+        return cls(
+            page_size=page_size,
+            wal=raw[18] == 2 and raw[19] == 2,
+            page_count=pages if pages and valid_for == change else None,
+            freelist=freelist,
+            version=version,
+        )
+
+
+def size_of(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None

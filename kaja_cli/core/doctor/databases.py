@@ -1,0 +1,280 @@
+"""Checks of each database file of the registry: it is SQLite and opens
+(`database`), whether another process has it open (`in-use`), `quick_check`
+(`integrity`), the tables kaja expects (`schema`), and its -wal and free
+pages (`space`)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+from kaja_cli.core import db, schema
+from kaja_cli.core.doctor import check
+from kaja_cli.core.doctor.common import (
+    Header,
+    db_group,
+    in_use,
+    listed,
+    quote,
+    safe,
+    size_of,
+)
+from kaja_cli.core.doctor.context import Context, raise_if_interrupted
+from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.doctor.repairs import checkpoint_repair, schema_repair
+from kaja_cli.core.fs import human_size
+from kaja_cli.core.paths import companions
+from kaja_cli.core.registry import DatabaseFile
+from kaja_cli.core.wording import plural
+from kaja_cli.errors import Busy, KajaError
+
+# Thresholds. A WAL this large means checkpoints cannot keep up (a reader
+# that never lets go); free pages above both limits are worth a VACUUM.
+WAL_WARN_BYTES = 64 * 1024 * 1024
+FREE_WARN_BYTES = 32 * 1024 * 1024
+FREE_WARN_SHARE = 0.20
+
+
+@check(
+    "database", Group.SHARED_FILE,
+    "each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode",
+    per_database=True,
+)  # fmt: skip
+def check_database(ctx: Context, name: str) -> Check:
+    path = ctx.db_path(name)
+    cid, group, label = f"database.{name}", db_group(name), path.name
+    kind = db.classify(path)
+    where = f"the path comes from: {ctx.file(name).source}"
+    if kind == "other" and path.is_file() and not os.access(path, os.R_OK):
+        return Check(cid, group, ERROR, f"{path} cannot be read: permission denied", [where],
+                     fix=f"check its owner and mode: ls -l {quote(path)}")  # fmt: skip
+    if kind == "missing":
+        if name == "shared":
+            return Check(cid, group, WARN, f"no Kaja store at {path} yet",
+                         ["a fresh machine: Kaja creates it on its first start", where],
+                         fix="start Kaja (or `kaja demo` for a sample store), or point --db at the store")  # fmt: skip
+        return Check(cid, group, OK, f"{label}: not created yet", [where])
+    if kind == "dir":
+        return Check(cid, group, ERROR, f"{path} is a folder, not a SQLite database", [where],
+                     fix=_not_a_database_fix(ctx.file(name)))  # fmt: skip
+    size = path.stat().st_size
+    if kind == "other":
+        return Check(cid, group, ERROR, f"{path} is not a SQLite database ({human_size(size)}, no SQLite header)",
+                     [where, "kaja never writes to it"],
+                     fix=_not_a_database_fix(ctx.file(name)))  # fmt: skip
+    if kind == "empty":
+        return Check(cid, group, WARN, f"{label}: an empty file (0 bytes)",
+                     [str(path), "SQLite reads it as an empty database; Kaja creates the tables on its next start"],
+                     fix="create the tables", fixable=True, repairs=(schema_repair(ctx, name),))  # fmt: skip
+    header = Header.read(path)
+    details = [str(path), where]
+    if header is None:
+        return Check(cid, group, ERROR, f"{label}: the SQLite header is cut short ({size} bytes)", details,
+                     fix="restore the file from a backup")  # fmt: skip
+    details.append(f"page size {header.page_size}, last written by SQLite {header.version}")
+    if header.page_count is not None and ctx.holder(name) is None:
+        expected = header.page_count * header.page_size
+        if size < expected:
+            return Check(cid, group, ERROR,
+                         f"{label} is truncated: its header counts {header.page_count} pages "
+                         f"({human_size(expected)}), the file holds {human_size(size)}",
+                         details, fix=_recover_advice(ctx.file(name)))  # fmt: skip
+    if size % header.page_size:
+        return Check(cid, group, ERROR, f"{label} is truncated: it ends in the middle of a page",
+                     details, fix=_recover_advice(ctx.file(name)))  # fmt: skip
+    err = ctx.open_error(name)
+    if err is not None:
+        if isinstance(err, Busy):
+            return Check(
+                cid, group, WARN, f"{label}: not checked, the file is busy", details, fix=err.hint
+            )
+        reason = ctx.open_reason(name) or err.message
+        if _is_damage(reason):
+            return Check(cid, group, ERROR, f"{label} is damaged: it cannot be opened ({reason})",
+                         details, fix=_recover_advice(ctx.file(name)))  # fmt: skip
+        return Check(cid, group, ERROR, f"{label} cannot be opened: {reason}", details,
+                     fix=f"check the owner and mode of the file and its folder: "
+                     f"ls -ld {quote(path.parent)} {quote(path)}")  # fmt: skip
+    if not header.wal:
+        return Check(cid, group, WARN, f"{label}: {human_size(size)}, not in WAL mode",
+                     [*details, "without WAL, the terminal chat and the Telegram bot cannot use it at the same time"],
+                     fix="switch it to WAL (needs Kaja closed)", fixable=True,
+                     repairs=(schema_repair(ctx, name),))  # fmt: skip
+    return Check(cid, group, OK, f"{label}: SQLite, {human_size(size)}, WAL mode", details)
+
+
+def _is_damage(reason: str) -> bool:
+    low = reason.lower()
+    return any(w in low for w in ("malformed", "corrupt", "not a database", "encrypted"))
+
+
+def _not_a_database_fix(file: DatabaseFile) -> str:
+    """Point the setting that placed it elsewhere; a side database is made anew."""
+    names = file.spec.moved_by.names()
+    if names:
+        what = "the database file" if file.spec.host is None else f"the {file.spec.label} database"
+        return f"point {', '.join(names[:-1])} or {names[-1]} at {what}"
+    path, aside = file.path, quote(str(file.path) + ".bak")
+    return f"move it aside and Kaja creates a new one: mv -- {quote(path)} {aside}"
+
+
+def _recover_advice(file: DatabaseFile) -> str:
+    path = file.path
+    if file.spec.disposable:
+        # The seed: the cache "churns constantly and can be deleted at any time".
+        files = " ".join(quote(p) for p in [path, *companions(path)[:2]])
+        return f"the cache can be deleted at any time: close Kaja, then rm -f -- {files}"
+    rescued = path.with_name(path.stem + "-recovered" + path.suffix)
+    return (
+        f"close Kaja, keep a copy of the file, then recover what SQLite can still read: "
+        f"sqlite3 {quote(path)} .recover | sqlite3 {quote(rescued)}"
+    )
+
+
+@check("in-use", Group.SHARED_FILE, "another process has the file open; a stale -wal or hot -journal with no holder",
+       per_database=True)  # fmt: skip
+def check_in_use(ctx: Context, name: str) -> Check:
+    path = ctx.db_path(name)
+    cid, group, label = f"in-use.{name}", db_group(name), path.name
+    wal, shm, journal = companions(path)
+    pid = ctx.holder(name)
+    wal_size = size_of(wal) if ctx.companion(wal) else None
+    if pid is not None:
+        details = [f"-wal: {human_size(wal_size or 0)}"] if wal_size is not None else []
+        return Check(cid, group, OK, f"{label}: {in_use(pid)}", details)
+    if wal_size:
+        details = ["no process has the file open: its last writer stopped without closing it",
+                   "the committed changes in it are replayed the next time the file is opened; nothing is lost"]  # fmt: skip
+        if not ctx.companion(shm):
+            details.append(
+                "its -shm is gone: the other checks read the file without the -wal's changes"
+            )
+        return Check(cid, group, WARN, f"{label}: a stale -wal ({human_size(wal_size)}) with no process holding it",
+                     details, fix="checkpoint its changes into the file", fixable=True,
+                     repairs=(checkpoint_repair(ctx, name),))  # fmt: skip
+    if ctx.companion(journal) and size_of(journal):
+        return Check(cid, group, WARN, f"{label}: a hot -journal: a write was interrupted",
+                     ["the next open rolls the interrupted write back"],
+                     fix="roll it back (open the file for writing)", fixable=True,
+                     repairs=(checkpoint_repair(ctx, name),))  # fmt: skip
+    details = (
+        ["an empty -wal/-shm pair is left over: harmless"]
+        if ctx.companion(wal) or ctx.companion(shm)
+        else []
+    )
+    return Check(cid, group, OK, f"{label}: not open in another process", details)
+
+
+@check(
+    "integrity",
+    Group.SHARED_FILE,
+    "quick_check (integrity_check with --thorough)",
+    per_database=True,
+)
+def check_integrity(ctx: Context, name: str) -> Check:
+    path = ctx.db_path(name)
+    cid, group, label = f"integrity.{name}", db_group(name), path.name
+    pragma = ctx.integrity_pragma
+    try:
+        rows, seconds = ctx.integrity(name)
+    except KajaError as e:
+        raise_if_interrupted()
+        status = WARN if "busy" in str(e) else ERROR
+        return Check(
+            cid, group, status, f"{label}: {pragma} could not run: {e.message}", fix=e.hint
+        )
+    except sqlite3.Error as e:
+        raise_if_interrupted(e)
+        text = str(e)
+        if "locked" in text or "busy" in text:
+            return Check(cid, group, WARN, f"{label}: {pragma} could not run: the file is busy")
+        return Check(cid, group, ERROR, f"{label} is damaged: {text}", [f"{pragma} stopped on it"],
+                     fix=_recover_advice(ctx.file(name)))  # fmt: skip
+    if rows == ["ok"]:
+        return Check(cid, group, OK, f"{label}: {pragma} passed", [f"took {seconds:.2f} s"])
+    return Check(cid, group, ERROR, f"{label} is damaged: {pragma} found {plural(len(rows), 'problem')}"
+                 + (" (the first 20)" if len(rows) >= 20 else ""), rows, fix=_recover_advice(ctx.file(name)))  # fmt: skip
+
+
+def _describe_missing(items: list[str]) -> str:
+    counts: dict[str, int] = {"table": 0, "column": 0, "index": 0, "step": 0}
+    for m in items:
+        what = m.split(" ", 1)[0]
+        counts[what] = counts.get(what, 0) + 1
+    words = {"step": "upgrade step"}
+    return ", ".join(plural(n, words.get(what, what)) for what, n in counts.items() if n)
+
+
+@check(
+    "schema",
+    Group.SHARED_FILE,
+    "the tables, columns and indexes kaja and the agent use",
+    per_database=True,
+)
+def check_schema(ctx: Context, name: str) -> Check | None:
+    path = ctx.db_path(name)
+    cid, group, label = f"schema.{name}", db_group(name), path.name
+    conn = ctx.conn(name)
+    if conn is None or db.classify(path) == "empty":
+        return None  # the database check says why
+
+    def look() -> Check:
+        file = ctx.file(name)
+        kinds = ("table", "column", "index", "step")
+        missing = sorted(
+            (m for m in schema.missing(conn, file) if not m.startswith("search index")),
+            key=lambda m: kinds.index(m.split(" ", 1)[0]) if m.split(" ", 1)[0] in kinds else 9,
+        )
+        expected = {t.name for t in file.tables}
+        present = db.table_names(conn)
+        extra = sorted(
+            t for t in present - expected
+            if not t.startswith(("sqlite_", schema.FTS_TABLE)) and t != "schedule_runs"
+        )  # fmt: skip
+        details = [f"also holds {', '.join(extra)} (written by another program?)"] if extra else []
+        if missing:
+            return Check(cid, group, WARN, f"{label}: missing {_describe_missing(missing)}",
+                         listed(missing) + details,
+                         fix="add them (CREATE TABLE IF NOT EXISTS, ALTER TABLE … ADD COLUMN); no row changes",
+                         fixable=True, repairs=(schema_repair(ctx, name),))  # fmt: skip
+        return Check(cid, group, OK, f"{label}: every table and column kaja expects ({plural(len(expected), 'table')})",
+                     details)  # fmt: skip
+
+    return safe(look, cid, group, f"{label}: the schema")
+
+
+@check(
+    "space",
+    Group.SHARED_FILE,
+    "WAL size and free pages (suggests a checkpoint or VACUUM)",
+    per_database=True,
+)
+def check_space(ctx: Context, name: str) -> Check | None:
+    path = ctx.db_path(name)
+    cid, group, label = f"space.{name}", db_group(name), path.name
+    conn = ctx.conn(name)
+    if conn is None:
+        return None
+
+    def look() -> Check:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
+        total = conn.execute("PRAGMA page_count").fetchone()[0] * page_size
+        wal = size_of(path.with_name(path.name + "-wal")) or 0
+        summary = f"{label}: -wal {human_size(wal)}, {human_size(free)} in free pages"
+        problems, fixes, repairs = [], [], []
+        if wal > WAL_WARN_BYTES:
+            problems.append(
+                f"the -wal has grown to {human_size(wal)}: checkpoints are not keeping up"
+            )
+            fixes.append("checkpoint it (--fix)")
+            repairs.append(checkpoint_repair(ctx, name))
+        if free >= FREE_WARN_BYTES and free >= FREE_WARN_SHARE * max(total, 1):
+            problems.append(f"{human_size(free)} of {human_size(total)} is free pages")
+            fixes.append(f"close Kaja and the Telegram bot, then: sqlite3 {quote(path)} VACUUM")
+        if not problems:
+            return Check(cid, group, OK, summary)
+        return Check(cid, group, WARN, f"{label}: {'; '.join(problems)}", [summary],
+                     fix="; ".join(fixes), fixable=bool(repairs), repairs=tuple(repairs))  # fmt: skip
+
+    return safe(look, cid, group, f"{label}: its size")

@@ -1,0 +1,244 @@
+"""Checks of the paths: every location `kaja config paths` shows (its source,
+existence, owner and permissions), legacy per-feature files, and what an
+interrupted `kaja wipe` left to finish."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kaja_cli.core.doctor import check
+from kaja_cli.core.doctor.common import listed, owner_name, quote, tighten_all
+from kaja_cli.core.doctor.context import Context
+from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group, Repair, RepairOrder
+from kaja_cli.core.fs import human_size
+from kaja_cli.core.paths import LABELS, Location, companions
+from kaja_cli.core.registry import DATABASES
+
+# The seed's legacy per-feature files, imported into the shared file and then
+# kept as a rollback copy.
+LEGACY_FILES = (
+    "usage.db",
+    "experience.db",
+    "background_tasks.db",
+    "schedules.db",
+    "triggers.db",
+    "artifacts.db",
+)
+
+
+_DATABASE_LOCATIONS = {spec.location for spec in DATABASES.values()}
+
+
+def _exposure(mode: int) -> str | None:
+    who = [w for w, bits in (("group", 0o070), ("others", 0o007)) if mode & bits]
+    if not who:
+        return None
+    verb = "writable" if mode & 0o022 else "readable" if mode & 0o044 else "open"
+    return f"{verb} by {' and '.join(who)}"
+
+
+@check(
+    "paths",
+    Group.PATHS,
+    "each location `kaja config paths` shows: its source, existence, owner and permissions",
+)
+def check_paths(ctx: Context) -> list[Check]:
+    return [_path_check(ctx, location) for location in ctx.paths.locations()]
+
+
+@dataclass
+class _Findings:
+    """What the look at one location found. The first problem is the summary;
+    `manual` are commands for a person, `loose` the paths --fix may tighten."""
+
+    details: list[str]
+    problems: list[str] = field(default_factory=list)
+    manual: list[str] = field(default_factory=list)
+    loose: list[Path] = field(default_factory=list)
+
+
+def _path_check(ctx: Context, location: Location) -> Check:
+    name, (path, source), kind = location
+    cid, head = f"paths.{name}", f"{LABELS.get(name, name)}: {path} ({source})"
+    try:
+        st = path.stat()
+    except OSError as e:
+        return _not_there(cid, head, name, e)
+    is_dir, mode = stat.S_ISDIR(st.st_mode), stat.S_IMODE(st.st_mode)
+    if kind == "dir" and not is_dir:
+        return Check(cid, Group.PATHS, ERROR, f"{head}: a file, where a folder should be",
+                     fix=f"move it aside: mv -- {quote(path)} {quote(str(path) + '.bak')}")  # fmt: skip
+    found = _Findings([f"mode {mode:04o}, owner {owner_name(st.st_uid)}"])
+    if path.is_symlink():
+        found.details.append(f"a symlink to {path.resolve()}")
+    _look_at_mode_and_owner(ctx, path, st, found)
+    if name in _DATABASE_LOCATIONS and not is_dir:
+        _look_at_database_file(ctx, path, mode, found)
+    if name == "state_dir" and is_dir and not mode & 0o200:
+        found.problems.append("not writable by its owner: Kaja cannot create files in it")
+        found.manual.append(f"chmod u+w {quote(path)}")
+    if name == "images":
+        _look_below_images(ctx, path, found)
+    if not found.problems:
+        what = "folder" if is_dir else human_size(st.st_size)
+        return Check(cid, Group.PATHS, OK, f"{head}: {what}, mode {mode:04o}", found.details)
+    return _warning(cid, head, path, found, ctx.uid)
+
+
+def _not_there(cid: str, head: str, name: str, error: OSError) -> Check:
+    """A location that does not exist (yet), or cannot be looked at."""
+    if not isinstance(error, FileNotFoundError):
+        return Check(cid, Group.PATHS, WARN, f"{head}: cannot be read ({error.strerror})",
+                     fix="check the permissions of the folders above it")  # fmt: skip
+    if name == "state_dir":
+        return Check(cid, Group.PATHS, WARN, f"{head}: does not exist yet",
+                     ["a fresh machine: Kaja creates it (0700) on its first start"])  # fmt: skip
+    if name == "settings":
+        return Check(cid, Group.PATHS, OK, f"{head}: not present, the defaults apply")
+    return Check(cid, Group.PATHS, OK, f"{head}: not created yet")
+
+
+def _look_at_mode_and_owner(ctx: Context, path: Path, st: os.stat_result, found: _Findings) -> None:
+    mode = stat.S_IMODE(st.st_mode)
+    exposure = _exposure(mode)
+    if exposure:
+        found.problems.append(f"mode {mode:04o}: {exposure}")
+        found.loose.append(path)
+    if ctx.uid is not None and st.st_uid != ctx.uid:
+        found.problems.append(
+            f"owned by {owner_name(st.st_uid)}, not by you ({owner_name(ctx.uid)})"
+        )
+        found.manual.append(f"sudo chown -R {owner_name(ctx.uid)} {quote(path)}")
+
+
+def _look_at_database_file(ctx: Context, path: Path, mode: int, found: _Findings) -> None:
+    """Kaja must be able to write it; its -wal/-shm/-journal are as private as it is."""
+    if not mode & 0o200:
+        found.problems.append("not writable by its owner: Kaja cannot save to it")
+        found.manual.append(f"chmod u+w {quote(path)}")
+    elif not os.access(path, os.W_OK):  # never false for root, whatever the mode
+        found.problems.append("not writable by you: Kaja running as you cannot save to it")
+    for extra in filter(ctx.companion, companions(path)):
+        with contextlib.suppress(OSError):
+            exposure = _exposure(m := stat.S_IMODE(extra.stat().st_mode))
+            if exposure:
+                found.details.append(f"{extra.name}: mode {m:04o}, {exposure}")
+                found.loose.append(extra)
+                if not found.problems:
+                    found.problems.append(f"{extra.name} is {exposure}")
+
+
+def _look_below_images(ctx: Context, path: Path, found: _Findings) -> None:
+    """`files/` above the images folder, and everything below it."""
+    scan = ctx.images()
+    files_dir = ctx.paths.files_dir
+    with contextlib.suppress(OSError):
+        exposure = _exposure(m := stat.S_IMODE(files_dir.stat().st_mode))
+        if exposure:
+            found.loose.append(files_dir)
+            found.details.append(f"{files_dir}: mode {m:04o}, {exposure}")
+    if scan.loose:
+        found.loose.extend(scan.loose)
+        found.problems.append(f"{len(scan.loose)} files and folders below are readable by others")
+        found.details.extend(listed(scan.loose, lambda p: f"open: {p}"))
+    if scan.foreign:
+        found.problems.append(f"{len(scan.foreign)} files and folders below belong to another user")
+        found.manual.append(f"sudo chown -R {owner_name(ctx.uid or 0)} {quote(path)}")
+    if not found.problems and found.loose:
+        found.problems.append(f"{len(found.loose)} folders are readable by others")
+
+
+def _warning(cid: str, head: str, path: Path, found: _Findings, uid: int | None) -> Check:
+    """The finding, with `chmod go-rwx` for what is ours (--fix does it) and the
+    rest for a person to do."""
+    mine = [p for p in found.loose if _owned(p, uid)]
+    fixes = []
+    if len(mine) > 3:
+        fixes.append(f"chmod -R go-rwx {quote(path)}")
+    elif mine:
+        fixes.append("chmod go-rwx " + " ".join(quote(p) for p in mine))
+    if found.manual:
+        fixes.append(("and by hand: " if mine else "") + "; ".join(dict.fromkeys(found.manual)))
+    repairs = (Repair(f"chmod:{path}", RepairOrder.PERMISSIONS, tighten_all(mine)),)
+    return Check(
+        cid, Group.PATHS, WARN, f"{head}: {found.problems[0]}", found.details + found.problems[1:],
+        fix="; ".join(fixes) or None, fixable=bool(mine), repairs=repairs if mine else (),
+    )  # fmt: skip
+
+
+def _owned(path: Path, uid: int | None) -> bool:
+    try:
+        return uid is None or path.lstat().st_uid == uid
+    except OSError:
+        return False
+
+
+@check(
+    "legacy-files",
+    Group.PATHS,
+    "legacy per-feature files (usage.db, experience.db, …) in the state dir",
+)
+def check_legacy_files(ctx: Context) -> list[Check]:
+    state = ctx.paths.state_dir.path
+    configured = {f.path for f in ctx.paths.databases()}
+    found = [
+        state / n for n in LEGACY_FILES if (state / n).is_file() and state / n not in configured
+    ]
+    if not found:
+        return [
+            Check("legacy-files", Group.PATHS, OK, "no legacy per-feature files in the state dir")
+        ]
+    imported: dict[str, str] = {}
+    conn = ctx.conn("shared") if ctx.local else None
+    if conn is not None:
+        with contextlib.suppress(sqlite3.Error):
+            for source, at in conn.execute("SELECT source, migrated_at FROM kaja_migrations"):
+                imported[str(source)] = str(at or "")
+                imported.setdefault(Path(str(source)).name, str(at or ""))
+    out = []
+    for p in found:
+        cid = f"legacy-files.{p.stem}"
+        when = imported.get(str(p), imported.get(p.name))
+        size = human_size(p.stat().st_size)
+        if when is not None:
+            out.append(Check(
+                cid, Group.PATHS, OK, f"{p.name} ({size}): imported {when[:10] or 'earlier'}, kept as a rollback copy",
+                [f"{p}", "delete it once you no longer need to roll back"], fix=f"rm -- {quote(p)}",
+            ))  # fmt: skip
+        else:
+            out.append(Check(
+                cid, Group.PATHS, WARN, f"{p.name} ({size}): a legacy per-feature file, not imported",
+                [f"{p}", f"its rows are not in {ctx.paths.shared_db.path.name}: the agent imports "
+                 "it at its next start (and keeps the file as a rollback copy)"],
+                fix="start Kaja once (it imports legacy files at start-up)",
+            ))  # fmt: skip
+    return out
+
+
+@check(
+    "interrupted-wipe",
+    Group.PATHS,
+    "what an interrupted `kaja wipe` (or `wipe --owner`) left to finish",
+)
+def check_interrupted_wipe(ctx: Context) -> Check:
+    from kaja_cli.core import wipe
+
+    left = wipe.interrupted(ctx.paths)
+    if left is None:
+        return Check("interrupted-wipe", Group.PATHS, OK, "no unfinished wipe")
+    # A -wal whose database is gone would be replayed into the next database
+    # created at that name: that one is an error, the rest is unfinished work.
+    orphan_wal = any(
+        p.name.endswith("-wal") and not p.with_name(p.name.removesuffix("-wal")).exists()
+        for p in left.remaining
+    )
+    return Check(
+        "interrupted-wipe", Group.PATHS, ERROR if orphan_wal else WARN, left.summary,
+        [*left.details, *(f"left: {p}" for p in left.remaining)],
+        fix=" and ".join(f"`{c}`" for c in left.commands),
+    )  # fmt: skip

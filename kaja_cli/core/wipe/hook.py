@@ -1,0 +1,20 @@
+"""A hook called at each step of a wipe, for tests that stop it there.
+
+`checkpoint(step)` runs right before a whole wipe deletes the path whose file
+name is `step` (the marker's name: before removing the marker), and for
+`--owner` at "commit" (before COMMIT) and "images" (after it, before the
+image folders). It does nothing unless a test replaced it: the kill tests run
+kaja through `tests/wipe_paused.py`, which sets it before `kaja_cli.app.main()`
+to write the process id to a file and sleep until killed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+def _nothing(step: str) -> None:
+    return None
+
+
+checkpoint: Callable[[str], None] = _nothing

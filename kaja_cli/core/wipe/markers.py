@@ -1,0 +1,163 @@
+"""The markers an interrupted wipe leaves, and what `kaja doctor` and the next
+wipe learn from them.
+
+A whole wipe writes `kaja.db.wiping` beside the shared file (every path of its
+plan, made durable before the first deletion) and removes it last; `wipe
+--owner` writes `kaja.db.wiping-owner-<hash>` (their image folders) before
+its commit and removes it after the folders. `interrupted()` describes what
+such markers, and journals that outlived their database, left to finish.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from kaja_cli.core import fs, images
+from kaja_cli.core.paths import Paths, companions
+from kaja_cli.core.registry import Database
+from kaja_cli.core.wipe.model import Leftovers
+from kaja_cli.core.wipe.reach import lstat_or_none, read_database, why_unsafe
+from kaja_cli.errors import Failed
+
+MARKER_SUFFIX = ".wiping"
+MARKER_VERSION = 1
+
+
+def marker_path(paths: Paths) -> Path:
+    """The whole wipe's marker: `kaja.db.wiping` beside the shared file."""
+    shared = paths.shared_db.path
+    return shared.with_name(shared.name + MARKER_SUFFIX)
+
+
+def markers_of(paths: Paths) -> list[Path]:
+    """Every marker beside the shared file, the whole wipe's first."""
+    main = marker_path(paths)
+    try:
+        names = os.listdir(main.parent)
+    except OSError:
+        return []
+    found = [main.parent / n for n in sorted(names) if n.startswith(main.name + "-owner-")]
+    return ([main] if main.name in names else []) + found
+
+
+def read_marker(path: Path) -> dict:
+    """A marker's content; {} when it cannot be read (still a marker)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_marker(path: Path, data: dict) -> None:
+    try:
+        fs.write_private_file(path, json.dumps(data, indent=1).encode())
+    except OSError as e:
+        raise Failed(
+            f"cannot write {path}: {e.strerror or e}",
+            hint="check the folder's permissions; nothing was deleted",
+        ) from e
+    fs.fsync_dir(path.parent)
+
+
+def in_reach(path: Path, paths: Paths) -> bool:
+    """Whether a path read from a marker is one a wipe of `paths` may delete."""
+    fixed = {paths.settings_file.path, paths.files_dir, paths.images_dir}
+    for f in paths.databases():
+        fixed |= {f.path, *companions(f.path)}
+    return path in fixed or (path.parent == paths.images_dir and images.safe_name(path.name))
+
+
+def listed_paths(marker: Path, paths: Paths, live: set[str] | None) -> list[Path]:
+    """The paths an interrupted wipe's marker still lists, that exist and are in reach.
+
+    An owner wipe's image folders count only once their session is gone (a
+    crash before its commit left the sessions, and their images, alone); with
+    `live` None (the shared file can't be read) none of them count.
+    """
+    data = read_marker(marker)
+    raw = data.get("paths")
+    whole = data.get("action") == "wipe"
+    out: list[Path] = []
+    for p in raw if isinstance(raw, list) else []:
+        if not isinstance(p, str):
+            continue
+        path = Path(os.path.normpath(p))
+        if path in out or not in_reach(path, paths) or lstat_or_none(path) is None:
+            continue
+        if not whole and (path.parent != paths.images_dir or live is None or path.name in live):
+            continue
+        out.append(path)
+    return out
+
+
+def interrupted(paths: Paths) -> Leftovers | None:
+    """What interrupted wipes left, or None; for `kaja doctor`. Reads, never writes.
+
+    Covers the markers of `kaja wipe` and `kaja wipe --owner`, and a database
+    whose -wal, -shm or -journal outlived it.
+    """
+    details: list[str] = []
+    commands: list[str] = []
+    remaining: list[Path] = []
+    markers = markers_of(paths)
+    live = live_sessions(paths) if markers else set()
+    for m in markers:
+        detail, command, left = describe(m, paths, live)
+        details.append(detail)
+        commands.append(command)
+        remaining += [*left, m]
+    for file in paths.databases():
+        path = file.path
+        if lstat_or_none(path) is not None:
+            continue
+        stale = [c for c in companions(path) if c not in remaining and lstat_or_none(c) is not None]
+        if stale:
+            names = ", ".join(c.name for c in stale)
+            details.append(f"{names} outlived the {file.spec.noun} {path}")
+            commands.append("kaja wipe")
+            remaining += stale
+    if not details:
+        return None
+    commands = list(dict.fromkeys(commands))
+    more = f" (and {len(details) - 1} more)" if len(details) > 1 else ""
+    return Leftovers(
+        f"{details[0]}{more}: finish with `{'` and `'.join(commands)}`",
+        tuple(details),
+        tuple(commands),
+        tuple(dict.fromkeys(remaining)),
+    )
+
+
+def describe(marker: Path, paths: Paths, live: set[str] | None) -> tuple[str, str, list[Path]]:
+    """(one line, the command that finishes it, the paths it left) for one marker."""
+    data = read_marker(marker)
+    started = data.get("started_at") or "at an unknown time"
+    left = listed_paths(marker, paths, live)
+    owner = data.get("owner")
+    if data.get("action") == "owner" and isinstance(owner, str):
+        command = f"kaja wipe --owner {owner}"
+        names = {Path(p).name for p in data.get("paths", []) if isinstance(p, str)}
+        if not left and live and names & live:
+            return f"`{command}` (started {started}) stopped before its commit", command, left
+        return (
+            f"`{command}` (started {started}) stopped after its commit with"
+            f" {len(left)} image folder(s) left",
+            command,
+            left,
+        )
+    if not data:
+        return f"an unreadable wipe marker {marker}", "kaja wipe", left
+    return f"`kaja wipe` (started {started}) stopped with {len(left)} paths left", "kaja wipe", left
+
+
+def live_sessions(paths: Paths) -> set[str] | None:
+    """The shared file's session ids (empty when there is none; None: unreadable)."""
+    path = paths.shared_db.path
+    if lstat_or_none(path) is None:
+        return set()
+    if why_unsafe(path) is not None:
+        return None
+    return read_database(path, paths.file_of(Database.SHARED))[1]
