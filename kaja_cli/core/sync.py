@@ -758,32 +758,53 @@ def is_configured(store: Store) -> bool:
 OUTBOX_STALE = timedelta(minutes=30)
 
 
+DoctorCheck = tuple[str, str, str, list[str]]  # (id, "ok" | "warn" | "error", summary, details)
+
+
 def doctor_checks(
     store: Store, url: Url | None, *, now: datetime | None = None, timeout_s: float = 3
-) -> list[tuple[str, str, str, list[str]]]:
+) -> list[DoctorCheck]:
     """Sync's health: the outbox going nowhere while the server answers, an expired
-    lease still in place, sync_map rows of missing rows, an import flag left set."""
-    now = now or clock.now()
+    lease still in place, sync_map rows of missing rows, an import flag left set.
+    None at all where sync was never used (no origin, no URL)."""
     if not store.exists():
         return []
     with store.reader() as conn:
-        tables = db.table_names(conn)
-        if not {"sync_state", "sync_outbox", "sync_map", "sync_flags"} <= tables:
-            return []
+        return doctor_checks_on(conn, url, now=now, timeout_s=timeout_s)
+
+
+def doctor_checks_on(
+    conn: sqlite3.Connection, url: Url | None, *, now: datetime | None = None,
+    timeout_s: float = 3,
+) -> list[DoctorCheck]:  # fmt: skip
+    """`doctor_checks` on a read connection doctor already holds (it is left as found)."""
+    now = now or clock.now()
+    tables = db.table_names(conn)
+    if not {"sync_state", "sync_outbox", "sync_map", "sync_flags"} <= tables:
+        return []
+    local = Status(_path_of(conn), True, None, None)
+    ours = not conn.in_transaction  # one snapshot, unless the caller has one open
+    if ours:
         conn.execute("BEGIN")
-        local = Status(str(store.path()), True, None, None)
+    try:
         _local_status(conn, local)
         dangling = _dangling_map(conn, tables)
-        conn.execute("COMMIT")
+    finally:
+        if ours:
+            conn.execute("COMMIT")
     if local.origin is None and url is None:
         return []  # sync never used here
-    checks = [
+    return [
         _check_progress(local, url, now, timeout_s),
         _check_lease(local, now),
         _check_map(dangling),
         _check_flag(local),
     ]
-    return [c for c in checks if c is not None]
+
+
+def _path_of(conn: sqlite3.Connection) -> str:
+    row = conn.execute("PRAGMA database_list").fetchone()
+    return str(row[2]) if row else ""
 
 
 def _check_progress(local: Status, url: Url | None, now: datetime, timeout_s: float):
