@@ -24,7 +24,7 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo, doctor, resume, search, sessions, usage, wipe  # noqa: E402
+from kaja_cli.commands import config, demo, doctor, resume, search, sessions, sync, usage, wipe  # noqa: E402
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -84,6 +84,7 @@ app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
 app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
 app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
 app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
+app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
 app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
 app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
 app.add_typer(config.app, name="config", rich_help_panel=SETUP)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+pytest_plugins = ["tests.pg"]  # the sync examples run against a real PostgreSQL
 
 
 def sh_blocks() -> list[str]:
@@ -56,9 +57,10 @@ def test_the_readme_has_its_examples():
 
 
 @pytest.mark.parametrize("line", examples())
-def test_each_readme_example_runs_against_the_demo_store(line, demo_store, tmp_path):
+def test_each_readme_example_runs_against_the_demo_store(line, demo_store, tmp_path, request):
     """Each on its own copy of `kaja demo --seed 1 --now 2026-11-29T12:00:00Z`:
-    the ids and owners the README uses exist there."""
+    the ids and owners the README uses exist there. Sync's examples get a real
+    PostgreSQL of their own (USAGE_POSTGRES_URL, as the README sets it up)."""
     import shutil
     import subprocess
 
@@ -68,6 +70,8 @@ def test_each_readme_example_runs_against_the_demo_store(line, demo_store, tmp_p
         pytest.skip("jq is not installed")
     env = dict(demo_store.env, PATH=f"{Path(KAJA).parent}:{demo_store.env['PATH']}",
                VISUAL="true", EDITOR="true")  # fmt: skip
+    if line.startswith("kaja sync") or "--all-machines" in line:
+        env["USAGE_POSTGRES_URL"] = request.getfixturevalue("pg").url
     p = subprocess.run(
         ["bash", "-c", f"set -o pipefail; {line}"], env=env, cwd=tmp_path, capture_output=True,
         text=True, stdin=subprocess.DEVNULL, timeout=120,

@@ -8,6 +8,7 @@ import typer
 from kaja_cli.commands import JSON_HELP, store_of
 
 if TYPE_CHECKING:
+    from kaja_cli.core.sync import MachineTotals
     from kaja_cli.core.usage import ResetPlan, Totals, UsageReport, VacuumResult
 
 
@@ -45,6 +46,18 @@ def usage(
     no_pager: Annotated[
         bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
     ] = False,
+    all_machines: Annotated[
+        bool,
+        typer.Option(
+            "--all-machines", help="Report the shared ledger on PostgreSQL: every machine's usage."
+        ),
+    ] = False,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url", metavar="URL", help="With --all-machines: the PostgreSQL URL (as `kaja sync`)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Show token and call totals from the usage ledger, and the tools that fail most.
@@ -53,7 +66,9 @@ def usage(
     model (or --by day, source or engine), then the tools with the most
     errors and denials, and runs by status. --since is inclusive, --until
     exclusive; both are UTC. Reads the store read-only. `kaja usage reset`
-    clears the ledger.
+    clears the ledger. --all-machines asks the shared ledger on PostgreSQL
+    instead (what every machine has pushed, see `kaja sync`), with the calls
+    of each machine.
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -62,15 +77,27 @@ def usage(
 
     start = timeparse.parse_when(since, option="--since") if since else None
     end = timeparse.parse_when(until, option="--until") if until else None
-    result = core.report(store_of(ctx), by=by.value, since=start, until=end)
+    machines = None
+    if all_machines:
+        from kaja_cli.core import sync
+
+        store = store_of(ctx)
+        target = sync.require_url(store, url)
+        result, machines = sync.all_machines_report(store, target, by.value, start, end)
+    else:
+        if url is not None:
+            from kaja_cli.errors import UsageError
+
+            raise UsageError("--url goes with --all-machines")
+        result = core.report(store_of(ctx), by=by.value, since=start, until=end)
     shown = result.tools if tools == 0 else result.tools[:tools]
     if as_json:
-        _report_json(result, shown)
+        _report_json(result, shown, machines)
     else:
         from kaja_cli import render
 
         with render.paged(not no_pager):
-            _report_text(result, shown)
+            _report_text(result, shown, machines)
 
 
 def _totals_json(t: "Totals") -> dict:
@@ -81,11 +108,26 @@ def _totals_json(t: "Totals") -> dict:
     }  # fmt: skip
 
 
-def _report_json(result: "UsageReport", shown: list) -> None:
+def _nothing_yet(result: "UsageReport", machines: "list | None") -> str:
+    if machines is not None:
+        return f"nothing shared yet: no andromeda_ledger at {result.location} (run `kaja sync`)"
+    return f"nothing recorded yet: no Kaja store at {result.location}"
+
+
+def _machines_json(machines: "list[MachineTotals]") -> list:
+    return [
+        {"origin": m.origin, "host": m.host, "calls": m.calls, "prompt_tokens": m.prompt_tokens,
+         "completion_tokens": m.completion_tokens, "this_machine": m.this_machine}
+        for m in machines
+    ]  # fmt: skip
+
+
+def _report_json(result: "UsageReport", shown: list, machines: "list | None" = None) -> None:
     from kaja_cli import render
 
     if not result.exists:
-        render.note(f"nothing recorded yet: no Kaja store at {result.location}")
+        render.note(_nothing_yet(result, machines))
+    extra = {} if machines is None else {"machines": _machines_json(machines)}
     render.emit_json(
         {
             "store": result.location,
@@ -111,6 +153,7 @@ def _report_json(result: "UsageReport", shown: list) -> None:
             "tools_left_out": len(result.tools) - len(shown),
             "runs": result.runs,
             "missing": result.missing,
+            **extra,
         }
     )
 
@@ -119,11 +162,11 @@ def _n(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def _report_text(result: "UsageReport", shown: list) -> None:
+def _report_text(result: "UsageReport", shown: list, machines: "list | None" = None) -> None:
     from kaja_cli import render
 
     if not result.exists:
-        render.note(f"nothing recorded yet: no Kaja store at {result.location}")
+        render.note(_nothing_yet(result, machines))
         return
     if result.missing:
         render.note(
@@ -179,6 +222,25 @@ def _report_text(result: "UsageReport", shown: list) -> None:
             [[status, _n(n)] for status, n in result.runs.items()],
             plain_rows=[["runs", status, n] for status, n in result.runs.items()],
         )
+    if machines:
+        _machines_text(machines)
+
+
+def _machines_text(machines: "list[MachineTotals]") -> None:
+    """Calls per machine (each ledger's origin, with the host that pushed it)."""
+    from kaja_cli import render
+
+    def label(m: "MachineTotals") -> str:
+        return (m.host or "?") + (" (this machine)" if m.this_machine else "")
+
+    render.table(
+        [render.Col("machine", style="bold"), render.Col("origin"), render.Col("calls", "right"),
+         render.Col("tokens", "right")],
+        [[label(m), m.origin[:8], _n(m.calls), _n((m.prompt_tokens or 0) + (m.completion_tokens or 0))]
+         for m in machines],
+        plain_rows=[["machine", m.origin, m.host, m.calls, m.prompt_tokens, m.completion_tokens,
+                     int(m.this_machine)] for m in machines],
+    )  # fmt: skip
 
 
 def _text_row(label: str, t: "Totals") -> list:
@@ -335,6 +397,13 @@ def _reset_out(
             f"deleted {total:,} usage rows{older} and {outbox:,} pending sync rows;"
             " conversations, learning, services and counters were kept"
         )
+    if plan.synced and not dry_run:
+        render.note(
+            "the reset is local: nothing was queued for sync, and the shared ledger and the"
+            " other machines keep their copies"
+        )
+    elif plan.synced:
+        render.note("a reset is local: the shared ledger and the other machines keep their copies")
     if freed is not None:
         rebuilt = "; the search index was rebuilt" if freed.search_index == "rebuilt" else ""
         render.note(

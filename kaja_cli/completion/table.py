@@ -21,6 +21,7 @@ COMMANDS = {
             ('demo', 'Write a realistic sample store into the...', False),
             ('sessions', 'List your conversations, newest first;...', False),
             ('usage', 'Show token and call totals from the usage...', False),
+            ('sync', 'Share the usage ledger: push this...', False),
             ('config', 'Show where Kaja keeps its data; read and...', False),
         ],
         'params': [
@@ -195,6 +196,8 @@ COMMANDS = {
             ('option', 'until', ('--until',), (), 'Only before then (same forms as --since).', False, True, False, 1, None),
             ('option', 'tools', ('--tools',), (), 'Show the N tools that fail most (0 = all).', False, True, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'all_machines', ('--all-machines',), (), "Report the shared ledger on PostgreSQL: every machine's usage.", False, False, False, 1, None),
+            ('option', 'url', ('--url',), (), 'With --all-machines: the PostgreSQL URL (as `kaja sync`).', False, True, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -209,6 +212,49 @@ COMMANDS = {
             ('option', 'before', ('--before',), (), 'Only rows older than this: 2026-01-01, 1y, 90d (UTC).', False, True, False, 1, None),
             ('option', 'wait', ('--wait',), (), 'How long to wait for the agent to finish writing.', False, True, False, 1, None),
             ('option', 'vacuum', ('--vacuum',), (), 'Then give the freed space back to the disk.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'sync': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('push', "Send this machine's ledger changes (and,...", False),
+            ('pull', 'Import the changes the other machines sent...', False),
+            ('status', 'Show the outbox, the last push and pull,...', False),
+        ],
+        'params': [
+            ('option', 'url', ('--url',), (), 'PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).', False, True, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'sync push': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'url', ('--url',), (), 'PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).', False, True, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'sync pull': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'url', ('--url',), (), 'PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).', False, True, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'sync status': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'url', ('--url',), (), 'PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).', False, True, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],

@@ -8,9 +8,11 @@ the file really has, so a ledger written by an older agent (missing tables or
 columns) is reported and reset as far as it goes.
 
 A reset is local: the pending `sync_outbox` rows of the ledger tables are
-dropped, and the agent's sync triggers (triggers on the ledger tables that
-insert into `sync_outbox`) are set aside for the transaction, so the reset
-queues nothing for sync. Everything else in the file is left as it was.
+dropped, and the sync triggers (any trigger on the ledger tables that inserts
+into `sync_outbox`, kaja's or an agent's own) are set aside for the
+transaction, so the reset queues nothing for sync. `sync.after_reset` then
+drops the sync_map rows of deleted imports and keeps reused ids apart on the
+server. Everything else in the file is left as it was.
 """
 
 from __future__ import annotations
@@ -39,11 +41,6 @@ TIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "reviews": ("updated_at", "reviewed_at", "flagged_at"),  # the last thing that happened
     "cache_stats": ("minute",),  # "YYYY-MM-DDTHH:MM"
 }
-# The column whose text is a row's `sync_outbox.key` (what the sync triggers queue).
-SYNC_KEYS = {
-    "runs": "id", "calls": "id", "tools": "id", "events": "id", "logs": "id", "media": "id",
-    "feedback": "id", "reviews": "run_id",
-}  # fmt: skip
 
 
 # --- kaja usage ------------------------------------------------------------------
@@ -199,17 +196,23 @@ def report(
         queries, result.missing = report_queries(schema.present_columns(conn), by, since, until)
         rows = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
         conn.execute("COMMIT")
-    result.groups = _groups(rows.get("calls", []), by)
-    result.total = _add_up(result.groups)
-    result.tools = _tools(rows.get("tools", []))
-    result.runs = {
-        str(s) if s is not None else "unknown": n
-        for s, n in sorted(rows.get("runs", []), key=lambda r: (-r[1], str(r[0])))
-    }
+    result.groups = group_totals(rows.get("calls", []), by)
+    result.total = add_up(result.groups)
+    result.tools = tool_stats(rows.get("tools", []))
+    result.runs = runs_by_status(rows.get("runs", []))
     return result
 
 
-def _groups(rows: Iterable[tuple], by: str) -> list[Totals]:
+# The rows of the three queries become the report; `kaja usage --all-machines`
+# (core/sync.py) runs the same queries on the server and shares these.
+def runs_by_status(rows: Iterable[tuple]) -> dict[str, int]:
+    return {
+        str(s) if s is not None else "unknown": n
+        for s, n in sorted(rows, key=lambda r: (-r[1], str(r[0])))
+    }
+
+
+def group_totals(rows: Iterable[tuple], by: str) -> list[Totals]:
     groups = [Totals(None if k is None else str(k), *rest) for k, *rest in rows]
     if by == "day":
         groups.sort(key=lambda g: (g.key is None, g.key or ""))
@@ -218,7 +221,7 @@ def _groups(rows: Iterable[tuple], by: str) -> list[Totals]:
     return groups
 
 
-def _add_up(groups: list[Totals]) -> Totals:
+def add_up(groups: list[Totals]) -> Totals:
     total = Totals(None)
     for name in ("failed", "prompt_tokens", "completion_tokens", "cached_tokens", "duration_ms"):
         values = [getattr(g, name) for g in groups]
@@ -228,7 +231,7 @@ def _add_up(groups: list[Totals]) -> Totals:
     return total
 
 
-def _tools(rows: Iterable[tuple]) -> list[ToolStats]:
+def tool_stats(rows: Iterable[tuple]) -> list[ToolStats]:
     by_tool: dict[str | None, ToolStats] = {}
     ms_sums: dict[str | None, list[int]] = {}
     for tool, outcome, calls, ms_sum, ms_count in rows:
@@ -257,6 +260,7 @@ class ResetPlan:
     tables: dict[str, int] = field(default_factory=dict)  # table -> rows, present tables only
     skipped: dict[str, str] = field(default_factory=dict)  # table -> why nothing goes
     outbox: int = 0  # pending sync_outbox rows of the ledger tables
+    synced: bool = False  # ledger sync is in use: the reset stays on this machine
 
     @property
     def total(self) -> int:
@@ -310,12 +314,14 @@ def _outbox_condition(
         return None
     parts, params = [], []
     for table in tables:
-        key = SYNC_KEYS.get(table)
+        key = schema.SYNC_KEYS.get(table)
         cond = _condition(table, have[table], before)
-        if key is None or key not in have[table] or not cond:
+        needs = ("run_id", "event_id") if table == "events" else (schema.SYNC_LOCAL_ID.get(table),)
+        if key is None or not set(needs) <= have[table] or not cond:
             continue
         where, p = cond
-        parts.append(f'(tbl = ? AND key IN (SELECT CAST("{key}" AS TEXT) FROM "{table}"{where}))')
+        key_sql = key.format(r=f'"{table}"')
+        parts.append(f'(tbl = ? AND key IN (SELECT {key_sql} FROM "{table}"{where}))')
         params += [table, *p]
     if not parts:
         return None
@@ -359,6 +365,7 @@ def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
         conn.execute("BEGIN")
         picked, skipped = selections(schema.present_columns(conn), before)
         plan = ResetPlan(location=str(store.path()), before=before, skipped=skipped)
+        plan.synced = _synced(store, conn)
         for q in picked:
             n = conn.execute(f"SELECT COUNT(*) FROM {q.sql}", q.params).fetchone()[0]
             if q.name == "sync_outbox":
@@ -367,6 +374,18 @@ def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
                 plan.tables[q.name] = n
         conn.execute("COMMIT")
     return plan
+
+
+def _synced(store: Store, conn: sqlite3.Connection) -> bool:
+    from kaja_cli.core import sync
+
+    if sync.find_url(store) is not None:
+        return True
+    return (
+        "sync_state" in db.table_names(conn)
+        and conn.execute("SELECT 1 FROM sync_state WHERE name = ?", (sync.ORIGIN,)).fetchone()
+        is not None
+    )
 
 
 def reset(store: Store, plan: ResetPlan, *, timeout_ms: int = db.BUSY_TIMEOUT_MS) -> ResetResult:
@@ -409,6 +428,9 @@ def _delete(conn: sqlite3.Connection, plan: ResetPlan) -> ResetResult:
                 "SELECT seq FROM sqlite_sequence WHERE name = 'sync_outbox'"
             ).fetchone()
             sequence = row[0] if row else None
+    from kaja_cli.core import sync
+
+    maxima = sync.owned_maxima(conn)
     for q in reset_queries(have_now, plan.before):
         n = conn.execute(q.sql, q.params).rowcount
         if q.name == "sync_outbox":
@@ -421,6 +443,8 @@ def _delete(conn: sqlite3.Connection, plan: ResetPlan) -> ResetResult:
         conn.execute("DELETE FROM sync_outbox WHERE seq > ?", (last_seq or 0,))
         if "sqlite_sequence" in have:
             _put_back_sequence(conn, sequence)
+    # Imports of rows that went, and ids SQLite will hand out again (sync.after_reset).
+    sync.after_reset(conn, maxima)
     for _, sql in set_aside:
         conn.execute(sql)
     return result
