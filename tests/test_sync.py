@@ -387,6 +387,27 @@ def test_doctor_checks_of_sync(two, pg):
     assert checks["sync-progress"][2].endswith(f"although PostgreSQL at {pg.url} answers")
 
 
+def test_kaja_doctor_reports_sync(two, pg):
+    """The same checks through `kaja doctor`: none where sync was never used,
+    a lease left by a dead process named, the URL's password never shown."""
+    a, b = two
+    a.config.write_text("")  # a ledger that never synced, no URL: no sync check at all
+    r = a("doctor", "--check", "sync", "--json")
+    assert r.code == 0 and json.loads(r.out)["checks"] == [], r
+    a.config.write_text(f"[usage]\npostgres_url = {json.dumps(pg.url)}\n")
+    for k in (a, b):
+        assert k("sync").code == 0
+    lease = {"pid": 1, "host": "h", "token": "t", "expires": "2020-01-01T00:00:00.000Z"}
+    sql(b.db, ("INSERT INTO sync_state (name, value) VALUES ('lease', ?)", (json.dumps(lease),)))
+    r = b("doctor", "--check", "sync", "--json")
+    assert r.code == 0, r  # warnings only
+    checks = {c["id"]: c for c in json.loads(r.out)["checks"]}
+    assert set(checks) == {"sync-progress", "sync-lease", "sync-map", "sync-flags"}
+    assert checks["sync-lease"]["status"] == "warn" and "expired" in checks["sync-lease"]["summary"]
+    r = b("doctor", env={"USAGE_POSTGRES_URL": "postgresql://kaja:s3cret@127.0.0.1:1/x"})
+    assert "s3cret" not in r.out + r.err
+
+
 @pytest.mark.parametrize("step", sync.STEPS)
 def test_kill_9_at_every_step_then_the_next_sync_finishes(two, pg, step):
     """Each crash point of the protocol, hit on purpose: a has history, changes

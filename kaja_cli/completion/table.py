@@ -374,6 +374,7 @@ FIXED = {
         ('images', 'image folders of missing sessions, files messages refer to that are gone, files whose content no longer matches their sha256 name'),
         ('side-data', 'expired cache entries and web sign-in sessions (counts only, never a secret)'),
         ('sync-outbox', 'changes waiting in sync_outbox to be pushed'),
+        ('sync', 'ledger sync: changes going out while PostgreSQL answers, the lease, sync_map, import flags'),
     ],
     'role': [
         ('user', None),
