@@ -186,6 +186,11 @@ def delete(
     if not yes and len(plan.sessions) > 1:
         for s in plan.sessions:
             render.note(f"will delete {s.id}  {s.title or '(untitled)'}")
+    if plan.images_link is not None:
+        render.note(
+            f"keeping their image folders: {plan.images_link} is a symbolic link,"
+            " and kaja deletes nothing through one"
+        )
     render.confirm(f"Delete {what}?", assume_yes=yes)
     done = core.delete(store, plan, acting)
     if as_json:
@@ -255,7 +260,8 @@ def export(
     Markdown has every message, tool call (arguments, status, duration, full
     result) and image (as a link to its file). JSON has the session row, all
     summaries, messages with their tool calls, timeline events and model
-    calls. The file (-o) is written whole or not at all, readable only by you.
+    calls. The file (-o) is written whole or not at all, readable only by you;
+    it is never one of the store's own files, a FIFO or a device (exit 5).
     """
     from kaja_cli import render
     from kaja_cli.core import transcript
@@ -272,6 +278,11 @@ def export(
     if output is not None and output.is_dir():
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
     store, acting = store_of(ctx), Owner.parse(owner)
+    target = None
+    if output is not None:  # refused (exit 5) before anything is read: the store, a FIFO…
+        from kaja_cli.core import guard
+
+        target = guard.write_target(output, guard.store_files(store.paths), what="transcript")
     if fmt == "json":
         doc = transcript.load_transcript_json(store, session_id, acting)
         if output is None:
@@ -289,8 +300,9 @@ def export(
             return
     from kaja_cli.core import fs
 
+    assert target is not None
     try:
-        fs.write_private_file(output, text.encode())
+        fs.write_private_file(target.real, text.encode())
     except OSError as e:
         from kaja_cli.errors import Failed
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from kaja_cli.core import guard
 from kaja_cli.core.db import table_names
 from kaja_cli.core.images import session_dir
 
@@ -64,26 +66,35 @@ def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) ->
     return deleted
 
 
+def images_link(images_dir: Path) -> Path | None:
+    """`files/` or `files/images/` when it is a symbolic link: no image folder
+    is deleted through it (SPEC §8), and a plan says so."""
+    return guard.link_between(images_dir, images_dir.parent.parent)
+
+
 def remove_image_folders(images_dir: Path, session_ids: Iterable[str]) -> list[Path]:
     """Remove `images/<sessionId>/` folders; returns those removed.
 
     A name that is not a safe single component is skipped; a folder that is a
     symlink loses the link, never its target; nothing outside the images
-    folder is touched.
+    folder is touched, and nothing at all through a symlinked `files/` or
+    `images/` (`images_link`).
     """
-    removed = []
-    try:
-        root = images_dir.resolve(strict=True)
-    except OSError:
+    removed: list[Path] = []
+    if images_link(images_dir) is not None:
         return removed
     for sid in session_ids:
         folder = session_dir(images_dir, sid)
         if folder is None:
             continue
-        if folder.is_symlink():
+        try:
+            st = folder.lstat()
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
             folder.unlink()
             removed.append(folder)
-        elif folder.is_dir() and folder.resolve().parent == root:
+        elif stat.S_ISDIR(st.st_mode):
             shutil.rmtree(folder)
             removed.append(folder)
     return removed

@@ -229,7 +229,9 @@ def _place(
 
 def companions(db: Path) -> list[Path]:
     """The -wal, -shm and -journal files SQLite may keep beside `db`."""
-    return [db.with_name(db.name + suffix) for suffix in COMPANION_SUFFIXES]
+    from kaja_cli.core.fs import beside
+
+    return [beside(db, suffix) for suffix in COMPANION_SUFFIXES]
 
 
 class LocationInfo(NamedTuple):

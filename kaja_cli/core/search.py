@@ -42,7 +42,7 @@ from kaja_cli.core import db, search_index
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store
 from kaja_cli.core.wording import plural
-from kaja_cli.errors import Busy, KajaError, NotFound, UsageError
+from kaja_cli.errors import Busy, KajaError, NotFound, Refused, UsageError
 
 Progress = Callable[[int, int | None], None]
 # How core shows a long job: `render.progress(description, total)`.
@@ -227,7 +227,8 @@ def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
     again empty, then batches, then incremental merges (`search_index`).
     Returns how many messages it holds."""
     path = store.require()
-    with db.open_write(path) as conn, _progress(progress, "indexing messages", None) as bar:
+    file = store.paths.file_of("shared")
+    with db.open_write(path, file) as conn, _progress(progress, "indexing messages", None) as bar:
         store.ensure_schema(conn, progress=bar)
         with db.transaction(conn):
             count = search_index.reset(conn)
@@ -247,7 +248,7 @@ def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[
 
     try:
         with (
-            db.open_write(path, timeout_ms=BUILD_WAIT_MS) as conn,
+            db.open_write(path, store.paths.file_of("shared"), timeout_ms=BUILD_WAIT_MS) as conn,
             _progress(progress, "building the search index", None) as bar,
         ):
             with db.transaction(conn):
@@ -257,13 +258,20 @@ def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[
             search_index.finish(conn, bar)
     except Busy:
         return False, "another process is writing to it"
+    except Refused:
+        return False, NOT_KAJAS
     except KajaError as e:
         return False, e.message
     return True, None
 
 
+NOT_KAJAS = "not Kaja's"  # `_build`'s reason when the guard refused the file
+
+
 def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
-    if state == search_index.FOREIGN:
+    if why_not == NOT_KAJAS:
+        reason = "it is not Kaja's store, so kaja adds no search index to it"
+    elif state == search_index.FOREIGN:
         reason = (
             f"its {search_index.FTS_TABLE} is not kaja's search index "
             "(`kaja search --reindex` replaces it)"

@@ -387,6 +387,7 @@ class DeletePlan(NamedTuple):
     image_folders: list[Path]  # existing folders files/images/<sessionId>/
     image_files: int = 0
     image_bytes: int = 0
+    images_link: Path | None = None  # a symlinked files/ or images/: their folders stay
 
 
 class DeleteResult(NamedTuple):
@@ -410,13 +411,14 @@ def plan_delete(
     rows = _count_rows(conn, [s.id for s in sessions], cascade)
     folders = []
     files = size = 0
-    for s in sessions:
+    link = cascade.images_link(images_dir)
+    for s in sessions if link is None else ():
         folder = session_dir(images_dir, s.id)
         if folder is not None and (folder.is_dir() or folder.is_symlink()):
             folders.append(folder)
             b, n = fs.tree_size(folder)
             size, files = size + b, files + n
-    return DeletePlan(sessions, rows, folders, files, size)
+    return DeletePlan(sessions, rows, folders, files, size, link)
 
 
 def _count_rows(conn: sqlite3.Connection, ids: list[str], cascade: Any) -> dict[str, int]:
@@ -461,7 +463,7 @@ def delete_sessions(
 
 def plan_deletion(store: Store, refs: Iterable[str], owner: Owner) -> DeletePlan:
     """Read-only: the question is asked before anything is opened for writing."""
-    with store.reader() as conn:
+    with store.reader(writing=True) as conn:
         return plan_delete(conn, refs, owner, store.paths.images_dir)
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core import db, schema, search_index
+from kaja_cli.core import db, fs, schema, search_index
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, UsageError
 
@@ -355,7 +355,7 @@ def reset_queries(have: dict[str, set[str]], before: str | None = None) -> list[
 
 def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
     """Count what `reset` would delete (read-only); NotFound if there is no store."""
-    with store.reader() as conn:
+    with store.reader(writing=True) as conn:
         conn.execute("BEGIN")
         picked, skipped = selections(schema.present_columns(conn), before)
         plan = ResetPlan(location=str(store.path()), before=before, skipped=skipped)
@@ -489,7 +489,7 @@ def _on_disk(path: Path) -> int:
     total = 0
     for suffix in ("", "-wal"):
         try:
-            total += path.with_name(path.name + suffix).stat().st_size
+            total += fs.beside(path, suffix).stat().st_size
         except FileNotFoundError:
             pass
     return total

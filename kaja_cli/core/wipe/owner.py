@@ -113,7 +113,7 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
     store.require_local()
     paths = store.paths
     _no_whole_wipe_pending(paths)
-    with store.reader(timeout_ms=READ_TIMEOUT_MS) as conn:
+    with store.reader(timeout_ms=READ_TIMEOUT_MS, writing=True) as conn:
         ids = _session_ids(conn, owner)
         rows = _owner_rows(conn, owner, ids, delete=False)
         present = db.table_names(conn)
@@ -126,9 +126,10 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
                 n := conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}", args).fetchone()[0]
             )
         ]
+    link = cascade.images_link(paths.images_dir)
     folders = [
         i
-        for sid in ids
+        for sid in (ids if link is None else ())
         if (d := images.session_dir(paths.images_dir, sid)) and (i := image_item(d))
     ]
     leftovers = None
@@ -137,13 +138,13 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
         detail, command, left = describe(marker, paths, live_sessions(paths))
         leftovers = Leftovers(detail, (detail,), (command,), (*left, marker))
         have = {i.path for i in folders}
-        folders += [i for p in left if p not in have and (i := image_item(p))]
+        folders += [i for p in left if p not in have and link is None and (i := image_item(p))]
     if not sum(rows.values()) and not folders and leftovers is None:
         raise NotFound(
             f"nothing stored for owner {owner.label}",
             hint="`kaja sessions --all-owners` lists the owners",
         )
-    return OwnerPlan(owner, rows, folders, mentions, leftovers)
+    return OwnerPlan(owner, rows, folders, mentions, leftovers, link)
 
 
 def execute_owner(
@@ -174,6 +175,8 @@ def execute_owner(
                     for sid in sorted(names)
                     if (d := images.session_dir(paths.images_dir, sid)) and lstat_or_none(d)
                 ]
+                if cascade.images_link(paths.images_dir) is not None:
+                    folders = []  # nothing is deleted through a link (the plan said so)
                 if folders:
                     write_marker(
                         marker,
