@@ -16,7 +16,17 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo, doctor, resume, search, sessions, usage, wipe  # noqa: E402
+from kaja_cli.commands import (  # noqa: E402
+    config,
+    demo,
+    doctor,
+    resume,
+    search,
+    sessions,
+    typed_path,
+    usage,
+    wipe,
+)
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -39,16 +49,29 @@ def root(
     ctx: typer.Context,
     config_path: Annotated[
         Path | None,
-        typer.Option("--config", metavar="PATH", help="settings.toml to use \\[env: KAJA_CONFIG]."),
+        typer.Option(
+            "--config",
+            metavar="PATH",
+            click_type=typed_path(),
+            help="settings.toml to use \\[env: KAJA_CONFIG].",
+        ),
     ] = None,
     state_dir: Annotated[
         Path | None,
-        typer.Option("--state-dir", metavar="DIR", help="State folder \\[env: KAJA_STATE_DIR]."),
+        typer.Option(
+            "--state-dir",
+            metavar="DIR",
+            click_type=typed_path(),
+            help="State folder \\[env: KAJA_STATE_DIR].",
+        ),
     ] = None,
     db: Annotated[
         Path | None,
         typer.Option(
-            "--db", metavar="PATH", help="The shared database file \\[env: KAJA_DB_PATH]."
+            "--db",
+            metavar="PATH",
+            click_type=typed_path(),
+            help="The shared database file \\[env: KAJA_DB_PATH].",
         ),
     ] = None,
     version: Annotated[

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of, typed_path
 
 app = typer.Typer(
     help="List your conversations, newest first; delete or export them.",
@@ -21,7 +21,10 @@ def sessions(
         bool, typer.Option("--all-owners", help="Everyone's sessions, with an owner column.")
     ] = False,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+        int,
+        typer.Option(
+            "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+        ),
     ] = 20,
     since: Annotated[
         str | None,
@@ -251,7 +254,13 @@ def export(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            click_type=typed_path(),
+            help="Write here instead of stdout.",
+        ),
     ] = None,
     owner: Annotated[str | None, typer.Option(metavar="ID", help=OWNER_HELP)] = None,
 ) -> None:

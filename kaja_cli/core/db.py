@@ -194,7 +194,10 @@ def open_read(
         # "attempt to write a readonly database". No -wal and no lock means
         # no writer: the file is complete as it stands, so read it as such.
         uri += "&immutable=1"
-    with _translated(path):
+    rollback = _rollback_mode(real)
+    if rollback:
+        timeout_ms = min(timeout_ms, ROLLBACK_READ_WAIT_MS)
+    with _busy_explained(path, rollback), _translated(path):
         conn = _connect(uri, timeout_ms)
         try:
             yield conn
@@ -202,6 +205,35 @@ def open_read(
             conn.close()
             if tidy and (wal.exists() or shm.exists()):
                 _remove_read_leftovers(real, wal, shm, had)
+
+
+# A file not in WAL mode: a writer's lock shuts every reader out until it
+# commits, however long that is. A reader waits this long, then says why.
+ROLLBACK_READ_WAIT_MS = 1000
+
+
+def _rollback_mode(path: Path) -> bool:
+    """Whether the header says rollback-journal mode (bytes 18-19 are 1, WAL is 2)."""
+    try:
+        head = read_head(path, 20)
+    except OSError:
+        return False
+    return len(head) == 20 and head[18] == 1 and head[19] == 1
+
+
+@contextmanager
+def _busy_explained(path: Path, rollback: bool) -> Iterator[None]:
+    try:
+        yield
+    except Busy as e:
+        if not rollback:
+            raise
+        raise Busy(
+            f"{path} is locked by another process, and it is not in WAL mode: until that"
+            " process commits, nothing can read it",
+            hint="try again in a moment; `kaja doctor --fix` (with Kaja closed) switches it"
+            " to WAL, where reading never waits",
+        ) from e
 
 
 def _remove_read_leftovers(path: Path, wal: Path, shm: Path, had: tuple[bool, bool]) -> None:

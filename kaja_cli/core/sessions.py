@@ -9,7 +9,6 @@ The listing is one query, whatever the number of sessions.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -17,12 +16,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kaja_cli.core.ids import SHORT_ID_MIN, short_id  # noqa: F401 - part of this module's interface
 from kaja_cli.core.owners import Owner, label
+from kaja_cli.core.values import real_sum
 from kaja_cli.errors import NotFound, Refused, UsageError
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
 
-_ID_CHARS = re.compile(r"^[A-Za-z0-9._:-]+$")
 MAX_CANDIDATES = 10
 DEFAULT_LIMIT = 20
 
@@ -72,8 +71,10 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner | None) -> SessionRef:
     if not ref:
         raise UsageError("empty session id")
     have = columns(conn, "sessions").get("sessions")
-    if not have or "id" not in have or not _ID_CHARS.match(ref):
+    if not have or "id" not in have:
         raise NotFound(f"no session {ref!r}", hint="`kaja sessions` lists them")
+    # Any id another program stored can be typed back (`a/b`, spaces…): it is
+    # only ever a bound parameter, never a path (images.session_dir).
     select = f"SELECT id, {col(have, 's', 'owner')}, {col(have, 's', 'title')} FROM sessions AS s"
     if owner is None:
         mine_where, mine_args = "1", ()
@@ -272,8 +273,8 @@ def listing_query(
         )
         join = (
             f" LEFT JOIN (SELECT m.sessionId AS sid, count(*) AS n,"
-            f" sum({col(m, 'm', 'promptTokens')}) AS pt,"
-            f" sum({col(m, 'm', 'completionTokens')}) AS ct FROM messages AS m"
+            f" {real_sum(col(m, 'm', 'promptTokens'))} AS pt,"
+            f" {real_sum(col(m, 'm', 'completionTokens'))} AS ct FROM messages AS m"
             " WHERE m.sessionId IN (SELECT id FROM picked) GROUP BY m.sessionId) AS a"
             " ON a.sid = p.id"
         )

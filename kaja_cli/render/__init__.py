@@ -104,10 +104,28 @@ class Styled(NamedTuple):
         return self.text
 
 
-def _plain(value: Any) -> str:
+# Control characters a value from the store may hold (a NUL, an escape
+# sequence): shown as `\x00`, never written raw to a terminal or a pipe.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_ONE_LINE = str.maketrans({**_CONTROLS, **dict.fromkeys(map(ord, "\t\n\r\v\f"), " ")})
+_LINES = str.maketrans({c: e for c, e in _CONTROLS.items() if c not in (0x09, 0x0A)})
+
+
+def text(value: Any, *, lines: bool = False) -> str:
+    """Any value from the store as text: the one place a stored value becomes
+    something printed (table cells, tab-separated rows, replays, Markdown
+    headings). NULL is empty, a BLOB its hex, a number its digits; control
+    characters are escaped (`\x00`), and tabs and line breaks become spaces
+    (with `lines`, line breaks and tabs stay)."""
     if value is None:
         return ""
-    return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value).translate(_LINES if lines else _ONE_LINE)
+
+
+def _plain(value: Any) -> str:
+    return text(value)
 
 
 def _cell(value: Any) -> Any:
@@ -118,9 +136,9 @@ def _cell(value: Any) -> Any:
     if value is None:
         return ""
     if isinstance(value, Styled):
-        return Text(value.text, style=value.style)
-    if isinstance(value, str | int | float):
-        return Text(str(value))
+        return Text(text(value.text, lines=True), style=value.style)
+    if isinstance(value, str | int | float | bytes):
+        return Text(text(value, lines=True))
     return value
 
 
@@ -221,10 +239,20 @@ def confirm(question: str, *, assume_yes: bool) -> None:
 
 
 # --- friendly values ---------------------------------------------------------
-def human_count(n: int | None) -> str:
-    """950, 12.3k, 1.2M: a count at a glance."""
+def _number(value: Any) -> int | float | None:
+    """A stored number as one, or None (NULL, 'slow', NaN, an infinity)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if isinstance(value, int) or math.isfinite(value) else None
+
+
+def human_count(value: Any) -> str:
+    """950, 12.3k, 1.2M: a count at a glance (anything else shown as it is)."""
+    n = _number(value)
     if n is None:
-        return "-"
+        return "-" if value is None else text(value)
     for limit, div, unit in ((1_000_000_000, 1_000_000_000, "G"), (1_000_000, 1_000_000, "M"),
                              (1000, 1000, "k")):  # fmt: skip
         if abs(n) >= limit:
@@ -232,13 +260,13 @@ def human_count(n: int | None) -> str:
     return str(n)
 
 
-def relative_time(value: str | None, now: datetime | None = None) -> str:
+def relative_time(value: Any, now: datetime | None = None) -> str:
     """ "3h ago", "2d ago", or the date for anything older than a month."""
     from kaja_cli.core.clock import parse_stored
 
-    dt = parse_stored(value)
+    dt = parse_stored(value) if isinstance(value, str) else None
     if dt is None:
-        return value or "-"
+        return text(value) or "-"
     seconds = ((now or datetime.now(UTC)) - dt).total_seconds()
     if seconds < 0:
         return dt.strftime("%Y-%m-%d %H:%M")
@@ -257,10 +285,11 @@ def color_enabled() -> bool:
     return "NO_COLOR" not in os.environ and stdout_is_terminal()
 
 
-def human_duration(ms: int | float | None) -> str:
-    """ "850 ms", "12.4 s", "7m 05s", "3h 12m", "4d 02h" """
+def human_duration(value: Any) -> str:
+    """ "850 ms", "12.4 s", "7m 05s", "3h 12m", "4d 02h" (anything else shown as it is)"""
+    ms = _number(value)
     if ms is None:
-        return "-"
+        return "-" if value is None else text(value)
     if ms < 1000:
         return f"{int(ms)} ms"
     seconds = ms / 1000
@@ -300,7 +329,7 @@ def print_lines(lines: Sequence[Line], *, pager: bool = True) -> None:
     written as escape codes here: Rich takes ~0.1 ms a line, and a long
     conversation is 100,000 lines. `NO_COLOR` drops the colors and keeps
     bold, dim and italic (as Rich does); control characters from the
-    database are never written to a terminal.
+    database are never written raw, to a terminal or a pipe (`text`).
 
     The pager is `$KAJA_PAGER`, else `$PAGER`, else `less`; like git, `LESS`
     defaults to `FRX` (quit if one screen, keep colors, leave the screen as it
@@ -309,12 +338,10 @@ def print_lines(lines: Sequence[Line], *, pager: bool = True) -> None:
     if not stdout_is_terminal():
         out = sys.stdout
         for line in lines:
-            out.write("".join(text for text, _ in line) + "\n")
+            out.write("".join(part.translate(_LINES) for part, _ in line) + "\n")
         return
-    import re
     import shutil
 
-    control = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
     styled = os.environ.get("TERM") != "dumb"
     color = styled and "NO_COLOR" not in os.environ
     codes: dict[str, str] = {}
@@ -324,22 +351,22 @@ def print_lines(lines: Sequence[Line], *, pager: bool = True) -> None:
     for line in lines:
         parts = []
         length = 0
-        for text, style in line:
-            text = control.sub("", text)
-            length += len(text)
+        for part, style in line:
+            shown = part.translate(_LINES)
+            length += len(shown)
             sgr = codes.get(style)
             if sgr is None:
                 words = [_SGR[w] for w in style.split() if w in _SGR]
                 if not color:
                     words = [w for w in words if not w.startswith("3") or len(w) == 1]
                 sgr = codes[style] = f"\x1b[{';'.join(words)}m" if styled and words else ""
-            parts.append(f"{sgr}{text}\x1b[0m" if sgr and text else text)
+            parts.append(f"{sgr}{shown}\x1b[0m" if sgr and shown else shown)
         rows += max(1, -(-length // max(width, 1)))
         out_lines.append("".join(parts))
-    text = "\n".join(out_lines) + "\n"
-    if pager and rows > height and _page(text):
+    page = "\n".join(out_lines) + "\n"
+    if pager and rows > height and _page(page):
         return
-    sys.stdout.write(text)
+    sys.stdout.write(page)
     sys.stdout.flush()
 
 

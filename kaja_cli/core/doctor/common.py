@@ -100,6 +100,10 @@ def safe(fn: Callable[[], Check | list[Check] | None], id: str, group: str, what
         low = text.lower()
         if "locked" in low or "busy" in low:
             return Check(id, group, WARN, f"{what}: not checked, the file is busy ({text})")
+        if low.startswith(("no such column", "no such table")):
+            # An older or newer schema: the schema check names what is missing.
+            return Check(id, group, WARN, f"{what}: not checked: {text}",
+                         ["written by an older or newer program: see the schema check"])  # fmt: skip
         return Check(id, group, ERROR, f"{what}: could not be read: {text}")
 
 

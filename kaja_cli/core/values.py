@@ -1,0 +1,52 @@
+"""Values read from the store, whatever their type.
+
+Another program writes these files, and SQLite keeps whatever it is given:
+an id may be an INTEGER or NULL, a duration the text 'slow', a token count
+2^63 - 1 or a BLOB. The core turns such a value into the type it works with
+here, once, instead of trusting the column's declared type:
+
+- `text`: an id, a name, a key (None stays None; a BLOB is its hex, as in
+  `--json`);
+- `whole`: a count or a duration (None for anything that is not a number);
+- sums are made with `SUM(CAST(x AS REAL))` in SQL (`real_sum`), which
+  never overflows, and `whole` makes them integers again.
+
+What reaches the screen goes through one place too: `render.text`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def text(value: Any) -> str | None:
+    """An id, name or key as text; None stays None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    return str(value)
+
+
+def whole(value: Any) -> int | None:
+    """A count or a duration as an int; None for NULL, text that is not a
+    number ('slow'), NaN or an infinity."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, float) and math.isfinite(value):
+        return int(value)
+    return None
+
+
+def real_sum(expr: str) -> str:
+    """SQL summing `expr` as REAL: SQLite's SUM of integers fails with
+    "integer overflow" past 2^63 - 1; a report must still add up."""
+    return f"SUM(CAST({expr} AS REAL))"
