@@ -137,10 +137,10 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
     rows, plain = [], []
     for s in result.sessions:
         r = s.row
-        pending = (r.get("pendingKind") or "pending") if s.pending else ""
+        pending = (render.text(r.get("pendingKind")) or "pending") if s.pending else ""
         owner = [label(r.get("owner"))] if all_owners else []
         if r.get("title"):
-            title = S(str(r["title"]))
+            title = S(render.text(r["title"]))
         elif s.first_prompt:
             title = S("“" + " ".join(s.first_prompt.split())[:57] + "”", "dim italic")
         else:

@@ -155,7 +155,14 @@ def _translated(path: Path) -> Iterator[None]:
 def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+    conn.text_factory = _text
     return conn
+
+
+def _text(raw: bytes) -> str:
+    """A TEXT value as str, even when another program stored bytes that are
+    not UTF-8 (shown with U+FFFD): Python's default would fail the whole query."""
+    return raw.decode("utf-8", "replace")
 
 
 @contextmanager

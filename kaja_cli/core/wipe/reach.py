@@ -75,7 +75,8 @@ def read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[s
                 ids |= {r[0] for r in conn.execute("SELECT id FROM sessions")}
             if "messages" in tables:
                 ids |= {r[0] for r in conn.execute("SELECT DISTINCT sessionId FROM messages")}
-            return None, {i for i in ids if isinstance(i, str)}
+            # An INTEGER id another program wrote names its folder as its digits.
+            return None, {str(i) for i in ids if isinstance(i, str | int)}
     except KajaError:
         return None, None
 
