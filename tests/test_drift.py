@@ -85,9 +85,7 @@ def tables(draw) -> list[tuple[str, list[tuple[str, str]], list[list]]]:
             columns.append(("extra_" + name, draw(st.sampled_from(TYPES))))
         if not columns:
             continue
-        rows = draw(
-            st.lists(st.tuples(*(cell_for(c) for c, _ in columns)).map(list), max_size=3)
-        )
+        rows = draw(st.lists(st.tuples(*(cell_for(c) for c, _ in columns)).map(list), max_size=3))
         out.append((name, columns, rows))
     return out
 
@@ -114,9 +112,7 @@ def owned(path) -> dict[str, int]:
     conn = sqlite3.connect(path)
     conn.text_factory = bytes
     try:
-        have = {
-            t: {r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')} for t in TABLES
-        }
+        have = {t: {r[1] for r in conn.execute(f'PRAGMA table_info("{t}")')} for t in TABLES}
         out = {}
         for table in ("sessions", "notes", "dataset_answers", "dataset_versions"):
             if "owner" in have[table]:
@@ -161,7 +157,9 @@ def messages_of(path, ids: list) -> int:
 def is_kajas(path) -> bool:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        return guard.recognise(conn, DatabaseFile(Database.SHARED, path, "", (Database.SHARED,))).kajas
+        return guard.recognise(
+            conn, DatabaseFile(Database.SHARED, path, "", (Database.SHARED,))
+        ).kajas
     finally:
         conn.close()
 
