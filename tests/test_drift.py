@@ -47,7 +47,7 @@ class NotUtf8(bytes):
 cells = st.one_of(
     st.none(),
     st.integers(min_value=-(2**63), max_value=2**63 - 1),
-    st.sampled_from([2**63 - 1, -(2**63), 0, 1, -1]),
+    st.sampled_from([2**63 - 1, -(2**63), 0, 1, -1, float("inf"), float("-inf"), 1e308]),
     st.floats(allow_nan=False),
     st.text(max_size=12),
     st.sampled_from(["", "slow", "terminal", OWNER, "{", "null", "[1,", "2026-11-29T10:00:00Z",
@@ -180,9 +180,20 @@ READS = [
 ]
 
 
+def strict_json(text: str):
+    """JSON as jq reads it: no NaN or Infinity (Python's parser takes them)."""
+
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def check(r, argv, codes) -> None:
     assert r.code in codes, (argv, r)
     assert "internal error" not in r.err and "Traceback" not in r.err, (argv, r)
+    if ("--json" in argv or "json" in argv) and r.out:  # doctor's exit 1 prints its report
+        strict_json(r.out)
     if r.code and r.err:  # a failure is one line (doctor's exit 1 is its report)
         assert r.err.startswith("kaja: ") and r.err.count("\n") == 1, (argv, r)
 
@@ -201,7 +212,7 @@ def test_every_read_command_and_wipe_owner_on_a_drifted_store(kaja, spec):
     for argv, codes in READS:
         check(kaja(*argv), argv, codes)
     listing = kaja("sessions", "--json", "-n", "5")
-    for s in json.loads(listing.out)["sessions"]:
+    for s in strict_json(listing.out)["sessions"]:
         sid = str(s["id"])
         for argv in (["resume", sid, "--no-pager"], ["sessions", "export", sid],
                      ["sessions", "export", sid, "-f", "json"]):  # fmt: skip

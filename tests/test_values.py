@@ -230,3 +230,23 @@ def test_writing_commands_refuse_a_device(kaja):
         r = kaja("--db", "/dev/null", *argv, timeout=30)
         assert r.code == 5, (argv, r)
         assert "/dev/null is a character device, not a SQLite database" in r.err
+
+
+def test_json_output_stays_json_whatever_the_store_holds(demo_store):
+    """SQLite writes an infinite REAL as `Inf` and Python as `Infinity`: neither is JSON."""
+    sid = terminal_session_with_tool_calls(demo_store)
+    sql(demo_store, "UPDATE sessions SET title = -9e999, persona = x'00ff' WHERE id = ?",
+        "UPDATE messages SET seq = 9e999 WHERE sessionId = ? AND seq = 0",
+        "UPDATE messages SET promptTokens = 9e999",
+        "UPDATE session_events SET payload = '{\"text\": NaN}'", args=(sid,))  # fmt: skip
+
+    def refuse(constant):
+        raise ValueError(constant)
+
+    for argv in (["sessions", "--json"], ["resume", sid, "--json"], ["sessions", "export", sid,
+                 "-f", "json"], ["search", "backup", "--json"]):  # fmt: skip
+        r = demo_store(*argv)
+        clean(r)
+        json.loads(r.out, parse_constant=refuse)
+    session = json.loads(demo_store("resume", sid, "--json").out)["session"]
+    assert session["title"] == "-Inf" and session["persona"] == "00FF"

@@ -674,7 +674,10 @@ def _details(
         (wanted,),
     )
     # Ids and names of any type another program stored (an INTEGER id): text.
-    messages = {r[0]: (*map(values.text, r[1:3]), r[3], *map(values.text, r[4:])) for r in rows}
+    messages = {
+        r[0]: (*map(values.text, r[1:3]), values.json_safe(r[3]), *map(values.text, r[4:]))
+        for r in rows
+    }
     if bm25.rows <= _SMALL_MATCH:
         # Few matches: asking the index again for just these is cheap.
         name, table = ix.name, ix.table

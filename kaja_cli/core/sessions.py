@@ -194,10 +194,14 @@ _COMPUTED = ("kaja_prev_id", "kaja_next_id", "kaja_messages", "kaja_prompt_token
 
 
 def json_value(expr: str) -> str:
-    """`expr` as a JSON value: SQLite's json_object refuses BLOBs, shown as hex."""
+    """`expr` as a JSON value: SQLite's json_object refuses BLOBs (shown as hex)
+    and writes an infinite REAL as `Inf`, which is not JSON (shown as text)."""
     if expr == "NULL":
         return expr
-    return f"CASE WHEN typeof({expr}) = 'blob' THEN hex({expr}) ELSE {expr} END"
+    return (
+        f"CASE typeof({expr}) WHEN 'blob' THEN hex({expr}) WHEN 'real' THEN"
+        f" iif(abs({expr}) > 1.7976931348623157e308, CAST({expr} AS TEXT), {expr}) ELSE {expr} END"
+    )
 
 
 def json_pairs(

@@ -70,17 +70,21 @@ _TABLES = ("sessions", "messages", "tool_calls", "session_summaries", "session_e
 
 
 def parse_json(value: Any) -> Any:
-    """A JSON column's value: parsed if it is valid JSON text, else as stored."""
+    """A JSON column's value: parsed if it is valid JSON text, else as stored
+    (`NaN` and `Infinity` are not JSON, though Python's parser takes them)."""
     if isinstance(value, str) and value:
         try:
-            return json.loads(value)
+            return json.loads(value, parse_constant=_not_json)
         except ValueError:
             return value
-    return value
+    return _plain(value)
 
 
-def _plain(value: Any) -> Any:
-    return value.hex().upper() if isinstance(value, bytes) else value
+def _not_json(constant: str) -> Any:
+    raise ValueError(constant)
+
+
+_plain = values.json_safe
 
 
 def _json_column(expr: str) -> str:

@@ -6,7 +6,7 @@ an id may be an INTEGER or NULL, a duration the text 'slow', a token count
 here, once, instead of trusting the column's declared type:
 
 - `text`: an id, a name, a key (None stays None; a BLOB is its hex, as in
-  `--json`);
+  `--json`, upper-case as SQLite's hex());
 - `whole`: a count or a duration (None for anything that is not a number);
 - sums are made as REAL in SQL (`real_sum`), which never overflows, and
   `whole` makes them integers again.
@@ -25,7 +25,7 @@ def text(value: Any) -> str | None:
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
+        return bytes(value).hex().upper()
     return str(value)
 
 
@@ -44,6 +44,17 @@ def whole(value: Any) -> int | None:
     if isinstance(value, float) and math.isfinite(value):
         return int(value)
     return None
+
+
+def json_safe(value: Any) -> Any:
+    """A stored value as JSON can hold it, the way SQLite's own JSON shows it:
+    a BLOB as its hex (SQLite's hex()), an infinite REAL as SQLite's text
+    for it (`Inf`, `-Inf`: Python would write `Infinity`, which is not JSON)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex().upper()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "Inf" if value > 0 else "-Inf"
+    return value
 
 
 def real_sum(expr: str) -> str:

@@ -120,7 +120,7 @@ def text(value: Any, *, lines: bool = False) -> str:
     if value is None:
         return ""
     if isinstance(value, bytes | bytearray | memoryview):
-        return bytes(value).hex()
+        return bytes(value).hex().upper()  # as SQLite's hex() and --json show it
     return str(value).translate(_LINES if lines else _ONE_LINE)
 
 
