@@ -24,7 +24,18 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo, doctor, resume, search, sessions, sync, usage, wipe  # noqa: E402
+from kaja_cli.commands import (  # noqa: E402
+    config,
+    demo,
+    doctor,
+    resume,
+    search,
+    sessions,
+    sync,
+    typed_path,
+    usage,
+    wipe,
+)
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -48,16 +59,29 @@ def root(
     ctx: typer.Context,
     config_path: Annotated[
         Path | None,
-        typer.Option("--config", metavar="PATH", help="settings.toml to use \\[env: KAJA_CONFIG]."),
+        typer.Option(
+            "--config",
+            metavar="PATH",
+            click_type=typed_path(),
+            help="settings.toml to use \\[env: KAJA_CONFIG].",
+        ),
     ] = None,
     state_dir: Annotated[
         Path | None,
-        typer.Option("--state-dir", metavar="DIR", help="State folder \\[env: KAJA_STATE_DIR]."),
+        typer.Option(
+            "--state-dir",
+            metavar="DIR",
+            click_type=typed_path(),
+            help="State folder \\[env: KAJA_STATE_DIR].",
+        ),
     ] = None,
     db: Annotated[
         Path | None,
         typer.Option(
-            "--db", metavar="PATH", help="The shared database file \\[env: KAJA_DB_PATH]."
+            "--db",
+            metavar="PATH",
+            click_type=typed_path(),
+            help="The shared database file \\[env: KAJA_DB_PATH].",
         ),
     ] = None,
     version: Annotated[

@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
@@ -68,7 +68,10 @@ def search(
         ),
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+        int,
+        typer.Option(
+            "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+        ),
     ] = 20,
     reindex: Annotated[
         bool,

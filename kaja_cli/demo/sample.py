@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from kaja_cli.core.clock import iso
 from kaja_cli.core.record import Recorder
@@ -57,6 +58,21 @@ def existing_store(store: Store) -> list[str]:
     return found
 
 
+def _what_is_there(path: Path) -> str | None:
+    """None for a file that may be a store (demo says one exists); else what it is."""
+    from kaja_cli.core import db, fs
+
+    kind = db.classify(path) if not path.is_symlink() else "link"
+    if kind in ("sqlite", "empty", "missing"):
+        return None
+    if kind == "other":
+        return "a file that is not a SQLite database"
+    try:
+        return fs.what_is(path.lstat())
+    except OSError:
+        return None
+
+
 def create(store: Store, options: DemoOptions, progress: Progress | None = None) -> DemoResult:
     store.require_local()
     if options.sessions is not None and options.sessions < 1:
@@ -70,9 +86,15 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
         raise Refused(f"an interrupted wipe is not finished: {left.summary}")
     found = existing_store(store)
     if found:
+        first = Path(found[0])
+        what = None if first == store.paths.files_dir else _what_is_there(first)
         raise Refused(
-            f"a Kaja store already exists ({found[0]})",
-            hint="demo only writes a fresh one: use another --state-dir, or `kaja wipe` first",
+            f"a Kaja store already exists ({found[0]})"
+            if what is None
+            else f"{found[0]} is {what}",
+            hint="demo only writes a fresh one: use another --state-dir, or `kaja wipe` first"
+            if what is None
+            else "demo writes a new store only where there is nothing: use another --db or --state-dir",
         )
     rng = random.Random(options.seed)
     base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
