@@ -162,7 +162,7 @@ def test_secrets_are_never_printed(demo_store: Kaja) -> None:
     out = doctor(demo_store, "--json").out + doctor(demo_store).out
     assert not [s for s in secrets if s in out]
     auth = checks_of(doctor(demo_store, "--json"))["side-data.auth"]
-    assert auth["summary"] == "web-auth.db: 1 account, 2 sign-in sessions, 1 expired"
+    assert auth["summary"] == "web-auth.db: 3 accounts, 3 sign-in sessions, 1 expired"
 
 
 def test_list_checks_and_check_id(demo_store: Kaja) -> None:

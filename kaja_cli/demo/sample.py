@@ -584,7 +584,7 @@ class _Demo:
             # Accounts made later: one signed in, one disabled (`kaja accounts`).
             ana = rec.add_web_user("ana", "mi contraseña %d" % rng.getrandbits(32), display_name="Ana García",
                                    at=base - timedelta(days=20))  # fmt: skip
-            rec.add_web_session(ana, "token-%032x" % rng.getrandbits(128), expires_at=iso(base + timedelta(days=28)),
+            rec.add_web_session(ana, "token-%032x" % rng.getrandbits(128), expires_at=iso(base + timedelta(days=30)),
                                 at=base - timedelta(days=2))  # fmt: skip
             rec.add_web_user("guest", "guest password %d" % rng.getrandbits(32), display_name="Guest",
                              at=base - timedelta(days=9), active=False)  # fmt: skip
