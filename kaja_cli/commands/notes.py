@@ -382,7 +382,7 @@ def markdown(notes: "list[Note]", owner: str | None) -> str:
         out += ["No notes.", ""]
     level = "##" if owner else "###"
     current = None
-    for n in sorted(notes, key=lambda n: label(n.owner)) if owner is None else notes:
+    for n in sorted(notes, key=lambda n: (n.owner != "", n.owner)) if owner is None else notes:
         if owner is None and label(n.owner) != current:
             current = label(n.owner)
             out += [f"## {current}", ""]
