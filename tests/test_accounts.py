@@ -230,3 +230,24 @@ def test_any_account_name(demo_store, value):
         r = demo_store(*argv)
         assert r.code in range(6) and "Traceback" not in r.err, (argv, r)
     assert set(users(demo_store)) == {"marie", "ana", "guest"}
+
+
+def test_tab_completes_usernames_never_a_secret(demo_store):
+    from test_completion import fast_answer, requests, typer_answer
+
+    base = dict(demo_store.env, COLUMNS="100000")
+    for words in (
+        ["accounts", "remove"],
+        ["accounts", "sessions"],
+        ["accounts", "revoke", "--all"],
+    ):
+        for shell, env in requests(base, words, "").items():
+            answer = fast_answer(env)
+            assert answer == typer_answer(env), (shell, words)
+            assert not [s for s in secrets(demo_store) if s in answer[0]]
+    assert fast_answer(requests(base, ["accounts", "disable"], "")["bash"]) == (
+        "ana\nguest\nmarie\n",
+        0,
+    )
+    fish, _ = fast_answer(requests(base, ["accounts", "disable"], "a")["fish"])
+    assert fish == "ana\tAna García · user\n"

@@ -216,3 +216,17 @@ def test_any_namespace(demo_store, value):
     r = demo_store("cache", "clear", value, "--dry-run")
     assert r.code in (0, 2, 3) and "Traceback" not in r.err, r
     assert entries(demo_store) == {"embeddings": 1, "web_fetch": 8}
+
+
+def test_tab_completes_namespaces(demo_store):
+    from test_completion import fast_answer, requests, typer_answer
+
+    base = dict(demo_store.env, COLUMNS="100000")
+    for shell, env in requests(base, ["cache", "clear"], "").items():
+        assert fast_answer(env) == typer_answer(env), shell
+    assert fast_answer(requests(base, ["cache", "clear"], "")["bash"]) == (
+        "embeddings\nweb_fetch\n",
+        0,
+    )
+    fish, _ = fast_answer(requests(base, ["cache", "clear"], "w")["fish"])
+    assert fish == "web_fetch\t8 entries\n"

@@ -308,3 +308,26 @@ def test_any_key_or_query(demo_store, value):
         if r.code:
             assert r.err.startswith("kaja: ") and r.err.count("\n") == 1, (argv, r)
     assert stored_keys(demo_store) == before
+
+
+# --- TAB --------------------------------------------------------------------------------------------
+def test_tab_completes_keys_and_tags_of_the_acting_owner(demo_store):
+    from test_completion import fast_answer, requests, typer_answer
+
+    base = dict(demo_store.env, COLUMNS="100000")
+    cases = {
+        (("notes", "show"), ""): "budget-q4\ncode-style\ndiet\nname\n",
+        (("notes", "forget", "diet"), ""): "budget-q4\ncode-style\nname\n",
+        (("notes", "show", "--owner", ANA), "d"): "dentista\ndieta\n",
+        (("notes", "--tag"), ""): "finance\nfood\nprofile\nwork\n",
+        (("notes", "--importance"), ""): "high\nmedium\nlow\n",
+    }
+    for (words, incomplete), expected in cases.items():
+        for shell, env in requests(base, list(words), incomplete).items():
+            assert fast_answer(env) == typer_answer(env), (shell, words)
+        assert fast_answer(requests(base, list(words), incomplete)["bash"]) == (expected, 0), words
+    zsh, _ = fast_answer(requests(base, ["notes", "show"], "b")["zsh"])
+    assert (
+        zsh
+        == """_arguments '*: :(("budget-q4":"Q4 plan\\\\: eating out 700, irregular expenses 500…"))'\n"""
+    )
