@@ -115,7 +115,7 @@ def sessions(ctx: typer.Context, user: User, as_json: Json = False) -> None:
     now = datetime.now(UTC)
     Col = render.Col
     cols = [Col("created", kind="whole"), Col("expires", kind="whole"), Col("", kind="whole")]
-    rows = [[render.relative_time(s.created_at, now) if s.created_at else "-", s.expires_at or "never",
+    rows = [[render.relative_time(s.created_at, now) if s.created_at else "-", render.relative_time(s.expires_at, now) if s.expires_at else "never",
              "live" if s.live else render.Styled("expired", "dim")] for s in sign_ins]  # fmt: skip
     plain = [[s.created_at, s.expires_at, "live" if s.live else "expired"] for s in sign_ins]
     render.table(cols, rows, plain_rows=plain)
