@@ -97,8 +97,11 @@ def _table(accounts: "list[Account]") -> None:
 
 @app.command("sessions")
 def sessions(ctx: typer.Context, user: User, as_json: Json = False) -> None:
-    """List an account's sign-in sessions, newest first: when each began and
-    when it expires (nothing else: no token hash is ever read)."""
+    """List an account's sign-in sessions, newest first.
+
+    When each began and when it expires, nothing else: no token hash is
+    ever read.
+    """
     from datetime import UTC, datetime
 
     from kaja_cli import render
@@ -165,7 +168,10 @@ def remove(
     ctx: typer.Context,
     user: User,
     force: Annotated[
-        bool, typer.Option("--force", help="Remove the legacy owner account too (see above).")
+        bool,
+        typer.Option(
+            "--force", help="Remove the legacy owner (web_auth_meta's legacy_owner_id) too."
+        ),
     ] = False,
     yes: Yes = False,
     dry_run: DryRun = False,

@@ -207,10 +207,9 @@ def show(
     owner: OwnerOpt = None,
     as_json: Json = False,
 ) -> None:
-    """Show one note whole: its content, importance, tags, when it was
-    written and last used, and how often.
+    """Show one note whole: content, importance, tags, times and use count.
 
-    Another owner's note is refused (exit 5): act as them with --owner.
+    When it was written and last used, and how often. Another owner's note is refused (exit 5): act as them with --owner.
     """
     from kaja_cli import render
     from kaja_cli.core import notes as core

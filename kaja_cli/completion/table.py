@@ -194,7 +194,7 @@ COMMANDS = {
         'commands': [
             ('list', 'List the notes (the same as `kaja notes`).', False),
             ('ls', 'List the notes (the same as `kaja notes`).', True),
-            ('show', 'Show one note whole: its content,...', False),
+            ('show', 'Show one note whole: content, importance,...', False),
             ('forget', 'Delete notes: the agent forgets them.', False),
             ('export', 'Export notes as Markdown (one section per...', False),
         ],
@@ -448,7 +448,7 @@ COMMANDS = {
         ],
         'params': [
             ('argument', 'user', 1, ('kaja', 'account')),
-            ('option', 'force', ('--force',), (), 'Remove the legacy owner account too (see above).', False, False, False, 1, None),
+            ('option', 'force', ('--force',), (), "Remove the legacy owner (web_auth_meta's legacy_owner_id) too.", False, False, False, 1, None),
             ('option', 'yes', ('--yes', '-y'), (), "Don't ask first.", False, False, False, 1, None),
             ('option', 'dry_run', ('--dry-run',), (), 'Only show what would change.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
