@@ -5,6 +5,7 @@ live session) and guest (disabled). Secrets are never printed, in any format."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from contextlib import closing
@@ -207,6 +208,11 @@ def test_a_file_that_is_not_kajas_is_refused(demo_store):
     path.write_text("not a database")
     r = demo_store("accounts")
     assert r.code == 1 and r.err.count("\n") == 1 and "not a SQLite database" in r.err
+    path.unlink()
+    os.mkfifo(path)  # opening it would block: it is never opened
+    for argv in (["accounts"], ["accounts", "sessions", "x"], ["accounts", "remove", "x", "--yes"]):
+        r = demo_store(*argv, timeout=20)
+        assert r.code == 5 and "not a regular file" in r.err, (argv, r)
 
 
 @pytest.mark.process

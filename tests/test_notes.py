@@ -5,6 +5,7 @@ programs wrote."""
 from __future__ import annotations
 
 import json
+import os
 import stat
 import time
 
@@ -205,6 +206,12 @@ def test_a_file_that_is_not_kajas_is_never_written(kaja, tmp_path):
         r = kaja("--db", str(text), *argv)
         assert r.code == 1 and r.err.count("\n") == 1 and "not a SQLite database" in r.err, argv
     assert text.read_text() == "my notes\n"
+    fifo = tmp_path / "fifo.db"
+    os.mkfifo(fifo)  # opening it would block: it is never opened
+    for argv in (["notes"], ["notes", "show", "x"], ["notes", "forget", "x", "--yes"],
+                 ["search", "--notes", "x"]):  # fmt: skip
+        r = kaja("--db", str(fifo), *argv, timeout=20)
+        assert r.code == 5 and "not a regular file" in r.err, (argv, r)
 
 
 @pytest.mark.process

@@ -137,7 +137,10 @@ def _truthy(value: object) -> bool:
 
 def listing(store: Store, now: str | None = None) -> AccountListing:
     """Every account, oldest first; a missing web-auth.db lists nothing."""
+    from kaja_cli.core.recognise import require_regular
+
     path = auth_path(store)
+    require_regular(path, "Kaja's web-auth.db")
     if not path.exists():
         return AccountListing(path, False, False, [], None)
     with db.open_read(path) as conn:
@@ -206,7 +209,10 @@ def sign_ins(store: Store, ref: str, now: str | None = None) -> tuple[Account, l
 
 @contextmanager
 def _reader(store: Store) -> Iterator[sqlite3.Connection]:
+    from kaja_cli.core.recognise import require_regular
+
     path = auth_path(store)
+    require_regular(path, "Kaja's web-auth.db")
     if not path.exists():
         raise NotFound(f"no accounts: there is no web-auth.db at {path}",
                        hint="the web app (`api serve`) creates it")  # fmt: skip

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core import clock, db
 from kaja_cli.core.paths import companions
-from kaja_cli.errors import Failed, KajaError, NotFound, Refused
+from kaja_cli.errors import Failed, KajaError, NotFound
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
@@ -78,14 +78,9 @@ def cache_path(store: Store) -> Path:
 def _usable(path: Path, *, writing: bool = False) -> None:
     """Refuse what is no file kaja may open: a folder, a FIFO or a device
     (opening one would block) or a file that is not SQLite."""
-    try:
-        st = os.stat(path)
-    except OSError as e:
-        raise Refused(f"{path} can't be opened: {e.strerror or e} (a broken link?)") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise Refused(
-            f"{path} is not a regular file, not Kaja's cache", hint="kaja leaves it alone"
-        )
+    from kaja_cli.core.recognise import require_regular
+
+    require_regular(path, "Kaja's cache")
     db.require_database(path, writing=writing)
 
 

@@ -199,7 +199,7 @@ def listing(store: Store, flt: NoteFilter) -> NoteListing:
     """`list_notes` on the store's shared file; a missing store lists nothing
     (and says where kaja looked) rather than failing."""
     store.require_local()
-    path = store.path()
+    path = _shared(store)
     if not path.exists():
         return NoteListing([], path, store_exists=False)
     with store.reader() as conn:
@@ -247,7 +247,18 @@ def _suggest(conn: sqlite3.Connection, have: list[str], key: str, owner: Owner) 
     return f"`kaja notes{'' if owner.is_terminal else ' --owner ' + owner.label}` lists them"
 
 
+def _shared(store: Store) -> Path:
+    """The shared file's path, refused (exit 5) if it is no regular file:
+    opening a FIFO would block."""
+    from kaja_cli.core.recognise import require_regular
+
+    path = store.path()
+    require_regular(path, "Kaja's shared file")
+    return path
+
+
 def show(store: Store, key: str, owner: Owner) -> Note:
+    _shared(store)
     with store.reader() as conn:
         return find(conn, key, owner)
 
@@ -267,6 +278,7 @@ def plan_forget(store: Store, keys: Iterable[str], owner: Owner) -> ForgetPlan:
     from kaja_cli.core.recognise import require_kajas
 
     store.require_local()
+    _shared(store)
     found: dict[str, Note] = {}
     with store.reader() as conn:
         require_kajas(conn, store.paths.file_of("shared"))
@@ -356,7 +368,7 @@ def search(
             "nothing to search for", hint="give some words, e.g. `kaja search --notes budget`"
         )
     match = query if fts else message_search.plain_match(query)
-    path = store.path()
+    path = _shared(store)
     result = NoteSearch(query, match, fts, recent, acting, limit, str(path), [], False, [])
     if not path.exists():
         result.remarks.append(f"no Kaja store at {path}: no notes to search")

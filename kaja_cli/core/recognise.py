@@ -1,4 +1,8 @@
-"""Whether a database file is recognisably Kaja's, before kaja writes to it.
+"""Whether a database file is one kaja may open, and recognisably Kaja's
+before kaja writes to it.
+
+A path that is not a regular file (a FIFO, a device, a folder) is never
+opened: opening a FIFO blocks until someone writes to it (SPEC §3).
 
 kaja changes only files it can tell are Kaja's (SPEC §3): a file at the
 shared file's path must have one of the registry's telltales (a table only
@@ -9,7 +13,10 @@ is one kaja or the agent created and has not filled yet.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
+from pathlib import Path
 
 from kaja_cli.core.db import table_names
 from kaja_cli.core.registry import DatabaseFile
@@ -32,3 +39,20 @@ def require_kajas(conn: sqlite3.Connection, file: DatabaseFile) -> None:
             f"{file.path} is a SQLite database, but not Kaja's {file.spec.noun}",
             hint="kaja changes nothing in it; check --db, --state-dir or KAJA_STATE_DIR",
         )
+
+
+def require_regular(path: Path, what: str) -> None:
+    """Refused (exit 5) when something other than a regular file is at `path`
+    (a symbolic link to a regular file is one). A missing path passes: the
+    caller says nothing is there."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise Refused(f"{path} is a broken symbolic link, not {what}") from None
+        return
+    except OSError as e:
+        raise Refused(f"{path} can't be opened: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+        raise Refused(f"{path} is {kind}, not {what}", hint="kaja leaves it alone")
