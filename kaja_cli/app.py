@@ -25,9 +25,12 @@ import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
 from kaja_cli.commands import (  # noqa: E402
+    accounts,
+    cache,
     config,
     demo,
     doctor,
+    notes,
     resume,
     search,
     sessions,
@@ -104,13 +107,17 @@ def root(
 
 # Grouped in --help the way people reach for them.
 CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health and deleting", "Setup"
+SIDE = "Side databases"
 app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
 app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
 app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
+app.add_typer(notes.app, name="notes", rich_help_panel=CONVERSATIONS)
 app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
 app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
 app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
 app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
+app.add_typer(cache.app, name="cache", rich_help_panel=SIDE)
+app.add_typer(accounts.app, name="accounts", rich_help_panel=SIDE)
 app.add_typer(config.app, name="config", rich_help_panel=SETUP)
 app.command("demo", rich_help_panel=SETUP)(demo.demo)
 

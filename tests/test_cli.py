@@ -135,6 +135,15 @@ EVERY_GROUP = {
         ["wipe", "--yes"], ["wipe"],
     ],
     "demo": [["demo"], ["--state-dir", "{root}/fresh", "demo", "--seed", "2", "--now", "2026-01-01"]],
+    "notes": [
+        ["notes", "--all-owners"], ["notes", "show", "dieta"], ["notes", "forget", "diet", "--yes"],
+        ["notes", "export", "-f", "json"], ["search", "--notes", "marie"],
+    ],
+    "cache": [["cache"], ["cache", "clear", "nope", "--yes"], ["cache", "clear", "--yes"], ["cache", "prune"]],
+    "accounts": [
+        ["accounts", "--json"], ["accounts", "remove", "marie", "--yes"],
+        ["accounts", "revoke", "marie", "--all", "--yes"], ["accounts", "sessions", "nobody"],
+    ],
 }  # fmt: skip
 
 

@@ -387,6 +387,8 @@ class _Demo:
             for owner, key, content, importance, tags, sticky in script.NOTES:
                 rec.put_note(owner, key, content, importance=importance, tags=tags, sticky=sticky,
                              at=base - timedelta(days=rng.randint(1, 60)))  # fmt: skip
+            for (owner, key), (times, ago) in script.NOTE_USES.items():
+                rec.use_note(owner, key, at=base - ago, times=times)
             for topic, owner, version, answers, completed in script.DATASETS:
                 when = base - timedelta(days=rng.randint(1, 90))
                 for fld, value in answers.items():
@@ -577,12 +579,13 @@ class _Demo:
             for i in range(8):
                 expires = base + timedelta(hours=6) if i % 3 else base - timedelta(hours=2)
                 rec.cache_put("web_fetch", f"https://example.org/page/{i}", {"status": 200, "bytes": 1000 + i},
-                              expires_at=iso(expires))  # fmt: skip
+                              expires_at=iso(expires), at=base - timedelta(minutes=35 * i))  # fmt: skip
             rec.cache_put(
                 "embeddings",
                 "all-minilm:tomato leaves curling",
                 [0.12, -0.03, 0.44],
                 expires_at=None,
+                at=base - timedelta(days=3),
             )
         with rec.transaction("stats"):
             for i in range(5):
@@ -600,6 +603,13 @@ class _Demo:
             rec.add_web_session(user, "token-%032x" % rng.getrandbits(128), expires_at=iso(base - timedelta(days=2)),
                                 at=base - timedelta(days=32))  # fmt: skip
             rec.insert("web_auth_meta", or_replace=True, key="legacy_owner_id", value=user)
+            # Accounts made later: one signed in, one disabled (`kaja accounts`).
+            ana = rec.add_web_user("ana", "mi contraseña %d" % rng.getrandbits(32), display_name="Ana García",
+                                   at=base - timedelta(days=20))  # fmt: skip
+            rec.add_web_session(ana, "token-%032x" % rng.getrandbits(128), expires_at=iso(base + timedelta(days=30)),
+                                at=base - timedelta(days=2))  # fmt: skip
+            rec.add_web_user("guest", "guest password %d" % rng.getrandbits(32), display_name="Guest",
+                             at=base - timedelta(days=9), active=False)  # fmt: skip
 
     # -- the scaled-up store -----------------------------------------------------------
     def generate(self, sessions: int, messages: int) -> None:
