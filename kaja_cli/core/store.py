@@ -76,8 +76,18 @@ class Store(NamedTuple):
         from kaja_cli.core import db
 
         wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
-        with db.open_read(self.require(name), timeout_ms=wait) as conn:
+        with db.open_read(
+            self.require(name), timeout_ms=wait, recover=self.recognise(name)
+        ) as conn:
             yield conn
+
+    def recognise(self, name: str = "shared") -> Callable[[set[str]], bool]:
+        """Whether a file's tables let kaja roll back an interrupted write in
+        it (a write): only in a file that is recognisably Kaja's."""
+        # The one rule of what is Kaja's is wipe's (what it may delete).
+        from kaja_cli.core.wipe.reach import may_recover
+
+        return may_recover(self.paths.file_of(name))
 
     @contextmanager
     def writer(

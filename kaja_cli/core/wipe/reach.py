@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from kaja_cli.core import db, fs
@@ -71,6 +72,13 @@ def _looks_like_kajas(tables: set[str], file: DatabaseFile) -> bool:
     return bool(tables & {t.name for t in file.tables})
 
 
+def may_recover(file: DatabaseFile) -> Callable[[set[str]], bool]:
+    """Whether an interrupted write may be rolled back in a file with these
+    tables (as its main file holds them): Kaja's, or none yet (a file being
+    created). Rolling back is a write: another program's file is left alone."""
+    return lambda tables: not tables or _looks_like_kajas(tables, file)
+
+
 def read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[str] | None]:
     """Refuse SQLite that is not Kaja's; the shared file's session ids.
 
@@ -80,7 +88,9 @@ def read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[s
     if db.classify(path) != "sqlite":
         return None, set()
     try:
-        with db.open_read(path, timeout_ms=READ_TIMEOUT_MS) as conn:
+        # An interrupted write is rolled back first (in a file that is Kaja's):
+        # until then its sessions, and so their image folders, can't be known.
+        with db.open_read(path, timeout_ms=READ_TIMEOUT_MS, recover=may_recover(file)) as conn:
             tables = db.table_names(conn)
             if tables and not _looks_like_kajas(tables, file):
                 return Refusal(
@@ -93,6 +103,11 @@ def read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[s
                 ids |= {r[0] for r in conn.execute("SELECT DISTINCT sessionId FROM messages")}
             return None, {i for i in ids if isinstance(i, str)}
     except KajaError:
+        tables = db.tables_as_found(path)  # not rolled back: whose is it?
+        if tables and not _looks_like_kajas(tables, file):
+            return Refusal(
+                path, f"{path} is a SQLite database, but not Kaja's (none of its tables is)"
+            ), None
         return None, None
 
 
