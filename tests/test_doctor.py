@@ -1057,3 +1057,27 @@ def test_a_store_kaja_may_not_read() -> None:
         assert found["database.shared"]["fix"] == f"check its owner and mode: ls -l {k.db}"
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_wal_whose_shm_is_gone_is_recovered_by_fix(demo_store: Kaja) -> None:
+    """A killed writer's committed rows in the -wal, its -shm deleted (a backup
+    tool that skipped it): a read that changes nothing cannot see those rows,
+    so doctor says so instead of checking the file without them."""
+    writer = _start_writer(demo_store.db)
+    os.kill(writer.pid, signal.SIGKILL)
+    writer.wait()
+    demo_store.db.with_name("kaja.db-shm").unlink()
+    r = doctor(demo_store, "--json")
+    assert r.code == 0, r
+    assert_called_sound(r)
+    recovery = checks_of(r)["recovery.shared"]
+    assert recovery["status"] == "warn" and recovery["fixable"] is True
+    assert recovery["summary"].startswith("kaja.db: an interrupted write left kaja.db-wal (")
+    assert recovery["summary"].endswith(
+        "with committed changes a read-only check cannot see (its -shm is gone)"
+    )
+    fixed = demo_store("doctor", "--fix")
+    lines = fixed.out.splitlines()
+    assert "  ✓ kaja.db: recovered the committed changes in kaja.db-wal" in lines, fixed.out
+    assert lines[-1] == "no problems", fixed.out
+    assert sql(demo_store.db, "SELECT key FROM notes WHERE key = 'committed'") == [("committed",)]

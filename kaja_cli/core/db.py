@@ -363,10 +363,13 @@ class NeedsRecovery(Failed):
     """An interrupted write left `leftover` (a -journal or -wal) that must be
     rolled back before the file reads as it is, and this open may not do it."""
 
-    def __init__(self, message: str, *, path: Path, leftover: Path, hint: str | None = None):
+    def __init__(
+        self, message: str, *, path: Path, leftover: Path, why: str | None, hint: str | None
+    ):
         super().__init__(message, hint=hint)
         self.path = path
         self.leftover = leftover
+        self.why = why  # for a -wal: why a read-only open cannot use it
 
 
 def _needs_recovery(path: Path, leftover: Path, why: str | None = None) -> NeedsRecovery:
@@ -376,6 +379,7 @@ def _needs_recovery(path: Path, leftover: Path, why: str | None = None) -> Needs
         f"an interrupted write left {leftover}{extra}; it needs write access to {verb}",
         path=path,
         leftover=leftover,
+        why=why,
         hint=f"run any kaja command (or `kaja doctor --fix`) as the owner of {path.name}",
     )
 

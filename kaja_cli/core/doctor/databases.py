@@ -171,9 +171,10 @@ def check_recovery(ctx: Context, name: str) -> Check | None:
         return Check(cid, group, OK, f"{label}: no interrupted write to roll back")
     left = err.leftover
     journal = left.name.endswith("-journal")
-    what = (f"{left.name} ({human_size(size_of(left) or 0)}) to roll back" if journal
-            else f"{left.name} ({human_size(size_of(left) or 0)}) with committed changes a"
-            " read-only check cannot see (its -shm is gone)")  # fmt: skip
+    size = human_size(size_of(left) or 0)
+    what = (f"{left.name} ({size}) to roll back" if journal
+            else f"{left.name} ({size}) with committed changes a read-only check cannot see"
+            f" ({err.why or 'its -shm cannot be used'})")  # fmt: skip
     summary = f"{label}: an interrupted write left {what}"
     details = [
         "no process is writing it: a writer stopped in the middle of a transaction (a crash, kill -9, a power cut)",
