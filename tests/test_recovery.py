@@ -190,7 +190,9 @@ def test_a_checkpoint_cut_short_reads_whole(kaja: Kaja, tmp_path: Path):
 
 def test_a_demo_cut_short_is_named_and_wipe_lets_demo_start_over(kaja: Kaja, tmp_path: Path):
     def first_image(events: list[dict]) -> int:
-        return next(n for n, e in changes(events) if e["kind"] == "os.rename")
+        return next(
+            n for n, e in changes(events) if e["kind"] == "os.rename" and ".png" in e["path"]
+        )
 
     kaja.state.mkdir(parents=True)
     demo = ["demo", "--seed", "1", "--now", DEMO_NOW]

@@ -4,6 +4,10 @@
   and spaces work). It never creates the database; if SQLite had to create the
   `-wal`/`-shm` pair to read a cleanly closed WAL file, they are removed again
   the way SQLite itself does it, so a read leaves the folder as it found it.
+  After a crash it does what any SQLite program's first read does: a hot
+  `-journal` is rolled back (`recover_interrupted`: a short write open, only
+  in a file that is Kaja's, never under another process), or it says in one
+  line what is left and who can finish it (`NeedsRecovery`).
 - Writing: the folder (0700) and file (0600) are created only when asked,
   `journal_mode=WAL`, `busy_timeout`, and `transaction()` = `BEGIN IMMEDIATE`,
   one per user action.
@@ -403,7 +407,12 @@ def _through_interrupted_write(
         wal = real.with_name(real.name + "-wal")
         if code == SQLITE_READONLY_ROLLBACK:
             leftover = real.with_name(real.name + "-journal")
-        elif code in _WAL_UNREADABLE and wal.exists() and holder(real) is None:
+        elif (
+            code in _WAL_UNREADABLE
+            and wal.exists()
+            and os.access(real, os.R_OK)  # else SQLite's own answer (permissions)
+            and holder(real) is None
+        ):
             leftover = wal
             if not wal_commits(wal) and "immutable=1" not in uri:
                 # Nothing committed in it: the main file is the whole database.
