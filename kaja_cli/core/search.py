@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from kaja_cli.core import db, search_index, values
+from kaja_cli.core import cjk, cjk_index, db, search_index, values
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store
 from kaja_cli.core.wording import plural
@@ -57,6 +57,7 @@ MAX_WORDS = 100  # plain words in one query (SQLite's expression depth is 1000)
 MARK_START, MARK_END = "\x02", "\x03"  # highlight markers inside FTS4's snippet()
 BUILD_WAIT_MS = 1000  # how long search waits for the write lock to build a missing index
 SCAN_TABLE = "kaja_scan"
+SCAN_CJK_TABLE = "kaja_scan_cjk"
 _HITS_TABLE = "kaja_hits"
 _SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the index itself
 _FIRST_RANKED = 512  # with filters, ranked candidates asked for at first (then ×8)
@@ -187,31 +188,21 @@ def search(
             return result
         if not fts:
             result.match = plain_match(query)
-        state = search_index.state(conn)
-        built, why_not = False, None
-        if state in (search_index.MISSING, search_index.FILLING):
-            # In WAL this reader does not stand in the builder's way, and it
-            # sees the new index at its next statement.
-            built, why_not = _build(store, path, progress)
-            state = search_index.state(conn)
-        if state == search_index.READY:
-            ix = _Index("main", search_index.FTS_TABLE)
-            if built:
-                count = search_index.message_count(conn)
-                result.notes.append(
-                    f"built the search index of {path} ({plural(count, 'message')}): the store had none"
-                )
+        terms = None
+        if cjk.has_cjk(result.match):
+            # Chinese, Japanese or Korean: the bigram index (`cjk`), which
+            # highlights the message's own text.
+            terms = cjk.terms(result.match)
+            ix = _cjk_index(store, path, conn, progress, result)
+            result.match = cjk.match(result.match)
         else:
-            count = _scan(conn, progress)
-            ix = _Index("temp", SCAN_TABLE)
-            result.source = "scan"
-            result.notes.append(_scan_note(path, state, why_not, count))
+            ix = _main_index(store, path, conn, progress, result)
         filters = _Filters(acting, wanted_roles, after, None, have)
         if session:
             filters.session_id = _find_session(conn, session, acting, have)
         try:
             conn.execute("BEGIN")  # one snapshot for every query below
-            _run(conn, ix, result, filters)
+            _run(conn, ix, result, filters, terms)
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
             if _bad_query(e):
@@ -221,6 +212,129 @@ def search(
                 ) from None
             raise
     return result
+
+
+def _main_index(
+    store: Store,
+    path: Path,
+    conn: sqlite3.Connection,
+    progress: ProgressFactory | None,
+    result: SearchResult,
+) -> _Index:
+    """The main index, built first if the store may be written; else a scan."""
+    state = search_index.state(conn)
+    built, why_not = False, None
+    if state in (search_index.MISSING, search_index.FILLING):
+        # In WAL this reader does not stand in the builder's way, and it
+        # sees the new index at its next statement.
+        built, why_not = _build(store, path, progress)
+        state = search_index.state(conn)
+    if state == search_index.READY:
+        ix = _Index("main", search_index.FTS_TABLE)
+        if built:
+            count = search_index.message_count(conn)
+            result.notes.append(
+                f"built the search index of {path} ({plural(count, 'message')}): the store had none"
+            )
+    else:
+        count = _scan(conn, progress)
+        ix = _Index("temp", SCAN_TABLE)
+        result.source = "scan"
+        result.notes.append(_scan_note(path, state, why_not, count))
+    return ix
+
+
+def _cjk_index(
+    store: Store,
+    path: Path,
+    conn: sqlite3.Connection,
+    progress: ProgressFactory | None,
+    result: SearchResult,
+) -> _Index:
+    """The CJK index, made or brought up to date first if the store may be
+    written (what the agent wrote since is only queued); else a scan."""
+    state = cjk_index.state(conn)
+    made, why_not = False, None
+    if state in (cjk_index.MISSING, cjk_index.FILLING, cjk_index.BEHIND):
+        made, why_not = _build_cjk(store, path, progress)
+        state = cjk_index.state(conn)
+    if state == cjk_index.READY:
+        if made:
+            count = cjk_index.indexed(conn)
+            result.notes.append(
+                f"built the CJK search index of {path} "
+                f"({plural(count, 'message')} in Chinese, Japanese or Korean)"
+            )
+        return _Index("main", cjk_index.TABLE, cjk=True)
+    count = _scan_cjk(conn, progress)
+    result.source = "scan"
+    result.notes.append(_scan_cjk_note(path, state, why_not, count))
+    return _Index("temp", SCAN_CJK_TABLE, cjk=True)
+
+
+def _build_cjk(
+    store: Store, path: Path, progress: ProgressFactory | None
+) -> tuple[bool, str | None]:
+    """Make the CJK index or index what was queued: (made now, why it could not)."""
+    from kaja_cli.core import schema
+
+    try:
+        with db.open_write(path, store.paths.file_of("shared"), timeout_ms=BUILD_WAIT_MS) as conn:
+            with db.transaction(conn):
+                if "counters" not in db.table_names(conn):
+                    schema.apply_tables(conn, (schema.TABLES["counters"],), schema.Report())
+                made = cjk_index.ensure(conn)
+            if cjk_index.fill_state(conn) is None:
+                cjk_index.catch_up(conn)
+            else:
+                with _progress(progress, "indexing Chinese, Japanese and Korean", None) as bar:
+                    cjk_index.catch_up(conn, bar)
+    except Busy:
+        return False, "another process is writing to it"
+    except Refused:
+        return False, NOT_KAJAS
+    except KajaError as e:
+        return False, e.message
+    return made, None
+
+
+def _scan_cjk_note(path: Path, state: str, why_not: str | None, count: int) -> str:
+    if why_not == NOT_KAJAS:
+        reason = "it is not Kaja's store, so kaja adds no search index to it"
+    elif state == cjk_index.FOREIGN:
+        reason = (
+            f"its {cjk_index.TABLE} is not kaja's CJK search index "
+            "(`kaja search --reindex` replaces it)"
+        )
+    elif state == cjk_index.MISSING:
+        reason = f"it has no CJK search index and can't be written now ({why_not})"
+    else:
+        reason = f"its CJK search index is behind and it can't be written now ({why_not})"
+    return (
+        f"searched {path} by scanning its {plural(count, 'message')} in Chinese, "
+        f"Japanese or Korean: {reason}"
+    )
+
+
+def _scan_cjk(conn: sqlite3.Connection, progress: ProgressFactory | None) -> int:
+    """Index every message holding CJK text into a temporary FTS4 table."""
+    conn.execute("PRAGMA temp.cache_size = -65536")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE temp.{SCAN_CJK_TABLE} USING fts4(content, "
+        'tokenize=unicode61 "remove_diacritics=2")'
+    )
+    upto = conn.execute("SELECT ifnull(max(rowid), 0) FROM main.messages").fetchone()[0]
+    step, count = search_index.FILL_BATCH, 0
+    with _progress(progress, "scanning messages", upto) as bar:
+        for low in range(0, upto, step):
+            rows = conn.execute(
+                "SELECT rowid, content FROM main.messages"
+                " WHERE rowid > ? AND rowid <= ? AND content GLOB ?",
+                (low, low + step, cjk.GLOB),
+            )
+            count += cjk_index.put(conn, f"temp.{SCAN_CJK_TABLE}", rows)
+            bar(min(low + step, upto), upto)
+    return count
 
 
 def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
@@ -235,7 +349,19 @@ def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
             count = search_index.reset(conn)
         bar(0, count)
         search_index.finish(conn, bar)
+    _reindex_cjk(store, path, progress)
     return count
+
+
+def _reindex_cjk(store: Store, path: Path, progress: ProgressFactory | None) -> None:
+    """Rebuild the CJK index too, if the store has one (a first CJK search makes it)."""
+    with db.open_write(path, store.paths.file_of("shared")) as conn:
+        if not cjk_index.exists(conn):
+            return
+        with db.transaction(conn):
+            cjk_index.reset(conn)
+        with _progress(progress, "indexing Chinese, Japanese and Korean", None) as bar:
+            cjk_index.catch_up(conn, bar)
 
 
 # --- the index to use ----------------------------------------------------------------
@@ -287,11 +413,12 @@ def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
 class _Index:
     """Which FTS4 table answers: the store's index, or a scan's temporary one."""
 
-    __slots__ = ("name", "schema")
+    __slots__ = ("cjk", "name", "schema")
 
-    def __init__(self, schema: str, name: str) -> None:
+    def __init__(self, schema: str, name: str, cjk: bool = False) -> None:
         self.schema = schema  # "main" or "temp"
         self.name = name
+        self.cjk = cjk  # holds `cjk.index_text` of the messages, not their text
 
     @property
     def table(self) -> str:
@@ -430,9 +557,19 @@ class _Filters:
         return (" AND ".join(parts) or "1"), params
 
 
-def _run(conn: sqlite3.Connection, ix: _Index, result: SearchResult, filters: _Filters) -> None:
+def _run(
+    conn: sqlite3.Connection,
+    ix: _Index,
+    result: SearchResult,
+    filters: _Filters,
+    terms: list[cjk.Term] | None = None,
+) -> None:
     want = result.limit + 1 if result.limit else None  # one more: are there more?
     n, avgdl = _stats(conn, ix)
+    if ix.cjk and n:
+        # idf over every message, as one index of them all would give it: a
+        # message without CJK text holds none of the query's bigrams.
+        n = max(n, _messages(conn))
     idf, rows = _idf(conn, ix, result.match, n) if n else ([], 0)
     if not idf:  # an empty index, or nothing matches
         return
@@ -444,7 +581,7 @@ def _run(conn: sqlite3.Connection, ix: _Index, result: SearchResult, filters: _F
     if want is not None and len(picked) >= want:
         result.more = True
         picked = picked[: result.limit]
-    result.hits = _details(conn, ix, result.match, picked, bm25, filters.have)
+    result.hits = _details(conn, ix, result.match, picked, bm25, filters.have, terms)
 
 
 def _stats(conn: sqlite3.Connection, ix: _Index) -> tuple[int, float]:
@@ -456,6 +593,15 @@ def _stats(conn: sqlite3.Connection, ix: _Index) -> tuple[int, float]:
     n = values[0] if values else 0
     tokens = values[1] if len(values) > 1 else 0
     return n, (tokens / n if n else 0.0)
+
+
+def _messages(conn: sqlite3.Connection) -> int:
+    """How many messages the store has: the main index's count when it has one."""
+    if search_index.state(conn) == search_index.READY:
+        n, _ = _stats(conn, _Index("main", search_index.FTS_TABLE))
+        if n:
+            return n
+    return conn.execute("SELECT count(*) FROM main.messages").fetchone()[0]
 
 
 def _varints(data: bytes, start: int = 0) -> list[int]:
@@ -659,8 +805,10 @@ def _details(
     picked: list[tuple[float | None, int]],
     bm25: Bm25,
     have: dict[str, set[str]],
+    terms: list[cjk.Term] | None = None,
 ) -> list[Hit]:
-    """The hits to show, in `picked` order, with their sessions and snippets."""
+    """The hits to show, in `picked` order, with their sessions and snippets
+    (for the CJK index, made from the messages' own text with `terms`)."""
     if not picked:
         return []
     wanted = _int_array([docid for _, docid in picked])
@@ -691,11 +839,11 @@ def _details(
             'tokenize=unicode61 "remove_diacritics=2")'
         )
         conn.execute(f"DELETE FROM {table}")
-        conn.execute(
-            f"INSERT INTO {table}(docid, content) SELECT rowid, content"
-            " FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))",
-            (wanted,),
-        )
+        select = "SELECT rowid, content FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))"
+        if ix.cjk:
+            cjk_index.put(conn, table, conn.execute(select, (wanted,)).fetchall())
+        else:
+            conn.execute(f"INSERT INTO {table}(docid, content) {select}", (wanted,))
     found: dict[int, tuple[str, float]] = {}
     p = len(bm25.idf)
     for docid, snippet, info in conn.execute(
@@ -707,6 +855,7 @@ def _details(
         numbers = array("I")
         numbers.frombytes(info)
         found[docid] = (snippet or "", bm25.score(numbers[:p], numbers[p]))
+    own = _own_snippets(conn, wanted, terms) if ix.cjk and terms is not None else {}
     short = _short_ids(conn, [m[1] for m in messages.values() if m[1]], have)
     hits = []
     for score, docid in picked:
@@ -714,7 +863,7 @@ def _details(
             continue
         mid, sid, seq, role, created, title, owner = messages[docid]
         raw, own_score = found[docid]
-        text, spans = _parse_snippet(raw)
+        text, spans = own[docid] if docid in own else _parse_snippet(raw)
         hit = Hit(
             message_id=str(mid) if mid is not None else str(docid), session_id=sid,
             session_short=short.get(sid) if sid else None, session_title=title, owner=owner,
@@ -723,6 +872,22 @@ def _details(
         )  # fmt: skip
         hits.append(hit)
     return hits
+
+
+def _own_snippets(
+    conn: sqlite3.Connection, wanted: str, terms: list[cjk.Term]
+) -> dict[int, tuple[str, tuple[tuple[int, int], ...]]]:
+    """Snippets cut from the messages' text: the CJK index holds bigrams,
+    whose own snippet() would show "東京 京都" for 東京都."""
+    rows = conn.execute(
+        "SELECT rowid, content FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))",
+        (wanted,),
+    )
+    return {
+        rowid: cjk.snippet(text, terms)
+        for rowid, content in rows
+        if (text := cjk_index.text_of(content)) is not None
+    }
 
 
 _ONE_LINE = str.maketrans("\n\r\t\v\f", "     ")

@@ -1,0 +1,219 @@
+"""Chinese, Japanese and Korean text for the search index: pure functions, no SQL.
+
+FTS4's unicode61 tokenizer makes a run of CJK characters one token (CJK is
+written without spaces, and Korean attaches particles: 서울에), so a word
+inside a sentence is never found. Here a CJK run becomes its overlapping
+character bigrams, as CJK analyzers do ("私は東京に" → "私は は東 東京 京に"),
+and a query's CJK run the phrase of its bigrams ("東京都" → "東京 京都"): a
+word of two or more characters is then found wherever it occurs, as a
+phrase of consecutive tokens, and BM25 counts it once per occurrence.
+
+One character alone is a bigram's first half, except at the end of a run;
+so the last character of every run is also written once, after the text
+(where no phrase can reach it), and a one-character query is the prefix
+query "東*": each occurrence is exactly one token that starts with it.
+Everything that is not CJK stays as it is, so Latin words match as in the
+main index.
+
+The same functions serve any engine (SQLite here; PostgreSQL's search can
+apply `index_text` and `match` the same way) and the highlighting of hits,
+which is done here on the message's own text (`snippet`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import NamedTuple
+
+# The letters (Unicode categories L and N, which unicode61 keeps as token
+# characters) of the CJK scripts. Punctuation (。、「」・) is left out: the
+# tokenizer treats it as a separator anyway.
+RANGES: tuple[tuple[int, int], ...] = (
+    (0x1100, 0x11FF),  # Hangul Jamo
+    (0x3005, 0x3007),  # 々 〆 〇
+    (0x3021, 0x3029),  # Hangzhou numerals
+    (0x3031, 0x3035),  # kana repeat marks
+    (0x303B, 0x303C),  # 〻 〼
+    (0x3041, 0x3096),  # Hiragana
+    (0x309D, 0x309F),  # ゝ ゞ ゟ
+    (0x30A1, 0x30FA),  # Katakana (not ・ U+30FB)
+    (0x30FC, 0x30FF),  # ー ヽ ヾ ヿ
+    (0x3105, 0x312F),  # Bopomofo
+    (0x3131, 0x318E),  # Hangul Compatibility Jamo
+    (0x31A0, 0x31BF),  # Bopomofo Extended
+    (0x31F0, 0x31FF),  # Katakana Phonetic Extensions
+    (0x3400, 0x4DBF),  # CJK Extension A
+    (0x4E00, 0x9FFF),  # CJK Unified Ideographs
+    (0xAC00, 0xD7A3),  # Hangul Syllables
+    (0xF900, 0xFAFF),  # CJK Compatibility Ideographs
+    (0xFF66, 0xFF9F),  # halfwidth Katakana
+    (0x20000, 0x3FFFF),  # CJK Extensions B-H, Compatibility Supplement
+)
+
+_CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in RANGES)
+_RUN = re.compile(f"[{_CLASS}]+")
+_QUERY_RUN = re.compile(f"([{_CLASS}]+)(\\*?)")
+# A word as unicode61 sees it, CJK runs apart (for highlighting Latin words).
+_WORD = re.compile(f"[^\\W_{_CLASS}]+")
+# The SQL GLOB pattern of "holds a CJK character": the triggers' filter, the
+# same set of characters as `has_cjk` (SQLite's GLOB ranges compare code points).
+GLOB = f"*[{_CLASS}]*"
+# FTS4 query syntax around words (what `match` keeps outside phrases).
+_SYNTAX = re.compile(r'"[^"]*"?|[^\s"()]+|[\s()]+')
+_BARE_PREFIX = re.compile(r"^(-?)([A-Za-z_][A-Za-z0-9_]*:)?(.*)$", re.S)
+_OPERATORS = {"OR", "AND", "NOT", "NEAR"}
+
+
+def has_cjk(text: str) -> bool:
+    """Whether `text` holds a character of a CJK script."""
+    return _RUN.search(text) is not None
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
+
+
+# --- the indexed text -----------------------------------------------------------
+def index_text(text: str) -> str:
+    """`text` as the CJK index holds it: each CJK run as its bigrams, and the
+    last character of every longer run once more at the end."""
+    finals: list[str] = []
+
+    def bigrams(m: re.Match[str]) -> str:
+        run = m.group()
+        if len(run) > 1:
+            finals.append(run[-1])
+        return " " + " ".join(_bigrams(run)) + " "
+
+    out = _RUN.sub(bigrams, text)
+    if finals:
+        # After the text: a one-character query finds them, and a phrase of
+        # bigrams can't run on into them (a query phrase never puts a lone
+        # CJK character after a bigram, except "東京 京" typed in quotes).
+        out += " \n " + " ".join(finals)
+    return out
+
+
+# --- the query ------------------------------------------------------------------
+def _phrase(text: str) -> str:
+    """Words of one phrase with each CJK run as consecutive bigrams; a
+    one-character run as the prefix of a token ("東*"). A `*` after a longer
+    run is dropped: its bigrams already match inside any longer word."""
+
+    def tokens(m: re.Match[str]) -> str:
+        run = m.group(1)
+        if len(run) == 1:
+            return f" {run}* "
+        return " " + " ".join(_bigrams(run)) + " "
+
+    return " ".join(_QUERY_RUN.sub(tokens, text).split())
+
+
+def match(expression: str) -> str:
+    """An FTS4 query (kaja's quoted plain words, or `--fts` syntax) for the
+    CJK index: every CJK run inside a phrase becomes its bigrams, and a bare
+    word holding CJK becomes a quoted phrase (keeping a leading `-` and a
+    `column:` filter). Operators, parentheses and Latin words stay as given."""
+    out = []
+    for piece in _SYNTAX.findall(expression):
+        if not has_cjk(piece):
+            out.append(piece)
+        elif piece.startswith('"'):
+            inner = piece[1:-1] if len(piece) > 1 and piece.endswith('"') else piece[1:]
+            out.append(f'"{_phrase(inner)}"')
+        else:
+            m = _BARE_PREFIX.match(piece)
+            assert m is not None  # the pattern matches any string
+            sign, column, word = m.groups()
+            out.append(f'{sign}{column or ""}"{_phrase(word)}"')
+    return "".join(out)
+
+
+# --- highlighting ---------------------------------------------------------------
+class Term(NamedTuple):
+    """A word of the query, as the snippet looks for it."""
+
+    text: str  # a CJK run as typed, or a Latin word folded (`fold`)
+    cjk: bool
+    prefix: bool  # a Latin word ending in `*`
+
+
+def fold(word: str) -> str:
+    """Case and accents removed, as unicode61 with remove_diacritics=2 compares."""
+    decomposed = unicodedata.normalize("NFKD", word)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+
+
+def terms(expression: str) -> list[Term]:
+    """The words a hit can show for a query (before `match`): every CJK run
+    and every other word, operators and column names left out."""
+    out: list[Term] = []
+    for piece in _SYNTAX.findall(expression):
+        quoted = piece.startswith('"')
+        if not quoted and not piece.strip("() \t\r\n"):
+            continue
+        if not quoted:
+            if piece in _OPERATORS or piece.startswith("NEAR/"):
+                continue
+            piece = _BARE_PREFIX.sub(r"\3", piece)
+        out.extend(Term(run, True, False) for run in _RUN.findall(piece))
+        for m in re.finditer(f"{_WORD.pattern}(\\*?)", piece):
+            word = m.group()
+            prefix = word.endswith("*")
+            out.append(Term(fold(word.rstrip("*")), False, prefix))
+    return out
+
+
+def _spans(text: str, wanted: list[Term]) -> list[tuple[int, int]]:
+    """Where the terms occur in `text`, overlapping ones merged."""
+    found: list[tuple[int, int]] = []
+    for term in wanted:
+        if term.cjk:
+            at = text.find(term.text)
+            while at >= 0:
+                found.append((at, at + len(term.text)))
+                at = text.find(term.text, at + 1)
+    latin = [t for t in wanted if not t.cjk]
+    if latin:
+        for m in _WORD.finditer(text):
+            word = fold(m.group())
+            if any(word.startswith(t.text) if t.prefix else word == t.text for t in latin):
+                found.append(m.span())
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(found):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+SNIPPET_CHARS = 80  # about what FTS4's 16-token snippet shows of Latin text
+_LEAD = 16  # characters of context before the first match
+
+_ONE_LINE = str.maketrans("\n\r\t\v\f", "     ")
+
+
+def snippet(
+    text: str, wanted: list[Term], width: int = SNIPPET_CHARS
+) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """One line of `text` around its first match, and the matches' [start, end)
+    in that line: the same shape as the main index's snippets."""
+    line = text.translate(_ONE_LINE)
+    spans = _spans(line, wanted)
+    start = 0
+    if spans and len(line) > width:
+        start = max(0, spans[0][0] - _LEAD)
+        space = line.rfind(" ", max(0, start - 12), start)
+        if space >= 0:
+            start = space + 1  # don't cut a Latin word in two
+        start = min(start, max(0, len(line) - width))
+    end = min(len(line), start + width)
+    head = "…" if start > 0 else ""
+    tail = "…" if end < len(line) else ""
+    shift = len(head) - start
+    shown = tuple(
+        (max(s, start) + shift, min(e, end) + shift) for s, e in spans if s < end and e > start
+    )
+    return head + line[start:end] + tail, shown
