@@ -10,11 +10,13 @@ The floor is FTS5 answering the same question over the same indexed text
 (`cjk.index_text` of the same messages, same tokenizer, rowid =
 messages.rowid), in a file beside the store: best 20 by rank, each with
 `snippet()` and its message's row from the store, run by the `sqlite3`
-command line into /dev/null. Goal: at most 1.5× that floor for a common
-word (the same goal as the main index's), with the same top 20 in the same
-order. For information: a selective word, a Latin word and a CJK word
-together, and the cost of bringing the index up to date after the agent
-wrote 500 messages in CJK.
+command line into /dev/null (process rows), or through Python's sqlite3
+module, a connection per call (in-process rows). Goal: the core's search()
+at most 1.5× the floor for a common word (in 40% of the CJK messages), with
+the same top 20 in the same order; the whole process is printed for
+information (start-up is much of it). For information too: a selective
+word, a Latin word and a CJK word together, and a search right after the
+agent wrote 500 messages in CJK (kaja indexes them first).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 from harness import PROCESS, Row
 
 GOAL = 1.5
-SHARE = 0.02  # CJK messages added, as a share of the store's messages
+SHARE = 0.05  # CJK messages added, as a share of the store's messages
 LATER = 500  # messages the agent writes before the catch-up row
 FLOOR = "FTS5 over the same bigram text: best 20 by rank, snippet() and message rows"
 
@@ -150,14 +152,35 @@ def cases(bench) -> None:
 
     vocabulary = [w for ws in WORDS.values() for w in ws if len(w) >= 2]
     counts = {w: _matches(texts, w) for w in vocabulary}
-    common = min(counts, key=lambda w: (abs(counts[w] - len(texts) // 10), w))
+    common = min(counts, key=lambda w: (abs(counts[w] - len(texts) * 2 // 5), w))
     selective = min(counts, key=lambda w: (abs(counts[w] - 100), w))
 
     same, detail = _agreement(env, kaja, store, floor_db, common)
     bench.process(f"CJK search: common word ({counts[common]:,} matches), best 20",
-                  kaja("search", common), floor(f'"{common}"'), FLOOR, goal=GOAL, env=env,
-                  holds=same, note=f"'{common}'; top 20 = FTS5's: {'yes' if same else 'NO'} "
-                                   f"({detail})")  # fmt: skip
+                  kaja("search", common), floor(f'"{common}"'), FLOOR, env=env, holds=same,
+                  note=f"'{common}', --all-owners; top 20 = FTS5's: {'yes' if same else 'NO'} "
+                       f"({detail}); start-up is much of it: the goal is on the next row")  # fmt: skip
+    from kaja_cli.core import search
+    from kaja_cli.core.store import Store
+
+    kaja_store = Store.locate(environ=env)
+
+    def core(words: str):
+        return lambda: search.search(kaja_store, words, all_owners=True).hits
+
+    def fts5_module(words: str):
+        sql = _floor_sql(store, cjk.match(words)).split(";\n", 1)
+
+        def run() -> None:
+            with closing(sqlite3.connect(floor_db.as_uri() + "?mode=ro", uri=True)) as conn:
+                conn.execute(sql[0])
+                assert conn.execute(sql[1]).fetchall()
+
+        return run
+
+    bench.in_process("CJK search: common word, core search()", core(common),
+                     fts5_module(f'"{common}"'), FLOOR, goal=GOAL, holds=same,
+                     repeat=max(bench.repeat, 15))  # fmt: skip
     bench.process(f"CJK search: selective word ({counts[selective]:,} matches)",
                   kaja("search", selective), floor(f'"{selective}"'), FLOOR, env=env,
                   note="mostly start-up")  # fmt: skip

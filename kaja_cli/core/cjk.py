@@ -22,6 +22,8 @@ which is done here on the message's own text (`snippet`).
 
 from __future__ import annotations
 
+import bisect
+import functools
 import re
 import unicodedata
 from typing import NamedTuple
@@ -52,22 +54,52 @@ RANGES: tuple[tuple[int, int], ...] = (
 )
 
 _CLASS = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in RANGES)
-_RUN = re.compile(f"[{_CLASS}]+")
-_QUERY_RUN = re.compile(f"([{_CLASS}]+)(\\*?)")
-# A word as unicode61 sees it, CJK runs apart (for highlighting Latin words).
-_WORD = re.compile(f"[^\\W_{_CLASS}]+")
+_STARTS = [lo for lo, _ in RANGES]
 # The SQL GLOB pattern of "holds a CJK character": the triggers' filter, the
 # same set of characters as `has_cjk` (SQLite's GLOB ranges compare code points).
 GLOB = f"*[{_CLASS}]*"
-# FTS4 query syntax around words (what `match` keeps outside phrases).
-_SYNTAX = re.compile(r'"[^"]*"?|[^\s"()]+|[\s()]+')
-_BARE_PREFIX = re.compile(r"^(-?)([A-Za-z_][A-Za-z0-9_]*:)?(.*)$", re.S)
 _OPERATORS = {"OR", "AND", "NOT", "NEAR"}
 
 
+class _Patterns:
+    """The regular expressions, compiled on first use: a class of these ranges
+    takes milliseconds to compile, and a Latin search never needs them."""
+
+    @functools.cached_property
+    def run(self) -> re.Pattern[str]:
+        return re.compile(f"[{_CLASS}]+")
+
+    @functools.cached_property
+    def query_run(self) -> re.Pattern[str]:
+        return re.compile(f"([{_CLASS}]+)(\\*?)")
+
+    @functools.cached_property
+    def word(self) -> re.Pattern[str]:
+        """A word as unicode61 sees it, CJK runs apart (for highlighting Latin words)."""
+        return re.compile(f"[^\\W_{_CLASS}]+(\\*?)")
+
+    @functools.cached_property
+    def syntax(self) -> re.Pattern[str]:
+        """FTS4 query syntax: a quoted phrase, a bare word, spaces and parentheses."""
+        return re.compile(r'"[^"]*"?|[^\s"()]+|[\s()]+')
+
+    @functools.cached_property
+    def bare_prefix(self) -> re.Pattern[str]:
+        return re.compile(r"^(-?)([A-Za-z_][A-Za-z0-9_]*:)?(.*)$", re.S)
+
+
+_P = _Patterns()
+
+
+def _is_cjk(code: int) -> bool:
+    i = bisect.bisect_right(_STARTS, code) - 1
+    return i >= 0 and code <= RANGES[i][1]
+
+
 def has_cjk(text: str) -> bool:
-    """Whether `text` holds a character of a CJK script."""
-    return _RUN.search(text) is not None
+    """Whether `text` holds a character of a CJK script (no regex: cheap for
+    the Latin query every search checks)."""
+    return not text.isascii() and any(_is_cjk(ord(ch)) for ch in text)
 
 
 def _bigrams(run: str) -> list[str]:
@@ -86,7 +118,7 @@ def index_text(text: str) -> str:
             finals.append(run[-1])
         return " " + " ".join(_bigrams(run)) + " "
 
-    out = _RUN.sub(bigrams, text)
+    out = _P.run.sub(bigrams, text)
     if finals:
         # After the text: a one-character query finds them, and a phrase of
         # bigrams can't run on into them (a query phrase never puts a lone
@@ -107,7 +139,7 @@ def _phrase(text: str) -> str:
             return f" {run}* "
         return " " + " ".join(_bigrams(run)) + " "
 
-    return " ".join(_QUERY_RUN.sub(tokens, text).split())
+    return " ".join(_P.query_run.sub(tokens, text).split())
 
 
 def match(expression: str) -> str:
@@ -116,14 +148,14 @@ def match(expression: str) -> str:
     word holding CJK becomes a quoted phrase (keeping a leading `-` and a
     `column:` filter). Operators, parentheses and Latin words stay as given."""
     out = []
-    for piece in _SYNTAX.findall(expression):
+    for piece in _P.syntax.findall(expression):
         if not has_cjk(piece):
             out.append(piece)
         elif piece.startswith('"'):
             inner = piece[1:-1] if len(piece) > 1 and piece.endswith('"') else piece[1:]
             out.append(f'"{_phrase(inner)}"')
         else:
-            m = _BARE_PREFIX.match(piece)
+            m = _P.bare_prefix.match(piece)
             assert m is not None  # the pattern matches any string
             sign, column, word = m.groups()
             out.append(f'{sign}{column or ""}"{_phrase(word)}"')
@@ -149,16 +181,16 @@ def terms(expression: str) -> list[Term]:
     """The words a hit can show for a query (before `match`): every CJK run
     and every other word, operators and column names left out."""
     out: list[Term] = []
-    for piece in _SYNTAX.findall(expression):
+    for piece in _P.syntax.findall(expression):
         quoted = piece.startswith('"')
         if not quoted and not piece.strip("() \t\r\n"):
             continue
         if not quoted:
             if piece in _OPERATORS or piece.startswith("NEAR/"):
                 continue
-            piece = _BARE_PREFIX.sub(r"\3", piece)
-        out.extend(Term(run, True, False) for run in _RUN.findall(piece))
-        for m in re.finditer(f"{_WORD.pattern}(\\*?)", piece):
+            piece = _P.bare_prefix.sub(r"\3", piece)
+        out.extend(Term(run, True, False) for run in _P.run.findall(piece))
+        for m in _P.word.finditer(piece):
             word = m.group()
             prefix = word.endswith("*")
             out.append(Term(fold(word.rstrip("*")), False, prefix))
@@ -176,8 +208,8 @@ def _spans(text: str, wanted: list[Term]) -> list[tuple[int, int]]:
                 at = text.find(term.text, at + 1)
     latin = [t for t in wanted if not t.cjk]
     if latin:
-        for m in _WORD.finditer(text):
-            word = fold(m.group())
+        for m in _P.word.finditer(text):
+            word = fold(m.group().rstrip("*"))
             if any(word.startswith(t.text) if t.prefix else word == t.text for t in latin):
                 found.append(m.span())
     merged: list[tuple[int, int]] = []

@@ -37,12 +37,16 @@ from array import array
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kaja_cli.core import cjk, cjk_index, db, search_index, values
+from kaja_cli.core import db, search_index, values
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, NotFound, Refused, UsageError
+
+if TYPE_CHECKING:
+    from kaja_cli.core.cjk import Term
 
 Progress = Callable[[int, int | None], None]
 # How core shows a long job: `render.progress(description, total)`.
@@ -57,7 +61,6 @@ MAX_WORDS = 100  # plain words in one query (SQLite's expression depth is 1000)
 MARK_START, MARK_END = "\x02", "\x03"  # highlight markers inside FTS4's snippet()
 BUILD_WAIT_MS = 1000  # how long search waits for the write lock to build a missing index
 SCAN_TABLE = "kaja_scan"
-SCAN_CJK_TABLE = "kaja_scan_cjk"
 _HITS_TABLE = "kaja_hits"
 _SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the index itself
 _FIRST_RANKED = 512  # with filters, ranked candidates asked for at first (then ×8)
@@ -188,14 +191,12 @@ def search(
             return result
         if not fts:
             result.match = plain_match(query)
-        terms = None
-        if cjk.has_cjk(result.match):
-            # Chinese, Japanese or Korean: the bigram index (`cjk`), which
-            # highlights the message's own text.
-            terms = cjk.terms(result.match)
-            ix = _cjk_index(store, path, conn, progress, result)
-            result.match = cjk.match(result.match)
-        else:
+        ix, terms = None, None
+        if not result.match.isascii():  # else no CJK: a Latin search imports nothing more
+            from kaja_cli.core import search_cjk
+
+            ix, terms = search_cjk.choose(store, path, conn, progress, result)
+        if ix is None:
             ix = _main_index(store, path, conn, progress, result)
         filters = _Filters(acting, wanted_roles, after, None, have)
         if session:
@@ -244,99 +245,6 @@ def _main_index(
     return ix
 
 
-def _cjk_index(
-    store: Store,
-    path: Path,
-    conn: sqlite3.Connection,
-    progress: ProgressFactory | None,
-    result: SearchResult,
-) -> _Index:
-    """The CJK index, made or brought up to date first if the store may be
-    written (what the agent wrote since is only queued); else a scan."""
-    state = cjk_index.state(conn)
-    made, why_not = False, None
-    if state in (cjk_index.MISSING, cjk_index.FILLING, cjk_index.BEHIND):
-        made, why_not = _build_cjk(store, path, progress)
-        state = cjk_index.state(conn)
-    if state == cjk_index.READY:
-        if made:
-            count = cjk_index.indexed(conn)
-            result.notes.append(
-                f"built the CJK search index of {path} "
-                f"({plural(count, 'message')} in Chinese, Japanese or Korean)"
-            )
-        return _Index("main", cjk_index.TABLE, cjk=True)
-    count = _scan_cjk(conn, progress)
-    result.source = "scan"
-    result.notes.append(_scan_cjk_note(path, state, why_not, count))
-    return _Index("temp", SCAN_CJK_TABLE, cjk=True)
-
-
-def _build_cjk(
-    store: Store, path: Path, progress: ProgressFactory | None
-) -> tuple[bool, str | None]:
-    """Make the CJK index or index what was queued: (made now, why it could not)."""
-    from kaja_cli.core import schema
-
-    try:
-        with db.open_write(path, store.paths.file_of("shared"), timeout_ms=BUILD_WAIT_MS) as conn:
-            with db.transaction(conn):
-                if "counters" not in db.table_names(conn):
-                    schema.apply_tables(conn, (schema.TABLES["counters"],), schema.Report())
-                made = cjk_index.ensure(conn)
-            if cjk_index.fill_state(conn) is None:
-                cjk_index.catch_up(conn)
-            else:
-                with _progress(progress, "indexing Chinese, Japanese and Korean", None) as bar:
-                    cjk_index.catch_up(conn, bar)
-    except Busy:
-        return False, "another process is writing to it"
-    except Refused:
-        return False, NOT_KAJAS
-    except KajaError as e:
-        return False, e.message
-    return made, None
-
-
-def _scan_cjk_note(path: Path, state: str, why_not: str | None, count: int) -> str:
-    if why_not == NOT_KAJAS:
-        reason = "it is not Kaja's store, so kaja adds no search index to it"
-    elif state == cjk_index.FOREIGN:
-        reason = (
-            f"its {cjk_index.TABLE} is not kaja's CJK search index "
-            "(`kaja search --reindex` replaces it)"
-        )
-    elif state == cjk_index.MISSING:
-        reason = f"it has no CJK search index and can't be written now ({why_not})"
-    else:
-        reason = f"its CJK search index is behind and it can't be written now ({why_not})"
-    return (
-        f"searched {path} by scanning its {plural(count, 'message')} in Chinese, "
-        f"Japanese or Korean: {reason}"
-    )
-
-
-def _scan_cjk(conn: sqlite3.Connection, progress: ProgressFactory | None) -> int:
-    """Index every message holding CJK text into a temporary FTS4 table."""
-    conn.execute("PRAGMA temp.cache_size = -65536")
-    conn.execute(
-        f"CREATE VIRTUAL TABLE temp.{SCAN_CJK_TABLE} USING fts4(content, "
-        'tokenize=unicode61 "remove_diacritics=2")'
-    )
-    upto = conn.execute("SELECT ifnull(max(rowid), 0) FROM main.messages").fetchone()[0]
-    step, count = search_index.FILL_BATCH, 0
-    with _progress(progress, "scanning messages", upto) as bar:
-        for low in range(0, upto, step):
-            rows = conn.execute(
-                "SELECT rowid, content FROM main.messages"
-                " WHERE rowid > ? AND rowid <= ? AND content GLOB ?",
-                (low, low + step, cjk.GLOB),
-            )
-            count += cjk_index.put(conn, f"temp.{SCAN_CJK_TABLE}", rows)
-            bar(min(low + step, upto), upto)
-    return count
-
-
 def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
     """Rebuild the index from every message: a short transaction to start it
     again empty, then batches, then incremental merges (`search_index`).
@@ -349,19 +257,10 @@ def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
             count = search_index.reset(conn)
         bar(0, count)
         search_index.finish(conn, bar)
-    _reindex_cjk(store, path, progress)
+    from kaja_cli.core import search_cjk
+
+    search_cjk.reindex(store, path, progress)
     return count
-
-
-def _reindex_cjk(store: Store, path: Path, progress: ProgressFactory | None) -> None:
-    """Rebuild the CJK index too, if the store has one (a first CJK search makes it)."""
-    with db.open_write(path, store.paths.file_of("shared")) as conn:
-        if not cjk_index.exists(conn):
-            return
-        with db.transaction(conn):
-            cjk_index.reset(conn)
-        with _progress(progress, "indexing Chinese, Japanese and Korean", None) as bar:
-            cjk_index.catch_up(conn, bar)
 
 
 # --- the index to use ----------------------------------------------------------------
@@ -562,7 +461,7 @@ def _run(
     ix: _Index,
     result: SearchResult,
     filters: _Filters,
-    terms: list[cjk.Term] | None = None,
+    terms: list[Term] | None = None,
 ) -> None:
     want = result.limit + 1 if result.limit else None  # one more: are there more?
     n, avgdl = _stats(conn, ix)
@@ -805,7 +704,7 @@ def _details(
     picked: list[tuple[float | None, int]],
     bm25: Bm25,
     have: dict[str, set[str]],
-    terms: list[cjk.Term] | None = None,
+    terms: list[Term] | None = None,
 ) -> list[Hit]:
     """The hits to show, in `picked` order, with their sessions and snippets
     (for the CJK index, made from the messages' own text with `terms`)."""
@@ -841,6 +740,8 @@ def _details(
         conn.execute(f"DELETE FROM {table}")
         select = "SELECT rowid, content FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))"
         if ix.cjk:
+            from kaja_cli.core import cjk_index
+
             cjk_index.put(conn, table, conn.execute(select, (wanted,)).fetchall())
         else:
             conn.execute(f"INSERT INTO {table}(docid, content) {select}", (wanted,))
@@ -855,7 +756,11 @@ def _details(
         numbers = array("I")
         numbers.frombytes(info)
         found[docid] = (snippet or "", bm25.score(numbers[:p], numbers[p]))
-    own = _own_snippets(conn, wanted, terms) if ix.cjk and terms is not None else {}
+    own = {}
+    if ix.cjk and terms is not None:
+        from kaja_cli.core import search_cjk
+
+        own = search_cjk.snippets(conn, wanted, terms)
     short = _short_ids(conn, [m[1] for m in messages.values() if m[1]], have)
     hits = []
     for score, docid in picked:
@@ -872,22 +777,6 @@ def _details(
         )  # fmt: skip
         hits.append(hit)
     return hits
-
-
-def _own_snippets(
-    conn: sqlite3.Connection, wanted: str, terms: list[cjk.Term]
-) -> dict[int, tuple[str, tuple[tuple[int, int], ...]]]:
-    """Snippets cut from the messages' text: the CJK index holds bigrams,
-    whose own snippet() would show "東京 京都" for 東京都."""
-    rows = conn.execute(
-        "SELECT rowid, content FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))",
-        (wanted,),
-    )
-    return {
-        rowid: cjk.snippet(text, terms)
-        for rowid, content in rows
-        if (text := cjk_index.text_of(content)) is not None
-    }
 
 
 _ONE_LINE = str.maketrans("\n\r\t\v\f", "     ")
