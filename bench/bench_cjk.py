@@ -236,6 +236,6 @@ def _catch_up(bench, env, kaja, store: Path, floor, word: str) -> None:
         if i:
             xs.append(a)
             ys.append(b)
-    bench.add(Row(f"CJK search: after the agent wrote {LATER} CJK messages", PROCESS,
+    bench.add(Row(f"CJK search: after {LATER} new CJK messages", PROCESS,
                   statistics.median(xs), statistics.median(ys), FLOOR,
                   note="kaja indexes the queued messages first (the floor's index is as it was)"))  # fmt: skip
