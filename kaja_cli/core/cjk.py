@@ -221,27 +221,54 @@ def _spans(text: str, wanted: list[Term]) -> list[tuple[int, int]]:
     return merged
 
 
-SNIPPET_CHARS = 80  # about what FTS4's 16-token snippet shows of Latin text
-_LEAD = 16  # characters of context before the first match
+SNIPPET_COLUMNS = 80  # about what FTS4's 16-token snippet shows of Latin text
+_LEAD = 16  # columns of context before the first match
+_CUT = 12  # how far back a cut looks for a space, not to split a Latin word
 
 _ONE_LINE = str.maketrans("\n\r\t\v\f", "     ")
 
 
+def _columns(ch: str) -> int:
+    """Terminal columns of a character: CJK ones take two."""
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def _back(line: str, at: int, columns: int) -> int:
+    """The index `columns` terminal columns before `at` (not before 0)."""
+    while at > 0 and columns > 0:
+        at -= 1
+        columns -= _columns(line[at])
+    return at
+
+
+def _forward(line: str, at: int, columns: int) -> int:
+    """The index after `columns` terminal columns from `at`."""
+    while at < len(line) and columns >= _columns(line[at]):
+        columns -= _columns(line[at])
+        at += 1
+    return at
+
+
 def snippet(
-    text: str, wanted: list[Term], width: int = SNIPPET_CHARS
+    text: str, wanted: list[Term], columns: int = SNIPPET_COLUMNS
 ) -> tuple[str, tuple[tuple[int, int], ...]]:
-    """One line of `text` around its first match, and the matches' [start, end)
+    """One line of `text` around its first match (about `columns` terminal
+    columns wide, a CJK character taking two), and the matches' [start, end)
     in that line: the same shape as the main index's snippets."""
     line = text.translate(_ONE_LINE)
     spans = _spans(line, wanted)
     start = 0
-    if spans and len(line) > width:
-        start = max(0, spans[0][0] - _LEAD)
-        space = line.rfind(" ", max(0, start - 12), start)
+    if spans and _forward(line, 0, columns) < len(line):
+        start = _back(line, spans[0][0], _LEAD)
+        space = line.rfind(" ", max(0, start - _CUT), start)
         if space >= 0:
-            start = space + 1  # don't cut a Latin word in two
-        start = min(start, max(0, len(line) - width))
-    end = min(len(line), start + width)
+            start = space + 1
+        start = min(start, _back(line, len(line), columns))
+    end = _forward(line, start, columns)
+    if end < len(line) and line[end].isalnum() and not has_cjk(line[end]):
+        space = line.rfind(" ", max(start, end - _CUT), end)
+        if space > start:
+            end = space  # don't cut the last Latin word in two
     head = "…" if start > 0 else ""
     tail = "…" if end < len(line) else ""
     shift = len(head) - start
