@@ -100,10 +100,12 @@ def _build_floor(store: Path, floor_db: Path) -> None:
         "CREATE VIRTUAL TABLE f USING fts5(content, tokenize='unicode61 remove_diacritics 2')"
     )
     with closing(sqlite3.connect(store.as_uri() + "?mode=ro", uri=True)) as src:
-        rows = src.execute("SELECT rowid, content FROM messages WHERE content GLOB ?", (cjk.GLOB,))
+        rows = src.execute(
+            f"SELECT rowid, content FROM messages WHERE {cjk.maybe_cjk_sql('content')}"
+        )
         conn.executemany(
             "INSERT INTO f(rowid, content) VALUES (?, ?)",
-            ((rowid, cjk.index_text(text)) for rowid, text in rows),
+            ((rowid, cjk.index_text(text)) for rowid, text in rows if cjk.has_cjk(text)),
         )
     conn.commit()
     conn.close()
@@ -187,6 +189,7 @@ def cases(bench) -> None:
     bench.process("CJK search: a Latin and a CJK word", kaja("search", "budget", common),
                   floor(f'"budget" "{common}"'), FLOOR, env=env)  # fmt: skip
     _catch_up(bench, env, kaja, store, floor, common)
+    _insert_cost(bench, store, scratch)
     shutil.rmtree(scratch, ignore_errors=True)
 
 
@@ -239,3 +242,45 @@ def _catch_up(bench, env, kaja, store: Path, floor, word: str) -> None:
     bench.add(Row(f"CJK search: after {LATER} new CJK messages", PROCESS,
                   statistics.median(xs), statistics.median(ys), FLOOR,
                   note="kaja indexes the queued messages first (the floor's index is as it was)"))  # fmt: skip
+
+
+def _insert_cost(bench, store: Path, scratch: Path) -> None:
+    """What the CJK index's triggers add to each message the agent writes: the
+    same INSERTs (copies of the store's own messages, of every language) with
+    and without them, one per transaction, by the sqlite3 command line."""
+    from kaja_cli.core import cjk_index
+
+    with closing(sqlite3.connect(store)) as conn:
+        top = conn.execute("SELECT max(rowid) FROM messages").fetchone()[0]
+    insert = (
+        "INSERT INTO messages (id, sessionId, seq, role, content, createdAt)"
+        " SELECT 'bench-ins-{i:05d}', sessionId, seq, role, content, createdAt"
+        " FROM messages WHERE rowid >= {r} LIMIT 1;"
+    )
+    script = scratch / "each.sql"
+    script.write_text(".timeout 10000\n" + "".join(
+        f"BEGIN IMMEDIATE; {insert.format(i=i, r=1 + (i * 7919) % top)} COMMIT;\n"
+        for i in range(LATER)
+    ))  # fmt: skip
+
+    def triggers(on: bool) -> None:
+        with closing(sqlite3.connect(store, timeout=10, isolation_level=None)) as conn:
+            conn.execute("DELETE FROM messages WHERE id >= 'bench-ins-' AND id < 'bench-ins.'")
+            conn.execute(f"DELETE FROM {cjk_index.QUEUE}")
+            for name, body in cjk_index.TRIGGERS.items():
+                conn.execute(f"DROP TRIGGER IF EXISTS {name}")
+                if on:
+                    conn.execute(f"CREATE TRIGGER {name} {body}")
+
+    with_, without = [], []
+    for i in range(bench.repeat + 1):
+        for on, out in ((True, with_), (False, without)) if i % 2 == 0 else ((False, without), (True, with_)):  # fmt: skip
+            triggers(on)
+            took = bench.run(bench.sqlite(f".read {script}", store, readonly=False))
+            if i:
+                out.append(took / LATER)
+    triggers(True)
+    bench.add(Row("CJK index: write a message, its triggers", PROCESS, statistics.median(with_),
+                  statistics.median(without), "sqlite3 CLI: same INSERTs without the CJK triggers",
+                  note=f"ms per message, {LATER} per run, one per transaction; the main "
+                       "index's triggers in both"))  # fmt: skip

@@ -130,8 +130,8 @@ def _scan_cjk(conn: sqlite3.Connection, progress: ProgressFactory | None) -> int
         for low in range(0, upto, step):
             rows = conn.execute(
                 "SELECT rowid, content FROM main.messages"
-                " WHERE rowid > ? AND rowid <= ? AND content GLOB ?",
-                (low, low + step, cjk.GLOB),
+                f" WHERE rowid > ? AND rowid <= ? AND {cjk.maybe_cjk_sql('content')}",
+                (low, low + step),
             )
             count += cjk_index.put(conn, f"temp.{SCAN_CJK_TABLE}", rows)
             bar(min(low + step, upto), upto)

@@ -88,12 +88,14 @@ def _look(ctx: Context, conn: sqlite3.Connection, tables: set[str]) -> Check:
     ).fetchone()[0]
     problems = [f"{plural(gone, 'entry', 'entries')} of deleted messages"] if gone else []
     if ctx.thorough:
-        missed = conn.execute(
-            "SELECT count(*) FROM messages AS m WHERE content GLOB ?"
+        rows = conn.execute(
+            f"SELECT content FROM messages AS m WHERE {cjk.maybe_cjk_sql('content')}"
             f" AND NOT EXISTS (SELECT 1 FROM {cjk_index.TABLE}_docsize WHERE docid = m.rowid)"
-            f" AND NOT EXISTS (SELECT 1 FROM {cjk_index.QUEUE} WHERE docid = m.rowid)",
-            (cjk.GLOB,),
-        ).fetchone()[0]
+            f" AND NOT EXISTS (SELECT 1 FROM {cjk_index.QUEUE} WHERE docid = m.rowid)"
+        )
+        missed = sum(
+            1 for (content,) in rows if (text := cjk_index.text_of(content)) and cjk.has_cjk(text)
+        )
         if missed:
             problems.append(f"{plural(missed, 'message')} with CJK text neither indexed nor queued")
         else:
