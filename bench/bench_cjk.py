@@ -105,7 +105,7 @@ def _build_floor(store: Path, floor_db: Path) -> None:
         )
         conn.executemany(
             "INSERT INTO f(rowid, content) VALUES (?, ?)",
-            ((rowid, cjk.index_text(text)) for rowid, text in rows if cjk.has_cjk(text)),
+            ((rowid, cjk.index_text(text)) for rowid, text in rows if cjk.holds_cjk(text)),
         )
     conn.commit()
     conn.close()

@@ -341,9 +341,10 @@ def test_every_cjk_character_is_one_token_to_unicode61() -> None:
             assert tokens == [(ch + ch,)], hex(ord(ch))
             sql = f"SELECT {cjk.maybe_cjk_sql(':t')}"
             assert conn.execute(sql, {"t": f"a{ch}b"}).fetchone() == (1,)
-            assert cjk.has_cjk(f"a{ch}b") and cjk.has_cjk("x" * 300 + ch)
+            assert cjk.has_cjk(f"a{ch}b") and cjk.has_cjk("x" * 300 + ch) and cjk.holds_cjk(ch)
         for ch in "a。、「」・éZ1 ":
             assert not cjk.has_cjk(ch) and not cjk.has_cjk("x" * 300 + ch)
+            assert not cjk.holds_cjk(ch)
 
 
 def test_vacuum_that_moves_rowids_starts_the_index_again(tmp_path) -> None:

@@ -116,6 +116,11 @@ def has_cjk(text: str) -> bool:
     return _P.run.search(text) is not None
 
 
+def holds_cjk(text: str) -> bool:
+    """`has_cjk` for many texts (indexing messages): the compiled regex for all."""
+    return not text.isascii() and _P.run.search(text) is not None
+
+
 def _bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] or [run]
 

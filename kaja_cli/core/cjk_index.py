@@ -213,7 +213,7 @@ def put(conn: sqlite3.Connection, table: str, rows: Iterable[tuple[int, object]]
     new = []
     for rowid, content in rows:
         text = text_of(content)
-        if text is not None and cjk.has_cjk(text):
+        if text is not None and cjk.holds_cjk(text):
             new.append((rowid, cjk.index_text(text)))
     conn.executemany(f"INSERT INTO {table}(docid, content) VALUES (?, ?)", new)
     return len(new)

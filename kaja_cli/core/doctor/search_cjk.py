@@ -94,7 +94,7 @@ def _look(ctx: Context, conn: sqlite3.Connection, tables: set[str]) -> Check:
             f" AND NOT EXISTS (SELECT 1 FROM {cjk_index.QUEUE} WHERE docid = m.rowid)"
         )
         missed = sum(
-            1 for (content,) in rows if (text := cjk_index.text_of(content)) and cjk.has_cjk(text)
+            1 for (content,) in rows if (text := cjk_index.text_of(content)) and cjk.holds_cjk(text)
         )
         if missed:
             problems.append(f"{plural(missed, 'message')} with CJK text neither indexed nor queued")
