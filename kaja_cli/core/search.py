@@ -495,9 +495,13 @@ def _stats(conn: sqlite3.Connection, ix: _Index) -> tuple[int, float]:
 
 
 def _messages(conn: sqlite3.Connection) -> int:
-    """How many messages the store has: the main index's count when it has one."""
-    if search_index.state(conn) == search_index.READY:
-        n, _ = _stats(conn, _Index("main", search_index.FTS_TABLE))
+    """How many messages the store has: the main index's count when it has one
+    (one row read, where count(*) reads the table)."""
+    if search_index.fill_state(conn) is None:
+        try:
+            n, _ = _stats(conn, _Index("main", search_index.FTS_TABLE))
+        except sqlite3.OperationalError:  # no main index
+            n = 0
         if n:
             return n
     return conn.execute("SELECT count(*) FROM main.messages").fetchone()[0]
@@ -747,8 +751,10 @@ def _details(
             conn.execute(f"INSERT INTO {table}(docid, content) {select}", (wanted,))
     found: dict[int, tuple[str, float]] = {}
     p = len(bm25.idf)
+    # The CJK index holds bigrams: its snippets are cut from the text below.
+    snip = "''" if ix.cjk else f"snippet({name}, char(2), char(3), '…', -1, {SNIPPET_TOKENS})"
     for docid, snippet, info in conn.execute(
-        f"SELECT docid, snippet({name}, char(2), char(3), '…', -1, {SNIPPET_TOKENS}),"
+        f"SELECT docid, {snip},"
         f" matchinfo({name}, 'yl') FROM {table} WHERE {name} MATCH ?"
         " AND docid IN (SELECT value FROM json_each(?))",
         (match, wanted),
