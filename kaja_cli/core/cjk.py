@@ -1,4 +1,4 @@
-"""Chinese, Japanese and Korean text for the search index: pure functions, no SQL.
+"""Chinese, Japanese and Korean text for the search index: pure functions.
 
 FTS4's unicode61 tokenizer makes a run of CJK characters one token (CJK is
 written without spaces, and Korean attaches particles: 서울에), so a word
@@ -62,7 +62,7 @@ def maybe_cjk_sql(column: str) -> str:
     bytes than characters). A GLOB class of the CJK ranges would be exact,
     but SQLite tests every character against every range: 37 s over the
     benchmark store's 117 MB of messages, against 1 s for this, which is
-    what each message the agent writes pays in the trigger. `has_cjk` keeps
+    what each message the agent writes pays in the trigger. `holds_cjk` keeps
     the ones that do hold CJK."""
     return f"length(CAST({column} AS BLOB)) > length({column})"
 
