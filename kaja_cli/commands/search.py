@@ -92,8 +92,9 @@ def search(
 
     Plain words by default: every word must appear, in any order; accents
     and case don't matter (creme brulee finds "Crème brûlée") and
-    punctuation is harmless (c++, don't). --fts takes SQLite's FTS4 syntax
-    instead. Each hit shows its session, time, role and the words in
+    punctuation is harmless (c++, don't). Chinese, Japanese and Korean
+    words are found inside sentences (東京 in 私は東京に住んでいます).
+    --fts takes SQLite's FTS4 syntax instead. Each hit shows its session, time, role and the words in
     context. Without a search index (a store another program made), kaja
     builds it when it may write the store, and otherwise scans the messages
     and says so. --notes searches the notes' keys, tags and content instead.

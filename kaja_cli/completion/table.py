@@ -574,6 +574,7 @@ FIXED = {
         ('space.auth', 'auth: WAL size and free pages (suggests a checkpoint or VACUUM)'),
         ('orphans', 'rows whose parent is gone: messages, tool calls, tool results, summaries, events, model calls'),
         ('search-index', "the FTS4 index is present and in step with messages (counts and sampled lookups; FTS4 'integrity-check' with --thorough)"),
+        ('search-index-cjk', 'the index of Chinese, Japanese and Korean text: triggers, queue, build, entries of deleted messages (with --thorough, every such message indexed or queued)'),
         ('images', 'image folders of missing sessions, files messages refer to that are gone, files whose content no longer matches their sha256 name'),
         ('side-data', 'expired cache entries and web sign-in sessions (counts only, never a secret)'),
         ('sync-outbox', 'changes waiting in sync_outbox to be pushed'),

@@ -37,12 +37,16 @@ from array import array
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kaja_cli.core import db, search_index, values
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, NotFound, Refused, UsageError
+
+if TYPE_CHECKING:
+    from kaja_cli.core.cjk import Term
 
 Progress = Callable[[int, int | None], None]
 # How core shows a long job: `render.progress(description, total)`.
@@ -187,31 +191,19 @@ def search(
             return result
         if not fts:
             result.match = plain_match(query)
-        state = search_index.state(conn)
-        built, why_not = False, None
-        if state in (search_index.MISSING, search_index.FILLING):
-            # In WAL this reader does not stand in the builder's way, and it
-            # sees the new index at its next statement.
-            built, why_not = _build(store, path, progress)
-            state = search_index.state(conn)
-        if state == search_index.READY:
-            ix = _Index("main", search_index.FTS_TABLE)
-            if built:
-                count = search_index.message_count(conn)
-                result.notes.append(
-                    f"built the search index of {path} ({plural(count, 'message')}): the store had none"
-                )
-        else:
-            count = _scan(conn, progress)
-            ix = _Index("temp", SCAN_TABLE)
-            result.source = "scan"
-            result.notes.append(_scan_note(path, state, why_not, count))
+        ix, terms = None, None
+        if not result.match.isascii():  # else no CJK: a Latin search imports nothing more
+            from kaja_cli.core import search_cjk
+
+            ix, terms = search_cjk.choose(store, path, conn, progress, result)
+        if ix is None:
+            ix = _main_index(store, path, conn, progress, result)
         filters = _Filters(acting, wanted_roles, after, None, have)
         if session:
             filters.session_id = _find_session(conn, session, acting, have)
         try:
             conn.execute("BEGIN")  # one snapshot for every query below
-            _run(conn, ix, result, filters)
+            _run(conn, ix, result, filters, terms)
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
             if _bad_query(e):
@@ -221,6 +213,36 @@ def search(
                 ) from None
             raise
     return result
+
+
+def _main_index(
+    store: Store,
+    path: Path,
+    conn: sqlite3.Connection,
+    progress: ProgressFactory | None,
+    result: SearchResult,
+) -> _Index:
+    """The main index, built first if the store may be written; else a scan."""
+    state = search_index.state(conn)
+    built, why_not = False, None
+    if state in (search_index.MISSING, search_index.FILLING):
+        # In WAL this reader does not stand in the builder's way, and it
+        # sees the new index at its next statement.
+        built, why_not = _build(store, path, progress)
+        state = search_index.state(conn)
+    if state == search_index.READY:
+        ix = _Index("main", search_index.FTS_TABLE)
+        if built:
+            count = search_index.message_count(conn)
+            result.notes.append(
+                f"built the search index of {path} ({plural(count, 'message')}): the store had none"
+            )
+    else:
+        count = _scan(conn, progress)
+        ix = _Index("temp", SCAN_TABLE)
+        result.source = "scan"
+        result.notes.append(_scan_note(path, state, why_not, count))
+    return ix
 
 
 def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
@@ -235,6 +257,9 @@ def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
             count = search_index.reset(conn)
         bar(0, count)
         search_index.finish(conn, bar)
+    from kaja_cli.core import search_cjk
+
+    search_cjk.reindex(store, path, progress)
     return count
 
 
@@ -287,11 +312,12 @@ def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
 class _Index:
     """Which FTS4 table answers: the store's index, or a scan's temporary one."""
 
-    __slots__ = ("name", "schema")
+    __slots__ = ("cjk", "name", "schema")
 
-    def __init__(self, schema: str, name: str) -> None:
+    def __init__(self, schema: str, name: str, cjk: bool = False) -> None:
         self.schema = schema  # "main" or "temp"
         self.name = name
+        self.cjk = cjk  # holds `cjk.index_text` of the messages, not their text
 
     @property
     def table(self) -> str:
@@ -430,9 +456,19 @@ class _Filters:
         return (" AND ".join(parts) or "1"), params
 
 
-def _run(conn: sqlite3.Connection, ix: _Index, result: SearchResult, filters: _Filters) -> None:
+def _run(
+    conn: sqlite3.Connection,
+    ix: _Index,
+    result: SearchResult,
+    filters: _Filters,
+    terms: list[Term] | None = None,
+) -> None:
     want = result.limit + 1 if result.limit else None  # one more: are there more?
     n, avgdl = _stats(conn, ix)
+    if ix.cjk and n:
+        # idf over every message, as one index of them all would give it: a
+        # message without CJK text holds none of the query's bigrams.
+        n = max(n, _messages(conn))
     idf, rows = _idf(conn, ix, result.match, n) if n else ([], 0)
     if not idf:  # an empty index, or nothing matches
         return
@@ -444,7 +480,7 @@ def _run(conn: sqlite3.Connection, ix: _Index, result: SearchResult, filters: _F
     if want is not None and len(picked) >= want:
         result.more = True
         picked = picked[: result.limit]
-    result.hits = _details(conn, ix, result.match, picked, bm25, filters.have)
+    result.hits = _details(conn, ix, result.match, picked, bm25, filters.have, terms)
 
 
 def _stats(conn: sqlite3.Connection, ix: _Index) -> tuple[int, float]:
@@ -456,6 +492,19 @@ def _stats(conn: sqlite3.Connection, ix: _Index) -> tuple[int, float]:
     n = values[0] if values else 0
     tokens = values[1] if len(values) > 1 else 0
     return n, (tokens / n if n else 0.0)
+
+
+def _messages(conn: sqlite3.Connection) -> int:
+    """How many messages the store has: the main index's count when it has one
+    (one row read, where count(*) reads the table)."""
+    if search_index.fill_state(conn) is None:
+        try:
+            n, _ = _stats(conn, _Index("main", search_index.FTS_TABLE))
+        except sqlite3.OperationalError:  # no main index
+            n = 0
+        if n:
+            return n
+    return conn.execute("SELECT count(*) FROM main.messages").fetchone()[0]
 
 
 def _varints(data: bytes, start: int = 0) -> list[int]:
@@ -659,8 +708,10 @@ def _details(
     picked: list[tuple[float | None, int]],
     bm25: Bm25,
     have: dict[str, set[str]],
+    terms: list[Term] | None = None,
 ) -> list[Hit]:
-    """The hits to show, in `picked` order, with their sessions and snippets."""
+    """The hits to show, in `picked` order, with their sessions and snippets
+    (for the CJK index, made from the messages' own text with `terms`)."""
     if not picked:
         return []
     wanted = _int_array([docid for _, docid in picked])
@@ -691,15 +742,19 @@ def _details(
             'tokenize=unicode61 "remove_diacritics=2")'
         )
         conn.execute(f"DELETE FROM {table}")
-        conn.execute(
-            f"INSERT INTO {table}(docid, content) SELECT rowid, content"
-            " FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))",
-            (wanted,),
-        )
+        select = "SELECT rowid, content FROM main.messages WHERE rowid IN (SELECT value FROM json_each(?))"
+        if ix.cjk:
+            from kaja_cli.core import cjk_index
+
+            cjk_index.put(conn, table, conn.execute(select, (wanted,)).fetchall())
+        else:
+            conn.execute(f"INSERT INTO {table}(docid, content) {select}", (wanted,))
     found: dict[int, tuple[str, float]] = {}
     p = len(bm25.idf)
+    # The CJK index holds bigrams: its snippets are cut from the text below.
+    snip = "''" if ix.cjk else f"snippet({name}, char(2), char(3), '…', -1, {SNIPPET_TOKENS})"
     for docid, snippet, info in conn.execute(
-        f"SELECT docid, snippet({name}, char(2), char(3), '…', -1, {SNIPPET_TOKENS}),"
+        f"SELECT docid, {snip},"
         f" matchinfo({name}, 'yl') FROM {table} WHERE {name} MATCH ?"
         " AND docid IN (SELECT value FROM json_each(?))",
         (match, wanted),
@@ -707,6 +762,11 @@ def _details(
         numbers = array("I")
         numbers.frombytes(info)
         found[docid] = (snippet or "", bm25.score(numbers[:p], numbers[p]))
+    own = {}
+    if ix.cjk and terms is not None:
+        from kaja_cli.core import search_cjk
+
+        own = search_cjk.snippets(conn, wanted, terms)
     short = _short_ids(conn, [m[1] for m in messages.values() if m[1]], have)
     hits = []
     for score, docid in picked:
@@ -714,7 +774,7 @@ def _details(
             continue
         mid, sid, seq, role, created, title, owner = messages[docid]
         raw, own_score = found[docid]
-        text, spans = _parse_snippet(raw)
+        text, spans = own[docid] if docid in own else _parse_snippet(raw)
         hit = Hit(
             message_id=str(mid) if mid is not None else str(docid), session_id=sid,
             session_short=short.get(sid) if sid else None, session_title=title, owner=owner,

@@ -505,17 +505,26 @@ def vacuum_in(conn: sqlite3.Connection, path: Path) -> VacuumResult:
     keyed by `messages.rowid`: if the messages' rowids moved, the index is
     rebuilt so that search keeps finding the right messages.
     """
+    from kaja_cli.core import cjk_index
+
     before = _on_disk(path)
     has_index = search_index.present(conn)
-    fingerprint = _rowid_fingerprint(conn) if has_index else None
+    has_cjk = cjk_index.exists(conn)  # keyed by messages.rowid too
+    fingerprint = _rowid_fingerprint(conn) if has_index or has_cjk else None
     conn.execute("VACUUM")
     state = "absent"
+    moved = (has_index or has_cjk) and (
+        fingerprint is None or _rowid_fingerprint(conn) != fingerprint
+    )
     if has_index:
         state = "checked"
-        if fingerprint is None or _rowid_fingerprint(conn) != fingerprint:
+        if moved:
             with db.transaction(conn):
                 search_index.rebuild(conn)
             state = "rebuilt"
+    if has_cjk and moved:
+        with db.transaction(conn):
+            cjk_index.reset(conn)  # built again, in short batches, by the next CJK search
     busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
     return VacuumResult(before, _on_disk(path), state, readers_waited=bool(busy))
 

@@ -384,7 +384,7 @@ def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[Fi
 # `check` above as it loads.
 # isort: off
 from kaja_cli.core.doctor import environment, locations, settings_file, databases  # noqa: E402
-from kaja_cli.core.doctor import orphans, search, images, side_data  # noqa: E402
+from kaja_cli.core.doctor import orphans, search, search_cjk, images, side_data  # noqa: E402
 
 # isort: on
 from kaja_cli.core.doctor.environment import versions  # noqa: E402
@@ -416,6 +416,7 @@ __all__ = [
     "redactor",
     "run",
     "search",
+    "search_cjk",
     "settings_file",
     "side_data",
     "versions",

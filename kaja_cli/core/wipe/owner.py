@@ -245,20 +245,25 @@ def _purge_index(store: Store, timeout_ms: int) -> bool:
     merge reaches them. 'optimize' merges everything, holding the write lock
     for seconds on a large store, so it runs only while nobody else has the
     file open; otherwise the caller says how to finish. True if purged."""
-    from kaja_cli.core import search_index
+    from kaja_cli.core import cjk_index, search_index
 
     path = store.paths.shared_db.path
     if db.holder(path) is not None:
         return False
     try:
         with store.writer(timeout_ms=timeout_ms) as conn:
-            if search_index.state(conn) != search_index.READY:
+            main = search_index.state(conn) == search_index.READY
+            cjk = cjk_index.state(conn) in (cjk_index.READY, cjk_index.BEHIND)
+            if not main and not cjk:
                 return True  # no index of kaja's: nothing holds the words
             conn.execute("PRAGMA secure_delete = ON")
             with db.transaction(conn):
-                conn.execute(
-                    f"INSERT INTO {search_index.FTS_TABLE}({search_index.FTS_TABLE}) VALUES ('optimize')"
-                )
+                if main:
+                    conn.execute(
+                        f"INSERT INTO {search_index.FTS_TABLE}({search_index.FTS_TABLE}) VALUES ('optimize')"
+                    )
+                if cjk:
+                    cjk_index.optimize(conn)
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     except Busy:
         return False
