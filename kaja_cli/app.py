@@ -24,7 +24,19 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo, doctor, resume, search, sessions, sync, usage, wipe  # noqa: E402
+from kaja_cli.commands import (  # noqa: E402
+    backup,
+    config,
+    demo,
+    doctor,
+    optimize,
+    resume,
+    search,
+    sessions,
+    sync,
+    usage,
+    wipe,
+)
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -87,6 +99,9 @@ app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
 app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
 app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
 app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
+app.command("backup", rich_help_panel=CARE)(backup.backup)
+app.command("restore", rich_help_panel=CARE)(backup.restore)
+app.command("optimize", rich_help_panel=CARE)(optimize.optimize)
 app.add_typer(config.app, name="config", rich_help_panel=SETUP)
 app.command("demo", rich_help_panel=SETUP)(demo.demo)
 
