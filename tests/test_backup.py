@@ -680,6 +680,27 @@ def test_finish_waits_for_kaja_to_close(demo_store: Kaja, tmp_path: Path):
     assert kaja("restore", "--finish").code == 0
 
 
+def test_a_restore_under_way_is_left_alone(demo_store: Kaja, tmp_path: Path):
+    kaja = demo_store
+    arch, _ = second_store(kaja, tmp_path)
+    old = store_state(kaja.state, tmp_path / "old")
+    p = paused(kaja, "prepared", *restore_args(arch))
+    try:
+        for args in (["restore", "--finish"], ["restore", str(arch), "--dry-run"]):
+            r = kaja(*args)
+            assert r.code == 4 and f"(process {p.pid}) is restoring" in r.err, r
+        r = kaja("doctor", "--json", "--check", "interrupted-restore")
+        (check,) = json.loads(r.out)["checks"]
+        assert check["status"] == "ok" and "under way" in check["summary"], check
+    finally:
+        p.kill()
+        p.communicate()
+    r = kaja("restore", str(arch), "--dry-run")
+    assert r.code == 5 and "--finish" in r.err, r  # a dry run finishes nothing
+    assert kaja("restore", "--finish").code == 0
+    assert store_state(kaja.state, tmp_path / "after") == old
+
+
 # --- beside live writers -----------------------------------------------------------------------
 def _ids(db: Path, table: str) -> set[str]:
     conn = sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)

@@ -166,9 +166,13 @@ def restore(
         raise UsageError("--finish takes no FILE: it completes the restore that was interrupted")
     if archive is None and not finish:
         raise UsageError("give the archive to restore (FILE), or --finish")
+    if finish and dry_run:
+        raise UsageError(
+            "--finish has no --dry-run: `kaja doctor --check interrupted-restore` describes it"
+        )
     store = store_of(ctx)
     store.require_local()
-    done = core.finish(store, archive)
+    done = None if dry_run else core.finish(store, archive)
     if done is not None and not as_json:
         render.note(done.summary)
     if finish or (done is not None and done.same_archive):

@@ -159,6 +159,7 @@ class Leftover:
     staging: Path | None
     details: list[str] = field(default_factory=list)
     pending: int = 0  # files of the backup not yet in place
+    pid: int | None = None  # the restore is not interrupted: this process is running it
 
     @property
     def half_done(self) -> bool:
@@ -195,6 +196,12 @@ def plan_restore(store: Store, archive_path: Path, *, force: bool) -> RestorePla
         raise Refused(
             "an interrupted `kaja wipe` is unfinished here",
             hint="run `kaja wipe` to finish it first; nothing was restored",
+        )
+    if marker_path(paths).exists():
+        _not_running(_read_marker(marker_path(paths)))
+        raise Refused(
+            "an interrupted `kaja restore` is unfinished here",
+            hint="run `kaja restore --finish` first; nothing was restored",
         )
     parts = [Part(f.name.value, f.path) for f in _files(paths)]
     parts.append(Part(IMAGES, paths.images_dir))
@@ -247,7 +254,13 @@ def _existing(paths: Paths, parts: list[Part]) -> list[Existing]:
                 f"{part.target} is a symbolic link: kaja restore replaces no file through a link",
                 hint=f"point --db at {os.path.realpath(part.target)} to restore there",
             )
-        guarding.require_database_file(part.target)
+        try:
+            guarding.require_database_file(part.target)
+        except Refused as e:
+            raise Refused(
+                e.message,
+                hint="if it is your own store, damaged, move it aside first; nothing was restored",
+            ) from None
         if db.classify(part.target) == "sqlite":
             _require_kajas(part.target, file)
         out.append(Existing(part.target, file.spec.noun, _size(part.target)))
@@ -498,6 +511,11 @@ def execute(
         discard_all(plan)
         raise
     try:
+        _check_not_busy(plan.parts)  # opened while the old store was backed up?
+    except Busy:
+        discard_all(plan)
+        raise
+    try:
         with _sigint_held():
             _write_marker(plan.marker, _marker_data(plan, Phase.SWAP, moves))
             _swap(moves)
@@ -526,7 +544,13 @@ def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> 
     try:
         return backup(store, out, progress=progress, require_shared=False).path
     except NotFound:
-        return None  # nothing but empty files: nothing to keep
+        if any(e.what == IMAGES for e in plan.existing):
+            raise Failed(
+                f"{store.paths.images_dir} holds images but there is no shared file to back up"
+                " with them",
+                hint="move that folder aside yourself, or restore elsewhere; nothing was changed",
+            ) from None
+        return None  # nothing but empty database files: nothing to keep
     except KajaError as e:
         raise Failed(
             f"could not back up the store in place before replacing it: {e}",
@@ -680,8 +704,31 @@ def discard_all(plan: RestorePlan) -> None:
 
 
 # --- interrupted restores -------------------------------------------------------------------
+def running(data: dict) -> int | None:
+    """The pid of another process still running the restore a marker describes."""
+    pid = data.get("pid")
+    if not isinstance(pid, int) or pid == os.getpid() or pid <= 0:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except OSError:
+        return pid
+    return pid
+
+
+def _not_running(data: dict) -> None:
+    if (pid := running(data)) is not None:
+        raise Busy(
+            f"another `kaja restore` (process {pid}) is restoring into this store",
+            hint="wait for it to end",
+        )
+
+
 def interrupted(paths: Paths) -> Leftover | None:
-    """What an interrupted restore left, read-only (for `kaja doctor`)."""
+    """What an interrupted restore left, read-only (for `kaja doctor`); a
+    restore still running in another process counts too (`Leftover.pid`)."""
     marker = marker_path(paths)
     if not marker.exists():
         return None
@@ -690,6 +737,7 @@ def interrupted(paths: Paths) -> Leftover | None:
     arch = (data.get("archive") or {}).get("path", "?")
     phase = str(data.get("phase", Phase.EXTRACT))
     left = Leftover(marker, str(arch), str(data.get("started_at", "?")), phase, staging)
+    left.pid = running(data)
     if phase == Phase.SWAP:
         moves = _moves_of(data)
         pending = [m for m in moves if m.source is not None and os.path.lexists(m.source)]
@@ -710,6 +758,7 @@ def finish(store: Store, archive_path: Path | None = None) -> Finished | None:
     if not marker.exists():
         return None
     data = _read_marker(marker)
+    _not_running(data)
     arch = data.get("archive") or {}
     name = str(arch.get("path", "an archive"))
     staging = _ours_staging(data.get("staging"))

@@ -17,6 +17,9 @@ def check_interrupted_restore(ctx: Context) -> Check:
     if left is None:
         return Check(ID, Group.PATHS, OK, "no unfinished restore")
     details = [f"marker: {left.marker}", f"started: {left.started_at}", *left.details]
+    if left.pid is not None:
+        return Check(ID, Group.PATHS, OK, f"a restore of {left.archive} is under way (process"
+                     f" {left.pid})", details)  # fmt: skip
     if left.half_done:
         # Some files are the backup's and some the old store's: the agent must
         # not open it until the rest of the backup is in place.
