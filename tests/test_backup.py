@@ -425,6 +425,11 @@ def test_dry_run_verifies_the_archive_and_writes_nothing(demo_store: Kaja, tmp_p
     assert leftovers(tmp_path) == []
     r = demo_store("--state-dir", str(other), "restore", str(arch), "--dry-run")
     assert r.code == 0 and "is whole" in r.err and "nothing was restored" in r.err, r
+    # over the store in place: verified all the same, and told what it would take
+    before = listing(demo_store.state)
+    r = demo_store("restore", str(arch), "--dry-run")
+    assert r.code == 0 and "needs --force" in r.err, r
+    assert listing(demo_store.state) == before and leftovers(tmp_path) == []
 
 
 @pytest.mark.process  # the test process holds the store open

@@ -182,7 +182,7 @@ def restore(
             render.note("there is no interrupted restore to finish")
         return
     assert archive is not None
-    plan = core.plan_restore(store, archive, force=force)
+    plan = core.plan_restore(store, archive, force=force, dry_run=dry_run)
     with render.progress("verifying") as progress:
         staged = core.extract(plan, progress)
     keep = False  # the staged archive goes unless the restore goes ahead
@@ -244,6 +244,10 @@ def _restore_out(
             f"dry run: {plan.archive} is whole ({made}; every sha256 matches): "
             f"{_summary(manifest)}; nothing was restored"
         )
+        if plan.replaces and not plan.force:
+            render.note(
+                "a store is in place: restoring there needs --force, which backs it up first"
+            )
         return
     assert result is not None
     render.note(f"restored {plan.archive} ({made}): {_summary(manifest)}")

@@ -185,8 +185,12 @@ def staging_path(paths: Paths) -> Path:
     return state.parent / f".{state.name}.restore-{os.getpid()}"
 
 
-def plan_restore(store: Store, archive_path: Path, *, force: bool) -> RestorePlan:
-    """Where the archive's parts go and what is there now; refusals raised (see the docstring)."""
+def plan_restore(
+    store: Store, archive_path: Path, *, force: bool, dry_run: bool = False
+) -> RestorePlan:
+    """Where the archive's parts go and what is there now; refusals raised (see
+    the docstring). A dry run only verifies the archive: a store in place or a
+    running Kaja does not stop it."""
     store.require_local()
     paths = store.paths
     _check_archive_file(archive_path)
@@ -206,13 +210,14 @@ def plan_restore(store: Store, archive_path: Path, *, force: bool) -> RestorePla
     parts = [Part(f.name.value, f.path) for f in _files(paths)]
     parts.append(Part(IMAGES, paths.images_dir))
     existing = _existing(paths, parts)
-    if existing and not force:
+    if existing and not (force or dry_run):
         raise Refused(
             f"a Kaja store is already at {paths.shared_db.path}",
             hint="restore elsewhere (--state-dir DIR), or replace it with --force, which backs it"
             " up first",
         )
-    _check_not_busy(parts)
+    if not dry_run:
+        _check_not_busy(parts)
     return RestorePlan(
         archive_path, parts, existing, staging_path(paths), marker_path(paths), force
     )
