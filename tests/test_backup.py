@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DEMO_NOW, Kaja
+from conftest import DEMO_NOW, KAJA, Kaja
 
 from tests.faults import assert_store_sound
 from tests.test_wipe import holding, listing, snapshot
@@ -311,6 +311,32 @@ def test_a_killed_backup_leaves_no_archive_and_the_next_one_tidies_up(
     assert len(leftovers(out.parent)) == 2  # its temporary file and its staging folder
     backup(kaja, out)
     assert os.listdir(out.parent) == ["b.tar.gz"]
+
+
+@pytest.mark.process
+def test_a_full_disk_is_one_line_and_leaves_nothing(demo_store: Kaja, tmp_path: Path):
+    from tests.faults import can_mount_tmpfs
+
+    if not can_mount_tmpfs():
+        pytest.skip("no private tmpfs mounts here")
+    small, out = tmp_path / "small", tmp_path / "out"
+    small.mkdir()
+    out.mkdir()
+    # Full while copying the databases (600k), then while writing the archive
+    # (the 630 kB of copies fit, the archive does not), plain and compressed.
+    for name, size, when in (("a.tar", "600k", "cannot copy"), ("b.tar", "1000k", "cannot write"),
+                             ("c.tar.gz", "648k", "cannot write")):  # fmt: skip
+        script = (
+            f'mount -t tmpfs -o size={size} tmpfs "{small}" && '
+            f'"{KAJA}" backup -o "{small}/{name}" 2> "{out}/err"; echo $? > "{out}/rc"; '
+            f'ls -A "{small}" > "{out}/left"'
+        )
+        subprocess.run(["unshare", "-m", "sh", "-c", script], env=demo_store.env, check=True)
+        err = (out / "err").read_text()
+        assert (out / "rc").read_text().strip() == "1", err
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert when in err and "free some disk space" in err, err
+        assert (out / "left").read_text() == ""  # no archive, no temporary file, no copies
 
 
 # --- restore ---------------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from kaja_cli import __version__
 from kaja_cli.core import clock, db, fs, images, schema
 from kaja_cli.core.backup import archive, guarding, hook
 from kaja_cli.core.backup.archive import DatabaseEntry, FileEntry, Manifest
+from kaja_cli.core.backup.gz import ThreadedGzip
 from kaja_cli.core.registry import Database, DatabaseFile
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, Failed, NotFound
@@ -110,6 +111,12 @@ def backup(
         hook.checkpoint("written")
         os.replace(tmp, target)
         fs.fsync_dir(target.parent)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise Failed(
+            f"cannot write the backup in {target.parent}: {e.strerror or e}",
+            hint="free some disk space there, or write it elsewhere with -o; nothing was written",
+        ) from e
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -158,14 +165,19 @@ def _copy(file: DatabaseFile, staging: Path) -> Copied:
     with db.open_read(file.path) as src:
         if not guarding.kajas(src, file):
             raise guarding.not_kajas(file.path, file)
-        dst = sqlite3.connect(dest)
+        dst = sqlite3.connect(dest, isolation_level=None)
         try:
+            # A staging copy: the archive is what is flushed to disk, not this.
+            dst.execute("PRAGMA synchronous = OFF")
             src.backup(dst)  # pages=-1: every page in one step, one read transaction
         except sqlite3.Error as e:
             error = db.translate(e, file.path)
             if isinstance(error, Busy):
                 raise error from e
-            raise Failed(f"cannot copy {file.path} into {dest}: {e}") from e
+            raise Failed(
+                f"cannot copy {file.path} into {dest}: {e}",
+                hint="free some disk space there, or write the backup elsewhere with -o",
+            ) from e
         finally:
             dst.close()
     return Copied(file, dest, _describe(file, dest))
@@ -276,27 +288,43 @@ def _write_archive(
 ) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, fs.FILE_MODE)
     with os.fdopen(fd, "wb") as raw:
-        gz = archive.compressed(name)
-        options = {"compresslevel": archive.COMPRESSLEVEL} if gz else {}
-        # `name` goes into the gzip header (never the temporary file's).
-        with tarfile.open(
-            name=name, fileobj=raw, mode="w:gz" if gz else "w", format=tarfile.PAX_FORMAT,
-            copybufsize=archive.CHUNK, **options,
-        ) as tar:  # fmt: skip
-            for c in copies:
-                with open(c.copy, "rb") as f:
-                    size, digest = _add(tar, c.entry.member, f, c.copy.stat().st_mtime, step)
-                c.entry.bytes, c.entry.sha256 = size, digest
-                manifest.files.append(FileEntry(c.entry.member, size, digest))
-            for p in pictures:
-                added = _add_image(tar, p, step)
-                if added is not None:
-                    manifest.files.append(added)
-            data = manifest.to_bytes()
-            tar.addfile(archive.tar_info(archive.MANIFEST, len(data), manifest_mtime(manifest)),
-                        io.BytesIO(data))  # fmt: skip
+        gz = ThreadedGzip(raw, name.removesuffix(".gz"), archive.COMPRESSLEVEL) if (
+            archive.compressed(name)
+        ) else None  # fmt: skip
+        try:
+            with tarfile.open(
+                fileobj=gz or raw, mode="w", format=tarfile.PAX_FORMAT, copybufsize=archive.CHUNK
+            ) as tar:
+                _add_members(tar, copies, pictures, manifest, step)
+            if gz is not None:
+                gz.close()
+        except BaseException:
+            if gz is not None:
+                gz.abort()
+            raise
         raw.flush()
         os.fsync(raw.fileno())
+
+
+def _add_members(
+    tar: tarfile.TarFile,
+    copies: list[Copied],
+    pictures: list[Picture],
+    manifest: Manifest,
+    step: Callable[[int], None] | None,
+) -> None:
+    for c in copies:
+        with open(c.copy, "rb") as f:
+            size, digest = _add(tar, c.entry.member, f, c.copy.stat().st_mtime, step)
+        c.entry.bytes, c.entry.sha256 = size, digest
+        manifest.files.append(FileEntry(c.entry.member, size, digest))
+    for p in pictures:
+        added = _add_image(tar, p, step)
+        if added is not None:
+            manifest.files.append(added)
+    data = manifest.to_bytes()
+    tar.addfile(archive.tar_info(archive.MANIFEST, len(data), manifest_mtime(manifest)),
+                io.BytesIO(data))  # fmt: skip
 
 
 def manifest_mtime(manifest: Manifest) -> float:

@@ -368,7 +368,7 @@ def _unpack(path: Path, new: Path, progress: Progress | None) -> dict[str, tuple
 
     try:
         with open(path, "rb") as raw, tarfile.open(
-            fileobj=archive.Counting(raw, step), mode="r|*"
+            fileobj=archive.Counting(raw, step), mode="r|*", bufsize=archive.CHUNK
         ) as tar:  # fmt: skip
             for info in tar:
                 member = archive.check_member(info)
