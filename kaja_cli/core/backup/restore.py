@@ -100,6 +100,7 @@ class RestorePlan:
     staging: Path
     marker: Path
     force: bool
+    created: list[Path] = field(default_factory=list)  # folders made for it, innermost first
 
     @property
     def replaces(self) -> bool:
@@ -332,6 +333,8 @@ def extract(plan: RestorePlan, progress: Progress | None = None) -> Staged:
     staging = plan.staging
     if staging.exists():
         _rmtree(staging)
+    plan.created = _missing_folders(plan.marker.parent)
+    plan.created += [p for p in _missing_folders(staging.parent) if p not in plan.created]
     fs.ensure_private_dir(staging.parent)
     fs.ensure_private_dir(plan.marker.parent)
     staging.mkdir(mode=fs.DIR_MODE)
@@ -488,10 +491,25 @@ def _check_copy(copy: Path, name: str, plan: RestorePlan) -> None:
 
 
 def discard(plan: RestorePlan) -> None:
-    """Undo an extraction: the staging folder and the marker go; the store never changed."""
+    """Undo an extraction: the staging folder, the marker and the folders made
+    for them go (if still empty); the store never changed."""
     _rmtree(plan.staging)
     plan.marker.unlink(missing_ok=True)
     fs.fsync_dir(plan.marker.parent)
+    for folder in plan.created:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass  # not empty (something else is there now), or gone
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and those of its parents that do not exist, innermost first."""
+    out = []
+    while not folder.exists() and folder.parent != folder:
+        out.append(folder)
+        folder = folder.parent
+    return out
 
 
 # --- 2.-5. back up, prepare, swap, clean up ---------------------------------------------------
