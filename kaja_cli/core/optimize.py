@@ -10,7 +10,10 @@ artifacts file and the side databases), in this order:
    single segment but holds the write lock for the whole index (seconds on
    a large store: longer than the agent's five-second busy timeout).
 2. **`ANALYZE`**, so that SQLite's query planner knows how large each table
-   and index is (`sqlite_stat1`), in one short transaction.
+   and index is (`sqlite_stat1`), in one short transaction. Sampled
+   (`analysis_limit`, as SQLite's own `PRAGMA optimize` does): the write lock
+   is held for a bounded time (0.6 s instead of 2.7 s on the benchmark
+   store), and estimates within a factor of two are all the planner needs.
 3. **`VACUUM`**, only when asked (`vacuum=True`) and only when no other
    process has the file open (exit 4 otherwise, checked before anything is
    done): the file is rewritten without its free pages, and the search index
@@ -41,6 +44,7 @@ from kaja_cli.errors import Busy, KajaError
 
 FTS = search_index.FTS_TABLE
 BUSY_HINT = "the steps before it are done; run `kaja optimize` again when Kaja is idle"
+ANALYSIS_LIMIT = 1000  # rows ANALYZE reads of each index (SQLite suggests 100 to 1000)
 
 
 @dataclass
@@ -140,6 +144,7 @@ def _optimize_file(
                 result.index = _merge_index(conn, path)
             current = "ANALYZE"
             step(f"{path.name}: {current}")
+            conn.execute(f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}")
             with db.transaction(conn):
                 conn.execute("ANALYZE")
             result.analyzed = True
