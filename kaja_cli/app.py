@@ -91,7 +91,7 @@ def root(
 
 
 # Grouped in --help the way people reach for them.
-CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health and deleting", "Setup"
+CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health, backups and deleting", "Setup"
 app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
 app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
 app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
