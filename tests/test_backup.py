@@ -426,6 +426,26 @@ def _extract_db(arch: Path, tmp_path: Path) -> Path:
     return p
 
 
+def test_force_keeps_in_images_what_was_not_the_old_stores(demo_store: Kaja, tmp_path: Path):
+    kaja = demo_store
+    arch, _ = second_store(kaja, tmp_path)
+    images = kaja.state / "files" / "images"
+    (images / "README").write_text("my notes")
+    (images / "not-a-session").mkdir()
+    (images / "not-a-session" / "x.png").write_bytes(b"x")
+    old_sessions = [n for n in os.listdir(images) if n not in ("README", "not-a-session")]
+    r = kaja("restore", str(arch), "--force", "--yes", "--json")
+    assert r.code == 0, r
+    assert sorted(json.loads(r.out)["kept"]) == [str(images / "README"),
+                                                 str(images / "not-a-session")]  # fmt: skip
+    assert (images / "README").read_text() == "my notes"
+    assert (images / "not-a-session" / "x.png").read_bytes() == b"x"
+    assert not any((images / n).exists() for n in old_sessions)  # in the backup made first
+    expected = {f"images/{p}" for p in images_of(kaja.state)} - {"images/README",
+                                                                 "images/not-a-session/x.png"}  # fmt: skip
+    assert expected == {n for n in members(arch) if n.startswith("images/")}
+
+
 def test_force_without_yes_and_no_terminal_refuses_and_changes_nothing(
     demo_store: Kaja, tmp_path: Path
 ):
@@ -605,6 +625,24 @@ def test_artifacts_kept_apart_must_match_the_configuration(demo_store: Kaja, tmp
     assert leftovers(tmp_path) == []
 
 
+def test_a_separate_artifacts_file_goes_along(kaja: Kaja, tmp_path: Path):
+    split = {"KAJA_ARTIFACTS_DB": str(kaja.state / "artifacts.db")}
+    assert kaja("demo", "--seed", "1", "--now", DEMO_NOW, env=split).code == 0
+    assert (kaja.state / "artifacts.db").exists()
+    arch = tmp_path / "b.tar.gz"
+    r = kaja("backup", "-o", str(arch), "--json", env=split)
+    assert r.code == 0, r
+    assert "databases/artifacts.db" in members(arch)
+    other = tmp_path / "other"
+    r = kaja("--state-dir", str(other), "restore", str(arch),
+             env={"KAJA_ARTIFACTS_DB": str(other / "artifacts.db")})  # fmt: skip
+    assert r.code == 0, r
+    assert snapshot(other / "artifacts.db", tmp_path / "a") == snapshot(
+        kaja.state / "artifacts.db", tmp_path / "b"
+    )
+    assert snapshot(other / "artifacts.db", tmp_path / "c")["artifacts"][1]
+
+
 def test_a_store_on_another_disk_is_restored_through_copies_beside_it(
     demo_store: Kaja, tmp_path: Path
 ):
@@ -664,6 +702,8 @@ def test_killed_during_the_swap_the_next_restore_completes_it(
     arch, _ = second_store(kaja, tmp_path)
     expected = tmp_path / "expected"
     assert kaja("--state-dir", str(expected), "restore", str(arch)).code == 0
+    readme = kaja.state / "files" / "images" / "README"
+    readme.write_text("not the store's: it stays")
     killed_at(kaja, step, *restore_args(arch))
     r = kaja("doctor", "--json", "--check", "interrupted-restore")
     (check,) = json.loads(r.out)["checks"]
@@ -678,6 +718,8 @@ def test_killed_during_the_swap_the_next_restore_completes_it(
     # The same command again finishes it, and does not restore a second time.
     r = kaja(*restore_args(arch))
     assert r.code == 0 and "finished the interrupted restore" in r.err, r
+    assert readme.read_text() == "not the store's: it stays"
+    readme.unlink()
     assert store_state(kaja.state, tmp_path / "a") == store_state(expected, tmp_path / "b")
     assert_store_sound(kaja.state)
     assert leftovers(tmp_path) == [] and not (kaja.state / "kaja.db.restoring").exists()

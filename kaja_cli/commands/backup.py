@@ -251,6 +251,12 @@ def _restore_out(
         return
     assert result is not None
     render.note(f"restored {plan.archive} ({made}): {_summary(manifest)}")
+    if result.kept:
+        shown = ", ".join(p.name for p in result.kept[:5]) + (", …" if len(result.kept) > 5 else "")
+        render.note(
+            f"kept {render.plural(len(result.kept), 'entry', 'entries')} of"
+            f" {result.kept[0].parent} that were not the replaced store's: {shown}"
+        )
     if result.previous_backup is not None:
         render.note(
             f"the store it replaced is in {result.previous_backup}"
@@ -277,6 +283,7 @@ def _restore_json(
         "replaced": [{"path": str(e.path), "what": e.what, "bytes": e.size} for e in plan.existing],
         "previous_backup": None if result is None or result.previous_backup is None
         else str(result.previous_backup),
+        "kept": [] if result is None else [str(p) for p in result.kept],
         "finished": _finished_json(done),
     }  # fmt: skip
 

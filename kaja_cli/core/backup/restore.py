@@ -26,8 +26,10 @@ Then, in this order:
 4. **Swap**: each database renamed over its old file (an atomic replace:
    the path always holds a whole database), its old -wal/-shm moved aside
    first so that no stale journal is replayed into it; the old `images/`
-   moved aside, the new one renamed into place; databases the archive does
-   not hold moved aside. Ctrl-C is held off meanwhile.
+   moved aside, the new one renamed into place, and what the old one held
+   that was not the replaced store's (an orphaned folder, a file kaja never
+   made) put back in it, as `kaja wipe` would have kept it; databases the
+   archive does not hold moved aside. Ctrl-C is held off meanwhile.
 5. **Clean up**: what was moved aside, the staging folder, the marker.
 
 A marker beside the shared file (`kaja.db.restoring`, JSON, written
@@ -56,7 +58,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core import clock, db, fs
+from kaja_cli.core import clock, db, fs, images
 from kaja_cli.core.backup import archive, guarding, hook
 from kaja_cli.core.backup.archive import Manifest
 from kaja_cli.core.paths import Paths, companions
@@ -137,6 +139,7 @@ class RestoreResult:
     manifest: Manifest
     placed: list[Placed]
     previous_backup: Path | None
+    kept: list[Path] = field(default_factory=list)  # in images/, not the replaced store's
 
 
 @dataclass
@@ -525,7 +528,7 @@ def execute(
         if plan.replaces:
             previous = _back_up_old(store, plan, backup_progress)
             _fold(plan)
-        moves = _prepare(staged)
+        moves = _prepare(staged, _not_the_stores(store, plan))
         hook.checkpoint("prepared")
     except KeyboardInterrupt:
         discard_all(plan)
@@ -549,7 +552,7 @@ def execute(
             f"the restore stopped half way: {e.strerror or e} ({e.filename or ''})",
             hint="fix that, then run `kaja restore --finish` to complete it",
         ) from e
-    return RestoreResult(staged.manifest, _placed(moves), previous)
+    return RestoreResult(staged.manifest, _placed(moves), previous, _kept(moves))
 
 
 def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> Path | None:
@@ -567,13 +570,7 @@ def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> 
     try:
         return backup(store, out, progress=progress, require_shared=False).path
     except NotFound:
-        if any(e.what == IMAGES for e in plan.existing):
-            raise Failed(
-                f"{store.paths.images_dir} holds images but there is no shared file to back up"
-                " with them",
-                hint="move that folder aside yourself, or restore elsewhere; nothing was changed",
-            ) from None
-        return None  # nothing but empty database files: nothing to keep
+        return None  # no database with anything in it (image folders without one are kept)
     except KajaError as e:
         raise Failed(
             f"could not back up the store in place before replacing it: {e}",
@@ -598,17 +595,37 @@ class Move:
     target: Path
     aside: Path
     database: bool
+    keep: tuple[str, ...] = ()  # entries of the old folder put back in the new one
 
     def as_json(self) -> dict:
         return {"name": self.name, "source": _str(self.source), "target": str(self.target),
-                "aside": str(self.aside), "database": self.database}  # fmt: skip
+                "aside": str(self.aside), "database": self.database,
+                "keep": list(self.keep)}  # fmt: skip
 
 
 def _str(p: Path | None) -> str | None:
     return None if p is None else str(p)
 
 
-def _prepare(staged: Staged) -> list[Move]:
+def _not_the_stores(store: Store, plan: RestorePlan) -> tuple[str, ...]:
+    """Entries of the images folder in place that are not sessions of the store
+    being replaced: kaja did not make them (or cannot tell, the shared file
+    being damaged or gone), so they stay, as `kaja wipe` leaves them."""
+    folder = store.paths.images_dir
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return ()
+    shared = store.paths.file_of(Database.SHARED)
+    known: set[str] | None = set()
+    if db.classify(shared.path) == "sqlite":
+        from kaja_cli.core.wipe.reach import read_database
+
+        _refusal, known = read_database(shared.path, shared)
+    return tuple(n for n in names if not known or n not in known or not images.safe_name(n))
+
+
+def _prepare(staged: Staged, keep: tuple[str, ...]) -> list[Move]:
     """The moves of the swap, each source beside its target (copied there first
     when it is on another disk than the staging folder)."""
     plan = staged.plan
@@ -618,7 +635,9 @@ def _prepare(staged: Staged) -> list[Move]:
         if source is None and _lstat(part.target) is None:
             continue
         aside = part.target.with_name(f".{part.target.name}.restore-old")
-        moves.append(Move(part.name, source, part.target, aside, part.name != IMAGES))
+        folder = part.name == IMAGES
+        moves.append(Move(part.name, source, part.target, aside, not folder,
+                          keep if folder else ()))  # fmt: skip
     far = [m for m in moves if m.source is not None and not _same_disk(m.source, m.target)]
     if far:
         nearby = {m.name: m.target.with_name(f".{m.target.name}.restore-new") for m in far}
@@ -627,8 +646,8 @@ def _prepare(staged: Staged) -> list[Move]:
         )
         for m in far:
             _copy_beside(m.source, nearby[m.name])  # type: ignore[arg-type]
-        moves = [Move(m.name, nearby.get(m.name, m.source), m.target, m.aside, m.database)
-                 for m in moves]  # fmt: skip
+        moves = [Move(m.name, nearby.get(m.name, m.source), m.target, m.aside, m.database,
+                      m.keep) for m in moves]  # fmt: skip
     return moves
 
 
@@ -683,15 +702,19 @@ def _swap_database(m: Move) -> None:
 
 
 def _swap_folder(m: Move) -> None:
-    if m.source is not None and not os.path.lexists(m.source):
-        return
-    if os.path.lexists(m.target):
-        if os.path.lexists(m.aside):
-            _remove(m.aside)
-        os.rename(m.target, m.aside)
-    if m.source is not None:
-        fs.ensure_private_dir(m.target.parent)
-        os.rename(m.source, m.target)
+    if m.source is None or os.path.lexists(m.source):  # not yet in place
+        if os.path.lexists(m.target):
+            if os.path.lexists(m.aside):
+                _remove(m.aside)
+            os.rename(m.target, m.aside)
+        if m.source is not None:
+            fs.ensure_private_dir(m.target.parent)
+            os.rename(m.source, m.target)
+    for name in m.keep:  # what was not the old store's goes back (a backup's own wins)
+        old, new = m.aside / name, m.target / name
+        if os.path.lexists(old) and not os.path.lexists(new):
+            fs.ensure_private_dir(m.target)
+            os.rename(old, new)
 
 
 def _clean_up(marker: Path, staging: Path | None, moves: list[Move]) -> None:
@@ -703,6 +726,10 @@ def _clean_up(marker: Path, staging: Path | None, moves: list[Move]) -> None:
         _rmtree(staging)
     marker.unlink(missing_ok=True)
     fs.fsync_dir(marker.parent)
+
+
+def _kept(moves: list[Move]) -> list[Path]:
+    return [m.target / n for m in moves for n in m.keep if os.path.lexists(m.target / n)]
 
 
 def _placed(moves: list[Move]) -> list[Placed]:
@@ -826,11 +853,16 @@ def _moves_of(data: dict) -> list[Move]:
     for m in data.get("moves", []):
         try:
             source = Path(m["source"]) if m.get("source") else None
+            keep = tuple(str(n) for n in m.get("keep", []) if _one_name(n))
             out.append(Move(str(m["name"]), source, Path(m["target"]), Path(m["aside"]),
-                            bool(m["database"])))  # fmt: skip
+                            bool(m["database"]), keep))  # fmt: skip
         except (KeyError, TypeError):
             continue
     return [m for m in out if _sane(m)]
+
+
+def _one_name(name: object) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
 
 
 def _sane(m: Move) -> bool:
