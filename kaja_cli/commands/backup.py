@@ -10,7 +10,7 @@ from kaja_cli.commands import JSON_HELP, store_of
 if TYPE_CHECKING:
     from kaja_cli.core.backup.archive import Manifest
     from kaja_cli.core.backup.create import BackupResult
-    from kaja_cli.core.backup.restore import Finished, RestorePlan, RestoreResult
+    from kaja_cli.core.backup.restore import Finished, RestorePlan, RestoreResult, Staged
 
 
 def backup(
@@ -160,6 +160,28 @@ def restore(
     """
     from kaja_cli import render
     from kaja_cli.core.backup import restore as core
+
+    _check_options(archive, finish=finish, dry_run=dry_run)
+    store = store_of(ctx)
+    store.require_local()
+    done = None if dry_run else core.finish(store, archive)
+    if _finished(done, finish=finish, as_json=as_json):
+        return
+    assert archive is not None
+    plan = core.plan_restore(store, archive, force=force, dry_run=dry_run)
+    with render.progress("verifying") as progress:
+        staged = core.extract(plan, progress)
+    if not _go_ahead(plan, staged, done, dry_run=dry_run, yes=yes, as_json=as_json):
+        return
+    if plan.replaces:
+        with render.progress("backing up the store in place") as progress:
+            result = core.execute(store, staged, backup_progress=progress)
+    else:
+        result = core.execute(store, staged)
+    _restore_out(plan, staged.manifest, result, done, dry_run=False, as_json=as_json)
+
+
+def _check_options(archive: "Path | None", *, finish: bool, dry_run: bool) -> None:
     from kaja_cli.errors import UsageError
 
     if finish and archive is not None:
@@ -170,40 +192,51 @@ def restore(
         raise UsageError(
             "--finish has no --dry-run: `kaja doctor --check interrupted-restore` describes it"
         )
-    store = store_of(ctx)
-    store.require_local()
-    done = None if dry_run else core.finish(store, archive)
+
+
+def _finished(done: "Finished | None", *, finish: bool, as_json: bool) -> bool:
+    """Say what finishing an interrupted restore did; True when that is all there is to do
+    (--finish, or the interrupted restore was of this same archive)."""
+    from kaja_cli import render
+
     if done is not None and not as_json:
         render.note(done.summary)
-    if finish or (done is not None and done.same_archive):
-        if as_json:
-            render.emit_json({"action": "restore", "finished": _finished_json(done)})
-        elif done is None:
-            render.note("there is no interrupted restore to finish")
-        return
-    assert archive is not None
-    plan = core.plan_restore(store, archive, force=force, dry_run=dry_run)
-    with render.progress("verifying") as progress:
-        staged = core.extract(plan, progress)
-    keep = False  # the staged archive goes unless the restore goes ahead
+    if not (finish or (done is not None and done.same_archive)):
+        return False
+    if as_json:
+        render.emit_json({"action": "restore", "finished": _finished_json(done)})
+    elif done is None:
+        render.note("there is no interrupted restore to finish")
+    return True
+
+
+def _go_ahead(
+    plan: "RestorePlan", staged: "Staged", done: "Finished | None", *,
+    dry_run: bool, yes: bool, as_json: bool,
+) -> bool:  # fmt: skip
+    """After the archive was verified: show a dry run, or ask before replacing a
+    store. False (the staged archive removed) when the restore stops here."""
+    from kaja_cli import render
+    from kaja_cli.core.backup import restore as core
+    from kaja_cli.errors import Refused
+
+    go = False
     try:
         if dry_run:
             _restore_out(plan, staged.manifest, None, done, dry_run=True, as_json=as_json)
-            return
+            return False
         if plan.replaces:
             if not as_json:
                 _existing(plan)
+            if not yes and not render.stdin_is_terminal():
+                raise Refused("not replacing the store in place without confirmation",
+                              hint="rerun with --yes")  # fmt: skip
             render.confirm(_question(plan, staged.manifest), assume_yes=yes)
-        keep = True
+        go = True
     finally:
-        if not keep:
+        if not go:
             core.discard(plan)
-    if plan.replaces:
-        with render.progress("backing up the store in place") as progress:
-            result = core.execute(store, staged, backup_progress=progress)
-    else:
-        result = core.execute(store, staged)
-    _restore_out(plan, staged.manifest, result, done, dry_run=False, as_json=as_json)
+    return True
 
 
 def _question(plan: "RestorePlan", manifest: "Manifest") -> str:
