@@ -12,7 +12,7 @@ as the store, and the archives are removed before each run.
 A restore's floor is `tar -x` of kaja's own archive plus `sqlite3`'s
 `PRAGMA quick_check` of each database (what kaja verifies besides the sums);
 an optimize's is `sqlite3` running the same statements (merge, 'optimize',
-ANALYZE, checkpoint) on a fresh copy of the store. Those two are information.
+ANALYZE sampled as kaja samples it, checkpoint) on a fresh copy of the store. Those two are information.
 """
 
 from __future__ import annotations
@@ -112,6 +112,8 @@ def _restore(bench, scratch: Path, repeat: int) -> None:
 
 def _optimize(bench, scratch: Path, repeat: int) -> None:
     """On a fresh copy each run (optimize writes): the same steps in sqlite3."""
+    from kaja_cli.core.optimize import ANALYSIS_LIMIT
+
     copy = scratch / "optimize"
     source = bench.state_dir
 
@@ -128,10 +130,11 @@ def _optimize(bench, scratch: Path, repeat: int) -> None:
         os.sync()
 
     fts = "conversation_text"
+    analyze = f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}; ANALYZE;"  # sampled, as kaja's
     shared = (f"INSERT INTO {fts}({fts}) VALUES ('merge=200,2'); "
-              f"INSERT INTO {fts}({fts}) VALUES ('optimize'); ANALYZE; "
+              f"INSERT INTO {fts}({fts}) VALUES ('optimize'); {analyze} "
               "PRAGMA wal_checkpoint(TRUNCATE);")  # fmt: skip
-    side = "ANALYZE; PRAGMA wal_checkpoint(TRUNCATE);"
+    side = f"{analyze} PRAGMA wal_checkpoint(TRUNCATE);"
     q = shlex.quote
     script = "; ".join(
         f"sqlite3 {q(str(copy / file))} {q(shared if name == 'shared' else side)} >/dev/null"
