@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of, typed_path
 from kaja_cli.completion.hooks import hook
 
 app = typer.Typer(
@@ -21,7 +21,10 @@ AllOwners = Annotated[
     bool, typer.Option("--all-owners", help="Everyone's sessions, with an owner column.")
 ]
 Limit = Annotated[
-    int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+    int,
+    typer.Option(
+        "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+    ),
 ]
 Since = Annotated[
     str | None,
@@ -172,10 +175,10 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
     now = datetime.now(UTC)
     for s in result.sessions:
         r = s.row
-        kind = (r.get("pendingKind") or "pending") if s.pending else ""
+        kind = (render.text(r.get("pendingKind")) or "pending") if s.pending else ""
         owner = [label(r.get("owner"))] if all_owners else []
         if r.get("title"):
-            title = S(str(r["title"]))
+            title = S(render.text(r["title"]))
         elif s.first_prompt:
             title = S("“" + " ".join(s.first_prompt.split())[:57] + "”", "dim italic")
         else:
@@ -227,6 +230,11 @@ def delete(
     if not yes and len(plan.sessions) > 1:
         for s in plan.sessions:
             render.note(f"will delete {s.id}  {s.title or '(untitled)'}")
+    if plan.images_link is not None:
+        render.note(
+            f"keeping their image folders: {plan.images_link} is a symbolic link,"
+            " and kaja deletes nothing through one"
+        )
     render.confirm(f"Delete {what}?", assume_yes=yes)
     done = core.delete(store, plan, acting)
     if as_json:
@@ -293,7 +301,13 @@ def export(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            click_type=typed_path(),
+            help="Write here instead of stdout.",
+        ),
     ] = None,
     owner: OwnerOpt = None,
 ) -> None:
@@ -302,7 +316,8 @@ def export(
     Markdown has every message, tool call (arguments, status, duration, full
     result) and image (as a link to its file). JSON has the session row, all
     summaries, messages with their tool calls, timeline events and model
-    calls. The file (-o) is written whole or not at all, readable only by you.
+    calls. The file (-o) is written whole or not at all, readable only by you;
+    it is never one of the store's own files, a FIFO or a device (exit 5).
     """
     from kaja_cli import render
     from kaja_cli.core import transcript
@@ -319,6 +334,11 @@ def export(
     if output is not None and output.is_dir():
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
     store, acting = store_of(ctx), Owner.parse(owner)
+    target = None
+    if output is not None:  # refused (exit 5) before anything is read: the store, a FIFO…
+        from kaja_cli.core import guard
+
+        target = guard.write_target(output, guard.store_files(store.paths), what="transcript")
     if fmt == "json":
         doc = transcript.load_transcript_json(store, session_id, acting)
         if output is None:
@@ -336,8 +356,9 @@ def export(
             return
     from kaja_cli.core import fs
 
+    assert target is not None
     try:
-        fs.write_private_file(output, text.encode())
+        fs.write_private_file(target.real, text.encode())
     except OSError as e:
         from kaja_cli.errors import Failed
 

@@ -6,7 +6,12 @@
   the way SQLite itself does it, so a read leaves the folder as it found it.
 - Writing: the folder (0700) and file (0600) are created only when asked,
   `journal_mode=WAL`, `busy_timeout`, and `transaction()` = `BEGIN IMMEDIATE`,
-  one per user action.
+  one per user action. Only a database that is Kaja's (`guard.recognise`,
+  by its tables and columns) is opened for writing: another program's is
+  refused (exit 5) before anything in it changes, WAL mode included.
+- Either way, only regular files: a FIFO or a device at the database's path
+  or at its -wal, -shm or -journal is refused before SQLite opens anything
+  (it would block on a FIFO forever).
 - `holder()` tells whether another process has a file open (a lock on the
   database or on its `-shm`), without taking any lock itself.
 
@@ -18,15 +23,19 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import struct
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from kaja_cli.core import fs
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
+
+if TYPE_CHECKING:
+    from kaja_cli.core.registry import DatabaseFile
 
 BUSY_TIMEOUT_MS = 5000  # the seed's busy_timeout: how long any connection waits on a lock
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -34,16 +43,27 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_HINT = "another process (Kaja or the Telegram bot) is writing; try again, or close it first"
 
 
-FileKind = Literal["missing", "dir", "empty", "sqlite", "other"]
+FileKind = Literal["missing", "dir", "empty", "sqlite", "other", "special"]
 
 
 def classify(path: Path) -> FileKind:
     """What is at a database's path: nothing, a folder, an empty file (SQLite
-    reads it as an empty database), a SQLite file, or something else."""
+    reads it as an empty database), a SQLite file, something else, or
+    something that is not a file at all (a FIFO, a device: never opened)."""
     try:
-        if path.is_dir():
-            return "dir"
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except OSError:
+        return "other"
+    if stat.S_ISDIR(st.st_mode):
+        return "dir"
+    if not stat.S_ISREG(st.st_mode):
+        return "special"
+    try:
         head = read_head(path, len(SQLITE_HEADER))
+    except fs.NotRegularFile:
+        return "special"
     except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except OSError:
@@ -61,7 +81,8 @@ def read_head(path: Path, size: int) -> bytes:
 
 
 def require_database(path: Path, *, writing: bool = False) -> None:
-    """Raise unless `path` is a SQLite file (or an empty one SQLite would accept).
+    """Raise unless `path` is a SQLite file (or an empty one SQLite would accept)
+    and its -wal, -shm and -journal, where there are any, are regular files.
 
     Writing into something else is refused (exit 5: an unsafe path); reading
     it is a failure (exit 1) with a pointer to doctor.
@@ -69,11 +90,36 @@ def require_database(path: Path, *, writing: bool = False) -> None:
     kind = classify(path)
     if kind == "missing":
         raise NotFound(f"no database at {path}")
-    what = "a folder, not a SQLite database" if kind == "dir" else "not a SQLite database"
-    if kind in ("dir", "other"):
-        if writing:
-            raise NotADatabase(f"{path} is {what}")
-        raise Failed(f"{path} is {what}", hint=NOT_A_DATABASE_HINT)
+    if kind in ("dir", "other", "special"):
+        what = {"dir": "a folder", "other": "a file"}.get(kind) or _what(path)
+        raise _unusable(f"{path} is {what}, not a SQLite database", writing)
+    for companion in _journals(path):
+        what = fs.regular_or_missing(companion)
+        if what is not None:
+            raise _unusable(
+                f"{companion} is {what}, where SQLite keeps one of the database's own files", writing,
+                hint="kaja opens only regular files; move it aside",
+            )  # fmt: skip
+
+
+def _what(path: Path) -> str:
+    try:
+        return fs.what_is(os.stat(path))
+    except OSError:
+        return "not a file"
+
+
+def _unusable(message: str, writing: bool, hint: str | None = None) -> KajaError:
+    if writing:
+        return NotADatabase(message, hint=hint)
+    return Failed(message, hint=hint or NOT_A_DATABASE_HINT)
+
+
+def _journals(path: Path) -> list[Path]:
+    """The -wal, -shm and -journal SQLite keeps beside a database (a symlinked
+    database: beside its target, where SQLite looks for them)."""
+    real = Path(os.path.realpath(path))
+    return [fs.beside(real, s) for s in ("-wal", "-shm", "-journal")]
 
 
 NOT_A_DATABASE_HINT = "check --db, KAJA_DB_PATH or [memory] dbPath; `kaja doctor` says more"
@@ -109,7 +155,14 @@ def _translated(path: Path) -> Iterator[None]:
 def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
     conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+    conn.text_factory = _text
     return conn
+
+
+def _text(raw: bytes) -> str:
+    """A TEXT value as str, even when another program stored bytes that are
+    not UTF-8 (shown with U+FFFD): Python's default would fail the whole query."""
+    return raw.decode("utf-8", "replace")
 
 
 @contextmanager
@@ -129,7 +182,7 @@ def open_read(
     # SQLite follows a symlinked database and keeps its -wal/-shm beside the
     # target: look for them there.
     real = Path(os.path.realpath(path))
-    wal, shm, journal = (real.with_name(real.name + s) for s in ("-wal", "-shm", "-journal"))
+    wal, shm, journal = _journals(path)
     had = wal.exists(), shm.exists()
     uri = path.as_uri() + "?mode=ro"
     tidy = not had[0]  # a read of a closed WAL file leaves a -wal/-shm pair: remove it
@@ -148,7 +201,10 @@ def open_read(
         # "attempt to write a readonly database". No -wal and no lock means
         # no writer: the file is complete as it stands, so read it as such.
         uri += "&immutable=1"
-    with _translated(path):
+    rollback = _rollback_mode(real)
+    if rollback:
+        timeout_ms = min(timeout_ms, ROLLBACK_READ_WAIT_MS)
+    with _busy_explained(path, rollback), _translated(path):
         conn = _connect(uri, timeout_ms)
         try:
             yield conn
@@ -156,6 +212,35 @@ def open_read(
             conn.close()
             if tidy and (wal.exists() or shm.exists()):
                 _remove_read_leftovers(real, wal, shm, had)
+
+
+# A file not in WAL mode: a writer's lock shuts every reader out until it
+# commits, however long that is. A reader waits this long, then says why.
+ROLLBACK_READ_WAIT_MS = 1000
+
+
+def _rollback_mode(path: Path) -> bool:
+    """Whether the header says rollback-journal mode (bytes 18-19 are 1, WAL is 2)."""
+    try:
+        head = read_head(path, 20)
+    except OSError:
+        return False
+    return len(head) == 20 and head[18] == 1 and head[19] == 1
+
+
+@contextmanager
+def _busy_explained(path: Path, rollback: bool) -> Iterator[None]:
+    try:
+        yield
+    except Busy as e:
+        if not rollback:
+            raise
+        raise Busy(
+            f"{path} is locked by another process, and it is not in WAL mode: until that"
+            " process commits, nothing can read it",
+            hint="try again in a moment; `kaja doctor --fix` (with Kaja closed) switches it"
+            " to WAL, where reading never waits",
+        ) from e
 
 
 def _remove_read_leftovers(path: Path, wal: Path, shm: Path, had: tuple[bool, bool]) -> None:
@@ -186,20 +271,23 @@ def _remove_read_leftovers(path: Path, wal: Path, shm: Path, had: tuple[bool, bo
 
 @contextmanager
 def open_write(
-    path: Path, *, create: bool = False, timeout_ms: int = BUSY_TIMEOUT_MS
+    path: Path, file: DatabaseFile, *, create: bool = False, timeout_ms: int = BUSY_TIMEOUT_MS
 ) -> Iterator[sqlite3.Connection]:
-    """A read-write connection in WAL mode; creates folder and file only if `create`."""
-    kind = classify(path)
-    if kind == "missing":
+    """A read-write connection in WAL mode to the database `file` names;
+    creates folder and file only if `create`. Refused (exit 5), with nothing
+    changed, when the file is not Kaja's (`guard.require_kajas`)."""
+    from kaja_cli.core import guard
+
+    if classify(path) == "missing":
         if not create:
             raise NotFound(f"no database at {path}")
         fs.ensure_private_dir(path.parent)
         fs.create_private_file(path)
-    elif kind in ("dir", "other"):
-        require_database(path, writing=True)
+    require_database(path, writing=True)
     with _translated(path):
         conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
         try:
+            guard.require_kajas(conn, path, file)
             # REPLACE deletes the row it replaces without DELETE triggers unless
             # triggers recurse: the search index would keep the old text.
             conn.execute("PRAGMA recursive_triggers = ON")
@@ -252,7 +340,7 @@ def _path_of(conn: sqlite3.Connection) -> Path:
         return Path("the database")
 
 
-def fold_journal(path: Path, *, timeout_ms: int = 2000) -> bool:
+def fold_journal(path: Path, file: DatabaseFile, *, timeout_ms: int = 2000) -> bool:
     """Fold the -wal (or a hot -journal) into `path`, leaving one self-contained file.
 
     SQLite replays a `-wal` or hot `-journal` into whatever file next bears
@@ -263,7 +351,11 @@ def fold_journal(path: Path, *, timeout_ms: int = 2000) -> bool:
     switches it back to WAL). Needs the file to itself: Busy when another
     process has it open. False when SQLite cannot do it (a damaged file, a
     read-only folder); the caller then deletes in the safest order it can.
+    Refused (exit 5) for a database that is not Kaja's: it is not converted.
     """
+    from kaja_cli.core import guard
+
+    require_database(path, writing=True)
     try:
         conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
     except sqlite3.Error:
@@ -271,6 +363,7 @@ def fold_journal(path: Path, *, timeout_ms: int = 2000) -> bool:
     try:
         # A read first: it runs WAL recovery or rolls back a hot journal.
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        guard.require_kajas(conn, path, file)
         mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
     except sqlite3.Error as e:
         error = translate(e, path)
@@ -305,7 +398,7 @@ def _fd(path: Path) -> int:
     key = (st.st_dev, st.st_ino)
     fd = _probe_fds.get(key)
     if fd is None:
-        fd = _probe_fds[key] = os.open(path, os.O_RDONLY)
+        fd = _probe_fds[key] = fs.open_regular(path)  # never a FIFO: it would block
     return fd
 
 
@@ -317,7 +410,7 @@ def holder(path: Path) -> int | None:
 
     path = Path(os.path.realpath(path))  # a symlinked database: its -shm is beside the target
     for suffix, (start, length) in _LOCK_RANGES.items():
-        target = path.with_name(path.name + suffix)
+        target = fs.beside(path, suffix)
         try:
             fd = _fd(target)
         except OSError:

@@ -35,8 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kaja_cli.core import db, search_index
-from kaja_cli.core.backup import guarding
+from kaja_cli.core import db, guard, search_index
 from kaja_cli.core.backup.create import existing_databases
 from kaja_cli.core.registry import DatabaseFile
 from kaja_cli.core.store import Store
@@ -115,8 +114,7 @@ def _quiet(_what: str) -> None:
 
 def _require_kajas(file: DatabaseFile) -> None:
     with db.open_read(file.path, timeout_ms=1000) as conn:
-        if not guarding.kajas(conn, file):
-            raise guarding.not_kajas(file.path, file)
+        guard.require_kajas(conn, file.path, file)
 
 
 def _require_unheld(path: Path, what: str) -> None:

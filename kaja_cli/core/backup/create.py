@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO
 
 from kaja_cli import __version__
-from kaja_cli.core import clock, db, fs, images, schema
+from kaja_cli.core import clock, db, fs, guard, images, schema
 from kaja_cli.core.backup import archive, guarding, hook
 from kaja_cli.core.backup.archive import DatabaseEntry, FileEntry, Manifest
 from kaja_cli.core.backup.gz import ThreadedGzip
@@ -163,8 +163,7 @@ def _copy(file: DatabaseFile, staging: Path) -> Copied:
     dest = staging / f"{file.name.value}.db"
     fs.create_private_file(dest)
     with db.open_read(file.path) as src:
-        if not guarding.kajas(src, file):
-            raise guarding.not_kajas(file.path, file)
+        guard.require_kajas(src, file.path, file)
         dst = sqlite3.connect(dest, isolation_level=None)
         try:
             # A staging copy: the archive is what is flushed to disk, not this.

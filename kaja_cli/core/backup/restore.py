@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core import clock, db, fs, images
+from kaja_cli.core import clock, db, fs, guard, images
 from kaja_cli.core.backup import archive, guarding, hook
 from kaja_cli.core.backup.archive import Manifest
 from kaja_cli.core.paths import Paths, companions
@@ -301,11 +301,11 @@ def _existing_images(paths: Paths) -> list[Existing]:
 def _require_kajas(path: Path, file: DatabaseFile) -> None:
     try:
         with db.open_read(path, timeout_ms=1000) as conn:
-            mine = guarding.kajas(conn, file)
+            verdict = guard.recognise(conn, file)
     except KajaError:
         return  # damaged: still Kaja's place, and the backup of it will say more
-    if not mine:
-        raise guarding.not_kajas(path, file)
+    if not verdict.kajas:
+        raise guard.not_kajas(path, verdict, file)
 
 
 def _check_not_busy(parts: list[Part]) -> None:
@@ -473,7 +473,8 @@ def _check_copy(copy: Path, name: str, plan: RestorePlan) -> None:
         conn = sqlite3.connect(copy.as_uri() + "?mode=ro&immutable=1", uri=True)
         try:
             found = conn.execute("PRAGMA quick_check").fetchone()[0]
-            tables = db.table_names(conn)
+            shared = found == "ok" and name == Database.SHARED.value
+            verdict = guard.recognise(conn, _as_shared(copy)) if shared else None
         finally:
             conn.close()
     except sqlite3.Error as e:
@@ -482,15 +483,16 @@ def _check_copy(copy: Path, name: str, plan: RestorePlan) -> None:
     if found != "ok":
         raise Failed(f"the archive's {name} database fails quick_check: {found}",
                      hint=archive.DAMAGED_HINT)  # fmt: skip
-    if name == Database.SHARED.value:
-        from kaja_cli.core.registry import DATABASES
+    if verdict is not None and not verdict.kajas:
+        raise Refused(
+            f"the archive's shared file is not a Kaja database (its tables: {verdict.named()})",
+            hint="nothing was restored",
+        )
 
-        telltales = DATABASES[Database.SHARED].telltales
-        if tables and not any(t <= tables for t in telltales):
-            raise Refused(
-                "the archive's shared file is not a Kaja database (none of its tables is)",
-                hint="nothing was restored",
-            )
+
+def _as_shared(copy: Path) -> DatabaseFile:
+    """A staged copy of the shared file, as `guard.recognise` asks for one."""
+    return DatabaseFile(Database.SHARED, copy, "the archive", (Database.SHARED,))
 
 
 def discard(plan: RestorePlan) -> None:
@@ -527,7 +529,7 @@ def execute(
         _check_not_busy(plan.parts)
         if plan.replaces:
             previous = _back_up_old(store, plan, backup_progress)
-            _fold(plan)
+            _fold(plan, store.paths)
         moves = _prepare(staged, _not_the_stores(store, plan))
         hook.checkpoint("prepared")
     except KeyboardInterrupt:
@@ -578,11 +580,11 @@ def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> 
         ) from e
 
 
-def _fold(plan: RestorePlan) -> None:
+def _fold(plan: RestorePlan, paths: Paths) -> None:
     """Each old database folded into one file, so no journal of it outlives it."""
     for part in plan.parts:
         if part.name != IMAGES and db.classify(part.target) == "sqlite":
-            db.fold_journal(part.target)
+            db.fold_journal(part.target, paths.file_of(part.name))
 
 
 @dataclass(frozen=True)

@@ -314,10 +314,15 @@ def _hold_back_writes_to_damaged(ctx: Context, checks: list[Check]) -> list[Chec
     for c in checks:
         held = [r for r in c.repairs if r.database in damaged]
         if held:
-            name = ctx.db_path(held[0].database or "shared").name
+            database = held[0].database or "shared"
+            name = ctx.db_path(database).name
             rest = tuple(r for r in c.repairs if r.database not in damaged)
-            c = replace(c, repairs=rest, fixable=bool(rest),
-                        fix=f"recover {name} first (see its integrity check); then run kaja doctor --fix again")  # fmt: skip
+            fix = (
+                f"none: {name} is not Kaja's, and kaja changes nothing in it"
+                if ctx.foreign(database)
+                else f"recover {name} first (see its integrity check); then run kaja doctor --fix again"
+            )
+            c = replace(c, repairs=rest, fixable=bool(rest), fix=fix)
         out.append(c)
     return out
 

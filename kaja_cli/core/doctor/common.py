@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kaja_cli.core import db
+from kaja_cli.core import db, guard
 from kaja_cli.core.doctor.context import raise_if_interrupted
 from kaja_cli.core.doctor.model import ERROR, WARN, Check, Group
+from kaja_cli.core.paths import Paths
 from kaja_cli.core.registry import DATABASES, Database
 
 MAX_LISTED = 20  # paths or ids listed in details before "… and N more"
@@ -55,12 +56,15 @@ def in_use(pid: int) -> str:
     return f"in use by {who}: Kaja is running"
 
 
-def _tighten(path: Path) -> str | None:
-    """chmod go-rwx, nothing else (never adds a bit); None if the file has gone.
+def _tighten(path: Path, paths: Paths) -> str | None:
+    """chmod go-rwx, nothing else (never adds a bit); None if the file has gone
+    or is not kaja's to tighten (`guard.why_not_tighten`, asked again now).
 
     Through a symlink the target's mode is read and changed (a link's own
     mode is always 0777 and means nothing).
     """
+    if guard.why_not_tighten(path, paths) is not None:
+        return None
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -70,9 +74,9 @@ def _tighten(path: Path) -> str | None:
     return f"{path}: {mode:04o} → {mode & ~0o077:04o}"
 
 
-def tighten_all(paths: list[Path]) -> Callable[[], str]:
+def tighten_all(paths: list[Path], store: Paths) -> Callable[[], str]:
     def run() -> str:
-        done = [d for d in map(_tighten, paths) if d is not None]
+        done = [d for d in (_tighten(p, store) for p in paths) if d is not None]
         if not done:
             return "the files to tighten are gone"
         if len(done) == 1:
@@ -96,6 +100,10 @@ def safe(fn: Callable[[], Check | list[Check] | None], id: str, group: str, what
         low = text.lower()
         if "locked" in low or "busy" in low:
             return Check(id, group, WARN, f"{what}: not checked, the file is busy ({text})")
+        if low.startswith(("no such column", "no such table")):
+            # An older or newer schema: the schema check names what is missing.
+            return Check(id, group, WARN, f"{what}: not checked: {text}",
+                         ["written by an older or newer program: see the schema check"])  # fmt: skip
         return Check(id, group, ERROR, f"{what}: could not be read: {text}")
 
 

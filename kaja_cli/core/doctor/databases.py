@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sqlite3
 
-from kaja_cli.core import db, schema
+from kaja_cli.core import db, fs, schema
 from kaja_cli.core.doctor import check
 from kaja_cli.core.doctor.common import (
     Header,
@@ -45,6 +45,9 @@ def check_database(ctx: Context, name: str) -> Check:
     cid, group, label = f"database.{name}", db_group(name), path.name
     kind = db.classify(path)
     where = f"the path comes from: {ctx.file(name).source}"
+    not_a_file = _not_regular(ctx, name, kind)
+    if not_a_file is not None:
+        return not_a_file
     if kind == "other" and path.is_file() and not os.access(path, os.R_OK):
         return Check(cid, group, ERROR, f"{path} cannot be read: permission denied", [where],
                      fix=f"check its owner and mode: ls -l {quote(path)}")  # fmt: skip
@@ -95,12 +98,52 @@ def check_database(ctx: Context, name: str) -> Check:
         return Check(cid, group, ERROR, f"{label} cannot be opened: {reason}", details,
                      fix=f"check the owner and mode of the file and its folder: "
                      f"ls -ld {quote(path.parent)} {quote(path)}")  # fmt: skip
+    foreign = _not_kajas(ctx, name, details)
+    if foreign is not None:
+        return foreign
     if not header.wal:
         return Check(cid, group, WARN, f"{label}: {human_size(size)}, not in WAL mode",
                      [*details, "without WAL, the terminal chat and the Telegram bot cannot use it at the same time"],
                      fix="switch it to WAL (needs Kaja closed)", fixable=True,
                      repairs=(schema_repair(ctx, name),))  # fmt: skip
     return Check(cid, group, OK, f"{label}: SQLite, {human_size(size)}, WAL mode", details)
+
+
+def _not_regular(ctx: Context, name: str, kind: str) -> Check | None:
+    """A FIFO, a device or a folder at the database's path or at its -wal, -shm
+    or -journal: reported, never opened (a FIFO would block every reader)."""
+    path = ctx.db_path(name)
+    cid, group = f"database.{name}", db_group(name)
+    where = f"the path comes from: {ctx.file(name).source}"
+    if kind == "special":
+        what = fs.what_is(path.stat())
+        return Check(cid, group, ERROR, f"{path} is {what}, not a SQLite database",
+                     [where, "kaja never opens it"], fix=_not_a_database_fix(ctx.file(name)))  # fmt: skip
+    if kind not in ("sqlite", "empty"):
+        return None
+    for extra in companions(path):
+        what = fs.regular_or_missing(extra)
+        if what is not None:
+            aside = quote(str(extra) + ".aside")
+            return Check(cid, group, ERROR, f"{extra} is {what}, where SQLite keeps a file of {path.name}'s",
+                         [where, "kaja opens no database beside it: SQLite would block on it or fail"],
+                         fix=f"close Kaja, then move it aside: mv -- {quote(extra)} {aside}")  # fmt: skip
+    return None
+
+
+def _not_kajas(ctx: Context, name: str, details: list[str]) -> Check | None:
+    """A SQLite file that is not Kaja's (by its tables and columns): reported,
+    and no repair is offered (`guard`: kaja changes nothing in it)."""
+    verdict = ctx.verdict(name)
+    if verdict is None or verdict.kajas:
+        return None
+    path = ctx.db_path(name)
+    return Check(
+        f"database.{name}", db_group(name), ERROR,
+        f"{path.name}: a SQLite database, but not Kaja's {ctx.file(name).spec.noun} (its tables: {verdict.named()})",
+        [*details, "kaja reads it but changes nothing in it: no repair, no chmod, no wipe"],
+        fix=_not_a_database_fix(ctx.file(name)),
+    )  # fmt: skip
 
 
 def _is_damage(reason: str) -> bool:
@@ -215,7 +258,7 @@ def check_schema(ctx: Context, name: str) -> Check | None:
     path = ctx.db_path(name)
     cid, group, label = f"schema.{name}", db_group(name), path.name
     conn = ctx.conn(name)
-    if conn is None or db.classify(path) == "empty":
+    if conn is None or db.classify(path) == "empty" or ctx.foreign(name):
         return None  # the database check says why
 
     def look() -> Check:
@@ -260,7 +303,7 @@ def check_space(ctx: Context, name: str) -> Check | None:
         page_size = conn.execute("PRAGMA page_size").fetchone()[0]
         free = conn.execute("PRAGMA freelist_count").fetchone()[0] * page_size
         total = conn.execute("PRAGMA page_count").fetchone()[0] * page_size
-        wal = size_of(path.with_name(path.name + "-wal")) or 0
+        wal = size_of(fs.beside(path, "-wal")) or 0
         summary = f"{label}: -wal {human_size(wal)}, {human_size(free)} in free pages"
         problems, fixes, repairs = [], [], []
         if wal > WAL_WARN_BYTES:

@@ -12,23 +12,23 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
-from kaja_cli.core import fs, images
+from kaja_cli.core import fs, guard, images
 from kaja_cli.core.paths import Paths, companions
 from kaja_cli.core.registry import Database
 from kaja_cli.core.wipe.model import Leftovers
 from kaja_cli.core.wipe.reach import lstat_or_none, read_database, why_unsafe
 from kaja_cli.errors import Failed
 
-MARKER_SUFFIX = ".wiping"
+MARKER_SUFFIX = guard.MARKER_SUFFIX
 MARKER_VERSION = 1
 
 
 def marker_path(paths: Paths) -> Path:
     """The whole wipe's marker: `kaja.db.wiping` beside the shared file."""
-    shared = paths.shared_db.path
-    return shared.with_name(shared.name + MARKER_SUFFIX)
+    return fs.beside(paths.shared_db.path, MARKER_SUFFIX)
 
 
 def markers_of(paths: Paths) -> list[Path]:
@@ -43,12 +43,22 @@ def markers_of(paths: Paths) -> list[Path]:
 
 
 def read_marker(path: Path) -> dict:
-    """A marker's content; {} when it cannot be read (still a marker)."""
+    """A marker's content; {} when it cannot be read (still a marker). Only a
+    regular file is read: a FIFO would block (`fs.read_regular`)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(fs.read_regular(path) or b"")
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def not_a_marker(path: Path) -> str | None:
+    """What is at a marker's path when it is not a file kaja could have written
+    (a FIFO, a folder, a device); None for a regular file or nothing."""
+    st = lstat_or_none(path)
+    if st is None or stat.S_ISREG(st.st_mode):
+        return None
+    return fs.what_is(st)
 
 
 def write_marker(path: Path, data: dict) -> None:
@@ -133,6 +143,10 @@ def interrupted(paths: Paths) -> Leftovers | None:
 
 def describe(marker: Path, paths: Paths, live: set[str] | None) -> tuple[str, str, list[Path]]:
     """(one line, the command that finishes it, the paths it left) for one marker."""
+    what = not_a_marker(marker)
+    if what is not None:
+        aside = f"mv -- {marker} {marker}.aside"
+        return f"{what} at the wipe marker's path {marker}: kaja did not write it", aside, []
     data = read_marker(marker)
     started = data.get("started_at") or "at an unknown time"
     left = listed_paths(marker, paths, live)

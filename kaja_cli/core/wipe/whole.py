@@ -24,6 +24,7 @@ from kaja_cli.core.wipe.markers import (
     listed_paths,
     marker_path,
     markers_of,
+    not_a_marker,
     write_marker,
 )
 from kaja_cli.core.wipe.model import Item, Kept, Kind, Part, Refusal, WipePlan, WipeResult
@@ -129,6 +130,11 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
         refusals += db_refusals
 
     markers = markers_of(paths)
+    for m in markers:
+        if (what := not_a_marker(m)) is not None:
+            refusals.append(
+                Refusal(m, f"{m} is {what}, not a wipe marker kaja wrote: move it aside")
+            )
     live = set(known) if known is not None else None
     listed = [p for m in markers for p in listed_paths(m, paths, live)]
     file_items, kept = _files_items(
@@ -173,6 +179,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
 def execute(store: Store, plan: WipePlan) -> WipeResult:
     """Delete what `plan` lists, in its order (see the package docstring)."""
     paths = store.paths
+    files = {f.path: f for f in reversed(paths.databases())}  # the first file of a path wins
     dbs = list(dict.fromkeys(f.path for f in paths.databases()))
     # It may have been minutes since the plan (the question): look again.
     for path in dbs:
@@ -182,7 +189,7 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
     # damaged or read-only one can't be: step 3's order still keeps it safe).
     for path in dbs:
         if db.classify(path) == "sqlite" and not path.is_symlink():
-            db.fold_journal(path)
+            db.fold_journal(path, files[path])
     # 2. The marker, durable before the first deletion.
     wrote = bool(plan.items) and plan.marker.parent.is_dir()
     if wrote:
