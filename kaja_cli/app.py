@@ -132,6 +132,10 @@ def main() -> None:
     from typer import _click
 
     try:
+        if "--install-completion" in sys.argv[1:]:
+            from kaja_cli.completion import install
+
+            sys.exit(install.install(sys.argv[1:]))
         # Not standalone: click's usage errors come here (one line, not a box),
         # and so does every exit code.
         code = app(prog_name="kaja", standalone_mode=False)

@@ -191,7 +191,9 @@ def test_a_store_not_in_wal_mode_locked_by_a_writer_says_why(demo_store):
             start = time.monotonic()
             r = demo_store(*argv)
             assert r.code == 4, (argv, r)
-            assert "is locked by another process, and it is not in WAL mode" in r.err
+            assert (
+                f"is locked by another process ({holder.pid}), and it is not in WAL mode" in r.err
+            )
             assert "`kaja doctor --fix` (with Kaja closed) switches it to WAL" in r.err
             assert time.monotonic() - start < 4  # a reader waits a second, not five
     finally:

@@ -214,10 +214,11 @@ def delete(
     """Delete sessions with everything that hangs off them.
 
     Their messages, tool calls, summaries, model calls, timeline events and
-    search entries go in one transaction, then their image folders. Every id
-    must be the acting owner's (the terminal unless --owner); if one is not,
-    nothing is deleted. Asks first; with no terminal to ask, refuses unless
-    --yes.
+    search entries go in one transaction, then their image folders (run it
+    again if it was interrupted in between: it removes the folders left).
+    Every id must be the acting owner's (the terminal unless --owner); if one
+    is not, nothing is deleted. Asks first; with no terminal to ask, refuses
+    unless --yes.
     """
     from kaja_cli import render
     from kaja_cli.core import sessions as core
@@ -247,16 +248,24 @@ def delete(
                 "image_folders": [str(p) for p in done.image_folders],
             }
         )
-        return
-    n, f = len(done.sessions), len(done.image_folders)
-    folders = f" and {render.plural(f, 'image folder')}" if f else ""
-    render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
+    elif not done.sessions:
+        n = len(done.image_folders)
+        render.note(f"removed {render.plural(n, 'image folder')} an interrupted delete left")
+    else:
+        n, f = len(done.sessions), len(done.image_folders)
+        folders = f" and {render.plural(f, 'image folder')}" if f else ""
+        render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
+    if plan.unknown is not None:  # an id that named nothing (the leftovers are gone now)
+        raise plan.unknown
 
 
 def _describe(plan) -> str:
     from kaja_cli import render
 
     n = len(plan.sessions)
+    if not n:
+        text = f"{render.plural(len(plan.left_over), 'image folder')} an interrupted delete left"
+        return text + f" ({render.plural(plan.image_files, 'image file')})"
     text = render.plural(n, "session")
     if n == 1:
         text += f" “{plan.sessions[0].title or 'untitled'}”"

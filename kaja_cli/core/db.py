@@ -4,6 +4,10 @@
   and spaces work). It never creates the database; if SQLite had to create the
   `-wal`/`-shm` pair to read a cleanly closed WAL file, they are removed again
   the way SQLite itself does it, so a read leaves the folder as it found it.
+  After a crash it does what any SQLite program's first read does: a hot
+  `-journal` is rolled back (`recover_interrupted`: a short write open, only
+  in a file that is Kaja's, never under another process), or it says in one
+  line what is left and who can finish it (`NeedsRecovery`).
 - Writing: the folder (0700) and file (0600) are created only when asked,
   `journal_mode=WAL`, `busy_timeout`, and `transaction()` = `BEGIN IMMEDIATE`,
   one per user action. Only a database that is Kaja's (`guard.recognise`,
@@ -26,7 +30,7 @@ import sqlite3
 import stat
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -123,6 +127,28 @@ def _journals(path: Path) -> list[Path]:
 
 
 NOT_A_DATABASE_HINT = "check --db, KAJA_DB_PATH or [memory] dbPath; `kaja doctor` says more"
+TOO_NEW_HINT = (
+    "open it with a newer SQLite (kaja uses the one Python was built with),"
+    " or the program that wrote it"
+)
+
+
+def format_too_new(path: Path) -> str | None:
+    """Why this SQLite cannot read the file's format (a newer SQLite wrote
+    it), from its header (https://sqlite.org/fileformat.html); else None."""
+    try:
+        head = read_head(path, 100)
+    except OSError:
+        return None
+    if len(head) < 100 or head[:16] != SQLITE_HEADER:
+        return None
+    mine = sqlite3.sqlite_version
+    if head[19] > 2:
+        return f"its file format (read version {head[19]}) is newer than SQLite {mine} reads"
+    schema_format = struct.unpack(">I", head[44:48])[0]
+    if schema_format > 4:
+        return f"its schema format ({schema_format}) is newer than SQLite {mine} reads"
+    return None
 
 
 def translate(error: sqlite3.Error, path: Path) -> KajaError:
@@ -131,7 +157,10 @@ def translate(error: sqlite3.Error, path: Path) -> KajaError:
     low = text.lower()
     if "locked" in low or "busy" in low:
         return Busy(f"{path} is busy", hint=BUSY_HINT)
-    if "not a database" in low or "file is encrypted" in low:
+    if "not a database" in low or "file is encrypted" in low or "unsupported file format" in low:
+        newer = format_too_new(path)
+        if newer:
+            return Failed(f"{path}: {newer}", hint=TOO_NEW_HINT)
         return Failed(f"{path} is not a SQLite database", hint=NOT_A_DATABASE_HINT)
     if "malformed" in low or "corrupt" in low:
         return Failed(f"{path} is damaged ({text})", hint="run `kaja doctor`")
@@ -167,16 +196,28 @@ def _text(raw: bytes) -> str:
 
 @contextmanager
 def open_read(
-    path: Path, *, timeout_ms: int = BUSY_TIMEOUT_MS, as_found: bool = False
+    path: Path,
+    *,
+    timeout_ms: int = BUSY_TIMEOUT_MS,
+    as_found: bool = False,
+    recover: Recognise | None = None,
 ) -> Iterator[sqlite3.Connection]:
-    """A read-only connection; never creates, migrates or modifies anything.
+    """A read-only connection; never creates, migrates or modifies anything,
+    but for what SQLite itself does on a read after a crash (below).
 
     `as_found` (doctor) leaves every file byte for byte as it was, a stale
     -shm included. A plain read-only open rebuilds a stale -shm (after a
     crash) in place; with both a -wal and a -shm there, `readonly_shm=1`
     reads through a private copy of the WAL index instead, and works the
-    same beside a running agent. A -wal or -shm alone with no process holding
-    the file is read with `immutable=1`: the main file as it stands.
+    same beside a running agent. A -wal holding no committed change, or a
+    -shm alone, with no process holding the file, is read with
+    `immutable=1`: the main file is then the whole database.
+
+    An interrupted write (a hot -journal, a -wal the read-only open cannot
+    recover) is rolled back the way any SQLite connection would on its first
+    read, with a short write open (`recover_interrupted`), when `recover`
+    says the file is Kaja's; otherwise, and always `as_found`, it raises
+    `NeedsRecovery` saying what is left and how to finish it.
     """
     require_database(path)
     # SQLite follows a symlinked database and keeps its -wal/-shm beside the
@@ -186,10 +227,8 @@ def open_read(
     had = wal.exists(), shm.exists()
     uri = path.as_uri() + "?mode=ro"
     tidy = not had[0]  # a read of a closed WAL file leaves a -wal/-shm pair: remove it
-    if as_found and all(had):
-        uri, tidy = uri + "&readonly_shm=1", False
-    elif as_found and any(had) and holder(real) is None:
-        uri, tidy = uri + "&immutable=1", False
+    if as_found and any(had):
+        uri, tidy = uri + _as_found(path, real, wal, shm), False
     elif (
         not any(had)
         and not journal.exists()  # a hot journal must be rolled back, not read past
@@ -207,6 +246,7 @@ def open_read(
     with _busy_explained(path, rollback), _translated(path):
         conn = _connect(uri, timeout_ms)
         try:
+            conn = _through_interrupted_write(conn, path, real, uri, timeout_ms, as_found, recover)
             yield conn
         finally:
             conn.close()
@@ -235,12 +275,36 @@ def _busy_explained(path: Path, rollback: bool) -> Iterator[None]:
     except Busy as e:
         if not rollback:
             raise
+        pid = holder(path)
+        who = f"another process ({pid})" if pid is not None and pid > 0 else "another process"
         raise Busy(
-            f"{path} is locked by another process, and it is not in WAL mode: until that"
+            f"{path} is locked by {who}, and it is not in WAL mode: until that"
             " process commits, nothing can read it",
             hint="try again in a moment; `kaja doctor --fix` (with Kaja closed) switches it"
             " to WAL, where reading never waits",
         ) from e
+
+
+def _as_found(path: Path, real: Path, wal: Path, shm: Path) -> str:
+    """How to read a file with a -wal or -shm beside it without changing a byte.
+
+    Through a private copy of the WAL index (`readonly_shm=1`) while another
+    process holds the file or the -shm matches the -wal; the main file alone
+    (`immutable=1`) when no committed change waits in the -wal. A -wal whose
+    changes only a rebuilt -shm could show (it is gone, or from before the
+    -wal was restarted) raises NeedsRecovery: a read-only open would fail
+    there, after SQLite's ten seconds of retries.
+    """
+    if holder(real) is not None:
+        return "&readonly_shm=1"
+    commits = wal_commits(wal)
+    if not commits:
+        return "&immutable=1"
+    if not shm.exists():
+        raise _needs_recovery(path, wal, "its -shm is gone")
+    if _shm_salts(shm) != _wal_salts(wal):
+        raise _needs_recovery(path, wal, "its -shm is from before the -wal was restarted")
+    return "&readonly_shm=1"
 
 
 def _remove_read_leftovers(path: Path, wal: Path, shm: Path, had: tuple[bool, bool]) -> None:
@@ -377,6 +441,177 @@ def fold_journal(path: Path, file: DatabaseFile, *, timeout_ms: int = 2000) -> b
     return True
 
 
+# --- an interrupted write ------------------------------------------------------------
+# A writer killed mid-transaction leaves a hot -journal (rollback mode), or a
+# -wal whose index (-shm) must be rebuilt. Any read-write SQLite connection
+# repairs either on its first read; a `mode=ro` one cannot, and SQLite says so
+# with these extended result codes (https://sqlite.org/rescode.html).
+SQLITE_CANTOPEN = 14
+SQLITE_PROTOCOL = 15
+SQLITE_READONLY_RECOVERY = 264
+SQLITE_READONLY_CANTLOCK = 520
+SQLITE_READONLY_ROLLBACK = 776
+SQLITE_READONLY_CANTINIT = 1288
+_WAL_UNREADABLE = {SQLITE_CANTOPEN, SQLITE_PROTOCOL, SQLITE_READONLY_RECOVERY,
+                   SQLITE_READONLY_CANTLOCK, SQLITE_READONLY_CANTINIT}  # fmt: skip
+
+Recognise = Callable[[Path], bool]  # whether the file is Kaja's (`guard.may_recover`)
+
+
+class NeedsRecovery(Failed):
+    """An interrupted write left `leftover` (a -journal or -wal) that must be
+    rolled back before the file reads as it is, and this open may not do it."""
+
+    def __init__(
+        self, message: str, *, path: Path, leftover: Path, why: str | None, hint: str | None
+    ):
+        super().__init__(message, hint=hint)
+        self.path = path
+        self.leftover = leftover
+        self.why = why  # for a -wal: why a read-only open cannot use it
+
+
+def _needs_recovery(path: Path, leftover: Path, why: str | None = None) -> NeedsRecovery:
+    verb = "roll back" if leftover.name.endswith("-journal") else "recover"
+    extra = f" ({why})" if why else ""
+    return NeedsRecovery(
+        f"an interrupted write left {leftover}{extra}; it needs write access to {verb}",
+        path=path,
+        leftover=leftover,
+        why=why,
+        hint=f"run any kaja command (or `kaja doctor --fix`) as the owner of {path.name}",
+    )
+
+
+def _through_interrupted_write(
+    conn: sqlite3.Connection,
+    path: Path,
+    real: Path,
+    uri: str,
+    timeout_ms: int,
+    as_found: bool,
+    recover: Recognise | None,
+) -> sqlite3.Connection:
+    """`conn` if it reads; else, after an interrupted write, a connection that
+    does (see `open_read`), or NeedsRecovery."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.Error as e:
+        code = getattr(e, "sqlite_errorcode", None)
+        wal = fs.beside(real, "-wal")
+        if code == SQLITE_READONLY_ROLLBACK:
+            leftover = fs.beside(real, "-journal")
+        elif (
+            code in _WAL_UNREADABLE
+            and wal.exists()
+            and os.access(real, os.R_OK)  # else SQLite's own answer (permissions)
+            and holder(real) is None
+        ):
+            leftover = wal
+            if not wal_commits(wal) and "immutable=1" not in uri:
+                # Nothing committed in it: the main file is the whole database.
+                conn.close()
+                return _connect(uri.replace("&readonly_shm=1", "") + "&immutable=1", timeout_ms)
+        else:
+            raise
+    conn.close()
+    if as_found or recover is None:
+        raise _needs_recovery(path, leftover)
+    recover_interrupted(path, leftover, recover, timeout_ms=timeout_ms)
+    return _connect(uri, timeout_ms)
+
+
+def recover_interrupted(
+    path: Path, leftover: Path, recognise: Recognise, *, timeout_ms: int = BUSY_TIMEOUT_MS
+) -> None:
+    """Roll back an interrupted write (a hot -journal), or recover a -wal, as
+    SQLite does on the first read of a read-write connection.
+
+    Only while no other process holds the file (Busy, exit 4), only for a
+    file `recognise` calls Kaja's (Failed otherwise: another
+    program's file is left alone), and NeedsRecovery when kaja may not write
+    the file or its folder.
+    """
+    pid = holder(path)
+    if pid is not None:
+        raise Busy(f"{path} is busy: process {pid} has it open", hint=BUSY_HINT)
+    if not recognise(path):
+        raise Failed(
+            f"an interrupted write left {leftover}, and {path} is not recognisably Kaja's:"
+            " kaja leaves it alone",
+            hint="open it with the program that wrote it (any SQLite program rolls it back)",
+        )
+    if not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+        raise _needs_recovery(path, leftover)
+    with _translated(path):
+        conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            conn.close()
+
+
+def connect_as_found(path: Path) -> sqlite3.Connection:
+    """A connection to the main file as it lies, past any -journal or -wal,
+    changing nothing: what tells whose a file is before anything is rolled back."""
+    return _connect(path.as_uri() + "?mode=ro&immutable=1", 0)
+
+
+def _wal_salts(wal: Path) -> bytes:
+    """The salts of the -wal's header (a new pair each time the log restarts).
+    SQLite locks no byte of a -wal: opening and closing one drops no lock."""
+    try:
+        with open(wal, "rb") as f:
+            return f.read(24)[16:24]
+    except OSError:
+        return b""
+
+
+def _shm_salts(shm: Path) -> bytes:
+    """The salts the -shm's index header last saw in the -wal
+    (https://sqlite.org/walformat.html#the_wal_index_file_format). Read
+    through the descriptor that is never closed: SQLite locks the -shm."""
+    try:
+        return os.pread(_fd(shm), 40, 0)[32:40]
+    except OSError:
+        return b""
+
+
+def wal_commits(wal: Path) -> int:
+    """How many commit frames of the current log a -wal holds (0: none, so the
+    main file is the whole database).
+
+    From the WAL format (https://sqlite.org/fileformat.html#walformat):
+    frames after the 32-byte header, each a 24-byte header (page number, the
+    database size after a commit or 0, the log's two salts) and a page. A
+    frame whose salts differ from the header's belongs to an earlier log and
+    ends this one. Checksums are not verified: a torn last frame counts,
+    which errs towards "there is something to recover".
+    """
+    try:
+        fd = os.open(wal, os.O_RDONLY)
+    except OSError:
+        return 0
+    try:
+        head = os.pread(fd, 32, 0)
+        if len(head) < 32 or head[:4] not in (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83"):
+            return 0
+        (page_size,) = struct.unpack(">I", head[8:12])
+        salts = head[16:24]
+        size = os.fstat(fd).st_size
+        commits, offset = 0, 32
+        while offset + 24 <= size:
+            frame = os.pread(fd, 24, offset)
+            if len(frame) < 24 or frame[8:16] != salts:
+                break
+            commits += struct.unpack(">I", frame[4:8])[0] != 0
+            offset += 24 + page_size
+        return commits
+    finally:
+        os.close(fd)
+
+
 # --- is another process using the file? -------------------------------------
 # SQLite's unix VFS locks bytes of the database file (PENDING at 0x40000000,
 # RESERVED, then the SHARED range) and of the -shm file (the WAL write, read
@@ -478,7 +713,7 @@ def open_glance(path: Path) -> Iterator[sqlite3.Connection | None]:
         yield None
         return
     real = Path(os.path.realpath(path))
-    wal, shm = (real.with_name(real.name + s).exists() for s in ("-wal", "-shm"))
+    wal, shm = (fs.beside(real, s).exists() for s in ("-wal", "-shm"))
     uri = path.as_uri() + "?mode=ro"
     if wal and shm:
         uri += "&readonly_shm=1"

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -83,6 +83,33 @@ def recognise(conn: sqlite3.Connection, file: DatabaseFile) -> Verdict:
         for telltale in spec.telltales
     )
     return Verdict(tables, kajas)
+
+
+def recognised_as_found(path: Path, file: DatabaseFile) -> Verdict | None:
+    """`recognise` on the main file as it lies, past any -journal or -wal (None:
+    unreadable): whose the file is, before an interrupted write is rolled back."""
+    from kaja_cli.core import db
+
+    try:
+        conn = db.connect_as_found(path)
+        try:
+            return recognise(conn, file)
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+
+
+def may_recover(file: DatabaseFile) -> Callable[[Path], bool]:
+    """Whether an interrupted write may be rolled back in the file at a path (a
+    write, as SQLite's first read would do it): only in a file that is Kaja's,
+    or has no table yet (one being created). Another program's is left alone."""
+
+    def kajas(path: Path) -> bool:
+        verdict = recognised_as_found(path, file)
+        return verdict is not None and verdict.kajas
+
+    return kajas
 
 
 def require_kajas(conn: sqlite3.Connection, path: Path, file: DatabaseFile) -> Verdict:

@@ -179,7 +179,7 @@ def search(
         result.notes.append(f"no Kaja store at {path}: nothing to search")
         return result
 
-    with db.open_read(path) as conn:
+    with db.open_read(path, recover=store.recognise()) as conn:
         have = _columns(conn)
         if "content" not in have.get("messages", ()):
             result.source = "none"

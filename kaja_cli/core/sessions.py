@@ -9,6 +9,7 @@ The listing is one query, whatever the number of sessions.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -396,6 +397,8 @@ class DeletePlan(NamedTuple):
     image_files: int = 0
     image_bytes: int = 0
     images_link: Path | None = None  # a symlinked files/ or images/: their folders stay
+    left_over: tuple[Path, ...] = ()  # folders an interrupted delete left (sessions gone)
+    unknown: NotFound | None = None  # an id that is nothing: raised once the leftovers are gone
 
 
 class DeleteResult(NamedTuple):
@@ -407,14 +410,32 @@ class DeleteResult(NamedTuple):
 def plan_delete(
     conn: sqlite3.Connection, refs: Iterable[str], owner: Owner, images_dir: Path
 ) -> DeletePlan:
-    """Resolve every id (all must resolve: nothing is deleted otherwise) and count."""
+    """Resolve every id (all must resolve: no session is deleted otherwise) and count.
+
+    An id whose session is gone but whose image folder is still there (a
+    delete cut short after its commit) resolves to that folder: running the
+    delete again removes it, whatever else the ids name."""
     from kaja_cli.core import cascade, fs
     from kaja_cli.core.images import session_dir
 
     found: dict[str, SessionRef] = {}
+    left_over: list[Path] = []
+    unknown: list[NotFound] = []
     for ref in refs:
-        s = find(conn, ref, owner)
+        try:
+            s = find(conn, ref, owner)
+        except NotFound as e:
+            folder = _folder_left_over(conn, ref, images_dir)
+            if folder is None:
+                unknown.append(e)
+            else:
+                left_over.append(folder)
+            continue
         found.setdefault(s.id, s)
+    if unknown:
+        if not left_over:
+            raise unknown[0]
+        found = {}  # every id must resolve, or no session goes; the leftovers still do
     sessions = list(found.values())
     rows = _count_rows(conn, [s.id for s in sessions], cascade)
     folders = []
@@ -426,7 +447,32 @@ def plan_delete(
             folders.append(folder)
             b, n = fs.tree_size(folder)
             size, files = size + b, files + n
-    return DeletePlan(sessions, rows, folders, files, size, link)
+    for folder in left_over if link is None else ():  # never through a symlinked images/
+        folders.append(folder)
+        b, n = fs.tree_size(folder)
+        size, files = size + b, files + n
+    return DeletePlan(sessions, rows, folders, files, size, link,
+                      tuple(dict.fromkeys(left_over)), unknown[0] if unknown else None)  # fmt: skip
+
+
+def _folder_left_over(conn: sqlite3.Connection, ref: str, images_dir: Path) -> Path | None:
+    """The image folder a delete cut short after its commit left for `ref`: the
+    one folder whose name is (or starts with) it, whose session is gone. Running
+    the delete again removes it (exit 0) instead of "no session"."""
+    from kaja_cli.core.images import safe_name
+
+    ref = ref.strip()
+    if len(ref) < 8 or not safe_name(ref):
+        return None
+    try:
+        names = [n for n in os.listdir(images_dir) if n.startswith(ref) and safe_name(n)]
+    except OSError:
+        return None
+    if len(names) != 1:
+        return None
+    gone = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (names[0],)).fetchone() is None
+    folder = images_dir / names[0]
+    return folder if gone and (folder.is_dir() or folder.is_symlink()) else None
 
 
 def _count_rows(conn: sqlite3.Connection, ids: list[str], cascade: Any) -> dict[str, int]:
@@ -465,7 +511,8 @@ def delete_sessions(
                 raise Refused(f"session {s.id} now belongs to {label(now[s.id])}")
         keep = [s for s in plan.sessions if s.id in now]
         rows = cascade.delete_session_rows(conn, [s.id for s in keep])
-    removed = cascade.remove_image_folders(images_dir, [s.id for s in plan.sessions])
+    gone = [s.id for s in plan.sessions] + [p.name for p in plan.left_over]
+    removed = cascade.remove_image_folders(images_dir, gone)
     return DeleteResult(keep, rows, removed)
 
 

@@ -25,6 +25,7 @@ reading settings (every start-up) never loads it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
@@ -132,6 +133,7 @@ def write_atomic(t: Target, text: str) -> None:
 
     folder = t.real.parent
     ensure_private_dir(folder)
+    _remove_stale_temporaries(t.real)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{t.real.name}.", suffix=".tmp", dir=folder)
     except OSError as e:
@@ -147,6 +149,20 @@ def write_atomic(t: Target, text: str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(folder)
+
+
+def _remove_stale_temporaries(real: Path) -> None:
+    """The temporary copies (`.settings.toml.*.tmp`) of writers killed before
+    their rename: under the lock, no other writer has one."""
+    prefix = f".{real.name}."
+    try:
+        names = os.listdir(real.parent)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            with contextlib.suppress(OSError):
+                (real.parent / name).unlink()
 
 
 # --- set and unset -------------------------------------------------------------------------------

@@ -83,10 +83,17 @@ class Store(NamedTuple):
         path = self.require(name)
         if writing:
             db.require_database(path, writing=True)
-        with db.open_read(path, timeout_ms=wait) as conn:
+        with db.open_read(path, timeout_ms=wait, recover=self.recognise(name)) as conn:
             if writing:
                 guard.require_kajas(conn, path, self.paths.file_of(name))
             yield conn
+
+    def recognise(self, name: str = "shared") -> Callable[[Path], bool]:
+        """Whether kaja may roll back an interrupted write in the file (a
+        write): only in one that is recognisably Kaja's (`guard`)."""
+        from kaja_cli.core import guard
+
+        return guard.may_recover(self.paths.file_of(name))
 
     @contextmanager
     def writer(

@@ -11,13 +11,15 @@ The same seed and base time give the same rows.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from kaja_cli.core.clock import iso
+from kaja_cli.core import fs
+from kaja_cli.core.clock import iso, now_iso
 from kaja_cli.core.record import Recorder
 from kaja_cli.core.store import Store
 from kaja_cli.demo import png, script
@@ -84,6 +86,12 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     left = wipe.interrupted(store.paths)
     if left is not None:
         raise Refused(f"an interrupted wipe is not finished: {left.summary}")
+    if wipe.demo_cut_short(store.paths) is not None:
+        raise Refused(
+            f"an earlier `kaja demo` was cut short: a partial store is left at"
+            f" {store.paths.shared_db.path}",
+            hint="`kaja wipe --yes` removes it, then run `kaja demo` again",
+        )
     found = existing_store(store)
     if found:
         first = Path(found[0])
@@ -100,6 +108,9 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
     demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
+    scripted = script.SESSIONS[: options.sessions] if options.sessions else script.SESSIONS
+    _plan(options, len(scripted), _count_scripted(scripted))  # bad options: before any file
+    marker = _mark_start(store)
     try:
         _write(demo, store, options, rng, base)
     except KeyboardInterrupt:
@@ -107,8 +118,27 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
             f"interrupted: a partial demo store is left at {store.paths.shared_db.path}",
             hint="`kaja wipe --yes` removes it before another `kaja demo`",
         ) from None
+    except BaseException:
+        if not existing_store(store):  # it stopped before writing anything
+            marker.unlink(missing_ok=True)
+        raise
+    # Every file is closed (the -wal folded in): the store is whole.
+    marker.unlink()
+    fs.fsync_dir(marker.parent)
     demo.result.location = str(store.paths.shared_db.path)
     return demo.result
+
+
+def _mark_start(store: Store) -> Path:
+    """`kaja.db.demo`, made durable before the first file: until it goes, the
+    store is a demo cut short (doctor says so, `kaja wipe` removes both)."""
+    from kaja_cli.core import wipe
+
+    marker = wipe.demo_marker(store.paths)
+    fs.ensure_private_dir(marker.parent)
+    wipe.write_marker(marker, {"version": wipe.MARKER_VERSION, "action": "demo",
+                               "started_at": now_iso(), "pid": os.getpid()})  # fmt: skip
+    return marker
 
 
 def _write(

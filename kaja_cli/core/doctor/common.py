@@ -116,6 +116,9 @@ class Header:
     page_count: int | None  # None when the header's count is not valid
     freelist: int
     version: str
+    read_version: int = 1  # the file format: above 2, no SQLite of today reads it
+    write_version: int = 1  # above 2: readable, not writable
+    schema_format: int = 4  # above 4: a newer SQLite's schema format
 
     @classmethod
     def read(cls, path: Path) -> Header | None:
@@ -130,6 +133,7 @@ class Header:
         change, pages = struct.unpack(">II", raw[24:32])
         (freelist,) = struct.unpack(">I", raw[36:40])
         valid_for, number = struct.unpack(">II", raw[92:100])
+        (schema_format,) = struct.unpack(">I", raw[44:48])
         version = f"{number // 1000000}.{number // 1000 % 1000}.{number % 1000}"
         return cls(
             page_size=page_size,
@@ -137,6 +141,9 @@ class Header:
             page_count=pages if pages and valid_for == change else None,
             freelist=freelist,
             version=version,
+            read_version=raw[19],
+            write_version=raw[18],
+            schema_format=schema_format,
         )
 
 

@@ -264,3 +264,23 @@ def check_interrupted_wipe(ctx: Context) -> Check:
         [*left.details, *(f"left: {p}" for p in left.remaining)],
         fix=" and ".join(f"`{c}`" for c in left.commands),
     )  # fmt: skip
+
+
+@check(
+    "interrupted-demo",
+    Group.PATHS,
+    "a `kaja demo` cut short (Ctrl-C, kill -9, a full disk): a partial sample store",
+)
+def check_interrupted_demo(ctx: Context) -> Check:
+    from kaja_cli.core import wipe
+
+    started = wipe.demo_cut_short(ctx.paths)
+    if started is None:
+        return Check("interrupted-demo", Group.PATHS, OK, "no demo store cut short")
+    marker = wipe.demo_marker(ctx.paths)
+    return Check(
+        "interrupted-demo", Group.PATHS, WARN,
+        f"`kaja demo` (started {started}) was cut short: the store holds part of the sample",
+        [f"left: {marker}", "what it wrote is sound, but conversations, tables or side databases are missing"],
+        fix="`kaja wipe --yes`, then `kaja demo`",
+    )  # fmt: skip

@@ -1,5 +1,6 @@
-"""The repairs `--fix` may apply to a database: bring its schema up to date
-(and switch it to WAL), checkpoint its -wal, rebuild the search index.
+"""The repairs `--fix` may apply to a database: roll back an interrupted
+write, bring its schema up to date (and switch it to WAL), checkpoint its
+-wal, rebuild the search index.
 
 Each is a `Repair` a check attaches to its finding; none runs unless asked.
 They write through `db.open_write` with a slightly longer lock wait, so a
@@ -10,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from kaja_cli.core import db, fs, search_index
 from kaja_cli.core.doctor.common import Header, in_use, size_of
@@ -29,6 +31,23 @@ def _writing(ctx: Context, name: str) -> Iterator[sqlite3.Connection]:
     file that is not Kaja's before anything in it changes."""
     with db.open_write(ctx.db_path(name), ctx.file(name), timeout_ms=FIX_TIMEOUT_MS) as conn:
         yield conn
+
+
+def recovery_repair(ctx: Context, name: str, leftover: Path) -> Repair:
+    """Roll back the interrupted write that left `leftover` (a hot -journal),
+    or recover a -wal, as a read-write SQLite connection does on its first read."""
+    from kaja_cli.core import guard
+
+    path = ctx.db_path(name)
+
+    def run() -> str:
+        recognise = guard.may_recover(ctx.file(name))
+        db.recover_interrupted(path, leftover, recognise, timeout_ms=FIX_TIMEOUT_MS)
+        if leftover.name.endswith("-journal"):
+            return f"{path.name}: rolled back the interrupted write ({leftover.name})"
+        return f"{path.name}: recovered the committed changes in {leftover.name}"
+
+    return Repair(f"recover:{name}", RepairOrder.RECOVERY, run, name)
 
 
 def schema_repair(ctx: Context, name: str) -> Repair:

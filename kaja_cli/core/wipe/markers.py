@@ -6,12 +6,17 @@ plan, made durable before the first deletion) and removes it last; `wipe
 --owner` writes `kaja.db.wiping-owner-<hash>` (their image folders) before
 its commit and removes it after the folders. `interrupted()` describes what
 such markers, and journals that outlived their database, left to finish.
+
+`kaja demo` leaves one too: `kaja.db.demo`, written before its first file and
+removed after its last, so a demo cut short (Ctrl-C, kill -9, a full disk) is
+told from a store that is whole (`demo_cut_short()`); a wipe removes it last.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -24,11 +29,37 @@ from kaja_cli.errors import Failed
 
 MARKER_SUFFIX = guard.MARKER_SUFFIX
 MARKER_VERSION = 1
+DEMO_SUFFIX = ".demo"
 
 
 def marker_path(paths: Paths) -> Path:
     """The whole wipe's marker: `kaja.db.wiping` beside the shared file."""
     return fs.beside(paths.shared_db.path, MARKER_SUFFIX)
+
+
+def stale_temporaries(marker: Path) -> list[Path]:
+    """`.kaja.db.wiping.<pid>.tmp` and the like: a marker's temporary copy
+    (`fs.write_private_file`) that a run killed before its rename left."""
+    pattern = re.compile(rf"^\.{re.escape(marker.name)}(-owner-[0-9a-f]+)?\.\d+\.tmp$")
+    try:
+        names = os.listdir(marker.parent)
+    except OSError:
+        return []
+    return [marker.parent / n for n in sorted(names) if pattern.match(n)]
+
+
+def demo_marker(paths: Paths) -> Path:
+    """`kaja.db.demo` beside the shared file: a `kaja demo` is (or was) writing."""
+    return fs.beside(paths.shared_db.path, DEMO_SUFFIX)
+
+
+def demo_cut_short(paths: Paths) -> str | None:
+    """When the `kaja demo` that was cut short started (None: none was)."""
+    marker = demo_marker(paths)
+    if lstat_or_none(marker) is None:
+        return None
+    started = read_marker(marker).get("started_at")
+    return started if isinstance(started, str) else "at an unknown time"
 
 
 def markers_of(paths: Paths) -> list[Path]:
@@ -62,6 +93,8 @@ def not_a_marker(path: Path) -> str | None:
 
 
 def write_marker(path: Path, data: dict) -> None:
+    for stale in stale_temporaries(path):  # of a run killed while writing it
+        stale.unlink(missing_ok=True)
     try:
         fs.write_private_file(path, json.dumps(data, indent=1).encode())
     except OSError as e:

@@ -65,7 +65,10 @@ def read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[s
     if db.classify(path) != "sqlite":
         return None, set()
     try:
-        with db.open_read(path, timeout_ms=READ_TIMEOUT_MS) as conn:
+        # An interrupted write is rolled back first (in a file that is Kaja's):
+        # until then its sessions, and so their image folders, can't be known.
+        recover = guard.may_recover(file)
+        with db.open_read(path, timeout_ms=READ_TIMEOUT_MS, recover=recover) as conn:
             verdict = guard.recognise(conn, file)
             if not verdict.kajas:
                 return Refusal(path, str(guard.not_kajas(path, verdict, file).message)), None
@@ -78,6 +81,9 @@ def read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[s
             # An INTEGER id another program wrote names its folder as its digits.
             return None, {str(i) for i in ids if isinstance(i, str | int)}
     except KajaError:
+        verdict = guard.recognised_as_found(path, file)  # not rolled back: whose is it?
+        if verdict is not None and not verdict.kajas:
+            return Refusal(path, str(guard.not_kajas(path, verdict, file).message)), None
         return None, None
 
 
