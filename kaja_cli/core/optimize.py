@@ -113,7 +113,7 @@ def _quiet(_what: str) -> None:
 
 
 def _require_kajas(file: DatabaseFile) -> None:
-    with db.open_read(file.path, timeout_ms=1000) as conn:
+    with db.open_read(file.path, timeout_ms=1000, recover=guard.may_recover(file)) as conn:
         guard.require_kajas(conn, file.path, file)
 
 

@@ -162,7 +162,7 @@ def _copy(file: DatabaseFile, staging: Path) -> Copied:
     """One consistent copy of `file` (the online backup API, in one step)."""
     dest = staging / f"{file.name.value}.db"
     fs.create_private_file(dest)
-    with db.open_read(file.path) as src:
+    with db.open_read(file.path, recover=guard.may_recover(file)) as src:
         guard.require_kajas(src, file.path, file)
         dst = sqlite3.connect(dest, isolation_level=None)
         try:

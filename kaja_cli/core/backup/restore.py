@@ -300,7 +300,7 @@ def _existing_images(paths: Paths) -> list[Existing]:
 
 def _require_kajas(path: Path, file: DatabaseFile) -> None:
     try:
-        with db.open_read(path, timeout_ms=1000) as conn:
+        with db.open_read(path, timeout_ms=1000, recover=guard.may_recover(file)) as conn:
             verdict = guard.recognise(conn, file)
     except KajaError:
         return  # damaged: still Kaja's place, and the backup of it will say more
@@ -340,13 +340,14 @@ def extract(plan: RestorePlan, progress: Progress | None = None) -> Staged:
     plan.created += [p for p in _missing_folders(staging.parent) if p not in plan.created]
     fs.ensure_private_dir(staging.parent)
     fs.ensure_private_dir(plan.marker.parent)
-    staging.mkdir(mode=fs.DIR_MODE)
     try:
         st = plan.archive.stat()
+        # The marker first: a kill right after it leaves nothing it does not name.
         _write_marker(plan.marker, fresh=True, data={
             "phase": Phase.EXTRACT, "staging": str(staging),
             "archive": {"path": str(plan.archive), "size": st.st_size, "mtime_ns": st.st_mtime_ns},
         })  # fmt: skip
+        staging.mkdir(mode=fs.DIR_MODE)
         new = staging / "new"
         new.mkdir(mode=fs.DIR_MODE)
         manifest = _verify(plan, new, _unpack(plan.archive, new, progress))
@@ -727,6 +728,7 @@ def _clean_up(marker: Path, staging: Path | None, moves: list[Move]) -> None:
     if staging is not None:
         _rmtree(staging)
     marker.unlink(missing_ok=True)
+    _remove_stale_temporaries(marker)
     fs.fsync_dir(marker.parent)
 
 
@@ -895,8 +897,18 @@ def _write_marker(path: Path, data: dict, *, fresh: bool = False) -> None:
     """Write the marker atomically and durably, keeping what it said unless `fresh`."""
     full = {"version": MARKER_VERSION, "action": "restore", "pid": os.getpid(),
             "started_at": clock.now_iso()} | ({} if fresh else _read_marker(path)) | data  # fmt: skip
+    _remove_stale_temporaries(path)
     fs.write_private_file(path, json.dumps(full, indent=1).encode())
     fs.fsync_dir(path.parent)
+
+
+def _remove_stale_temporaries(marker: Path) -> None:
+    """`.kaja.db.restoring.<pid>.tmp`: the marker's temporary copy that a run
+    killed before its rename left (only one restore runs at a time)."""
+    from kaja_cli.core.wipe.markers import stale_temporaries
+
+    for stale in stale_temporaries(marker):
+        stale.unlink(missing_ok=True)
 
 
 def _read_marker(path: Path) -> dict:
