@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from conftest import DEMO_NOW, KAJA, Kaja
 
-from tests.faults import assert_store_sound
+from tests.faults import assert_store_sound, kill_mid_transaction
 from tests.test_wipe import holding, listing, snapshot
 
 AGENTS = Path(__file__).parent / "agents"
@@ -365,6 +365,23 @@ def test_restore_elsewhere_gives_back_every_row_and_image(demo_store: Kaja, tmp_
     )
     r = kaja("--state-dir", str(other), "doctor")
     assert r.code == 0, r
+
+
+def test_after_a_writer_crashed_mid_transaction_backup_holds_what_was_committed(
+    demo_store: Kaja, tmp_path: Path
+):
+    """A hot journal (a writer in rollback mode killed mid-edit) is rolled back
+    first, as every command does after a crash: the edit is in no copy."""
+    kaja = demo_store
+    committed = store_state(kaja.state, tmp_path / "committed")
+    kill_mid_transaction(kaja.db)
+    arch = tmp_path / "b.tar.gz"
+    backup(kaja, arch)
+    other = tmp_path / "other"
+    r = kaja("--state-dir", str(other), "restore", str(arch))
+    assert r.code == 0, r
+    assert store_state(other, tmp_path / "restored") == committed
+    assert_store_sound(other)
 
 
 def test_restore_prints_what_went_where(demo_store: Kaja, tmp_path: Path):
