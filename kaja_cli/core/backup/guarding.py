@@ -2,9 +2,9 @@
 rule, with what these three commands add to it.
 
 - **The archive `kaja backup` writes** is a file written on request
-  (`guard.write_target`): never one of the store's files, which here also
-  include the restore markers (`store_files`); a folder means "put it in
-  there" under the default name.
+  (`guard.write_target`): never one of the store's files (`guard.store_files`,
+  the restore markers included); a folder means "put it in there" under the
+  default name.
 - **A database is Kaja's** by `guard.recognise` (its tables and their
   columns); backup, restore and optimize refuse (exit 5) another program's.
 - **A database file** is a SQLite file with regular -wal/-shm/-journal
@@ -17,26 +17,15 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from kaja_cli.core import db, fs, guard
+from kaja_cli.core import db, guard
 from kaja_cli.core.paths import Paths
 from kaja_cli.errors import UsageError
 
-RESTORE_MARKER_SUFFIX = ".restoring"
+RESTORE_MARKER_SUFFIX = guard.RESTORE_MARKER_SUFFIX
 
 
 def default_name(now: datetime) -> str:
     return f"kaja-backup-{now.strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
-
-
-def store_files(paths: Paths) -> list[Path]:
-    """`guard.store_files`, and the restore markers beside the shared file."""
-    marker = fs.beside(paths.shared_db.path, RESTORE_MARKER_SUFFIX)
-    out = [*guard.store_files(paths), marker]
-    try:
-        out += [marker.parent / n for n in os.listdir(marker.parent) if n.startswith(marker.name)]
-    except OSError:
-        pass
-    return out
 
 
 def archive_target(paths: Paths, output: Path | None, now: datetime) -> Path:
@@ -51,7 +40,7 @@ def archive_target(paths: Paths, output: Path | None, now: datetime) -> Path:
     elif output.is_dir():
         output = output / default_name(now)
     output = Path(os.path.abspath(output))
-    target = guard.write_target(output, store_files(paths), what="backup")
+    target = guard.write_target(output, guard.store_files(paths), what="backup")
     if not target.real.parent.is_dir():
         raise UsageError(f"-o: no folder {target.real.parent}", hint="create it first")
     return target.real
