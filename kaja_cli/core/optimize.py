@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kaja_cli.core import db, guard, search_index
+from kaja_cli.core import db, fs, guard, search_index
 from kaja_cli.core.backup.create import existing_databases
 from kaja_cli.core.registry import DatabaseFile
 from kaja_cli.core.store import Store
@@ -168,7 +168,7 @@ def _optimize_file(
     except sqlite3.Error as e:
         raise db.translate(e, path) from e
     result.bytes_after = on_disk(path)
-    result.wal_bytes = _size(path.with_name(path.name + "-wal"))
+    result.wal_bytes = _size(fs.beside(path, "-wal"))
     return result
 
 
@@ -195,7 +195,7 @@ def _checkpoint(conn: sqlite3.Connection) -> bool:
 
 def on_disk(path: Path) -> int:
     """A database's bytes on disk: the file and its -wal."""
-    return _size(path) + _size(path.with_name(path.name + "-wal"))
+    return _size(path) + _size(fs.beside(path, "-wal"))
 
 
 def _size(path: Path) -> int:

@@ -94,10 +94,10 @@ def backup(
     if require_shared:
         store.require()
     moment = now or clock.now()
-    target = guarding.archive_target(paths, output, moment)
-    files = existing_databases(paths.databases())
+    files = existing_databases(paths.databases())  # first: `--db /` is no database, not "the store"
     if not files:
         raise NotFound(f"no Kaja store at {paths.shared_db.path}: nothing to back up")
+    target = guarding.archive_target(paths, output, moment)
     _remove_stale(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     staging = target.with_name(f".{target.name}.{os.getpid()}.partial")

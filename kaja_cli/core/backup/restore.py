@@ -177,11 +177,7 @@ class Leftover:
 
 # --- the plan ------------------------------------------------------------------------------
 def marker_path(paths: Paths) -> Path:
-    return fs_beside(paths.shared_db.path, MARKER_SUFFIX)
-
-
-def fs_beside(path: Path, suffix: str) -> Path:
-    return path.with_name(path.name + suffix)
+    return fs.beside(paths.shared_db.path, MARKER_SUFFIX)
 
 
 def staging_path(paths: Paths) -> Path:
