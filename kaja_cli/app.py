@@ -26,11 +26,13 @@ import typer  # noqa: E402
 from kaja_cli import __version__  # noqa: E402
 from kaja_cli.commands import (  # noqa: E402
     accounts,
+    backup,
     cache,
     config,
     demo,
     doctor,
     notes,
+    optimize,
     resume,
     search,
     sessions,
@@ -106,7 +108,7 @@ def root(
 
 
 # Grouped in --help the way people reach for them.
-CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health and deleting", "Setup"
+CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health, backups and deleting", "Setup"
 SIDE = "Side databases"
 app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
 app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
@@ -116,6 +118,9 @@ app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
 app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
 app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
 app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
+app.command("backup", rich_help_panel=CARE)(backup.backup)
+app.command("restore", rich_help_panel=CARE)(backup.restore)
+app.command("optimize", rich_help_panel=CARE)(optimize.optimize)
 app.add_typer(cache.app, name="cache", rich_help_panel=SIDE)
 app.add_typer(accounts.app, name="accounts", rich_help_panel=SIDE)
 app.add_typer(config.app, name="config", rich_help_panel=SETUP)

@@ -83,9 +83,14 @@ class Point:
 
 
 def _no_pid(path: str) -> str:
-    """A temporary file's name without what differs between runs (a pid, a
-    random part): `.kaja.db.wiping.4242.tmp` → `.kaja.db.wiping.tmp`."""
-    return re.sub(r"\.[^./]+\.tmp$", ".tmp", path)
+    """A temporary file's (or folder's) name without what differs between runs
+    (a pid, a random part): `.kaja.db.wiping.4242.tmp` → `.kaja.db.wiping.tmp`,
+    `.b.tar.gz.4242.partial/…` → `.b.tar.gz.partial/…`, `.state.restore-4242/…`
+    → `.state.restore/…`, `kaja-before-restore-20261201T140548Z…` →
+    `kaja-before-restore-STAMP…`."""
+    path = re.sub(r"-\d{8}T\d{6}Z(?=[.-])", "-STAMP", path)  # kaja-before-restore-<time>
+    path = re.sub(r"\.[^./]+\.(tmp|partial)(?=/|$)", r".\1", path)
+    return re.sub(r"\.restore-\d+(?=/|$)", ".restore", path)
 
 
 def kill_points(events: list[dict]) -> list[Point]:

@@ -176,7 +176,8 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(store, option):
 def test_the_root_folder_as_the_database_is_one_line(kaja, root):
     for argv, code in [(["wipe", "--yes"], 5), (["wipe", "--dry-run"], 5), (["demo"], 5),
                        (["sessions"], 1), (["usage", "reset", "--yes"], 5),
-                       (["wipe", "--owner", "telegram:1", "--yes"], 5)]:  # fmt: skip
+                       (["wipe", "--owner", "telegram:1", "--yes"], 5),
+                       (["backup", "-o", str(kaja.root / "b.tar.gz")], 5), (["optimize"], 5)]:  # fmt: skip
         r = kaja("--db", root, *argv)
         assert r.code == code, (argv, r)
         assert r.err.startswith("kaja: ") and r.err.count("\n") == 1, (argv, r)

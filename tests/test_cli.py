@@ -135,6 +135,11 @@ EVERY_GROUP = {
         ["wipe", "--yes"], ["wipe"],
     ],
     "demo": [["demo"], ["--state-dir", "{root}/fresh", "demo", "--seed", "2", "--now", "2026-01-01"]],
+    "backup": [
+        ["backup", "-o", "{root}/b.tar"], ["backup", "-o", "{root}/state/kaja.db"],
+        ["--state-dir", "{root}/fresh", "restore", "{root}/b.tar"], ["restore", "{root}/b.tar"],
+        ["optimize", "--json"],
+    ],
     "notes": [
         ["notes", "--all-owners"], ["notes", "show", "dieta"], ["notes", "forget", "diet", "--yes"],
         ["notes", "export", "-f", "json"], ["search", "--notes", "marie"],

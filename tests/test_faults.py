@@ -180,7 +180,26 @@ WRITERS = {
     "wipe --owner": Writer(("wipe", "--owner", ANA, "--yes"), finished=(0, 3)),
     "doctor --fix": Writer(("doctor", "--fix"), store="fixable"),
     "config set": Writer(("config", "set", "logging.database.slow_ms", "200"), reads=("setting",)),
+    "backup": Writer(("backup", "-o", "{out}")),
+    "restore --force": Writer(("restore", "{archive}", "--force", "--yes")),
+    # Finished by the next restore, which then finds the store in place: exit 5 without --force.
+    "restore (no store)": Writer(("restore", "{archive}"), store="none", finished=(0, 5)),
+    "optimize": Writer(("optimize",)),
+    "optimize --vacuum": Writer(("optimize", "--vacuum")),
 }  # fmt: skip
+
+
+def _with_files(argv: tuple[str, ...], tmp_path: Path) -> tuple[str, ...]:
+    """`argv` with `{out}` (a file outside the store) and `{archive}` (a backup
+    of the demo store of seed 2, made once) filled in."""
+    archive = tmp_path / "seed2.tar.gz"
+    if "{archive}" in argv and not archive.exists():
+        source = Kaja(tmp_path / "seed2")
+        assert source("demo", "--seed", "2", "--now", DEMO_NOW).code == 0
+        r = source("backup", "-o", str(archive))
+        assert r.code == 0, r
+    out = tmp_path / "k" / "out" / "b.tar.gz"  # see _start_from
+    return tuple(a.format(out=out, archive=archive) for a in argv)
 
 
 def _template(store: str, demo: Path, where: Path) -> Path | None:
@@ -212,8 +231,12 @@ def _sql(path: Path, *statements: str) -> None:
 
 
 def _start_from(kaja: Kaja, template: Path | None) -> None:
-    shutil.rmtree(kaja.state, ignore_errors=True)
-    shutil.rmtree(kaja.config.parent, ignore_errors=True)
+    """The state a run starts from; what a run left beside the state dir (a
+    backup's output, a restore's staging folder) goes too."""
+    for entry in kaja.root.iterdir():
+        if entry.name != "home":
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    (kaja.root / "out").mkdir()
     if template is not None:
         shutil.copytree(template, kaja.state, symlinks=True)
 
@@ -231,10 +254,11 @@ def _answers(kaja: Kaja, names: tuple[str, ...]) -> dict[str, tuple[int, str]]:
 
 
 def _listing(kaja: Kaja) -> set[str]:
-    """Every path below the state dir and the settings folder, but -wal and
-    -shm files: SQLite's own (the next writer checkpoints a -wal)."""
-    out = set()
-    for top in (kaja.state, kaja.config.parent):
+    """Every path below the state dir, the settings folder and `out/` (where a
+    backup goes), and hidden files beside them, but -wal and -shm files:
+    SQLite's own (the next writer checkpoints a -wal)."""
+    out = {n for n in os.listdir(kaja.root) if n.startswith(".")}  # a staging folder, say
+    for top in (kaja.state, kaja.config.parent, kaja.root / "out"):
         for dirpath, dirnames, filenames in os.walk(top):
             for n in dirnames + [f for f in filenames if not f.endswith(("-wal", "-shm"))]:
                 out.add(os.path.relpath(os.path.join(dirpath, n), kaja.root))
@@ -260,6 +284,7 @@ def _one_line_errors(err: str) -> bool:
 @pytest.mark.parametrize("name", list(WRITERS))
 def test_kill_9_at_every_point(name: str, tmp_path: Path, _demo_template: Path) -> None:
     w = WRITERS[name]
+    w = Writer(_with_files(w.argv, tmp_path), w.store, w.finish, w.finished, w.reads)
     kaja = Kaja(tmp_path / "k")
     template = _template(w.store, _demo_template, tmp_path / "template")
     launcher = KillLauncher(tmp_path / "launcher")

@@ -183,6 +183,7 @@ def test_export_never_writes_over_the_store(demo_store, tmp_path):
         kaja.db.with_name("kaja.db-journal"),
         kaja.state / "cache.db",
         kaja.state / "kaja.db.wiping",
+        kaja.state / "kaja.db.restoring",
         kaja.state / "files" / "images" / "x.md",
         kaja.state / ".." / "state" / "kaja.db",
         tmp_path / "hard-link.md",

@@ -18,6 +18,9 @@ COMMANDS = {
             ('search', 'Find messages across every past...', False),
             ('doctor', "Check Kaja's files and settings, and say...", False),
             ('wipe', "Delete Kaja's local data: everything, or...", False),
+            ('backup', 'Back up the whole store into one archive,...', False),
+            ('restore', 'Restore a backup made by `kaja backup`,...', False),
+            ('optimize', 'Keep the store quick and small: search...', False),
             ('demo', 'Write a realistic sample store into the...', False),
             ('sessions', 'List your conversations, newest first;...', False),
             ('notes', 'List what the agent remembers about you;...', False),
@@ -96,6 +99,40 @@ COMMANDS = {
             ('option', 'settings', ('--settings',), (), 'Delete the settings file too (it stays otherwise).', False, False, False, 1, None),
             ('option', 'yes', ('--yes', '-y'), (), 'Do not ask (needed without a terminal).', False, False, False, 1, None),
             ('option', 'dry_run', ('--dry-run',), (), 'Show what would be deleted; delete nothing.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'backup': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'output', ('--output', '-o'), (), 'The archive to write (a folder: the default name in it); *.tar is not compressed.', False, True, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'restore': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'archive', 1, None),
+            ('option', 'force', ('--force',), (), 'Replace the store in place (it is backed up first).', False, False, False, 1, None),
+            ('option', 'yes', ('--yes', '-y'), (), 'Do not ask (needed without a terminal).', False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Verify the archive and show the plan; change nothing.', False, False, False, 1, None),
+            ('option', 'finish', ('--finish',), (), 'Only finish an interrupted restore.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'optimize': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'vacuum', ('--vacuum',), (), 'Also rewrite each file without its free pages (Kaja must be closed).', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -535,6 +572,7 @@ FIXED = {
         ('legacy-files', 'legacy per-feature files (usage.db, experience.db, …) in the state dir'),
         ('interrupted-wipe', 'what an interrupted `kaja wipe` (or `wipe --owner`) left to finish'),
         ('interrupted-demo', 'a `kaja demo` cut short (Ctrl-C, kill -9, a full disk): a partial sample store'),
+        ('interrupted-restore', 'what an interrupted `kaja restore` left to finish'),
         ('settings', 'settings.toml parses (line and column of an error), its values are allowed, no unknown keys'),
         ('database', 'each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
         ('database.shared', 'shared: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),

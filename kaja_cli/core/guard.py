@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from kaja_cli.core.paths import Paths
 
 MARKER_SUFFIX = ".wiping"  # `kaja.db.wiping`, `kaja.db.wiping-owner-…`: wipe's markers
+RESTORE_MARKER_SUFFIX = ".restoring"  # `kaja.db.restoring`: an interrupted restore's
 MAX_NAMED = 5  # tables named in a refusal
 
 
@@ -137,18 +138,21 @@ def not_kajas(path: Path, verdict: Verdict, file: DatabaseFile) -> Refused:
 # --- the store's own files -----------------------------------------------------------------
 def store_files(paths: Paths) -> list[Path]:
     """Every path of the store: its databases with their -wal, -shm and
-    -journal, the wipe markers and the files/ folder (with all it holds)."""
+    -journal, the wipe and restore markers and the files/ folder (with all it holds)."""
     from kaja_cli.core.paths import companions
 
     out = [paths.files_dir]
     for f in paths.databases():
         out += [f.path, *companions(f.path)]
-    marker = fs.beside(paths.shared_db.path, MARKER_SUFFIX)
-    out.append(marker)
-    try:
-        out += [marker.parent / n for n in os.listdir(marker.parent) if n.startswith(marker.name)]
-    except OSError:
-        pass
+    for suffix in (MARKER_SUFFIX, RESTORE_MARKER_SUFFIX):
+        marker = fs.beside(paths.shared_db.path, suffix)
+        out.append(marker)
+        try:
+            out += [
+                marker.parent / n for n in os.listdir(marker.parent) if n.startswith(marker.name)
+            ]
+        except OSError:
+            pass
     return out
 
 
@@ -330,7 +334,8 @@ def _own_names(folder: Path, paths: Paths) -> set[str]:
     shared = paths.shared_db.path
     if shared.parent == folder:
         names.add(paths.files_dir.name)
-        names |= {n for n in _listing(folder) if n.startswith(shared.name + MARKER_SUFFIX)}
+        names |= {n for n in _listing(folder)
+                  if n.startswith((shared.name + MARKER_SUFFIX, shared.name + RESTORE_MARKER_SUFFIX))}  # fmt: skip
     if paths.files_dir == folder:
         names.add(paths.images_dir.name)
     if paths.state_dir.path == folder:

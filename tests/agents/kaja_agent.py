@@ -3,11 +3,12 @@
     python tests/agents/kaja_agent.py --owner telegram:999 --seconds 5 [--long-every 25]
 
 Until the time is up it starts sessions and appends turns (user message,
-assistant reply, sometimes a tool call with its result, the ledger rows of
-the run), a few milliseconds apart, each turn one transaction; every
-`--long-every` turns it holds a write transaction open for 300 ms. Busy
-answers are retried, as the agent does. It prints "ready" once its first
-turn is committed, and at the end one JSON line with what it committed.
+with an image every `--image-every` turns, assistant reply, sometimes a tool
+call with its result, the ledger rows of the run), a few milliseconds apart,
+each turn one transaction; every `--long-every` turns it holds a write
+transaction open for 300 ms. Busy answers are retried, as the agent does.
+It prints "ready" once its first turn is committed, and at the end one JSON
+line with what it committed.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ def main() -> None:
     ap.add_argument("--long-every", type=int, default=25)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--word", default="zanzibarite", help="a rare word put in every user message")
+    ap.add_argument(
+        "--image-every", type=int, default=0, help="every N turns the user sends an image"
+    )
     args = ap.parse_args()
     rng = random.Random(args.seed)
     committed = {"sessions": 0, "messages": 0, "tool_calls": 0, "turns": 0, "busy_retries": 0}
@@ -50,7 +54,13 @@ def main() -> None:
                         new_session = sid
                     else:
                         new_session = None
-                    rec.add_message(sid, "user", f"turn {turn}: {args.word} question number {turn}")
+                    parts = None
+                    if args.image_every and turn % args.image_every == 0:
+                        # The file first, then the message that refers to it, as the agent does.
+                        parts = [rec.add_image(sid, f"image of turn {turn}".encode(), "image/png")]
+                    rec.add_message(
+                        sid, "user", f"turn {turn}: {args.word} question number {turn}", parts=parts
+                    )
                     reply = rec.add_message(
                         sid, "assistant", f"answer {turn} about {args.word}", model="gpt-5-mini",
                         prompt_tokens=100 + turn, completion_tokens=20,

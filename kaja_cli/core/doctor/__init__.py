@@ -16,7 +16,7 @@ that removes it, never removed.
 This package: the registry and the runner are here; `model` holds the data,
 `context` what checks share during a run, `repairs` what `--fix` can do, and
 one module per group of checks (`environment`, `locations`, `settings_file`,
-`databases`, `orphans`, `search`, `images`, `side_data`), imported at the end
+`databases`, `orphans`, `search`, `images`, `side_data`, `restores`), imported at the end
 of this file in the report's order. `redaction` is `--redact`.
 
 Adding a check: write a function taking the `Context` (and a database name,
@@ -383,7 +383,7 @@ def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[Fi
 # Imported last, in the report's order: each module registers its checks with
 # `check` above as it loads.
 # isort: off
-from kaja_cli.core.doctor import environment, locations, settings_file, databases  # noqa: E402
+from kaja_cli.core.doctor import environment, locations, restores, settings_file, databases  # noqa: E402
 from kaja_cli.core.doctor import orphans, search, search_cjk, images, side_data  # noqa: E402
 
 # isort: on
@@ -414,6 +414,7 @@ __all__ = [
     "orphans",
     "redacted",
     "redactor",
+    "restores",
     "run",
     "search",
     "search_cjk",

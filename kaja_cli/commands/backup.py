@@ -1,0 +1,327 @@
+"""`kaja backup` and `kaja restore`: the whole store in one archive, and back."""
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kaja_cli.commands import JSON_HELP, store_of
+
+if TYPE_CHECKING:
+    from kaja_cli.core.backup.archive import Manifest
+    from kaja_cli.core.backup.create import BackupResult
+    from kaja_cli.core.backup.restore import Finished, RestorePlan, RestoreResult, Staged
+
+
+def backup(
+    ctx: typer.Context,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="The archive to write (a folder: the default name in it); *.tar is not compressed.",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Back up the whole store into one archive, while Kaja runs.
+
+    Every database (the shared file, cache.db, db-stats.db, web-auth.db, a
+    separate artifacts file) is copied consistently with SQLite's online
+    backup API, whatever the agent writes meanwhile, with the image files of
+    its sessions and a manifest (kaja and schema versions, a sha256 of every
+    file). By default kaja-backup-<UTC time>.tar.gz in the current folder;
+    gzip-compressed unless the name ends in .tar. Written whole or not at
+    all, readable only by you, and never over one of the store's own files
+    (exit 5). Settings stay out. `kaja restore FILE` puts it back.
+    """
+    from kaja_cli import render
+    from kaja_cli.core.backup.create import backup as run
+
+    store = store_of(ctx)
+    with render.progress("backing up") as progress:
+        result = run(store, output, progress=progress)
+    if as_json:
+        render.emit_json(_backup_json(result))
+        return
+    _contents(
+        result.manifest,
+        [str(e.source) for e in result.manifest.databases],
+        str(store.paths.images_dir),
+    )
+    for reason in result.skipped:
+        render.note(f"left out: {reason}")
+    render.note(
+        f"wrote {result.path} ({render.human_size(result.bytes)}): {_summary(result.manifest)};"
+        f" `kaja restore {result.path}` puts it back"
+    )
+
+
+def _summary(manifest: "Manifest") -> str:
+    from kaja_cli import render
+    from kaja_cli.core.backup import archive
+
+    head = archive.describe(manifest)
+    rows = head["rows"]
+    parts = [render.plural(len(head["databases"]), "database")]
+    if "sessions" in rows:
+        parts.append(render.plural(rows["sessions"], "session"))
+    if "messages" in rows:
+        parts.append(render.plural(rows["messages"], "message"))
+    parts.append(render.plural(head["images"], "image"))
+    return ", ".join(parts)
+
+
+def _contents(manifest: "Manifest", wheres: list[str], images_dir: str) -> None:
+    """What the archive holds: a row per database (with where it was or goes), then the images."""
+    from kaja_cli import render
+
+    pictures = manifest.image_files
+    size = sum(f.bytes for f in pictures)
+    rows = [[d.name, where, render.human_size(d.bytes)]
+            for d, where in zip(manifest.databases, wheres, strict=False)]  # fmt: skip
+    plain = [[d.name, where, d.bytes] for d, where in zip(manifest.databases, wheres, strict=False)]
+    rows.append([f"images ({render.plural(len(pictures), 'file')})", images_dir,
+                 render.human_size(size)])  # fmt: skip
+    plain.append(["images", images_dir, size])
+    render.table(
+        [render.Col("what", style="bold"), render.Col("path"), render.Col("size", justify="right")],
+        rows,
+        plain_rows=plain,
+    )
+
+
+def _backup_json(result: "BackupResult") -> dict:
+    m = result.manifest
+    pictures = m.image_files
+    return {
+        "action": "backup",
+        "path": str(result.path),
+        "bytes": result.bytes,
+        "compressed": result.compressed,
+        **_manifest_json(m),
+        "images": {"files": len(pictures), "bytes": sum(f.bytes for f in pictures)},
+        "skipped": result.skipped,
+    }
+
+
+def _manifest_json(m: "Manifest") -> dict:
+    return {
+        "created_at": m.created_at,
+        "kaja": m.kaja,
+        "sqlite": m.sqlite,
+        "format": m.version,
+        "method": m.method,
+        "databases": [
+            {"name": d.name, "source": d.source, "bytes": d.bytes, "sha256": d.sha256,
+             "rows": d.rows, "schema_upgraded": d.schema_upgraded,
+             "schema_missing": d.schema_missing}
+            for d in m.databases
+        ],
+    }  # fmt: skip
+
+
+def restore(
+    ctx: typer.Context,
+    archive: Annotated[
+        Path | None,
+        typer.Argument(metavar="FILE", help="An archive written by `kaja backup`."),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace the store in place (it is backed up first)."),
+    ] = False,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask (needed without a terminal).")
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Verify the archive and show the plan; change nothing."),
+    ] = False,
+    finish: Annotated[
+        bool, typer.Option("--finish", help="Only finish an interrupted restore.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+) -> None:
+    """Restore a backup made by `kaja backup`, whole or not at all.
+
+    The archive is extracted into a folder beside the state dir and verified
+    (every sha256 of its manifest, each database's quick_check) before
+    anything changes: a damaged archive restores nothing (exit 1), one
+    holding links or paths outside its folders is refused (exit 5). It goes
+    where --state-dir/--db point now. A store already there is refused (exit
+    5) unless --force, which backs it up first (beside the state dir) and
+    asks; --yes skips the question, and without a terminal it refuses (exit
+    5). Never while Kaja or the Telegram bot has the store open (exit 4). An
+    interrupted restore is finished by --finish or the next restore; until
+    then `kaja doctor` reports it.
+    """
+    from kaja_cli import render
+    from kaja_cli.core.backup import restore as core
+
+    _check_options(archive, finish=finish, dry_run=dry_run)
+    store = store_of(ctx)
+    store.require_local()
+    done = None if dry_run else core.finish(store, archive)
+    if _finished(done, finish=finish, as_json=as_json):
+        return
+    assert archive is not None
+    plan = core.plan_restore(store, archive, force=force, dry_run=dry_run)
+    with render.progress("verifying") as progress:
+        staged = core.extract(plan, progress)
+    if not _go_ahead(plan, staged, done, dry_run=dry_run, yes=yes, as_json=as_json):
+        return
+    if plan.replaces:
+        with render.progress("backing up the store in place") as progress:
+            result = core.execute(store, staged, backup_progress=progress)
+    else:
+        result = core.execute(store, staged)
+    _restore_out(plan, staged.manifest, result, done, dry_run=False, as_json=as_json)
+
+
+def _check_options(archive: "Path | None", *, finish: bool, dry_run: bool) -> None:
+    from kaja_cli.errors import UsageError
+
+    if finish and archive is not None:
+        raise UsageError("--finish takes no FILE: it completes the restore that was interrupted")
+    if archive is None and not finish:
+        raise UsageError("give the archive to restore (FILE), or --finish")
+    if finish and dry_run:
+        raise UsageError(
+            "--finish has no --dry-run: `kaja doctor --check interrupted-restore` describes it"
+        )
+
+
+def _finished(done: "Finished | None", *, finish: bool, as_json: bool) -> bool:
+    """Say what finishing an interrupted restore did; True when that is all there is to do
+    (--finish, or the interrupted restore was of this same archive)."""
+    from kaja_cli import render
+
+    if done is not None and not as_json:
+        render.note(done.summary)
+    if not (finish or (done is not None and done.same_archive)):
+        return False
+    if as_json:
+        render.emit_json({"action": "restore", "finished": _finished_json(done)})
+    elif done is None:
+        render.note("there is no interrupted restore to finish")
+    return True
+
+
+def _go_ahead(
+    plan: "RestorePlan", staged: "Staged", done: "Finished | None", *,
+    dry_run: bool, yes: bool, as_json: bool,
+) -> bool:  # fmt: skip
+    """After the archive was verified: show a dry run, or ask before replacing a
+    store. False (the staged archive removed) when the restore stops here."""
+    from kaja_cli import render
+    from kaja_cli.core.backup import restore as core
+    from kaja_cli.errors import Refused
+
+    go = False
+    try:
+        if dry_run:
+            _restore_out(plan, staged.manifest, None, done, dry_run=True, as_json=as_json)
+            return False
+        if plan.replaces:
+            if not as_json:
+                _existing(plan)
+            if not yes and not render.stdin_is_terminal():
+                raise Refused("not replacing the store in place without confirmation",
+                              hint="rerun with --yes")  # fmt: skip
+            render.confirm(_question(plan, staged.manifest), assume_yes=yes)
+        go = True
+    finally:
+        if not go:
+            core.discard(plan)
+    return True
+
+
+def _question(plan: "RestorePlan", manifest: "Manifest") -> str:
+    from kaja_cli import render
+
+    size = sum(e.size for e in plan.existing)
+    return (
+        f"Replace the store in place ({render.human_size(size)}) with the backup made"
+        f" {manifest.created_at}? It is backed up first, beside the state dir."
+    )
+
+
+def _existing(plan: "RestorePlan") -> None:
+    from kaja_cli import render
+
+    render.note("the store in place, which the restore replaces:")
+    render.table(
+        [render.Col("what", style="bold"), render.Col("path"), render.Col("size", justify="right")],
+        [[e.what, str(e.path), render.human_size(e.size)] for e in plan.existing],
+        plain_rows=[[e.what, str(e.path), e.size] for e in plan.existing],
+    )
+
+
+def _restore_out(
+    plan: "RestorePlan", manifest: "Manifest", result: "RestoreResult | None",
+    done: "Finished | None", *, dry_run: bool, as_json: bool,
+) -> None:  # fmt: skip
+    from kaja_cli import render
+
+    wheres = {p.name: str(p.target) for p in plan.parts}
+    if as_json:
+        render.emit_json(_restore_json(plan, manifest, result, done, wheres, dry_run=dry_run))
+        return
+    _contents(manifest, [wheres.get(d.name, "?") for d in manifest.databases], wheres["images"])
+    made = f"made by kaja {manifest.kaja} at {manifest.created_at}"
+    if dry_run:
+        render.note(
+            f"dry run: {plan.archive} is whole ({made}; every sha256 matches): "
+            f"{_summary(manifest)}; nothing was restored"
+        )
+        if plan.replaces and not plan.force:
+            render.note(
+                "a store is in place: restoring there needs --force, which backs it up first"
+            )
+        return
+    assert result is not None
+    render.note(f"restored {plan.archive} ({made}): {_summary(manifest)}")
+    if result.kept:
+        shown = ", ".join(p.name for p in result.kept[:5]) + (", …" if len(result.kept) > 5 else "")
+        render.note(
+            f"kept {render.plural(len(result.kept), 'entry', 'entries')} of"
+            f" {result.kept[0].parent} that were not the replaced store's: {shown}"
+        )
+    if result.previous_backup is not None:
+        render.note(
+            f"the store it replaced is in {result.previous_backup}"
+            f" (`kaja restore {result.previous_backup} --force` puts it back)"
+        )
+
+
+def _restore_json(
+    plan: "RestorePlan", manifest: "Manifest", result: "RestoreResult | None",
+    done: "Finished | None", wheres: dict[str, str], *, dry_run: bool,
+) -> dict:  # fmt: skip
+    return {
+        "action": "restore",
+        "archive": str(plan.archive),
+        "dry_run": dry_run,
+        "done": result is not None,
+        "backup": _manifest_json(manifest),
+        "images": {"files": len(manifest.image_files),
+                   "bytes": sum(f.bytes for f in manifest.image_files), "path": wheres["images"]},
+        "placed": [] if result is None else [
+            {"name": p.name, "path": str(p.path), "bytes": p.bytes, "files": p.files}
+            for p in result.placed
+        ],
+        "replaced": [{"path": str(e.path), "what": e.what, "bytes": e.size} for e in plan.existing],
+        "previous_backup": None if result is None or result.previous_backup is None
+        else str(result.previous_backup),
+        "kept": [] if result is None else [str(p) for p in result.kept],
+        "finished": _finished_json(done),
+    }  # fmt: skip
+
+
+def _finished_json(done: "Finished | None") -> dict | None:
+    if done is None:
+        return None
+    return {"archive": done.archive, "completed": done.completed, "summary": done.summary}
