@@ -24,7 +24,18 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo, doctor, resume, search, sessions, sync, usage, wipe  # noqa: E402
+from kaja_cli.commands import (  # noqa: E402
+    config,
+    demo,
+    doctor,
+    resume,
+    search,
+    sessions,
+    stats,
+    sync,
+    usage,
+    wipe,
+)
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -85,6 +96,7 @@ app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
 app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
 app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
 app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
+app.add_typer(stats.app, name="stats", rich_help_panel=CARE)
 app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
 app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
 app.add_typer(config.app, name="config", rich_help_panel=SETUP)
@@ -93,6 +105,17 @@ app.command("demo", rich_help_panel=SETUP)(demo.demo)
 
 def main() -> None:
     """Run kaja; every failure ends as one line on stderr and a documented exit code."""
+    from kaja_cli.core import profiler
+
+    if "_KAJA_COMPLETE" not in os.environ:  # a TAB press that reached Typer records nothing
+        profiler.begin()  # kaja's own queries, written to db-stats.db when it ends
+    try:
+        _run()
+    finally:
+        profiler.finish()
+
+
+def _run() -> None:
     from typer import _click
 
     try:

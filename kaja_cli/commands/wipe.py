@@ -66,8 +66,10 @@ def wipe(
 
 def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, as_json: bool):
     from kaja_cli import render
+    from kaja_cli.core import profiler
     from kaja_cli.core import wipe as core
 
+    profiler.discard()  # a profile written at exit would bring db-stats.db back
     store = store_of(ctx)
     plan = core.plan(store, settings=settings)
     if plan.refusals:

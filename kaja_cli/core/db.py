@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from kaja_cli.core import fs
+from kaja_cli.core import fs, profiler
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
 
 BUSY_TIMEOUT_MS = 5000  # the seed's busy_timeout: how long any connection waits on a lock
@@ -107,7 +107,10 @@ def _translated(path: Path) -> Iterator[None]:
 
 
 def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
+    # While a command runs, its statements are timed into db-stats.db (core/profiler.py).
+    conn = sqlite3.connect(
+        uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None, factory=profiler.factory()
+    )
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     return conn
 

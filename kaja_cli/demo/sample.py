@@ -562,14 +562,7 @@ class _Demo:
                 [0.12, -0.03, 0.44],
                 expires_at=None,
             )
-        with rec.transaction("stats"):
-            for i in range(5):
-                bucket = (base - timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M")
-                rec.insert("db_query_stats", bucket=bucket, pid=4242, db="kaja.db",
-                           sql="SELECT * FROM messages WHERE sessionId = ? ORDER BY seq", calls=10 + i,
-                           total_ms=12.5 * (i + 1), max_ms=3.1, rows=200, errors=0, process="terminal")  # fmt: skip
-            rec.insert("db_slow_queries", at=iso(base - timedelta(minutes=7)), pid=4242, process="terminal", db="kaja.db",
-                       sql="SELECT * FROM calls WHERE at >= ?", duration_ms=88.0, rows=5000)  # fmt: skip
+        self._query_profile()
         with rec.transaction("auth"):
             user = rec.add_web_user("marie", "correct horse battery staple %d" % rng.getrandbits(32),
                                     role="admin", display_name="Marie", at=base - timedelta(days=50))  # fmt: skip
@@ -578,6 +571,42 @@ class _Demo:
             rec.add_web_session(user, "token-%032x" % rng.getrandbits(128), expires_at=iso(base - timedelta(days=2)),
                                 at=base - timedelta(days=32))  # fmt: skip
             rec.insert("web_auth_meta", or_replace=True, key="legacy_owner_id", value=user)
+
+    # The statements the agent's profiler times most: (db, sql, mean ms, rows per call).
+    PROFILED = (
+        ("kaja.db", "SELECT * FROM messages WHERE sessionId = ? ORDER BY seq", 1.4, 24),
+        ("kaja.db", 'INSERT INTO messages (id, sessionId, seq, role, content, parts, reasoning, toolCallId, persona, model, promptTokens, completionTokens, latencyMs, finishReason, createdAt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)', 0.35, 1),
+        ("kaja.db", "INSERT INTO calls (run_id, at, engine, model, prompt_tokens, completion_tokens, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)", 0.3, 1),
+        ("kaja.db", "SELECT id, name, cron, next_run_at FROM schedules WHERE status = ? AND next_run_at <= ? ORDER BY next_run_at", 0.12, 0),
+        ("cache.db", "SELECT value, expires_at FROM shared_cache WHERE namespace = ? AND key = ?", 0.06, 1),
+    )  # fmt: skip
+
+    def _query_profile(self) -> None:
+        """db-stats.db as the profilers leave it: per-minute totals of the terminal's,
+        the bot's and kaja's statements over three days, and a few slow queries."""
+        # Its own random numbers: the rows written after these stay as they were.
+        rec, rng, base = self.rec, random.Random(f"profile {self.seed}"), self.base
+        processes = ((4242, "terminal"), (4311, "telegram"), (5120, "scheduler"))
+        with rec.transaction("stats"):
+            for day in range(3):
+                for hours in (1, 5, 10):
+                    pid, process = processes[(day + hours) % 3]
+                    minute = base - timedelta(days=day, hours=hours, minutes=rng.randrange(60))
+                    for db, sql, mean, rows in self.PROFILED:
+                        calls = rng.randint(3, 30)
+                        times = [mean * rng.uniform(0.5, 1.6) for _ in range(calls)]
+                        rec.insert("db_query_stats", bucket=minute.strftime("%Y-%m-%dT%H:%M"), pid=pid,
+                                   db=db, sql=sql, calls=calls, total_ms=round(sum(times), 3),
+                                   max_ms=round(max(times), 3), rows=rows * calls, errors=0,
+                                   process=process)  # fmt: skip
+            slow = (
+                (4242, "terminal", "kaja.db", "SELECT * FROM calls WHERE at >= ?", 88.0, 5000),
+                (4311, "telegram", "kaja.db", "SELECT * FROM messages WHERE sessionId = ? ORDER BY seq", 61.5, 410),
+                (4242, "terminal", "cache.db", "DELETE FROM shared_cache WHERE expires_at < ?", 53.2, 120),
+            )  # fmt: skip
+            for i, (pid, process, db, sql, ms, rows) in enumerate(slow):
+                rec.insert("db_slow_queries", at=iso(base - timedelta(hours=5 * i + 1, minutes=7)), pid=pid,
+                           process=process, db=db, sql=sql, duration_ms=ms, rows=rows)  # fmt: skip
 
     # -- the scaled-up store -----------------------------------------------------------
     def generate(self, sessions: int, messages: int) -> None:
