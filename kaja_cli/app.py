@@ -28,6 +28,7 @@ from kaja_cli.commands import (  # noqa: E402
     config,
     demo,
     doctor,
+    migrate,
     resume,
     search,
     sessions,
@@ -101,6 +102,7 @@ app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
 app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
 app.add_typer(config.app, name="config", rich_help_panel=SETUP)
 app.command("demo", rich_help_panel=SETUP)(demo.demo)
+app.command("migrate", rich_help_panel=SETUP)(migrate.migrate)
 
 
 def main() -> None:

@@ -35,6 +35,7 @@ class DemoOptions:
     sessions: int | None = None  # total sessions (None: the scripted ones)
     messages: int | None = None  # total messages (None: about 20 per generated session)
     now: datetime | None = None  # base time; default: the current hour
+    legacy: bool = False  # also the legacy files of an older install (demo/legacy.py)
 
 
 @dataclass
@@ -46,6 +47,7 @@ class DemoResult:
     owners: set[str] = field(default_factory=set)
     calls: int = 0
     location: str = ""
+    legacy_files: int = 0
 
 
 def existing_store(store: Store) -> list[str]:
@@ -69,6 +71,10 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     if left is not None:
         raise Refused(f"an interrupted wipe is not finished: {left.summary}")
     found = existing_store(store)
+    if options.legacy:
+        from kaja_cli.demo import legacy
+
+        found += [str(p) for p in legacy.existing(store.paths.state_dir.path)]
     if found:
         raise Refused(
             f"a Kaja store already exists ({found[0]})",
@@ -78,6 +84,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
     demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
+    demo.legacy = options.legacy
     try:
         _write(demo, store, options, rng, base)
     except KeyboardInterrupt:
@@ -86,6 +93,10 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
             hint="`kaja wipe --yes` removes it before another `kaja demo`",
         ) from None
     demo.result.location = str(store.paths.shared_db.path)
+    if options.legacy:
+        from kaja_cli.demo import legacy
+
+        demo.result.legacy_files = legacy.write(store.paths.state_dir.path, base)
     return demo.result
 
 
@@ -147,6 +158,7 @@ class _Demo:
         self.runs: list[str] = []
         self.session_ids: list[tuple[str, str | None, str]] = []  # (id, owner, title)
         self.seed = seed
+        self.legacy = False  # --legacy: the older install's files are written beside the store
         self.ledger: GeneratedLedger
 
     def _tick(self, n: int = 1) -> None:
@@ -513,8 +525,9 @@ class _Demo:
 
     def _bookkeeping(self) -> None:
         rec, base = self.rec, self.base
-        rec.insert("kaja_migrations", or_replace=True, source=str(self.store.paths.state_dir.path / "usage.db"),
-                   migrated_at=iso(base - timedelta(days=45)))  # fmt: skip
+        if not self.legacy:  # with --legacy, usage.db is there waiting for `kaja migrate`
+            rec.insert("kaja_migrations", or_replace=True, source=str(self.store.paths.state_dir.path / "usage.db"),
+                       migrated_at=iso(base - timedelta(days=45)))  # fmt: skip
         for i in range(3):
             rec.insert(
                 "sync_outbox",
