@@ -16,7 +16,8 @@ that removes it, never removed.
 This package: the registry and the runner are here; `model` holds the data,
 `context` what checks share during a run, `repairs` what `--fix` can do, and
 one module per group of checks (`environment`, `locations`, `settings_file`,
-`databases`, `orphans`, `search`, `images`, `side_data`, `query_profile`), imported at the end
+`databases`, `orphans`, `search`, `images`, `side_data`, `query_profile`,
+`qdrant`), imported at the end
 of this file in the report's order. `redaction` is `--redact`.
 
 Adding a check: write a function taking the `Context` (and a database name,
@@ -368,7 +369,7 @@ def apply_repairs(checks: list[Check]) -> list[FixResult]:
 # isort: off
 from kaja_cli.core.doctor import environment, locations, settings_file, databases  # noqa: E402
 from kaja_cli.core.doctor import orphans, search, images, side_data  # noqa: E402
-from kaja_cli.core.doctor import query_profile  # noqa: E402
+from kaja_cli.core.doctor import query_profile, qdrant  # noqa: E402
 
 # isort: on
 from kaja_cli.core.doctor.environment import versions  # noqa: E402
@@ -396,6 +397,7 @@ __all__ = [
     "list_checks",
     "locations",
     "orphans",
+    "qdrant",
     "query_profile",
     "redacted",
     "redactor",
