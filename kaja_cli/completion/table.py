@@ -19,9 +19,11 @@ COMMANDS = {
             ('doctor', "Check Kaja's files and settings, and say...", False),
             ('wipe', "Delete Kaja's local data: everything, or...", False),
             ('demo', 'Write a realistic sample store into the...', False),
+            ('migrate', 'Import the legacy files into the shared...', False),
             ('sessions', 'List your conversations, newest first;...', False),
             ('usage', 'Show token and call totals from the usage...', False),
             ('sync', 'Share the usage ledger: push this...', False),
+            ('stats', 'Show the query profile: the statements...', False),
             ('config', 'Show where Kaja keeps its data; read and...', False),
         ],
         'params': [
@@ -105,7 +107,19 @@ COMMANDS = {
             ('option', 'sessions', ('--sessions',), (), 'Scale up: this many sessions in all (the benchmark store: 10000).', False, True, False, 1, None),
             ('option', 'messages', ('--messages',), (), 'Scale up: this many messages in all (the benchmark store: 1000000).', False, True, False, 1, None),
             ('option', 'now', ('--now',), (), 'Base time for every timestamp (ISO 8601); default: this hour.', False, True, False, 1, None),
+            ('option', 'legacy', ('--legacy',), (), 'Also write the legacy files of an older install (per-feature files, conversation files) for `kaja migrate`.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was written as one JSON document on stdout.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'migrate': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would be imported.', False, False, False, 1, None),
+            ('option', 'memory', ('--memory',), (), "The conversation files' folder (.memory/<resource>/threads/); default: .memory in the state dir.", False, True, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
@@ -259,6 +273,43 @@ COMMANDS = {
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
+    'stats': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('queries', 'Show the statements every Kaja process...', False),
+            ('slow', 'Show the slow-query log, newest first.', False),
+        ],
+        'params': [
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'stats queries': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'since', ('--since',), (), 'Only from then on: 2026-11-01, 2026-11-01T08:00, 1h, 3d.', False, True, False, 1, None),
+            ('option', 'db', ('--db',), (), "Only queries on this database's file.", False, True, False, 1, ('choice', ('shared', 'artifacts', 'cache', 'stats', 'auth'), False)),
+            ('option', 'by', ('--by',), (), 'Heaviest by time spent in all calls (total), slowest call (max), or calls.', False, True, False, 1, ('choice', ('total', 'max', 'calls'), False)),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'stats slow': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'since', ('--since',), (), 'Only from then on: 2026-11-01, 2026-11-01T08:00, 1h, 3d.', False, True, False, 1, None),
+            ('option', 'db', ('--db',), (), "Only queries on this database's file.", False, True, False, 1, ('choice', ('shared', 'artifacts', 'cache', 'stats', 'auth'), False)),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
     'config': {
         'group': True, 'interspersed': False, 'ignore_unknown': False,
         'commands': [
@@ -336,7 +387,7 @@ FIXED = {
         ('versions', 'kaja, Python, SQLite and platform versions; FTS4 compiled in'),
         ('disk-space', 'free space where the files live'),
         ('paths', 'each location `kaja config paths` shows: its source, existence, owner and permissions'),
-        ('legacy-files', 'legacy per-feature files (usage.db, experience.db, …) in the state dir'),
+        ('legacy-files', 'legacy files in the state dir (usage.db, experience.db, …, .memory/ conversations) waiting for `kaja migrate`'),
         ('interrupted-wipe', 'what an interrupted `kaja wipe` (or `wipe --owner`) left to finish'),
         ('settings', 'settings.toml parses (line and column of an error), its values are allowed, no unknown keys'),
         ('database', 'each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
@@ -375,6 +426,8 @@ FIXED = {
         ('side-data', 'expired cache entries and web sign-in sessions (counts only, never a secret)'),
         ('sync-outbox', 'changes waiting in sync_outbox to be pushed'),
         ('sync', 'ledger sync: changes going out while PostgreSQL answers, the lease, sync_map, import flags'),
+        ('query-profile', 'the query profile: statements usually slower than logging.database.slow_ms, or slower than before'),
+        ('qdrant', 'memory.provider = qdrant: the server (or folder) answers, the collection and its points'),
     ],
     'role': [
         ('user', None),
