@@ -59,6 +59,13 @@ def test_queries_piped_are_tab_separated_rows(demo_store):
     calls, total, avg, top, rows, errors, db, processes, sql = lines[0]
     assert sql == "SELECT * FROM messages WHERE sessionId = ? ORDER BY seq"
     assert (db, processes, errors) == ("kaja.db", "scheduler,telegram,terminal", "0")
+    ((n, t, m, r_),) = sample(
+        demo_store,
+        "SELECT sum(calls), round(sum(total_ms), 3), max(max_ms), sum(rows) FROM db_query_stats"
+        " WHERE sql LIKE 'SELECT * FROM messages%'",
+    )
+    assert (int(calls), float(total), float(top), int(rows)) == (n, t, m, r_)
+    assert float(avg) == round(t / n, 3)
 
 
 @pytest.mark.parametrize(
