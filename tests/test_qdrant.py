@@ -247,3 +247,13 @@ def test_a_bad_setting_is_one_line(demo_store):
         r.err.startswith("kaja: ")
         and "memory.qdrant.url must be a URL starting with http://" in r.err
     )
+
+
+def test_a_missing_qdrant_folder(demo_store):
+    use_qdrant(demo_store, f'path = "{demo_store.root / "nowhere"}"\n')
+    r = demo_store("sessions", "delete", BUDGET, "--yes")
+    assert (r.code, r.err) == (
+        1, f"kaja: no Qdrant folder at {demo_store.root / 'nowhere'}: check memory.qdrant.path\n"
+    )  # fmt: skip
+    assert doctor_check(demo_store)["status"] == "error"
+    assert not (demo_store.root / "nowhere").exists()

@@ -232,3 +232,28 @@ def test_doctor_reports_a_statement_usually_slow(kaja):
 
 def test_doctor_without_a_profile(kaja):
     assert doctor_checks(kaja)["query-profile"]["summary"] == "db-stats.db: no query profile yet"
+
+
+@pytest.mark.process
+def test_a_profile_the_agent_is_writing_still_reads(demo_store):
+    """The agent holds db-stats.db's write lock: reading answers at once (WAL);
+    the command's own profile is dropped after a short wait, not waited for."""
+    import subprocess
+    import sys
+
+    from test_profiler import HOLD
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(demo_store.state / "db-stats.db")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        r = demo_store("stats", "queries", "--json")
+        slow = demo_store("stats", "slow")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.code == 0, r
+    assert json.loads(r.out)["total"] == 5
+    assert slow.code == 0 and len(slow.out.splitlines()) == 3
