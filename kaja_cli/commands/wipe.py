@@ -53,9 +53,13 @@ def wipe(
     It shows what it will delete and asks; --yes skips the question, and
     without a terminal it refuses (exit 5) unless --yes is given.
     """
+    from kaja_cli.core import profiler
     from kaja_cli.core.owners import Owner
     from kaja_cli.errors import UsageError
 
+    # No profile of its own: a whole wipe deletes db-stats.db, and one owner's
+    # erasure (or refusal) leaves every other file as it was.
+    profiler.discard()
     if owner is None:
         _wipe_all(ctx, settings=settings, yes=yes, dry_run=dry_run, as_json=as_json)
         return
@@ -66,10 +70,8 @@ def wipe(
 
 def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, as_json: bool):
     from kaja_cli import render
-    from kaja_cli.core import profiler
     from kaja_cli.core import wipe as core
 
-    profiler.discard()  # a profile written at exit would bring db-stats.db back
     store = store_of(ctx)
     plan = core.plan(store, settings=settings)
     if plan.refusals:

@@ -426,7 +426,7 @@ FIXED = {
         ('side-data', 'expired cache entries and web sign-in sessions (counts only, never a secret)'),
         ('sync-outbox', 'changes waiting in sync_outbox to be pushed'),
         ('sync', 'ledger sync: changes going out while PostgreSQL answers, the lease, sync_map, import flags'),
-        ('query-profile', 'the query profile: statements usually slower than logging.database.slow_ms, or slower than before'),
+        ('query-profile', 'the query profile in db-stats.db: statements usually slow, or slower than before'),
         ('qdrant', 'memory.provider = qdrant: the server (or folder) answers, the collection and its points'),
     ],
     'role': [

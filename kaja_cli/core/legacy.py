@@ -191,8 +191,11 @@ def recorded(conn: sqlite3.Connection | None) -> dict[str, str]:
 
 
 def was_imported(path: Path, done: dict[str, str]) -> str | None:
-    """When `path` was imported, if it was (by its path, or an agent's record of its name)."""
-    return done.get(str(path), done.get(path.name))
+    """When `path` was imported, if it was: by its path, else by its file name
+    (a store moved with its state dir, or an agent that recorded only the name)."""
+    if str(path) in done:
+        return done[str(path)]
+    return next((at for source, at in done.items() if Path(source).name == path.name), None)
 
 
 def waiting(paths: Paths, done: dict[str, str]) -> tuple[list[Path], list[Path]]:

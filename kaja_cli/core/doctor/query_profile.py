@@ -18,7 +18,7 @@ SQL_SHOWN = 120  # characters of a statement in a detail line
 @check(
     ID,
     Group.SIDE_DATABASES,
-    "the query profile: statements usually slower than logging.database.slow_ms, or slower than before",
+    "the query profile in db-stats.db: statements usually slow, or slower than before",
 )
 def check_query_profile(ctx: Context) -> Check | list[Check]:
     settings = ctx.paths.settings
