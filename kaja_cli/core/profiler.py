@@ -177,6 +177,11 @@ def write(session: Session, *, now: datetime | None = None) -> bool:
     if not session.wrote and not path.exists():
         return False
     with store.writer(Database.STATS, create=True, timeout_ms=WRITE_TIMEOUT_MS) as conn:
+        # Statistics, not data: no waiting for the disk. Each fsync (the commit's,
+        # and the checkpoint's when kaja closes the file last) costs ~10 ms here,
+        # which a 150 ms command would feel; an OS crash at the wrong moment can
+        # at worst damage db-stats.db, which doctor reports and deleting it mends.
+        conn.execute("PRAGMA synchronous = OFF")
         with db.transaction(conn):
             _add(conn, session)
             prune(conn, session.retention_days, now=now)
