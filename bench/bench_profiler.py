@@ -3,8 +3,9 @@
 Each row runs the same kaja command twice over, interleaved: profiled (the
 default: every statement timed, the totals written into db-stats.db when it
 ends) against the floor, the same command with `logging.database.enabled =
-false` (a settings file of its own beside the store), which opens plain
-sqlite3 connections and writes nothing. Goal: the profiled process at most
+false` (a settings file beside the store; the profiled side reads one saying
+`true`, so both parse the same), which opens plain sqlite3 connections and
+writes nothing. Goal: the profiled process at most
 1.03× the unprofiled one.
 
 The commands: `sessions` (mostly start-up: what a fixed cost, such as writing
@@ -27,9 +28,14 @@ GOAL = 1.03
 
 
 def cases(bench) -> None:
-    off = bench.state_dir.parent / "profiler-off.toml"
+    # Both sides read a settings file of the same size: only the value differs.
+    on, off = (bench.state_dir.parent / f"profiler-{v}.toml" for v in ("on", "off"))
+    on.write_text("[logging.database]\nenabled = true\n")
     off.write_text("[logging.database]\nenabled = false\n")
-    unprofiled = dict(bench.env, KAJA_CONFIG=str(off))
+    profiled, unprofiled = (
+        dict(bench.env, KAJA_CONFIG=str(on)),
+        dict(bench.env, KAJA_CONFIG=str(off)),
+    )
     with closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as conn:
         sid, owner, count = conn.execute(
             "SELECT m.sessionId, s.owner, count(*) AS n FROM messages AS m"
@@ -49,7 +55,7 @@ def cases(bench) -> None:
         argv = bench.kaja(*args)
         # The two sides differ only in their settings file (bench.process gives both one env).
         k, f = interleave(
-            lambda argv=argv: bench.run(argv, bench.env),
+            lambda argv=argv: bench.run(argv, profiled),
             lambda argv=argv: bench.run(argv, unprofiled),
             bench.repeat,
         )

@@ -167,25 +167,46 @@ def finish() -> None:
 def write(session: Session, *, now: datetime | None = None) -> bool:
     """Add the session's totals and slow queries to db-stats.db and prune old
     rows, in one transaction. False when it was not written (see `finish`)."""
+    import sqlite3
+
     from kaja_cli.core import db
     from kaja_cli.core.registry import Database
     from kaja_cli.core.store import Store
 
     assert session.paths is not None
     store = Store(session.paths)
+    store.require_local()
     path = store.path(Database.STATS)
     if not session.wrote and not path.exists():
         return False
-    with store.writer(Database.STATS, create=True, timeout_ms=WRITE_TIMEOUT_MS) as conn:
+    with db.open_write(path, create=True, timeout_ms=WRITE_TIMEOUT_MS) as conn:
         # Statistics, not data: no waiting for the disk. Each fsync (the commit's,
         # and the checkpoint's when kaja closes the file last) costs ~10 ms here,
         # which a 150 ms command would feel; an OS crash at the wrong moment can
         # at worst damage db-stats.db, which doctor reports and deleting it mends.
         conn.execute("PRAGMA synchronous = OFF")
-        with db.transaction(conn):
-            _add(conn, session)
-            prune(conn, session.retention_days, now=now)
-    return True
+        # The schema is checked only when the tables are not there or the rows
+        # do not fit (an older file): importing it costs more than the write.
+        for attempt in (1, 2):
+            if attempt == 2 or not _tables_there(conn):
+                store.ensure_schema(conn, Database.STATS)
+            try:
+                with db.transaction(conn):
+                    _add(conn, session)
+                    prune(conn, session.retention_days, now=now)
+                return True
+            except sqlite3.OperationalError:
+                if attempt == 2:
+                    raise
+    return False
+
+
+def _tables_there(conn: sqlite3.Connection) -> bool:
+    found = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table'"
+        " AND name IN ('db_query_stats', 'db_slow_queries')"
+    ).fetchone()[0]
+    return found == 2
 
 
 _UPSERT = (
@@ -238,13 +259,17 @@ def _iso(dt: datetime) -> str:
 
 
 # --- statements as recorded: placeholders, never values -----------------------------
-_TOKENS = re.compile(
+_TOKENS = (
     r"""(?P<string>[xX]?'(?:[^']|'')*')"""  # a string or blob literal
     r"""|(?P<quoted>"(?:[^"]|"")*"|`[^`]*`|\[[^\]]*\])"""  # a quoted name: kept
     r"""|(?P<number>(?<![\w$?:@])(?:0[xX][0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+))"""
-    r"""|(?P<space>(?:\s|--[^\n]*|/\*.*?\*/)+)""",  # comments count as white space
-    re.DOTALL,
+    r"""|(?P<space>(?:\s|--[^\n]*|/\*.*?\*/)+)"""  # comments count as white space
 )
+
+
+@lru_cache(maxsize=1)
+def _tokens() -> re.Pattern:
+    return re.compile(_TOKENS, re.DOTALL)  # on first use: not on every start-up
 
 
 @lru_cache(maxsize=2048)
@@ -261,7 +286,7 @@ def normalized(sql: str) -> str:
             return " "
         return m.group()
 
-    text = _TOKENS.sub(one, sql).strip()
+    text = _tokens().sub(one, sql).strip()
     return text if len(text) <= MAX_SQL else text[: MAX_SQL - 1] + "…"
 
 
