@@ -45,6 +45,9 @@ COMMANDS = [
     "usage reset --dry-run",
     "doctor --list-checks",
     "wipe --dry-run",
+    # The cache's rows only: every command adds its own queries on the other files.
+    "stats queries --db cache",
+    "stats slow --db cache",
 ]
 MARKS = ("⏸", "✓", "✗", "!")
 START, DONE = "@@start@@", "@@done@@"
