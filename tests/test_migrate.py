@@ -234,8 +234,8 @@ def test_a_file_that_is_not_kajas_is_left_alone(legacy, what):
 
 
 def test_busy_store_imports_nothing(legacy):
-    conn = sqlite3.connect(legacy.db)  # an empty store the agent holds for writing
-    conn.execute("CREATE TABLE x (a)")
+    conn = sqlite3.connect(legacy.db)  # a store of Kaja's, empty, the agent holds for writing
+    conn.execute("CREATE TABLE kaja_migrations (source TEXT PRIMARY KEY, migrated_at TEXT)")
     conn.commit()
     conn.close()
     holder = subprocess.Popen(

@@ -144,7 +144,9 @@ def test_a_profile_that_is_not_sqlite(demo_store):
     (demo_store.state / "db-stats.db").write_text("not a database\n" * 100)
     r = demo_store("stats", "queries")
     assert r.code == 1
-    assert r.err.startswith(f"kaja: {demo_store.state / 'db-stats.db'} is not a SQLite database")
+    assert r.err.startswith(
+        f"kaja: {demo_store.state / 'db-stats.db'} is a file, not a SQLite database"
+    )
     assert r.err.count("\n") == 1
 
 

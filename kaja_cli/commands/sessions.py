@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of, typed_path
 from kaja_cli.completion.hooks import hook
 
 app = typer.Typer(
@@ -21,7 +21,10 @@ AllOwners = Annotated[
     bool, typer.Option("--all-owners", help="Everyone's sessions, with an owner column.")
 ]
 Limit = Annotated[
-    int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+    int,
+    typer.Option(
+        "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+    ),
 ]
 Since = Annotated[
     str | None,
@@ -172,10 +175,10 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
     now = datetime.now(UTC)
     for s in result.sessions:
         r = s.row
-        kind = (r.get("pendingKind") or "pending") if s.pending else ""
+        kind = (render.text(r.get("pendingKind")) or "pending") if s.pending else ""
         owner = [label(r.get("owner"))] if all_owners else []
         if r.get("title"):
-            title = S(str(r["title"]))
+            title = S(render.text(r["title"]))
         elif s.first_prompt:
             title = S("“" + " ".join(s.first_prompt.split())[:57] + "”", "dim italic")
         else:
@@ -211,10 +214,11 @@ def delete(
     """Delete sessions with everything that hangs off them.
 
     Their messages, tool calls, summaries, model calls, timeline events and
-    search entries go in one transaction, then their image folders. Every id
-    must be the acting owner's (the terminal unless --owner); if one is not,
-    nothing is deleted. Asks first; with no terminal to ask, refuses unless
-    --yes.
+    search entries go in one transaction, then their image folders (run it
+    again if it was interrupted in between: it removes the folders left).
+    Every id must be the acting owner's (the terminal unless --owner); if one
+    is not, nothing is deleted. Asks first; with no terminal to ask, refuses
+    unless --yes.
     """
     from kaja_cli import render
     from kaja_cli.core import qdrant
@@ -231,6 +235,11 @@ def delete(
     if not yes and len(plan.sessions) > 1:
         for s in plan.sessions:
             render.note(f"will delete {s.id}  {s.title or '(untitled)'}")
+    if plan.images_link is not None:
+        render.note(
+            f"keeping their image folders: {plan.images_link} is a symbolic link,"
+            " and kaja deletes nothing through one"
+        )
     render.confirm(f"Delete {what}?", assume_yes=yes)
     done = core.delete(store, plan, acting)
     gone = qdrant.forget(points) if points else None  # after the commit
@@ -245,19 +254,27 @@ def delete(
                 "qdrant_points": gone,
             }
         )
-        return
-    n, f = len(done.sessions), len(done.image_folders)
-    folders = f" and {render.plural(f, 'image folder')}" if f else ""
-    render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
-    if points is not None:
-        render.note(f"deleted {render.plural(gone or 0, 'point')} of them from Qdrant"
-                    f" ({points.where.collection} at {points.where.where})")  # fmt: skip
+    elif not done.sessions:
+        n = len(done.image_folders)
+        render.note(f"removed {render.plural(n, 'image folder')} an interrupted delete left")
+    else:
+        n, f = len(done.sessions), len(done.image_folders)
+        folders = f" and {render.plural(f, 'image folder')}" if f else ""
+        render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
+        if points is not None:
+            render.note(f"deleted {render.plural(gone or 0, 'point')} of them from Qdrant"
+                        f" ({points.where.collection} at {points.where.where})")  # fmt: skip
+    if plan.unknown is not None:  # an id that named nothing (the leftovers are gone now)
+        raise plan.unknown
 
 
 def _describe(plan) -> str:
     from kaja_cli import render
 
     n = len(plan.sessions)
+    if not n:
+        text = f"{render.plural(len(plan.left_over), 'image folder')} an interrupted delete left"
+        return text + f" ({render.plural(plan.image_files, 'image file')})"
     text = render.plural(n, "session")
     if n == 1:
         text += f" “{plan.sessions[0].title or 'untitled'}”"
@@ -302,7 +319,13 @@ def export(
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            click_type=typed_path(),
+            help="Write here instead of stdout.",
+        ),
     ] = None,
     owner: OwnerOpt = None,
 ) -> None:
@@ -311,7 +334,8 @@ def export(
     Markdown has every message, tool call (arguments, status, duration, full
     result) and image (as a link to its file). JSON has the session row, all
     summaries, messages with their tool calls, timeline events and model
-    calls. The file (-o) is written whole or not at all, readable only by you.
+    calls. The file (-o) is written whole or not at all, readable only by you;
+    it is never one of the store's own files, a FIFO or a device (exit 5).
     """
     from kaja_cli import render
     from kaja_cli.core import transcript
@@ -328,6 +352,11 @@ def export(
     if output is not None and output.is_dir():
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
     store, acting = store_of(ctx), Owner.parse(owner)
+    target = None
+    if output is not None:  # refused (exit 5) before anything is read: the store, a FIFO…
+        from kaja_cli.core import guard
+
+        target = guard.write_target(output, guard.store_files(store.paths), what="transcript")
     if fmt == "json":
         doc = transcript.load_transcript_json(store, session_id, acting)
         if output is None:
@@ -345,8 +374,9 @@ def export(
             return
     from kaja_cli.core import fs
 
+    assert target is not None
     try:
-        fs.write_private_file(output, text.encode())
+        fs.write_private_file(target.real, text.encode())
     except OSError as e:
         from kaja_cli.errors import Failed
 

@@ -41,20 +41,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kaja_cli.core import clock, db, images, schema
+from kaja_cli.core import clock, db, images, registry, schema
 from kaja_cli.core.paths import Paths
 from kaja_cli.core.registry import Database
 from kaja_cli.core.store import Store
 from kaja_cli.errors import KajaError
 
-# The seed's legacy files, and the database each one's tables go to.
+# The seed's legacy files (registry.LEGACY_FILES), and the database each one's tables go to.
 LEGACY_FILES: dict[str, Database] = {
-    "usage.db": Database.SHARED,
-    "experience.db": Database.SHARED,
-    "background_tasks.db": Database.SHARED,
-    "schedules.db": Database.SHARED,
-    "triggers.db": Database.SHARED,
-    "artifacts.db": Database.ARTIFACTS,
+    name: Database.ARTIFACTS if name == "artifacts.db" else Database.SHARED
+    for name in registry.LEGACY_FILES
 }
 # Tables named otherwise in a legacy file: the ledger has its own `runs`.
 RENAMED: dict[str, dict[str, str]] = {

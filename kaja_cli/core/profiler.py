@@ -179,7 +179,8 @@ def write(session: Session, *, now: datetime | None = None) -> bool:
     path = store.path(Database.STATS)
     if not session.wrote and not path.exists():
         return False
-    with db.open_write(path, create=True, timeout_ms=WRITE_TIMEOUT_MS) as conn:
+    file = session.paths.file_of(Database.STATS)
+    with db.open_write(path, file, create=True, timeout_ms=WRITE_TIMEOUT_MS) as conn:
         # Statistics, not data: no waiting for the disk. Each fsync (the commit's,
         # and the checkpoint's when kaja closes the file last) costs ~10 ms here,
         # which a 150 ms command would feel; an OS crash at the wrong moment can
