@@ -9,18 +9,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from legacy_support import LEGACY, ROWS, build_legacy, build_memory, rows
 from sessions_support import snapshot
 
-PAUSED_KAJA = str(Path(__file__).with_name("migrate_paused.py"))
+from tests.faults import changes, kill_at_point
 
 
 def digests(state: Path) -> dict[str, str]:
@@ -264,20 +262,14 @@ time.sleep(120)
 """
 
 
-def test_killed_before_its_commit_the_next_migrate_completes(legacy):
-    flag = legacy.root / "paused"
-    proc = subprocess.Popen([sys.executable, PAUSED_KAJA, str(flag), "--", "migrate"],
-                            env=legacy.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not flag.exists():
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        os.kill(int(flag.read_text()), signal.SIGKILL)
-    finally:
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+def test_killed_before_its_commit_the_next_migrate_completes(legacy, tmp_path):
+    def before_the_commit_frame(events: list[dict]) -> int:
+        # The import is the last transaction on kaja.db: its last -wal write is the commit.
+        return max(n for n, e in changes(events)
+                   if e["kind"].startswith(("write", "pwrite")) and e["path"] == f"{legacy.db}-wal")  # fmt: skip
+
+    killed = kill_at_point(legacy, tmp_path, ["migrate"], before_the_commit_frame)
+    assert killed.hit is not None and killed.hit.path == f"{legacy.db}-wal"
     assert rows(legacy.db, "PRAGMA integrity_check") == [("ok",)]
     assert count(legacy.db, "kaja_migrations") == 0 and count(legacy.db, "calls") == 0
     r = legacy("migrate")

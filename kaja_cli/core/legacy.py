@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -63,15 +63,6 @@ RENAMED: dict[str, dict[str, str]] = {
 MEMORY_DIR = ".memory"  # in the state dir: the conversation files' folder
 TERMINAL_RESOURCES = ("terminal", "")  # resource ids that mean the terminal's own memory
 _THREAD_IDS = uuid.UUID("0f1d9f6e-5a0e-4c55-9a0b-6b61a3c0d0a1")  # for ids made from names
-
-
-def _nothing(step: str) -> None:
-    return None
-
-
-# Called right before the COMMIT ("commit"); the kill tests replace it
-# (tests/migrate_paused.py) to stop a migrate there. Production never does.
-checkpoint: Callable[[str], None] = _nothing
 
 
 class Status(StrEnum):
@@ -450,7 +441,6 @@ def _copy_files(
                     "INSERT OR IGNORE INTO kaja_migrations (source, migrated_at) VALUES (?, ?)",
                     [(str(p), stamp) for p in sources],
                 )
-            checkpoint("commit")
 
 
 def _detach(conn: sqlite3.Connection, name: str) -> None:
