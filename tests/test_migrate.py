@@ -188,6 +188,21 @@ def test_a_broken_conversation_file_is_skipped_until_it_is_fixed(legacy):
     assert rows(legacy.db, "SELECT content FROM messages WHERE sessionId = 'broken'") == [("emu",)]
 
 
+@pytest.mark.process
+def test_a_fifo_as_a_threads_meta_file_is_never_opened(legacy):
+    thread = legacy.state / ".memory" / "terminal" / "threads" / "piped.json"
+    thread.write_text('[{"role": "user", "content": "wombat"}]')
+    meta = thread.with_name("piped.meta.json")
+    os.mkfifo(meta)  # opened for reading, it would block until a writer came
+    r = legacy.proc("migrate", timeout=60)
+    assert r.code == 0, r
+    assert (
+        f"kaja: skipped {thread}: {meta.name} cannot be read: a FIFO, not a regular file\n" in r.err
+    )
+    assert not rows(legacy.db, "SELECT 1 FROM messages WHERE content = 'wombat'")
+    assert count(legacy.db, "messages") == 5  # the other conversations
+
+
 def test_memory_elsewhere(kaja, tmp_path):
     build_memory(tmp_path / "old-memory")
     r = kaja("migrate", "--memory", str(tmp_path / "old-memory"))

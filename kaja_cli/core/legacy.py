@@ -41,7 +41,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from kaja_cli.core import clock, db, images, registry, schema
+from kaja_cli.core import clock, db, fs, images, registry, schema
 from kaja_cli.core.paths import Paths
 from kaja_cli.core.registry import Database
 from kaja_cli.core.store import Store
@@ -300,8 +300,10 @@ def _session_id(resource: str, thread: str, owner: str | None, taken: dict[str, 
 def _read_messages(path: Path) -> list[dict[str, Any]]:
     """The messages of a conversation file; ValueError naming what is wrong."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = _read_text(path)
+    except OSError as e:
+        raise ValueError(f"cannot be read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
         raise ValueError(f"cannot be read: {e}") from None
     if path.name.endswith(".jsonl"):
         items = []
@@ -327,12 +329,22 @@ def _read_messages(path: Path) -> list[dict[str, Any]]:
     return messages
 
 
+def _read_text(path: Path) -> str:
+    """A conversation file's text; never a FIFO or a device swapped in (fs.open_regular)."""
+    raw = fs.read_regular(path)
+    if raw is None:
+        raise FileNotFoundError(f"{path} is gone")
+    return raw.decode("utf-8")
+
+
 def _read_meta(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+    if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = json.loads(_read_text(path))
+    except OSError as e:  # a FIFO or a device is never opened
+        raise ValueError(f"{path.name} cannot be read: {e.strerror or e}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path.name} cannot be read: {e}") from None
     return data if isinstance(data, dict) else {}
 
