@@ -20,6 +20,7 @@ app = typer.Typer(name="kaja", no_args_is_help=True)
 sessions = typer.Typer()
 usage = typer.Typer()
 config = typer.Typer(no_args_is_help=True)
+stats = typer.Typer(no_args_is_help=True)
 notes = typer.Typer()
 cache = typer.Typer()
 accounts = typer.Typer()
@@ -99,6 +100,21 @@ def demo() -> None:
     """Write a sample store."""
 
 
+@stats.command("queries")
+def stats_queries(as_json: Json = False) -> None:
+    """The query profile."""
+
+
+@stats.command("slow")
+def stats_slow(as_json: Json = False) -> None:
+    """The slow-query log."""
+
+
+@app.command("migrate")
+def migrate(dry_run: Annotated[bool, typer.Option("--dry-run")] = False) -> None:
+    """Import legacy files."""
+
+
 @notes.callback(invoke_without_command=True)
 def notes_list(as_json: Json = False) -> None:
     """List notes."""
@@ -155,6 +171,7 @@ app.add_typer(config, name="config")
 app.add_typer(notes, name="notes")
 app.add_typer(cache, name="cache")
 app.add_typer(accounts, name="accounts")
+app.add_typer(stats, name="stats")
 
 if __name__ == "__main__":
     app(prog_name="kaja")  # as kaja's main() does: completion reads _KAJA_COMPLETE

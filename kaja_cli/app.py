@@ -31,11 +31,13 @@ from kaja_cli.commands import (  # noqa: E402
     config,
     demo,
     doctor,
+    migrate,
     notes,
     optimize,
     resume,
     search,
     sessions,
+    stats,
     sync,
     typed_path,
     usage,
@@ -116,6 +118,7 @@ app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
 app.add_typer(notes.app, name="notes", rich_help_panel=CONVERSATIONS)
 app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
 app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
+app.add_typer(stats.app, name="stats", rich_help_panel=CARE)
 app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
 app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
 app.command("backup", rich_help_panel=CARE)(backup.backup)
@@ -125,10 +128,22 @@ app.add_typer(cache.app, name="cache", rich_help_panel=SIDE)
 app.add_typer(accounts.app, name="accounts", rich_help_panel=SIDE)
 app.add_typer(config.app, name="config", rich_help_panel=SETUP)
 app.command("demo", rich_help_panel=SETUP)(demo.demo)
+app.command("migrate", rich_help_panel=SETUP)(migrate.migrate)
 
 
 def main() -> None:
     """Run kaja; every failure ends as one line on stderr and a documented exit code."""
+    from kaja_cli.core import profiler
+
+    if "_KAJA_COMPLETE" not in os.environ:  # a TAB press that reached Typer records nothing
+        profiler.begin()  # kaja's own queries, written to db-stats.db when it ends
+    try:
+        _run()
+    finally:
+        profiler.finish()
+
+
+def _run() -> None:
     from typer import _click
 
     try:

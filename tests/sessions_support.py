@@ -101,12 +101,20 @@ def build_foreign_store(path: Path) -> None:
     conn.close()
 
 
+def query_profile(path: Path) -> bool:
+    """db-stats.db and its -wal/-shm: every command adds its own queries to an
+    existing one when it ends (core/profiler.py), reading commands too."""
+    return path.name.startswith("db-stats.db")
+
+
 def snapshot(folder: Path) -> dict[str, str]:
-    """Every file under `folder` with the sha256 of its content."""
+    """Every file under `folder` with the sha256 of its content, but the query profile."""
     out = {}
     for root, _dirs, names in os.walk(folder):
         for name in names:
             p = Path(root) / name
+            if query_profile(p):
+                continue
             out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
 

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from sessions_support import query_profile
+
 PAUSED_KAJA = str(Path(__file__).with_name("wipe_paused.py"))
 
 
@@ -35,10 +37,12 @@ def write(path: Path, script: str) -> None:
 
 
 def fingerprint(folder: Path) -> dict:
+    """Every file's content, but the -shm (no data) and the query profile, which
+    every command adds its own queries to when it ends (core/profiler.py)."""
     return {
         p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(folder.rglob("*"))
-        if p.is_file() and not p.name.endswith("-shm")
+        if p.is_file() and not p.name.endswith("-shm") and not query_profile(p)
     }
 
 

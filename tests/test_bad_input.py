@@ -29,12 +29,13 @@ CHECK = settings(
 
 
 def fingerprint(kaja) -> dict:
-    """Every file's content, but the -shm: SQLite's shared memory, where any
-    reader marks what it reads (it holds no data)."""
+    """Every file's content, but the -shm (SQLite's shared memory, where any
+    reader marks what it reads: it holds no data) and the query profile, which
+    every command adds its own queries to."""
     return {
         p.relative_to(kaja.state): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(kaja.state.rglob("*"))
-        if p.is_file() and not p.name.endswith("-shm")
+        if p.is_file() and not p.name.endswith("-shm") and not p.name.startswith("db-stats.db")
     }
 
 

@@ -87,7 +87,8 @@ def test_show_without_a_file_lists_every_key_with_its_default(kaja):
     assert ["logging.database.retention_days", "7", "default", ""] in rows
     assert ["usage.enabled", "true", "default", ""] in rows
     assert ["logging.retention_days", "", "not set", ""] in rows
-    assert len(rows) == 16
+    assert ["memory.qdrant.path", "", "not set", ""] in rows
+    assert len(rows) == 17
 
 
 def test_show_says_where_each_value_came_from(kaja, tmp_path):
@@ -321,7 +322,7 @@ def test_set_refuses_unknown_keys_unless_forced(kaja):
         assert (r.code, r.err) == (2, "kaja: memory is a table, not a key; its keys: memory.dbPath, "
                                       "memory.mode, memory.artifactsPath, memory.provider, "
                                       "memory.databaseUrl, memory.account, memory.databaseSchema, "
-                                      "memory.qdrant.url, memory.qdrant.collection\n")  # fmt: skip
+                                      "memory.qdrant.url, memory.qdrant.path, memory.qdrant.collection\n")  # fmt: skip
 
 
 def test_set_of_the_same_value_does_not_write(kaja):
@@ -717,7 +718,7 @@ def test_keys_and_values_complete(kaja):
     assert bash_complete(kaja, "kaja config set memory.mode ") == ["cloud", "local"]
     assert bash_complete(kaja, "kaja config set usage.enabled f") == ["false"]
     assert bash_complete(kaja, "kaja config unset memory.q") == [
-        "memory.qdrant.collection", "memory.qdrant.url",
+        "memory.qdrant.collection", "memory.qdrant.path", "memory.qdrant.url",
     ]  # fmt: skip
 
 

@@ -162,7 +162,7 @@ NEVER_ABOUT_A_SOUND_STORE = ("damaged", "truncated", "cannot be opened")
 @dataclass(frozen=True)
 class Writer:
     argv: tuple[str, ...]
-    store: str = "demo"  # what it starts from: "demo", "none", "fixable", "no index"
+    store: str = "demo"  # what it starts from: "demo", "none", "fixable", "no index", "legacy"
     finish: tuple[tuple[str, ...], ...] = ()  # what finishes the job; default: argv again
     finished: tuple[int, ...] = (0,)  # the exit statuses finishing may have
     reads: tuple[str, ...] = STORE_READS  # what must answer as before or after
@@ -186,6 +186,8 @@ WRITERS = {
     "restore (no store)": Writer(("restore", "{archive}"), store="none", finished=(0, 5)),
     "optimize": Writer(("optimize",)),
     "optimize --vacuum": Writer(("optimize", "--vacuum")),
+    # The demo's legacy files and conversation files beside the demo store (`demo --legacy`).
+    "migrate": Writer(("migrate",), store="legacy"),
 }  # fmt: skip
 
 
@@ -208,6 +210,12 @@ def _template(store: str, demo: Path, where: Path) -> Path | None:
         return None
     shutil.copytree(demo, where, symlinks=True)
     db = where / "kaja.db"
+    if store == "legacy":  # an older install's files, waiting for `kaja migrate`
+        from datetime import datetime
+
+        from kaja_cli.demo import legacy
+
+        legacy.write(where, datetime.fromisoformat(DEMO_NOW))
     if store in ("no index", "fixable"):  # as another program makes it: no search index
         _sql(db, "DROP TABLE conversation_text",
              *(f"DROP TRIGGER messages_fts_{t}" for t in ("bd", "bu", "au", "ai")))  # fmt: skip

@@ -45,6 +45,9 @@ COMMANDS = [
     "usage reset --dry-run",
     "doctor --list-checks",
     "wipe --dry-run",
+    # The cache's rows, before `kaja cache` adds its own: the demo's, the same in every window.
+    "stats queries --db cache",
+    "stats slow --db cache",
     "notes --all-owners",
     "search --notes --fts 'salud OR finance OR marie' --all-owners",
     "cache",

@@ -252,3 +252,13 @@ def test_json_output_stays_json_whatever_the_store_holds(demo_store):
         json.loads(r.out, parse_constant=refuse)
     session = json.loads(demo_store("resume", sid, "--json").out)["session"]
     assert session["title"] == "-Inf" and session["persona"] == "00FF"
+
+
+def test_a_blob_where_a_time_should_be_is_shown_not_an_internal_error(kaja):
+    # Found by test_drift under load: the listing's fast path for times took any value as text.
+    kaja.db.parent.mkdir(parents=True, exist_ok=True)
+    sql(kaja, "CREATE TABLE sessions (id TEXT, createdAt TEXT, updatedAt TEXT)",
+        "INSERT INTO sessions VALUES ('a', NULL, X'41425A')")  # fmt: skip
+    r = kaja("sessions")
+    assert (r.code, r.out.split()[:2]) == (0, ["a", "41425A"]), r
+    assert json.loads(kaja("sessions", "--json").out)["sessions"][0]["updatedAt"] == "41425A"

@@ -44,9 +44,12 @@ def overrides(ctx: typer.Context) -> "Overrides":
 
 def store_of(ctx: typer.Context) -> "Store":
     """The store the root options (--config, --state-dir, --db) point at."""
+    from kaja_cli.core import profiler
     from kaja_cli.core.store import Store
 
-    return Store.locate(overrides(ctx))
+    store = Store.locate(overrides(ctx))
+    profiler.configure(store.paths, ctx.command_path)  # where this command's profile goes
+    return store
 
 
 JSON_HELP = "Print one JSON document on stdout instead of a table."

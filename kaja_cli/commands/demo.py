@@ -34,6 +34,14 @@ def demo(
             metavar="TIME", help="Base time for every timestamp (ISO 8601); default: this hour."
         ),
     ] = None,
+    legacy: Annotated[
+        bool,
+        typer.Option(
+            "--legacy",
+            help="Also write the legacy files of an older install (per-feature files,"
+            " conversation files) for `kaja migrate`.",
+        ),
+    ] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print what was written as one JSON document on stdout.")
     ] = False,
@@ -44,11 +52,15 @@ def demo(
     tool calls with every status, compacted sessions, a call waiting for
     approval, images, notes, datasets, the usage ledger, services and the
     side databases. Refuses to touch an existing store (exit 5): point
-    --state-dir (or KAJA_STATE_DIR) at an empty folder.
+    --state-dir (or KAJA_STATE_DIR) at an empty folder. --legacy adds the
+    files an older install left behind, waiting for `kaja migrate`.
     """
     from kaja_cli import demo as sample
     from kaja_cli import render
+    from kaja_cli.core import profiler
     from kaja_cli.errors import UsageError
+
+    profiler.discard()  # the sample store is reproducible: it carries sample profile rows
 
     base = None
     if now is not None:
@@ -58,7 +70,9 @@ def demo(
         if base is None:
             raise UsageError(f"--now: not an ISO 8601 time: {now!r}")
     store = store_of(ctx)
-    options = sample.DemoOptions(seed=seed, sessions=sessions, messages=messages, now=base)
+    options = sample.DemoOptions(
+        seed=seed, sessions=sessions, messages=messages, now=base, legacy=legacy
+    )
     with render.progress("writing the demo store") as bar:
         result = sample.create(store, options, progress=bar)
     if as_json:
@@ -71,6 +85,7 @@ def demo(
                 "images": result.images,
                 "owners": sorted(result.owners),
                 "calls": result.calls,
+                "legacy_files": result.legacy_files,
             }
         )
         return
@@ -78,3 +93,8 @@ def demo(
         f"wrote {result.sessions} sessions, {result.messages} messages, {result.tool_calls} tool calls "
         f"and {result.images} images for {len(result.owners)} owners into {result.location}"
     )
+    if legacy:
+        render.note(
+            f"and {result.legacy_files} legacy files of an older install beside it:"
+            " `kaja migrate` imports them"
+        )

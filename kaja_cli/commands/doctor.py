@@ -68,7 +68,9 @@ def doctor(
     """
     from kaja_cli import render
     from kaja_cli.core import doctor as core
+    from kaja_cli.core import profiler
 
+    profiler.discard()  # doctor leaves every file as it found it, db-stats.db too
     if list_checks:
         _print_list(core, as_json)
         return

@@ -221,13 +221,17 @@ def delete(
     unless --yes.
     """
     from kaja_cli import render
+    from kaja_cli.core import qdrant
     from kaja_cli.core import sessions as core
     from kaja_cli.core.owners import Owner
 
     acting = Owner.parse(owner)
     store = store_of(ctx)
     plan = core.plan_deletion(store, ids, acting)
-    what = _describe(plan)
+    # Qdrant is asked before anything is deleted: if it does not answer, nothing is.
+    points = qdrant.plan_forget(store, [s.id for s in plan.sessions])
+    what = _describe(plan) + (f" and {render.plural(points.points, 'point')} in Qdrant"
+                              if points and points.points else "")  # fmt: skip
     if not yes and len(plan.sessions) > 1:
         for s in plan.sessions:
             render.note(f"will delete {s.id}  {s.title or '(untitled)'}")
@@ -238,6 +242,7 @@ def delete(
         )
     render.confirm(f"Delete {what}?", assume_yes=yes)
     done = core.delete(store, plan, acting)
+    gone = qdrant.forget(points) if points else None  # after the commit
     if as_json:
         render.emit_json(
             {
@@ -246,6 +251,7 @@ def delete(
                 ],
                 "rows": done.rows,
                 "image_folders": [str(p) for p in done.image_folders],
+                "qdrant_points": gone,
             }
         )
     elif not done.sessions:
@@ -255,6 +261,9 @@ def delete(
         n, f = len(done.sessions), len(done.image_folders)
         folders = f" and {render.plural(f, 'image folder')}" if f else ""
         render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
+        if points is not None:
+            render.note(f"deleted {render.plural(gone or 0, 'point')} of them from Qdrant"
+                        f" ({points.where.collection} at {points.where.where})")  # fmt: skip
     if plan.unknown is not None:  # an id that named nothing (the leftovers are gone now)
         raise plan.unknown
 

@@ -53,9 +53,13 @@ def wipe(
     It shows what it will delete and asks; --yes skips the question, and
     without a terminal it refuses (exit 5) unless --yes is given.
     """
+    from kaja_cli.core import profiler
     from kaja_cli.core.owners import Owner
     from kaja_cli.errors import UsageError
 
+    # No profile of its own: a whole wipe deletes db-stats.db, and one owner's
+    # erasure (or refusal) leaves every other file as it was.
+    profiler.discard()
     if owner is None:
         _wipe_all(ctx, settings=settings, yes=yes, dry_run=dry_run, as_json=as_json)
         return
@@ -177,16 +181,30 @@ def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done
 
 def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: bool) -> None:
     from kaja_cli import render
+    from kaja_cli.core import qdrant
     from kaja_cli.core import wipe as core
+    from kaja_cli.errors import NotFound
 
     store = store_of(ctx)
-    plan = core.plan_owner(store, who)
+    try:
+        plan = core.plan_owner(store, who)
+    except NotFound:
+        # Nothing in the store, maybe points a wipe could not delete: those go now.
+        if not _forget_leftover_points(store, who, yes=yes, dry_run=dry_run):
+            raise
+        return
+    # Qdrant is asked before anything is erased: if it does not answer, nothing is.
+    points = qdrant.plan_forget(store, qdrant.owner_sessions(store, who), owner=who)
     if not as_json:
         _show_owner(plan)
+        if points is not None:
+            render.note(f"and {render.plural(points.points, 'point')} in Qdrant"
+                        f" ({points.where.collection} at {points.where.where})")  # fmt: skip
     if dry_run:
         if as_json:
             folders = [i.path for i in plan.image_folders]
-            render.emit_json(_owner_json(plan, plan.rows, folders, dry_run=True))
+            render.emit_json(_owner_json(plan, plan.rows, folders, dry_run=True)
+                             | {"qdrant_points": points.points if points else None})  # fmt: skip
         else:
             render.note("dry run: nothing was erased")
         return
@@ -197,6 +215,7 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
         assume_yes=yes,
     )
     result = core.execute_owner(store, who)
+    gone = qdrant.forget(points) if points else None  # after the commit
     if as_json:
         render.emit_json(
             _owner_json(
@@ -206,8 +225,12 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
                 dry_run=False,
                 index_purged=result.index_purged,
             )
+            | {"qdrant_points": gone}
         )
         return
+    if points is not None:
+        render.note(f"deleted {render.plural(gone or 0, 'point')} of {who.label} from Qdrant"
+                    f" ({points.where.collection} at {points.where.where})")  # fmt: skip
     n = len(result.image_folders)
     render.note(
         f"erased {sum(result.rows.values())} rows and {render.plural(n, 'image folder')}"
@@ -218,6 +241,28 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
             "the search index finds none of it, but keeps their words on disk until it is"
             " merged: run `kaja search --reindex` once Kaja is closed"
         )
+
+
+def _forget_leftover_points(store, who, *, yes: bool, dry_run: bool) -> bool:
+    """An owner with nothing in the store but points in Qdrant (a wipe that could
+    not reach it after its commit): delete those. False when there are none."""
+    from kaja_cli import render
+    from kaja_cli.core import qdrant
+
+    if who.is_terminal or qdrant.target(store.paths) is None:
+        return False
+    points = qdrant.plan_forget(store, [], owner=who)
+    if points is None or not points.points:
+        return False
+    what = f"{render.plural(points.points, 'point')} of {who.label} in Qdrant"
+    if dry_run:
+        render.note(f"nothing in the store, but {what}; dry run: nothing was erased")
+        return True
+    render.confirm(f"Delete {what}? This cannot be undone.", assume_yes=yes)
+    gone = qdrant.forget(points)
+    render.note(f"nothing in the store; deleted {render.plural(gone, 'point')} of {who.label}"
+                f" from Qdrant ({points.where.collection} at {points.where.where})")  # fmt: skip
+    return True
 
 
 def _show_owner(plan: "OwnerPlan") -> None:

@@ -22,10 +22,12 @@ COMMANDS = {
             ('restore', 'Restore a backup made by `kaja backup`,...', False),
             ('optimize', 'Keep the store quick and small: search...', False),
             ('demo', 'Write a realistic sample store into the...', False),
+            ('migrate', 'Import the legacy files into the shared...', False),
             ('sessions', 'List your conversations, newest first;...', False),
             ('notes', 'List what the agent remembers about you;...', False),
             ('usage', 'Show token and call totals from the usage...', False),
             ('sync', 'Share the usage ledger: push this...', False),
+            ('stats', 'Show the query profile: the statements...', False),
             ('cache', 'Show what the shared cache holds per...', False),
             ('accounts', "List the web app's accounts; end their...", False),
             ('config', 'Show where Kaja keeps its data; read and...', False),
@@ -146,7 +148,19 @@ COMMANDS = {
             ('option', 'sessions', ('--sessions',), (), 'Scale up: this many sessions in all (the benchmark store: 10000).', False, True, False, 1, None),
             ('option', 'messages', ('--messages',), (), 'Scale up: this many messages in all (the benchmark store: 1000000).', False, True, False, 1, None),
             ('option', 'now', ('--now',), (), 'Base time for every timestamp (ISO 8601); default: this hour.', False, True, False, 1, None),
+            ('option', 'legacy', ('--legacy',), (), 'Also write the legacy files of an older install (per-feature files, conversation files) for `kaja migrate`.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was written as one JSON document on stdout.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'migrate': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would be imported.', False, False, False, 1, None),
+            ('option', 'memory', ('--memory',), (), "The conversation files' folder (.memory/<resource>/threads/); default: .memory in the state dir.", False, True, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
@@ -385,6 +399,43 @@ COMMANDS = {
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
+    'stats': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('queries', 'Show the statements every Kaja process...', False),
+            ('slow', 'Show the slow-query log, newest first.', False),
+        ],
+        'params': [
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'stats queries': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'since', ('--since',), (), 'Only from then on: 2026-11-01, 2026-11-01T08:00, 1h, 3d.', False, True, False, 1, None),
+            ('option', 'db', ('--db',), (), "Only queries on this database's file.", False, True, False, 1, ('choice', ('shared', 'artifacts', 'cache', 'stats', 'auth'), False)),
+            ('option', 'by', ('--by',), (), 'Heaviest by time spent in all calls (total), slowest call (max), or calls.', False, True, False, 1, ('choice', ('total', 'max', 'calls'), False)),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'stats slow': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'since', ('--since',), (), 'Only from then on: 2026-11-01, 2026-11-01T08:00, 1h, 3d.', False, True, False, 1, None),
+            ('option', 'db', ('--db',), (), "Only queries on this database's file.", False, True, False, 1, ('choice', ('shared', 'artifacts', 'cache', 'stats', 'auth'), False)),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
     'cache': {
         'group': True, 'interspersed': False, 'ignore_unknown': False,
         'commands': [
@@ -569,7 +620,7 @@ FIXED = {
         ('versions', 'kaja, Python, SQLite and platform versions; FTS4 compiled in'),
         ('disk-space', 'free space where the files live'),
         ('paths', 'each location `kaja config paths` shows: its source, existence, owner and permissions'),
-        ('legacy-files', 'legacy per-feature files (usage.db, experience.db, …) in the state dir'),
+        ('legacy-files', 'legacy files in the state dir (usage.db, experience.db, …, .memory/ conversations) waiting for `kaja migrate`'),
         ('interrupted-wipe', 'what an interrupted `kaja wipe` (or `wipe --owner`) left to finish'),
         ('interrupted-demo', 'a `kaja demo` cut short (Ctrl-C, kill -9, a full disk): a partial sample store'),
         ('interrupted-restore', 'what an interrupted `kaja restore` left to finish'),
@@ -617,6 +668,8 @@ FIXED = {
         ('side-data', 'expired cache entries and web sign-in sessions (counts only, never a secret)'),
         ('sync-outbox', 'changes waiting in sync_outbox to be pushed'),
         ('sync', 'ledger sync: changes going out while PostgreSQL answers, the lease, sync_map, import flags'),
+        ('query-profile', 'the query profile in db-stats.db: statements usually slow, or slower than before'),
+        ('qdrant', 'memory.provider = qdrant: the server (or folder) answers, the collection and its points'),
     ],
     'role': [
         ('user', None),

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from kaja_cli.core import fs
+from kaja_cli.core import fs, profiler
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
 
 if TYPE_CHECKING:
@@ -182,7 +182,10 @@ def _translated(path: Path) -> Iterator[None]:
 
 
 def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
-    conn = sqlite3.connect(uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None)
+    # While a command runs, its statements are timed into db-stats.db (core/profiler.py).
+    conn = sqlite3.connect(
+        uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None, factory=profiler.factory()
+    )
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     conn.text_factory = _text
     return conn

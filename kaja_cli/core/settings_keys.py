@@ -112,6 +112,8 @@ KEYS: dict[str, Key] = {
         Key("memory.qdrant.url", URL,
             "The Qdrant server used when memory.provider is qdrant.",
             choices=("http", "https")),
+        Key("memory.qdrant.path", PATH,
+            "A Qdrant kept in a folder (qdrant-client's local mode) instead of a server at url."),
         Key("memory.qdrant.collection", STRING,
             "The Qdrant collection messages are embedded into.",
             default="andromeda_memory"),

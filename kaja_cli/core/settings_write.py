@@ -577,6 +577,7 @@ def template() -> str:
 EXAMPLES: dict[str, Any] = {
     "memory.artifactsPath": "artifacts.db",
     "memory.qdrant.url": "http://localhost:6333",
+    "memory.qdrant.path": "qdrant",
     "memory.databaseUrl": "postgresql://kaja@db.example.com/kaja",
     "memory.account": "you@example.com",
     "usage.postgres_url": "postgresql://kaja@db.example.com/ledger",

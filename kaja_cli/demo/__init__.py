@@ -3,7 +3,8 @@
 Not part of the storage core: it writes only through the core's write API
 (`core.record.Recorder`), the way the agent does. `sample` plays the scripted
 conversations (`script`) and fills every other table; `generated` scales the
-store up (`--sessions`, `--messages`); `png` draws the tiny images it stores.
+store up (`--sessions`, `--messages`); `png` draws the tiny images it stores;
+`legacy` writes the files an older install left (`--legacy`, for `kaja migrate`).
 """
 
 from kaja_cli.demo.sample import DemoOptions, DemoResult, create, existing_store

@@ -38,6 +38,7 @@ class DemoOptions:
     sessions: int | None = None  # total sessions (None: the scripted ones)
     messages: int | None = None  # total messages (None: about 20 per generated session)
     now: datetime | None = None  # base time; default: the current hour
+    legacy: bool = False  # also the legacy files of an older install (demo/legacy.py)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class DemoResult:
     owners: set[str] = field(default_factory=set)
     calls: int = 0
     location: str = ""
+    legacy_files: int = 0
 
 
 def existing_store(store: Store) -> list[str]:
@@ -93,6 +95,10 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
             hint="`kaja wipe --yes` removes it, then run `kaja demo` again",
         )
     found = existing_store(store)
+    if options.legacy:
+        from kaja_cli.demo import legacy
+
+        found += [str(p) for p in legacy.existing(store.paths.state_dir.path)]
     if found:
         first = Path(found[0])
         what = None if first == store.paths.files_dir else _what_is_there(first)
@@ -108,6 +114,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
     demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
+    demo.legacy = options.legacy
     scripted = script.SESSIONS[: options.sessions] if options.sessions else script.SESSIONS
     _plan(options, len(scripted), _count_scripted(scripted))  # bad options: before any file
     marker = _mark_start(store)
@@ -126,6 +133,10 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     marker.unlink()
     fs.fsync_dir(marker.parent)
     demo.result.location = str(store.paths.shared_db.path)
+    if options.legacy:
+        from kaja_cli.demo import legacy
+
+        demo.result.legacy_files = legacy.write(store.paths.state_dir.path, base)
     return demo.result
 
 
@@ -199,6 +210,7 @@ class _Demo:
         self.runs: list[str] = []
         self.session_ids: list[tuple[str, str | None, str]] = []  # (id, owner, title)
         self.seed = seed
+        self.legacy = False  # --legacy: the older install's files are written beside the store
         self.ledger: GeneratedLedger
 
     def _tick(self, n: int = 1) -> None:
@@ -567,8 +579,9 @@ class _Demo:
 
     def _bookkeeping(self) -> None:
         rec, base = self.rec, self.base
-        rec.insert("kaja_migrations", or_replace=True, source=str(self.store.paths.state_dir.path / "usage.db"),
-                   migrated_at=iso(base - timedelta(days=45)))  # fmt: skip
+        if not self.legacy:  # with --legacy, usage.db is there waiting for `kaja migrate`
+            rec.insert("kaja_migrations", or_replace=True, source=str(self.store.paths.state_dir.path / "usage.db"),
+                       migrated_at=iso(base - timedelta(days=45)))  # fmt: skip
         for i in range(3):
             rec.insert(
                 "sync_outbox",
@@ -617,14 +630,7 @@ class _Demo:
                 expires_at=None,
                 at=base - timedelta(days=3),
             )
-        with rec.transaction("stats"):
-            for i in range(5):
-                bucket = (base - timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M")
-                rec.insert("db_query_stats", bucket=bucket, pid=4242, db="kaja.db",
-                           sql="SELECT * FROM messages WHERE sessionId = ? ORDER BY seq", calls=10 + i,
-                           total_ms=12.5 * (i + 1), max_ms=3.1, rows=200, errors=0, process="terminal")  # fmt: skip
-            rec.insert("db_slow_queries", at=iso(base - timedelta(minutes=7)), pid=4242, process="terminal", db="kaja.db",
-                       sql="SELECT * FROM calls WHERE at >= ?", duration_ms=88.0, rows=5000)  # fmt: skip
+        self._query_profile()
         with rec.transaction("auth"):
             user = rec.add_web_user("marie", "correct horse battery staple %d" % rng.getrandbits(32),
                                     role="admin", display_name="Marie", at=base - timedelta(days=50))  # fmt: skip
@@ -640,6 +646,42 @@ class _Demo:
                                 at=base - timedelta(days=2))  # fmt: skip
             rec.add_web_user("guest", "guest password %d" % rng.getrandbits(32), display_name="Guest",
                              at=base - timedelta(days=9), active=False)  # fmt: skip
+
+    # The statements the agent's profiler times most: (db, sql, mean ms, rows per call).
+    PROFILED = (
+        ("kaja.db", "SELECT * FROM messages WHERE sessionId = ? ORDER BY seq", 1.4, 24),
+        ("kaja.db", 'INSERT INTO messages (id, sessionId, seq, role, content, parts, reasoning, toolCallId, persona, model, promptTokens, completionTokens, latencyMs, finishReason, createdAt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)', 0.35, 1),
+        ("kaja.db", "INSERT INTO calls (run_id, at, engine, model, prompt_tokens, completion_tokens, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)", 0.3, 1),
+        ("kaja.db", "SELECT id, name, cron, next_run_at FROM schedules WHERE status = ? AND next_run_at <= ? ORDER BY next_run_at", 0.12, 0),
+        ("cache.db", "SELECT value, expires_at FROM shared_cache WHERE namespace = ? AND key = ?", 0.06, 1),
+    )  # fmt: skip
+
+    def _query_profile(self) -> None:
+        """db-stats.db as the profilers leave it: per-minute totals of the terminal's,
+        the bot's and kaja's statements over three days, and a few slow queries."""
+        # Its own random numbers: the rows written after these stay as they were.
+        rec, rng, base = self.rec, random.Random(f"profile {self.seed}"), self.base
+        processes = ((4242, "terminal"), (4311, "telegram"), (5120, "scheduler"))
+        with rec.transaction("stats"):
+            for day in range(3):
+                for hours in (1, 5, 10):
+                    pid, process = processes[(day + hours) % 3]
+                    minute = base - timedelta(days=day, hours=hours, minutes=rng.randrange(60))
+                    for db, sql, mean, rows in self.PROFILED:
+                        calls = rng.randint(3, 30)
+                        times = [mean * rng.uniform(0.5, 1.6) for _ in range(calls)]
+                        rec.insert("db_query_stats", bucket=minute.strftime("%Y-%m-%dT%H:%M"), pid=pid,
+                                   db=db, sql=sql, calls=calls, total_ms=round(sum(times), 3),
+                                   max_ms=round(max(times), 3), rows=rows * calls, errors=0,
+                                   process=process)  # fmt: skip
+            slow = (
+                (4242, "terminal", "kaja.db", "SELECT * FROM calls WHERE at >= ?", 88.0, 5000),
+                (4311, "telegram", "kaja.db", "SELECT * FROM messages WHERE sessionId = ? ORDER BY seq", 61.5, 410),
+                (4242, "terminal", "cache.db", "DELETE FROM shared_cache WHERE expires_at < ?", 53.2, 120),
+            )  # fmt: skip
+            for i, (pid, process, db, sql, ms, rows) in enumerate(slow):
+                rec.insert("db_slow_queries", at=iso(base - timedelta(hours=5 * i + 1, minutes=7)), pid=pid,
+                           process=process, db=db, sql=sql, duration_ms=ms, rows=rows)  # fmt: skip
 
     # -- the scaled-up store -----------------------------------------------------------
     def generate(self, sessions: int, messages: int) -> None:

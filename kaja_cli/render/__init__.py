@@ -276,7 +276,7 @@ def human_count(value: Any) -> str:
 
 def relative_time(value: Any, now: datetime | None = None) -> str:
     """ "3h ago", "2d ago", or the date for anything older than a month."""
-    if now is not None and value and value.endswith("Z") and value[10:11] == "T":
+    if now is not None and isinstance(value, str) and value.endswith("Z") and value[10:11] == "T":
         # Most of a big store is older than a month: its date is the text's
         # first ten characters, no parsing (10,000 rows of a listing).
         if value < _month_before(now):

@@ -16,7 +16,8 @@ that removes it, never removed.
 This package: the registry and the runner are here; `model` holds the data,
 `context` what checks share during a run, `repairs` what `--fix` can do, and
 one module per group of checks (`environment`, `locations`, `settings_file`,
-`databases`, `orphans`, `search`, `images`, `side_data`, `restores`), imported at the end
+`databases`, `orphans`, `search`, `search_cjk`, `images`, `side_data`, `restores`,
+`query_profile`, `qdrant`), imported at the end
 of this file in the report's order. `redaction` is `--redact`.
 
 Adding a check: write a function taking the `Context` (and a database name,
@@ -385,6 +386,7 @@ def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[Fi
 # isort: off
 from kaja_cli.core.doctor import environment, locations, restores, settings_file, databases  # noqa: E402
 from kaja_cli.core.doctor import orphans, search, search_cjk, images, side_data  # noqa: E402
+from kaja_cli.core.doctor import query_profile, qdrant  # noqa: E402
 
 # isort: on
 from kaja_cli.core.doctor.environment import versions  # noqa: E402
@@ -412,6 +414,8 @@ __all__ = [
     "list_checks",
     "locations",
     "orphans",
+    "qdrant",
+    "query_profile",
     "redacted",
     "redactor",
     "restores",

@@ -18,7 +18,7 @@ from kaja_cli.core.doctor.context import Context
 from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group, Repair, RepairOrder
 from kaja_cli.core.fs import human_size
 from kaja_cli.core.paths import LABELS, Location, companions
-from kaja_cli.core.registry import DATABASES, LEGACY_FILES
+from kaja_cli.core.registry import DATABASES
 
 _DATABASE_OF_LOCATION = {spec.location: spec.name for spec in DATABASES.values()}
 _DATABASE_LOCATIONS = set(_DATABASE_OF_LOCATION)
@@ -203,43 +203,55 @@ def _owned(path: Path, uid: int | None) -> bool:
 @check(
     "legacy-files",
     Group.PATHS,
-    "legacy per-feature files (usage.db, experience.db, …) in the state dir",
+    "legacy files in the state dir (usage.db, experience.db, …, .memory/ conversations)"
+    " waiting for `kaja migrate`",
 )
 def check_legacy_files(ctx: Context) -> list[Check]:
-    state = ctx.paths.state_dir.path
-    configured = {f.path for f in ctx.paths.databases()}
-    found = [
-        state / n for n in LEGACY_FILES if (state / n).is_file() and state / n not in configured
-    ]
-    if not found:
-        return [
-            Check("legacy-files", Group.PATHS, OK, "no legacy per-feature files in the state dir")
-        ]
-    imported: dict[str, str] = {}
+    from kaja_cli.core import legacy
+
+    found = legacy.legacy_paths(ctx.paths)
+    memory = ctx.paths.state_dir.path / legacy.MEMORY_DIR
+    threads = [f for _, _, f in legacy.thread_paths(memory)]
+    if not found and not threads:
+        return [Check("legacy-files", Group.PATHS, OK, "no legacy files in the state dir")]
+    done: dict[str, str] = {}
     conn = ctx.conn("shared") if ctx.local else None
     if conn is not None:
         with contextlib.suppress(sqlite3.Error):
-            for source, at in conn.execute("SELECT source, migrated_at FROM kaja_migrations"):
-                imported[str(source)] = str(at or "")
-                imported.setdefault(Path(str(source)).name, str(at or ""))
-    out = []
-    for p in found:
-        cid = f"legacy-files.{p.stem}"
-        when = imported.get(str(p), imported.get(p.name))
-        size = human_size(p.stat().st_size)
-        if when is not None:
-            out.append(Check(
-                cid, Group.PATHS, OK, f"{p.name} ({size}): imported {when[:10] or 'earlier'}, kept as a rollback copy",
-                [f"{p}", "delete it once you no longer need to roll back"], fix=f"rm -- {quote(p)}",
-            ))  # fmt: skip
-        else:
-            out.append(Check(
-                cid, Group.PATHS, WARN, f"{p.name} ({size}): a legacy per-feature file, not imported",
-                [f"{p}", f"its rows are not in {ctx.paths.shared_db.path.name}: the agent imports "
-                 "it at its next start (and keeps the file as a rollback copy)"],
-                fix="start Kaja once (it imports legacy files at start-up)",
-            ))  # fmt: skip
+            done = legacy.recorded(conn)
+    out = [_legacy_file(ctx, p, legacy.was_imported(p, done)) for p in found]
+    if threads:
+        out.append(_conversation_files(memory, threads, done))
     return out
+
+
+def _legacy_file(ctx: Context, p: Path, when: str | None) -> Check:
+    cid, size = f"legacy-files.{p.stem}", human_size(p.stat().st_size)
+    if when is not None:
+        return Check(
+            cid, Group.PATHS, OK, f"{p.name} ({size}): imported {when[:10] or 'earlier'}, kept as a rollback copy",
+            [f"{p}", "delete it once you no longer need to roll back"], fix=f"rm -- {quote(p)}",
+        )  # fmt: skip
+    return Check(
+        cid, Group.PATHS, WARN, f"{p.name} ({size}): a legacy per-feature file, not imported",
+        [f"{p}", f"its rows are not in {ctx.paths.shared_db.path.name}: `kaja migrate` imports them "
+         "(`--dry-run` shows what) and keeps the file as a rollback copy"],
+        fix="kaja migrate",
+    )  # fmt: skip
+
+
+def _conversation_files(memory: Path, threads: list[Path], done: dict[str, str]) -> Check:
+    waiting = [f for f in threads if str(f) not in done]
+    cid = "legacy-files.conversations"
+    if not waiting:
+        return Check(cid, Group.PATHS, OK,
+                     f"{memory}: {len(threads)} conversation files, all imported, kept as a rollback copy")  # fmt: skip
+    return Check(
+        cid, Group.PATHS, WARN,
+        f"{memory}: {len(waiting)} of {len(threads)} conversation files not imported",
+        [*listed(waiting, str), "their conversations are not sessions yet: `kaja migrate` imports them"],
+        fix="kaja migrate",
+    )  # fmt: skip
 
 
 @check(

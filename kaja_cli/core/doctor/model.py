@@ -36,6 +36,7 @@ class Group(StrEnum):
     IMAGES = "images"
     SIDE_DATABASES = "side databases"
     SYNC = "sync"
+    QDRANT = "qdrant"
 
 
 GROUPS = tuple(Group)
