@@ -56,19 +56,18 @@ def sessions(
         return
     from kaja_cli import render
     from kaja_cli.core import sessions as core
-    from kaja_cli.core.owners import Owner
     from kaja_cli.errors import UsageError
 
     if all_owners and owner is not None:
         raise UsageError("--owner and --all-owners can't be combined")
-    acting = None if all_owners else Owner.parse(owner)
+    store = store_of(ctx)
+    acting = None if all_owners else store.owner(owner)
     since_iso = None
     if since is not None:
         from kaja_cli.core.timeparse import parse_when
 
         since_iso = parse_when(since)
     flt = core.SessionFilter(acting, since_iso, model, persona, limit)
-    store = store_of(ctx)
     result = core.listing_json(store, flt) if as_json else core.listing(store, flt)
 
     if not result.store_exists:
@@ -177,10 +176,9 @@ def delete(
     """
     from kaja_cli import render
     from kaja_cli.core import sessions as core
-    from kaja_cli.core.owners import Owner
 
-    acting = Owner.parse(owner)
     store = store_of(ctx)
+    acting = store.owner(owner)
     plan = core.plan_deletion(store, ids, acting)
     what = _describe(plan)
     if not yes and len(plan.sessions) > 1:
@@ -259,7 +257,6 @@ def export(
     """
     from kaja_cli import render
     from kaja_cli.core import transcript
-    from kaja_cli.core.owners import Owner
     from kaja_cli.errors import UsageError
 
     if output is not None and str(output) == "-":
@@ -271,7 +268,8 @@ def export(
         raise UsageError(f"--format: {fmt!r} is not md or json")
     if output is not None and output.is_dir():
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
-    store, acting = store_of(ctx), Owner.parse(owner)
+    store = store_of(ctx)
+    acting = store.owner(owner)
     if fmt == "json":
         doc = transcript.load_transcript_json(store, session_id, acting)
         if output is None:

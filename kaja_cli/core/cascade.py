@@ -2,7 +2,9 @@
 
 Used by `kaja sessions delete` and `kaja wipe --owner`. The rows go inside the
 caller's transaction; the image folders only after it committed (a rollback
-must not have lost files).
+must not have lost files). The session ids are a TEMP table in SQLite and an
+array parameter on a PostgreSQL server (whose read-only transactions may not
+create even a temporary table); the conditions are the same text.
 """
 
 from __future__ import annotations
@@ -12,38 +14,41 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from kaja_cli.core.db import table_names
+from kaja_cli.core import dialect
 from kaja_cli.core.images import session_dir
 
-# (table, condition on the ids in temp._kaja_ids), children before parents.
+# (table, condition on the session ids {ids}), children before parents.
 _SESSION_ROWS = (
-    (
-        "tool_calls",
-        "messageId IN (SELECT id FROM messages WHERE sessionId IN (SELECT id FROM temp._kaja_ids))",
-    ),
-    ("messages", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("session_summaries", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("model_calls", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("session_events", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("conversation_threads", "thread_id IN (SELECT id FROM temp._kaja_ids)"),
-    ("sessions", "id IN (SELECT id FROM temp._kaja_ids)"),
+    ("tool_calls", '"messageId" IN (SELECT id FROM messages WHERE "sessionId" IN {ids})'),
+    ("messages", '"sessionId" IN {ids}'),
+    ("session_summaries", '"sessionId" IN {ids}'),
+    ("model_calls", '"sessionId" IN {ids}'),
+    ("session_events", '"sessionId" IN {ids}'),
+    ("conversation_threads", "thread_id IN {ids}"),
+    ("sessions", "id IN {ids}"),
 )
 
 
-def _load_ids(conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
+def _load_ids(conn: sqlite3.Connection, session_ids: Iterable[str]) -> tuple[str, tuple]:
+    """The ids as SQL for `{ids}` and its parameters."""
+    if dialect.of(conn) is dialect.POSTGRES:
+        return "(SELECT unnest(CAST(? AS text[])))", (sorted(set(session_ids)),)
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _kaja_ids (id TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM temp._kaja_ids")
     conn.executemany(
         "INSERT OR IGNORE INTO temp._kaja_ids (id) VALUES (?)", ((i,) for i in session_ids)
     )
+    return "(SELECT id FROM temp._kaja_ids)", ()
 
 
 def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) -> dict[str, int]:
     """How many rows of each table `delete_session_rows` would delete."""
-    _load_ids(conn, session_ids)
-    present = table_names(conn)
+    ids, args = _load_ids(conn, session_ids)
+    present = dialect.table_names(conn)
     return {
-        table: conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}").fetchone()[0]
+        table: conn.execute(
+            f"SELECT COUNT(*) FROM {table} WHERE {cond.format(ids=ids)}", args
+        ).fetchone()[0]
         for table, cond in _SESSION_ROWS
         if table in present
     }
@@ -52,15 +57,19 @@ def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) -> 
 def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) -> dict[str, int]:
     """Delete the sessions and every row hanging off them (caller's transaction).
 
-    The search index follows through its triggers. Returns rows deleted per table.
+    The search index follows (SQLite: its triggers; PostgreSQL: the indexed
+    column goes with its row). Returns rows deleted per table.
     """
-    _load_ids(conn, session_ids)
-    present = table_names(conn)
+    ids, args = _load_ids(conn, session_ids)
+    present = dialect.table_names(conn)
     deleted = {}
     for table, cond in _SESSION_ROWS:
         if table in present:
-            deleted[table] = conn.execute(f"DELETE FROM {table} WHERE {cond}").rowcount
-    conn.execute("DELETE FROM temp._kaja_ids")
+            deleted[table] = conn.execute(
+                f"DELETE FROM {table} WHERE {cond.format(ids=ids)}", args
+            ).rowcount
+    if not args:
+        conn.execute("DELETE FROM temp._kaja_ids")
     return deleted
 
 

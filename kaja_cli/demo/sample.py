@@ -51,21 +51,35 @@ class DemoResult:
 def existing_store(store: Store) -> list[str]:
     """What already lives at the store's location (demo refuses to touch it)."""
     paths = store.paths
-    found = [str(f.path) for f in paths.databases() if f.path.exists() or f.path.is_symlink()]
+    if store.cloud:
+        found = _existing_on_server(store)
+    else:
+        found = [str(f.path) for f in paths.databases() if f.path.exists() or f.path.is_symlink()]
     if paths.files_dir.exists():
         found.append(str(paths.files_dir))
     return found
 
 
+def _existing_on_server(store: Store) -> list[str]:
+    """Kaja's schema on the server, if it holds conversations (or isn't Kaja's)."""
+    from kaja_cli.core.pg import connection, schema
+
+    with connection.connect(store.target()) as conn:
+        state = schema.status(conn)
+        state.require_kaja(conn.target)
+        if "sessions" in state.tables and conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
+            return [conn.target.where]
+    return []
+
+
 def create(store: Store, options: DemoOptions, progress: Progress | None = None) -> DemoResult:
-    store.require_local()
     if options.sessions is not None and options.sessions < 1:
         raise UsageError("--sessions must be at least 1")
     if options.messages is not None and options.messages < 0:
         raise UsageError("--messages must not be negative")
     from kaja_cli.core import wipe
 
-    left = wipe.interrupted(store.paths)
+    left = None if store.cloud else wipe.interrupted(store.paths)
     if left is not None:
         raise Refused(f"an interrupted wipe is not finished: {left.summary}")
     found = existing_store(store)
@@ -82,10 +96,10 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
         _write(demo, store, options, rng, base)
     except KeyboardInterrupt:
         raise Interrupted(
-            f"interrupted: a partial demo store is left at {store.paths.shared_db.path}",
+            f"interrupted: a partial demo store is left at {store.where()}",
             hint="`kaja wipe --yes` removes it before another `kaja demo`",
         ) from None
-    demo.result.location = str(store.paths.shared_db.path)
+    demo.result.location = store.where()
     return demo.result
 
 
@@ -148,6 +162,9 @@ class _Demo:
         self.session_ids: list[tuple[str, str | None, str]] = []  # (id, owner, title)
         self.seed = seed
         self.ledger: GeneratedLedger
+        # The server holds the conversations and the ledger (core.pg.schema):
+        # learning, services, bookkeeping and the side databases stay local.
+        self.cloud = store.cloud
 
     def _tick(self, n: int = 1) -> None:
         self.result.messages += n
@@ -250,10 +267,11 @@ class _Demo:
         if not any(isinstance(s, Compact) for s in steps) and len(steps) >= 8:
             rec.add_model_call(sid, "summarize", model, prompt_tokens=prompt_tokens, completion_tokens=120,
                                latency_ms=1500, at=end)  # fmt: skip
-        rec.insert(
-            "conversation_threads", or_replace=True, resource_id=owner or "terminal", thread_id=sid,
-            count=self._next_seq(sid) - 1, title=spec["title"],
-        )  # fmt: skip
+        if not self.cloud:
+            rec.insert(
+                "conversation_threads", or_replace=True, resource_id=owner or "terminal",
+                thread_id=sid, count=self._next_seq(sid) - 1, title=spec["title"],
+            )  # fmt: skip
 
     def _tool_step(self, sid, spec, step: Tool, when, run_id, prompt_tokens, timeline) -> None:
         rec, rng = self.rec, self.rng
@@ -307,13 +325,13 @@ class _Demo:
     def _call_id(self, tool_id: str) -> str:
         return (
             self.rec.conn()
-            .execute("SELECT callId FROM tool_calls WHERE id = ?", (tool_id,))
+            .execute('SELECT "callId" FROM tool_calls WHERE id = ?', (tool_id,))
             .fetchone()[0]
         )
 
     def _next_seq(self, sid: str) -> int:
         row = self.rec.conn().execute(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE sessionId = ?", (sid,)
+            'SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE "sessionId" = ?', (sid,)
         )
         return row.fetchone()[0]
 
@@ -372,9 +390,11 @@ class _Demo:
                 if completed:
                     rec.complete_dataset(topic, owner, version, at=when + timedelta(minutes=5))
             self._ledger_extras()
-            self._learning_and_services()
-            self._bookkeeping()
-        self._side_databases()
+            if not self.cloud:
+                self._learning_and_services()
+                self._bookkeeping()
+        if not self.cloud:
+            self._side_databases()
 
     def _ledger_extras(self) -> None:
         rec, rng, base = self.rec, self.rng, self.base
