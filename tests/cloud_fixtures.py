@@ -45,3 +45,11 @@ def cloud_demo(kaja: Kaja, pg_server, _cloud_demo_template) -> Iterator[Kaja]:
         if not pg_server.running:
             pg_server.start()
         pg_server.drop_database(database.name)
+
+
+@pytest.fixture
+def local_demo(tmp_path: Path, _demo_template: Path) -> Kaja:
+    """A second `kaja`, local, with its own copy of the demo store (beside `cloud_demo`)."""
+    k = Kaja(tmp_path / "local")
+    shutil.copytree(_demo_template, k.state, symlinks=True)
+    return k

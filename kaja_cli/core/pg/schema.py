@@ -41,7 +41,7 @@ SEARCH_COLUMN = "kaja_search"
 WORDS_COLUMN = "kaja_words"
 SEARCH_INDEX = "messages_kaja_search"
 SCHEMA_VERSION = 1  # what this kaja makes; a newer kaja's schema is read, never written
-_LOCK = 0x6B616A61  # "kaja": pg_advisory_xact_lock while the schema is made
+LOCK = 0x6B616A61  # "kaja": pg_advisory_xact_lock while the schema is made
 STATS_SHARDS = 16  # writers add to the stats row of their backend: little lock contention
 UNACCENT_HINT = "run as a superuser, in that database: CREATE EXTENSION unaccent;"
 
@@ -162,7 +162,7 @@ def ensure(conn: Connection) -> Report:
     from kaja_cli.core import db
 
     with db.transaction(conn):
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (_LOCK,))
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK,))
         return apply(conn)
 
 
@@ -299,7 +299,7 @@ def _search_index(conn: Connection, message_columns: list[str], indexes: set[str
     folding = tokenizer.server_probe(conn, _q(accent), utf8_collation(conn))
     for sql in tokenizer.functions_sql(schema, folding):
         conn.execute(sql)
-    bad = tokenizer.verify(conn, schema, folding)
+    bad = tokenizer.verify(conn, schema, folding.aside)
     if bad:
         raise Failed(
             f"{where.where}: the server folds {len(bad)} characters differently from SQLite"
@@ -322,6 +322,23 @@ def _search_index(conn: Connection, message_columns: list[str], indexes: set[str
     changes.append(f"created index {SEARCH_INDEX}")
     changes += _stats(conn)
     return changes
+
+
+def rebuild_search(conn: Connection) -> int:
+    """Make the search index again from the messages (inside the caller's
+    transaction): the folding probed anew against this server and SQLite, the
+    indexed columns recomputed (a rewrite of the messages table), the
+    statistics recounted. Returns how many messages it holds."""
+    s = _q(conn.target.schema)
+    conn.execute(
+        f"ALTER TABLE {s}.messages DROP COLUMN IF EXISTS {_q(SEARCH_COLUMN)},"
+        f" DROP COLUMN IF EXISTS {_q(WORDS_COLUMN)}"
+    )  # the GIN index goes with its column
+    columns = present_columns(conn).get("messages", [])
+    _search_index(conn, columns, _indexes(conn))
+    return int(
+        conn.execute(f"SELECT coalesce(sum(messages), 0) FROM {s}.{STATS_TABLE}").fetchone()[0]
+    )
 
 
 def _stats(conn: Connection) -> list[str]:
