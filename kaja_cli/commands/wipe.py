@@ -75,7 +75,7 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
     if plan.nothing_to_do:
         if as_json:
             render.emit_json(_plan_json(plan, [], plan.kept, dry_run=dry_run, done=False))
-        render.note(f"nothing to delete: no Kaja store at {store.paths.shared_db.path}")
+        render.note(f"nothing to delete: no Kaja store at {store.where()}")
         _notes_kept(plan)
         return
     if not as_json:
@@ -89,6 +89,13 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
         else:
             render.note("dry run: nothing was deleted")
         return
+    if plan.needs_yes and not yes:
+        from kaja_cli.errors import Refused
+
+        raise Refused(
+            "wiping the server's store drops it for everyone who uses it: only with --yes",
+            hint="rerun with --yes once you are sure (--dry-run shows what goes)",
+        )
     render.confirm(
         f"Delete these {_count(plan.items)} ({render.human_size(plan.size)})?"
         " This cannot be undone.",
@@ -128,12 +135,12 @@ def _show_items(items: "list[Item]") -> None:
             )
         elif item not in trees:
             size = "-" if item.kind is Kind.FOLDER else render.human_size(item.size)
-            rows.append([item.what, str(item.path), size])
+            rows.append([item.what, item.where, size])
     render.table(
         [render.Col("what", style="bold"), render.Col("path"),
          render.Col("size", justify="right")],
         rows,
-        plain_rows=[[str(i.path), i.kind, i.size] for i in items],
+        plain_rows=[[i.where, i.kind, i.size] for i in items],
     )  # fmt: skip
 
 
@@ -161,7 +168,7 @@ def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done
         "dry_run": dry_run,
         "done": done,
         "paths": [
-            {"path": str(i.path), "what": i.what, "kind": i.kind, "size": i.size, "files": i.files}
+            {"path": i.where, "what": i.what, "kind": i.kind, "size": i.size, "files": i.files}
             for i in items
         ],
         "size": sum(i.size for i in items),

@@ -104,7 +104,10 @@ def _files_items(
 
 def plan(store: Store, *, settings: bool = False) -> WipePlan:
     """What `kaja wipe` would delete, keep and refuse; reads, never writes."""
-    store.require_local()
+    if store.cloud:
+        from kaja_cli.core.wipe import cloud
+
+        return cloud.plan(store, settings=settings)
     paths = store.paths
     items: list[Item] = []
     refusals: list[Refusal] = []
@@ -172,6 +175,10 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
 
 def execute(store: Store, plan: WipePlan) -> WipeResult:
     """Delete what `plan` lists, in its order (see the package docstring)."""
+    if store.cloud:
+        from kaja_cli.core.wipe import cloud
+
+        return cloud.execute(store, plan)
     paths = store.paths
     dbs = list(dict.fromkeys(f.path for f in paths.databases()))
     # It may have been minutes since the plan (the question): look again.
