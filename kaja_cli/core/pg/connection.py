@@ -90,11 +90,18 @@ def driver() -> Any:
 
 
 # --- errors -------------------------------------------------------------------------------
-def translate(error: Exception, where: Target) -> KajaError:
-    """A psycopg error as the one line a user should read (never the password)."""
+def translate(error: Exception, where: Target, *, connecting: bool = False) -> KajaError:
+    """A psycopg error as the one line a user should read (never the password).
+    `connecting`: the error came before there was a connection to lose."""
     state = getattr(error, "sqlstate", None) or ""
     text = _primary(error)
     server = where.shown
+    low = text.lower()
+    if connecting and not state:  # libpq's words are all there is before a connection
+        if "authentication failed" in low or "no password supplied" in low:
+            state = "28P01"
+        elif "database" in low and "does not exist" in low:
+            state = "3D000"
     if state in ("28P01", "28000"):
         return Failed(
             f"the server at {server} refused the login: {text}",
@@ -117,6 +124,11 @@ def translate(error: Exception, where: Target) -> KajaError:
             f"your role may not do this on {where.where}: {text}",
             hint="ask the database's owner for the privilege, or use a role that has it",
         )
+    if connecting and not state.startswith("57P"):
+        return Failed(
+            f"cannot reach the PostgreSQL server at {server}: {text}",
+            hint="check the host and port in the database URL, and that the server runs",
+        )
     if state.startswith("57P") or state.startswith("08") or _lost(error):
         return Failed(
             f"lost the connection to the server at {server} ({text})",
@@ -124,11 +136,6 @@ def translate(error: Exception, where: Target) -> KajaError:
         )
     if state == "53100":
         return Failed(f"the server at {server} is out of disk space ({text})")
-    if not state and _is_connect_failure(error):
-        return Failed(
-            f"cannot reach the PostgreSQL server at {server}: {text}",
-            hint="check the host and port in the database URL, and that the server runs",
-        )
     return Failed(f"{where.where}: {text}")
 
 
@@ -149,11 +156,6 @@ def _lost(error: Exception) -> bool:
         for words in ("server closed the connection", "connection is closed", "terminating connection",
                       "consuming input failed", "the connection is lost", "connection is lost")
     )  # fmt: skip
-
-
-def _is_connect_failure(error: Exception) -> bool:
-    psycopg = driver()
-    return isinstance(error, psycopg.OperationalError)
 
 
 # --- placeholders -------------------------------------------------------------------------
@@ -310,7 +312,7 @@ def connect(
     try:
         raw = psycopg.connect(where.url, autocommit=True, **_params(where.url))
     except psycopg.Error as e:
-        raise translate(e, where) from None
+        raise translate(e, where, connecting=True) from None
     conn = Connection(raw, where, writable=writable)
     try:
         with conn.translated():
