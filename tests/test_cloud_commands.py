@@ -141,3 +141,13 @@ def test_a_read_only_role_reads_and_is_refused_writes_in_one_line(cloud_demo):
         with cloud_demo.pg.connect() as conn:
             conn.execute("DROP OWNED BY reader")
             conn.execute("DROP ROLE reader")
+
+
+def test_usage_reports_a_schema_without_the_ledger_as_far_as_it_goes(cloud_demo):
+    with cloud_demo.pg.connect() as conn:
+        conn.execute("DROP TABLE kaja.calls, kaja.tools")
+    r = cloud_demo("usage", "--json")
+    assert r.code == 0, r
+    doc = json.loads(r.out)
+    assert doc["total"]["calls"] == 0 and doc["runs"]
+    assert doc["missing"] == ["table calls", "table tools"]
