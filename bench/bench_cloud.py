@@ -52,7 +52,9 @@ def cases(bench) -> None:
     bindir = find_bindir()
     psql = shutil.which("psql") or (str(bindir / "psql") if bindir else None)
     if bindir is None or psql is None:
-        bench.echo("(cloud rows skipped: PostgreSQL's initdb and psql are needed: apt-get install postgresql)")
+        bench.echo(
+            "(cloud rows skipped: PostgreSQL's initdb and psql are needed: apt-get install postgresql)"
+        )
         return
     server = PgServer.start_new(bindir)
     try:
@@ -132,11 +134,17 @@ def _load(bench, url: str):
     with store.writer(create=True) as conn:
         raw = conn.raw
         rows = 0
-        with closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as src, raw.transaction():
+        with (
+            closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as src,
+            raw.transaction(),
+        ):
             for table in TABLES:
                 columns = next(t for t in schema.CLOUD_TABLES if t.name == table).column_names
                 names = ", ".join(f'"{c}"' for c in columns)
-                with raw.cursor() as cur, cur.copy(f"COPY kaja.{table} ({names}) FROM STDIN") as copy:
+                with (
+                    raw.cursor() as cur,
+                    cur.copy(f"COPY kaja.{table} ({names}) FROM STDIN") as copy,
+                ):
                     for row in src.execute(f"SELECT {names} FROM {table}"):
                         copy.write_row(row)
                         rows += 1

@@ -42,6 +42,7 @@ WORDS_COLUMN = "kaja_words"
 SEARCH_INDEX = "messages_kaja_search"
 SCHEMA_VERSION = 1  # what this kaja makes; a newer kaja's schema is read, never written
 LOCK = 0x6B616A61  # "kaja": pg_advisory_xact_lock while the schema is made
+MAKING_TIMEOUT_MS = 120_000  # how long a writer waits for another making the schema
 STATS_SHARDS = 16  # writers add to the stats row of their backend: little lock contention
 UNACCENT_HINT = "run as a superuser, in that database: CREATE EXTENSION unaccent;"
 
@@ -161,8 +162,15 @@ def ensure(conn: Connection) -> Report:
         return Report([])
     from kaja_cli.core import db
 
+    tokenizer.sqlite_unicode61()  # the local half of the search index's probe, before the lock
     with db.transaction(conn):
+        # Another kaja making the schema holds the lock for a few seconds (the
+        # search index's probe): wait for it longer than for a table's lock.
+        conn.execute(f"SET LOCAL lock_timeout = {MAKING_TIMEOUT_MS}")
         conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK,))
+        from kaja_cli.core.pg.connection import LOCK_TIMEOUT_MS
+
+        conn.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")  # tables: the usual wait
         return apply(conn)
 
 
