@@ -68,8 +68,9 @@ def root(
 ) -> None:
     """Administer the local storage of Kaja, your personal AI agent.
 
-    Kaja keeps everything it remembers in SQLite on this machine. kaja shows
-    where it lives, lists and searches conversations, reports usage,
+    Kaja keeps everything it remembers in SQLite on this machine (in cloud
+    mode, its conversations in a PostgreSQL server: --database-url). kaja
+    shows where it lives, lists and searches conversations, reports usage,
     diagnoses problems and deletes data safely.
     """
     from kaja_cli.core.paths import Overrides

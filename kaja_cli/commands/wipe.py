@@ -50,6 +50,10 @@ def wipe(
 
     It shows what it will delete and asks; --yes skips the question, and
     without a terminal it refuses (exit 5) unless --yes is given.
+
+    In cloud mode it drops kaja's schema on the server (never the database,
+    never a schema that is not Kaja's), only with --yes, and refuses (exit 4)
+    while another session holds its tables; --owner erases them there.
     """
     from kaja_cli.core.owners import Owner
     from kaja_cli.errors import UsageError
