@@ -151,3 +151,15 @@ def test_usage_reports_a_schema_without_the_ledger_as_far_as_it_goes(cloud_demo)
     doc = json.loads(r.out)
     assert doc["total"]["calls"] == 0 and doc["runs"]
     assert doc["missing"] == ["table calls", "table tools"]
+
+
+def test_resume_works_in_a_parallel_plan(cloud_demo):
+    """A large session's resume can be planned in parallel workers: nothing kaja
+    calls there may start a subtransaction (json_or_text is PARALLEL UNSAFE)."""
+    version = cloud_demo.pg.query("SELECT current_setting('server_version_num')::int")[0][0]
+    setting = "debug_parallel_query" if version >= 160000 else "force_parallel_mode"
+    url = cloud_demo.pg.url + f"&options=-c%20{setting}%3Don"
+    for argv in (["resume", TERMINAL_SESSION, "--json"], ["search", "--all-owners", "the"],
+                 ["sessions", "--all-owners", "--json"]):  # fmt: skip
+        r = cloud_demo("--database-url", url, *argv)
+        assert r.code == 0, (argv, r)

@@ -243,9 +243,12 @@ def _require_utf8(conn: Connection) -> None:
 
 def _functions(conn: Connection) -> list[str]:
     schema = _q(conn.target.schema)
+    # PARALLEL UNSAFE: its exception block is a subtransaction, which nothing
+    # may start while a parallel plan runs, not even the leader (a large
+    # session's resume was planned in parallel).
     conn.execute(
         f"CREATE OR REPLACE FUNCTION {schema}.json_or_text(t text) RETURNS json"
-        " LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $kaja$"
+        " LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL UNSAFE AS $kaja$"
         " BEGIN RETURN t::json; EXCEPTION WHEN data_exception THEN RETURN to_json(t); END"
         " $kaja$"
     )
