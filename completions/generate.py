@@ -1,11 +1,14 @@
-"""Write kaja's shell completion scripts (bash, zsh, fish) into this folder.
+"""Write kaja's shell completion: the scripts (bash, zsh, fish) in this folder,
+and the table the fast path answers from (kaja_cli/completion/table.py).
 
     python completions/generate.py          # rewrite them
     python completions/generate.py --check  # exit 1 if any is out of date
 
 The scripts come from the installed `kaja` itself (typer's completion
-machinery), so they always match the commands; tests/test_completion.py fails
-when they are stale.
+machinery); the table from kaja's Typer app: every command, subcommand,
+option and argument as Click sees it, with what each completes, and the fixed
+value lists (check ids, roles, formats). tests/test_completion.py fails when
+any of them is stale, and compares the fast path's answers with Typer's.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 KAJA = str(Path(sys.executable).with_name("kaja"))
 SHELLS = {"bash": "kaja.bash", "zsh": "kaja.zsh", "fish": "kaja.fish"}
+TABLE = ROOT / "kaja_cli" / "completion" / "table.py"
 
 
 def script(shell: str) -> str:
@@ -27,19 +32,136 @@ def script(shell: str) -> str:
     return out.strip() + "\n"
 
 
+# --- the table ------------------------------------------------------------------------------
+def _plain(text: str | None) -> str | None:
+    """Help text as Typer shows it beside a completion (Rich markup rendered),
+    never wrapped: the fast path prints it on one line whatever the width."""
+    if not text:
+        return None
+    from typer import rich_utils
+
+    os.environ["COLUMNS"] = "100000"
+    return rich_utils.rich_render_text(text)
+
+
+def _values(param) -> tuple | None:
+    """What a parameter completes: kaja's own values, a choice, or nothing."""
+    custom = param._custom_shell_complete
+    if custom is not None:
+        kinds = [c.cell_contents for c in custom.__closure__ or ()
+                 if hasattr(c.cell_contents, "kaja_values")]  # fmt: skip
+        if len(kinds) != 1:
+            raise SystemExit(f"{param.name}: a completer that is not completion.hooks.hook")
+        return ("kaja", kinds[0].kaja_values)
+    from typer._types import TyperChoice
+
+    if isinstance(param.type, TyperChoice):
+        return ("choice", tuple(str(c) for c in param.type.choices), param.type.case_sensitive)
+    if type(param.type).shell_complete.__qualname__.split(".")[0] not in ("ParamType", "TyperPath"):
+        raise SystemExit(
+            f"{param.name}: type {param.type!r} completes in a way the table can't say"
+        )
+    return None
+
+
+def canonical_help(command, ctx) -> None:
+    """Click builds the help option's names from a set: their order changes
+    from one process to the next. Put them in the declared order (-h, --help)."""
+    option = command.get_help_option(ctx)
+    if option is not None:
+        option.opts.sort(key=list(ctx.help_option_names).index)
+
+
+def _command(command, ctx) -> dict:
+    from typer.core import TyperOption
+
+    canonical_help(command, ctx)
+    params = []
+    for p in command.get_params(ctx):
+        if isinstance(p, TyperOption):
+            takes_value = not (p.is_flag or p.count)
+            params.append(("option", p.name, tuple(p.opts), tuple(p.secondary_opts),
+                           _plain(p.help), bool(p.hidden), takes_value, bool(p.multiple),
+                           p.nargs, _values(p) if takes_value else None))  # fmt: skip
+        else:
+            params.append(("argument", p.name, p.nargs, _values(p)))
+    subcommands = []
+    for name in getattr(command, "list_commands", lambda ctx: [])(ctx):
+        sub = command.get_command(ctx, name)
+        subcommands.append((name, _plain(sub.get_short_help_str()), bool(sub.hidden)))
+    return {
+        "group": hasattr(command, "commands"),
+        "interspersed": ctx.allow_interspersed_args,
+        "ignore_unknown": ctx.ignore_unknown_options,
+        "commands": subcommands,
+        "params": params,
+    }
+
+
+def table_source() -> str:
+    import typer.main
+
+    from kaja_cli.app import app
+    from kaja_cli.completion import values
+
+    commands: dict[str, dict] = {}
+
+    def walk(command, path: tuple[str, ...], parent) -> None:
+        name = path[-1] if path else "kaja"
+        ctx = command.context_class(command, info_name=name, parent=parent,
+                                    **command.context_settings)  # fmt: skip
+        commands[" ".join(path)] = _command(command, ctx)
+        for name in getattr(command, "commands", {}):
+            walk(command.get_command(ctx, name), (*path, name), ctx)
+
+    walk(typer.main.get_command(app), (), None)
+    body = (
+        '"""What `kaja_cli.completion.fast` answers from: kaja\'s commands, options and\n'
+        "arguments as Click sees them, and the fixed value lists. Generated by\n"
+        "`python completions/generate.py` from the Typer app: do not edit.\n\n"
+        'COMMANDS: "sessions delete" → group?, options before a subcommand only\n'
+        "(interspersed), unknown options kept (ignore_unknown), subcommands (name,\n"
+        'help, hidden), params in Click\'s order: ("option", name, opts,\n'
+        "secondary opts, help, hidden, takes a value, multiple, nargs, values) or\n"
+        '("argument", name, nargs, values); values: ("kaja", kind), ("choice",\n'
+        'values, case sensitive) or None.\n"""\n\n'
+        f"COMMANDS = {{\n{_entries(commands, _command_text)}}}\n\n"
+        f"FIXED = {{\n{_entries(values.fixed(), _list_text)}}}\n"
+    )
+    return body
+
+
+def _entries(mapping: dict, text) -> str:
+    return "".join(f"    {key!r}: {text(value)},\n" for key, value in mapping.items())
+
+
+def _list_text(items: list) -> str:
+    return "[\n" + "".join(f"        {item!r},\n" for item in items) + "    ]"
+
+
+def _command_text(c: dict) -> str:
+    head = ", ".join(f"{k!r}: {c[k]!r}" for k in ("group", "interspersed", "ignore_unknown"))
+    return (
+        f"{{\n        {head},\n"
+        f"        'commands': {_list_text(c['commands']).replace(chr(10), chr(10) + '    ')},\n"
+        f"        'params': {_list_text(c['params']).replace(chr(10), chr(10) + '    ')},\n"
+        "    }"
+    )
+
+
 def main() -> int:
     check = "--check" in sys.argv[1:]
     stale = []
-    for shell, name in SHELLS.items():
-        path = HERE / name
-        text = script(shell)
+    outputs = {HERE / name: script(shell) for shell, name in SHELLS.items()}
+    outputs[TABLE] = table_source()
+    for path, text in outputs.items():
         if check:
             if not path.exists() or path.read_text() != text:
-                stale.append(name)
+                stale.append(path.name)
         else:
             path.write_text(text)
     if stale:
-        print(f"stale completion scripts: {', '.join(stale)}; run python completions/generate.py")
+        print(f"stale completion files: {', '.join(stale)}; run python completions/generate.py")
         return 1
     return 0
 

@@ -87,7 +87,7 @@ def test_a_usage_error_is_one_line_naming_the_help(kaja):
     r = kaja("sessions", "--limit", "-1")
     assert r.code == 2
     assert r.err == (
-        "kaja: Invalid value for '--limit' / '-n': -1 is not in the range x>=0. "
+        "kaja: Invalid value for '--limit' / '-n': -1 is not in the range 0<=x<=1000000000. "
         "(see `kaja sessions --help`)\n"
     )
 
@@ -135,6 +135,15 @@ EVERY_GROUP = {
         ["wipe", "--yes"], ["wipe"],
     ],
     "demo": [["demo"], ["--state-dir", "{root}/fresh", "demo", "--seed", "2", "--now", "2026-01-01"]],
+    "notes": [
+        ["notes", "--all-owners"], ["notes", "show", "dieta"], ["notes", "forget", "diet", "--yes"],
+        ["notes", "export", "-f", "json"], ["search", "--notes", "marie"],
+    ],
+    "cache": [["cache"], ["cache", "clear", "nope", "--yes"], ["cache", "clear", "--yes"], ["cache", "prune"]],
+    "accounts": [
+        ["accounts", "--json"], ["accounts", "remove", "marie", "--yes"],
+        ["accounts", "revoke", "marie", "--all", "--yes"], ["accounts", "sessions", "nobody"],
+    ],
 }  # fmt: skip
 
 
@@ -178,3 +187,40 @@ def test_an_in_process_run_leaves_this_process_as_it_was(demo_store):
     assert r.code == 0 and r.out.startswith("{"), r
     assert state() == before
     assert "KAJA_STATE_DIR" in demo_store.env and os.environ.get("HOME") != demo_store.env["HOME"]
+
+
+# --- small habits -------------------------------------------------------------------------
+def test_dash_capital_v_is_the_version(kaja):
+    r = kaja("-V")
+    assert (r.code, r.out, r.err) == (0, f"kaja {__version__}\n", "")
+
+
+def test_a_config_flag_naming_no_file_is_an_error(kaja, tmp_path):
+    missing = tmp_path / "typo.toml"
+    for argv in (["sessions"], ["config", "paths"], ["config", "show"], ["doctor"],
+                 ["config", "get", "memory.mode"], ["usage"]):  # fmt: skip
+        r = kaja("--config", str(missing), *argv)
+        assert r.code == 1, (argv, r)
+        assert r.err.startswith(f"kaja: --config {missing}: no such file: "), r.err
+        assert r.err.count("\n") == 1
+    # writing it is how a new settings file is made
+    r = kaja("--config", str(missing), "config", "set", "memory.mode", "local")
+    assert r.code == 0, r
+    assert kaja("--config", str(missing), "config", "get", "memory.mode").out == "local\n"
+
+
+def test_kaja_config_may_name_a_file_not_written_yet(kaja):
+    assert not kaja.config.exists()  # the fixture's KAJA_CONFIG: the defaults apply
+    r = kaja("config", "get", "memory.mode")
+    assert (r.code, r.out) == (0, "local\n")
+
+
+def test_sessions_list_and_ls_are_the_listing(demo_store):
+    listing = demo_store("sessions", "--all-owners", "-n", "3")
+    assert listing.code == 0 and len(listing.out.splitlines()) == 3
+    for word in ("list", "ls"):
+        r = demo_store("sessions", word, "--all-owners", "-n", "3")
+        assert (r.code, r.out, r.err) == (0, listing.out, listing.err), word
+    assert "ls" not in demo_store("sessions", "--help").out.split()  # the listing's alias, unlisted
+    r = demo_store("sessions", "--all-owners", "list")
+    assert r.code == 2 and "put the options after it" in r.err

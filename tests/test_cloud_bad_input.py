@@ -98,11 +98,46 @@ def test_a_wrong_password_is_refused_without_echoing_it(kaja, password_role):
 def test_a_database_that_is_not_kajas(cloud):
     with cloud.pg.connect() as conn:
         conn.execute("CREATE SCHEMA kaja; CREATE TABLE kaja.messages (body text)")
-    for argv in (["sessions"], ["search", "x"], ["resume"], ["usage"], ["wipe", "--owner", ANA]):
+    # Read: kaja reads only its own schema (one line, exit 1).
+    for argv in (["sessions"], ["search", "x"], ["resume"], ["usage"]):
         r = cloud(*argv)
         assert r.code == 1, (argv, r)
         one_line(r)
-        assert "is not Kaja's: it has tables but no kaja_schema" in r.err
+        assert "is not Kaja's (its tables: messages)" in r.err
+    # Write: refused as guard refuses another program's file (exit 5), nothing changed.
+    for argv in (["wipe", "--owner", ANA, "--yes"], ["sessions", "delete", "abc", "--yes"],
+                 ["demo", "--seed", "1"], ["wipe", "--yes"]):  # fmt: skip
+        r = cloud(*argv)
+        assert r.code == 5, (argv, r)
+        assert "is not Kaja's" in r.err and "Traceback" not in r.err, (argv, r)
+    with cloud.pg.connect() as conn:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'kaja'"
+        ).fetchall()
+    assert tables == [("messages",)]
+
+
+def test_a_schema_the_agent_made_is_kajas(cloud):
+    """Recognised by its tables and columns (the registry's telltales, as a
+    file is): read as it is, and brought up to date by the first write."""
+    with cloud.pg.connect() as conn:
+        conn.execute(
+            "CREATE SCHEMA kaja; CREATE TABLE kaja.sessions (id text PRIMARY KEY, owner text,"
+            ' title text, "createdAt" text, "updatedAt" text);'
+            ' CREATE TABLE kaja.messages (id text PRIMARY KEY, "sessionId" text, seq bigint,'
+            " role text, content text);"
+            " INSERT INTO kaja.sessions VALUES ('s1', NULL, 'From the agent', '2026-11-01', NULL);"
+            " INSERT INTO kaja.messages VALUES ('m1', 's1', 1, 'user', 'bonjour')"
+        )
+    r = cloud("sessions", "--json")
+    assert r.code == 0, r
+    assert [s["title"] for s in json.loads(r.out)["sessions"]] == ["From the agent"]
+    r = cloud("search", "bonjour")
+    assert r.code == 1 and "has no search index" in r.err, r
+    r = cloud("search", "--reindex")
+    assert r.code == 0, r
+    r = cloud("search", "bonjour", "--json")
+    assert r.code == 0 and [m["message_id"] for m in json.loads(r.out)["results"]] == ["m1"], r
 
 
 def test_a_missing_database_is_one_line(cloud):

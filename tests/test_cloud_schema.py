@@ -214,11 +214,40 @@ def test_read_commands_never_create_anything(cloud, argv):
 def test_a_schema_that_is_not_kajas_is_not_touched(cloud):
     with cloud.pg.connect() as conn:
         conn.execute("CREATE SCHEMA kaja; CREATE TABLE kaja.sessions (id int)")
-    for argv in (["sessions"], list(DEMO)):
+    # A read fails (exit 1); a write is refused as guard refuses a file (exit 5).
+    for argv, code in ((["sessions"], 1), (list(DEMO), 5)):
         r = cloud(*argv)
-        assert r.code == 1, r
-        assert "(schema kaja) is not Kaja's: it has tables but no kaja_schema" in r.err
+        assert r.code == code, r
+        assert "(schema kaja) is not Kaja's (its tables: sessions)" in r.err
     assert tables_of(cloud.pg) == {"sessions": ["id"]}
+
+
+def test_unaccent_kaja_may_not_create_is_one_line_saying_what_to_run(cloud):
+    """A role that owns kaja's schema but may not create in the database (a
+    managed server's usual grant) cannot create the trusted extension either."""
+    role = f"maker_{cloud.pg.name}"
+    with cloud.pg.connect() as conn:
+        conn.execute("DROP EXTENSION unaccent")  # tests/pg.py's template has it
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"CREATE SCHEMA kaja AUTHORIZATION {role}")
+    url = cloud.pg.url.replace("postgres@", f"{role}@")
+    try:
+        r = cloud("--database-url", url, *DEMO)
+        assert r.code == 1, r
+        assert r.err.count("\n") == 1 and "Traceback" not in r.err, r
+        assert "search needs PostgreSQL's unaccent extension, and kaja could not create it" in r.err
+        assert "run as a superuser, in that database: CREATE EXTENSION unaccent;" in r.err
+        assert tables_of(cloud.pg) == {}  # nothing half-made
+        with cloud.pg.connect() as conn:
+            conn.execute("CREATE EXTENSION unaccent")  # what the line said to run
+        r = cloud("--database-url", url, *DEMO)
+        assert r.code == 0, r
+        r = cloud("--database-url", url, "search", "tomato", "--all-owners", "--json")
+        assert r.code == 0 and json.loads(r.out)["results"], r
+    finally:
+        with cloud.pg.connect() as conn:
+            conn.execute(f"DROP OWNED BY {role}")
+            conn.execute(f"DROP ROLE {role}")
 
 
 def test_a_schema_from_a_newer_kaja_is_read_and_never_written(cloud_demo):

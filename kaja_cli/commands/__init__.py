@@ -10,17 +10,75 @@ inside their functions so that start-up (every TAB press) stays cheap.
 from typing import TYPE_CHECKING
 
 import typer
+from typer.models import TyperPath
 
 if TYPE_CHECKING:
+    from kaja_cli.core.paths import Overrides
     from kaja_cli.core.store import Store
+
+
+def overrides(ctx: typer.Context) -> "Overrides":
+    """The root options (--config, --state-dir, --db) as given.
+
+    A `--config` naming no file is an error (exit 1): typed for this one
+    command, a typo must not quietly mean the defaults. `KAJA_CONFIG` may name
+    a file that does not exist yet (set once in a profile; the defaults apply
+    until `kaja config set` writes it), and so may `--config` for `config
+    set`, `unset` and `edit`, which read `ctx.find_root().obj` themselves.
+    """
+    import os
+
+    given = ctx.find_root().obj
+    path = given.config
+    if path is not None:
+        full = os.path.expanduser(path)
+        if not (os.path.exists(full) or os.path.islink(full)):
+            from kaja_cli.errors import Failed
+
+            raise Failed(
+                f"--config {path}: no such file",
+                hint="check the path, or create it with `kaja --config PATH config set KEY VALUE`",
+            )
+    return given
 
 
 def store_of(ctx: typer.Context) -> "Store":
     """The store the root options (--config, --state-dir, --db) point at."""
     from kaja_cli.core.store import Store
 
-    return Store.locate(ctx.find_root().obj)
+    return Store.locate(overrides(ctx))
 
 
 JSON_HELP = "Print one JSON document on stdout instead of a table."
+
+# Bounds of the numbers typed on the command line (exit 2 beyond them): a
+# count of rows or entries, and a lock wait. SQLite's LIMIT takes at most
+# 2^63 - 1, and a wait is given to SQLite in milliseconds.
+COUNT_MAX = 1_000_000_000
+WAIT_MAX = 3600.0
+
+
+def a_number(value: float | None) -> float | None:
+    """A typer callback: NaN passes every range check (it compares false), so
+    it is refused here, as a usage error (exit 2)."""
+    if value is not None and value != value:
+        raise typer.BadParameter("not a number")
+    return value
+
+
 OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'
+
+
+class _TypedPath(TyperPath):
+    """A path option as typed. An empty one is a mistake (`--db "$UNSET"`), not
+    the current folder, which is what `Path("")` would quietly mean."""
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty: give a path (an unset shell variable?)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def typed_path() -> TyperPath:
+    """The click type of every path option (`click_type=typed_path()`)."""
+    return _TypedPath()

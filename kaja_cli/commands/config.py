@@ -5,7 +5,8 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import JSON_HELP, overrides, store_of
+from kaja_cli.completion.hooks import hook
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -52,13 +53,19 @@ def paths(
             }
         )
         return
+    # Paths wrap (after a slash when a name is too long); on a narrow terminal
+    # "exists", the file count, the source, then the size go (README, "Where data lives").
+    Col = render.Col
     render.table(
-        [render.Col("what", style="bold"), render.Col("path"), render.Col("source", style="dim"),
-         render.Col("exists"), render.Col("size", justify="right")],
-        [[core_paths.BACKEND_LABELS[b.name], b.value or "-", b.source, "", ""] for b in backend]
+        [Col("what", style="bold", kind="whole"), Col("path", min=20),
+         Col("source", style="dim", drop=3),
+         Col("exists", kind="whole", drop=1), Col("size", justify="right", drop=4),
+         Col("files", justify="right", drop=2)],
+        [[core_paths.BACKEND_LABELS[b.name], b.value or "-", b.source, "", "", ""]
+         for b in backend]
         + [
             [core_paths.LABELS[r.name], str(r.path), r.source, "yes" if r.exists else "no",
-             render.human_size(r.size) + (f" ({r.files} files)" if r.files else "") if r.exists else "-"]
+             render.human_size(r.size) if r.exists else "-", "" if r.files is None else r.files]
             for r in rows
         ],
         plain_rows=[[b.name, b.value or "", b.source, "", ""] for b in backend]
@@ -80,28 +87,6 @@ def paths(
 KEY_HELP = "A dotted key, e.g. memory.mode or logging.database.slow_ms."
 
 
-def _complete_key(incomplete: str) -> list[tuple[str, str]]:
-    from kaja_cli.core.settings_keys import KEYS
-
-    low = incomplete.lower()
-    return [(k.name, k.description) for k in KEYS.values() if k.name.lower().startswith(low)]
-
-
-def _complete_value(ctx: typer.Context, incomplete: str) -> list[str]:
-    from kaja_cli.core.settings_keys import BOOL, CHOICE, KEYS
-
-    key = KEYS.get(ctx.params.get("key") or "")
-    if key is None:
-        return []
-    if key.kind == BOOL:
-        values = ["true", "false"]
-    elif key.kind == CHOICE:
-        values = list(key.choices)
-    else:
-        values = [] if key.default is None else [str(key.default)]
-    return [v for v in values if v.startswith(incomplete)]
-
-
 @app.command("show")
 def show(
     ctx: typer.Context,
@@ -116,7 +101,7 @@ def show(
     from kaja_cli import render
     from kaja_cli.core import settings_keys, settings_view
 
-    v = settings_view.view(ctx.find_root().obj)
+    v = settings_view.view(overrides(ctx))
     if as_json:
         render.emit_json(_show_json(v))
         return
@@ -131,9 +116,10 @@ def show(
         for u in v.unknown
     ]  # fmt: skip
     source = v.settings_file.source
+    Col = render.Col
     render.table(
-        [render.Col("key", style="bold", no_wrap=True), render.Col("value", ratio=1),
-         render.Col("source", style="dim"), render.Col("problem", style="red")],
+        [Col("key", style="bold", kind="whole"), Col("value", min=12),
+         Col("source", style="dim", drop=1), Col("problem", style="red")],
         rows,
         title=f"{v.settings_file.path} ({source}{'' if v.exists else ', no such file'})",
     )  # fmt: skip
@@ -173,7 +159,7 @@ def _show_json(v) -> dict:
 @app.command("get")
 def get(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=hook("key"))],
 ) -> None:
     """Print one setting's value in effect, alone on a line (for scripts).
 
@@ -184,7 +170,7 @@ def get(
 
     from kaja_cli.core import settings_keys, settings_view
 
-    found = settings_view.get(key, ctx.find_root().obj)
+    found = settings_view.get(key, overrides(ctx))
     sys.stdout.write(settings_keys.to_text(found.value) + "\n")
 
 
@@ -192,13 +178,13 @@ def get(
 @app.command("set", context_settings={"ignore_unknown_options": True})
 def set_(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=hook("key"))],
     value: Annotated[
         str,
         typer.Argument(
             metavar="VALUE",
             help="The new value (true/false, a number, a word or a path).",
-            autocompletion=_complete_value,
+            autocompletion=hook("value"),
         ),
     ],
     force: Annotated[
@@ -214,12 +200,12 @@ def set_(
     edited at its target when that is a regular file you own.
     """
     from kaja_cli import render
-    from kaja_cli.core import settings_keys, settings_view, settings_write
+    from kaja_cli.core import guard, settings_keys, settings_view, settings_write
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.set_value(
         paths.settings_file.path, key, value, force=force,
-        protected=settings_view.store_files(paths),
+        protected=guard.store_files(paths),
     )  # fmt: skip
     shown = settings_keys.toml_literal(change.after)
     if not change.changed:
@@ -233,7 +219,7 @@ def set_(
 @app.command("unset")
 def unset(
     ctx: typer.Context,
-    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=_complete_key)],
+    key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=hook("key"))],
 ) -> None:
     """Remove a key from settings.toml, so its default applies again.
 
@@ -242,11 +228,11 @@ def unset(
     error (exit 0).
     """
     from kaja_cli import render
-    from kaja_cli.core import settings_keys, settings_view, settings_write
+    from kaja_cli.core import guard, settings_keys, settings_view, settings_write
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.unset_value(
-        paths.settings_file.path, key, protected=settings_view.store_files(paths)
+        paths.settings_file.path, key, protected=guard.store_files(paths)
     )
     if not change.changed:
         render.note(f"{change.key} is not set in {change.file}; nothing to change")
@@ -294,12 +280,10 @@ def edit(
     from pathlib import Path
 
     from kaja_cli import render
-    from kaja_cli.core import settings_view, settings_write
+    from kaja_cli.core import guard, settings_view, settings_write
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
-    draft = settings_write.begin_edit(
-        paths.settings_file.path, protected=settings_view.store_files(paths)
-    )
+    draft = settings_write.begin_edit(paths.settings_file.path, protected=guard.store_files(paths))
     argv = settings_write.editor_command()
     folder = Path(tempfile.mkdtemp(prefix="kaja-settings-"))
     copy = folder / "settings.toml"

@@ -4,7 +4,8 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP
+from kaja_cli.commands import JSON_HELP, overrides
+from kaja_cli.completion.hooks import hook
 
 MARKS = {"ok": "✓", "warn": "!", "error": "✗"}
 ASCII_MARKS = {"ok": "+", "warn": "!", "error": "x"}
@@ -34,6 +35,7 @@ def doctor(
         typer.Option(
             "--check",
             metavar="ID",
+            autocompletion=hook("check"),
             help="Run only this check (repeatable); see --list-checks.",
         ),
     ] = None,
@@ -47,6 +49,9 @@ def doctor(
             help="Replace your home folder, user name and host name everywhere, "
             "for pasting into a support ticket.",
         ),
+    ] = False,
+    no_pager: Annotated[
+        bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
@@ -68,13 +73,13 @@ def doctor(
     if list_checks:
         _print_list(core, as_json)
         return
-    report = core.run(ctx.find_root().obj, only=check or (), thorough=thorough, fix=fix)
+    report = core.run(overrides(ctx), only=check or (), thorough=thorough, fix=fix)
     if redact:
         report = core.redacted(report)
     if as_json:
         render.emit_json(report.to_dict())
     else:
-        _print_report(report)
+        _print_report(report, pager=not no_pager)
     if report.errors:
         raise typer.Exit(1)
 
@@ -96,12 +101,20 @@ def _print_list(core, as_json: bool) -> None:
     if as_json:
         render.emit_json({"checks": rows, "databases": list(core.DATABASE_NAMES)})
         return
+    footer = f"<db> is one of {names}; `--check ID` takes a check or one of its results."
+    if render.stdout_is_terminal():  # the layout rule: ids whole, what each does wrapped
+        render.table(
+            [render.Col("check", kind="whole"), render.Col("what it looks at")],
+            [[f"{s.id}.<db>" if s.per_database else s.id, s.about] for s in specs],
+            caption=footer,
+        )
+        return
     width = max(len(s.id) for s in specs) + 6
     out = []
     for s in specs:
         name = f"{s.id}.<db>" if s.per_database else s.id
         out.append(f"{name:<{width}}{s.about}")
-    out.append(f"\n<db> is one of {names}; `--check ID` takes a check or one of its results.")
+    out.append(f"\n{footer}")
     _write("\n".join(out) + "\n")
 
 
@@ -116,7 +129,7 @@ def _marks() -> dict[str, str]:
     return MARKS
 
 
-def _print_report(report) -> None:
+def _print_report(report, *, pager: bool) -> None:
     """One line per check under its group; details and the fix under a problem.
 
     A line is a list of (text, style) pieces: plain text when piped or with
@@ -148,14 +161,9 @@ def _print_report(report) -> None:
                     lines.append([(f"      {how}: {c.fix}", "")])
     style = "red" if report.errors else "yellow" if report.warnings else "green"
     lines.append([(report.verdict(), f"bold {style}")])
-    if not render.color_enabled():
-        _write("".join("".join(text for text, _ in line) + "\n" for line in lines))
-        return
-    from rich.text import Text
-
-    console = render.console()
-    for line in lines:
-        console.print(Text.assemble(*line))
+    # On a terminal each line wraps at words under its own text (render's
+    # rule), and a report longer than the screen is paged.
+    render.print_lines(lines, pager=pager)
 
 
 def _write(text: str) -> None:

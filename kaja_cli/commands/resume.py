@@ -4,23 +4,32 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, OWNER_HELP, store_of
+from kaja_cli.completion.hooks import hook
 
 
 def resume(
     ctx: typer.Context,
     session_id: Annotated[
         str | None,
-        typer.Argument(metavar="[ID]", help="A session id or unique prefix; default: the latest."),
+        typer.Argument(
+            metavar="[ID]",
+            help="A session id or unique prefix; default: the latest.",
+            autocompletion=hook("session"),
+        ),
     ] = None,
     latest: Annotated[
         bool, typer.Option("--continue", "-c", help="The latest session (the default).")
     ] = False,
     tail: Annotated[
         int | None,
-        typer.Option(metavar="N", min=0, help="Only the last N entries of the timeline."),
+        typer.Option(
+            metavar="N", min=0, max=COUNT_MAX, help="Only the last N entries of the timeline."
+        ),
     ] = None,
-    owner: Annotated[str | None, typer.Option(metavar="ID", help=OWNER_HELP)] = None,
+    owner: Annotated[
+        str | None, typer.Option(metavar="ID", help=OWNER_HELP, autocompletion=hook("owner"))
+    ] = None,
     no_pager: Annotated[
         bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
     ] = False,

@@ -4,7 +4,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
     from kaja_cli.core.search import SearchResult
@@ -35,6 +36,7 @@ def search(
         typer.Option(
             metavar="ID",
             help=OWNER_HELP,
+            autocompletion=hook("owner"),
         ),
     ] = None,
     all_owners: Annotated[
@@ -43,12 +45,17 @@ def search(
     ] = False,
     session: Annotated[
         str | None,
-        typer.Option(metavar="ID", help="Only this session: a full id or a unique prefix."),
+        typer.Option(
+            metavar="ID",
+            help="Only this session: a full id or a unique prefix.",
+            autocompletion=hook("session"),
+        ),
     ] = None,
     role: Annotated[
         list[str] | None,
         typer.Option(
             metavar="ROLE",
+            autocompletion=hook("role"),
             help="Only messages with this role: user, assistant, tool or system (repeatable).",
             show_default=False,
         ),
@@ -61,13 +68,23 @@ def search(
         ),
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+        int,
+        typer.Option(
+            "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+        ),
     ] = 20,
     reindex: Annotated[
         bool,
         typer.Option(
             "--reindex", help="Rebuild the search index from every message first (a progress bar)."
         ),
+    ] = False,
+    no_pager: Annotated[
+        bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
+    ] = False,
+    notes: Annotated[
+        bool,
+        typer.Option("--notes", help="Search the notes (the agent's memory) instead of messages."),
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
@@ -79,14 +96,18 @@ def search(
     instead. Each hit shows its session, time, role and the words in
     context. Without a search index (a store another program made), kaja
     builds it when it may write the store, and otherwise scans the messages
-    and says so.
+    and says so. --notes searches the notes' keys, tags and content instead.
     """
     from kaja_cli import render
     from kaja_cli.core import search as core_search
     from kaja_cli.errors import UsageError
 
-    store = store_of(ctx)
     text = " ".join(query or [])
+    if notes:
+        _notes(ctx, text, fts, recent, owner, all_owners, session, role, since, limit, reindex,
+               no_pager, as_json)  # fmt: skip
+        return
+    store = store_of(ctx)
     if reindex:
         count = core_search.reindex(store, progress=render.progress)
         render.note(f"reindexed {count} messages in {store.where()}")
@@ -105,11 +126,23 @@ def search(
     if as_json:
         render.emit_json(_as_json(result))
     else:
-        _print(render, result)
+        _print(render, result, no_pager)
     for line in result.notes:
         render.note(line)
     if not result.hits and result.source != "none":
         render.note(f"no matches for {text!r}{_whose(result)}")
+
+
+def _notes(ctx, text, fts, recent, owner, all_owners, session, role, since, limit, reindex,
+           no_pager, as_json) -> None:  # fmt: skip
+    from kaja_cli.commands import notes
+    from kaja_cli.errors import UsageError
+
+    for name, given in (("--session", session), ("--role", role), ("--reindex", reindex)):
+        if given:
+            raise UsageError(f"{name} is for messages: it does not go with --notes")
+    notes.search(ctx, text, fts=fts, recent=recent, owner=owner, all_owners=all_owners,
+                 since=since, limit=limit, no_pager=no_pager, as_json=as_json)  # fmt: skip
 
 
 def _whose(result: "SearchResult") -> str:
@@ -148,7 +181,7 @@ def _as_json(result: "SearchResult") -> dict:
     }
 
 
-def _print(render, result: "SearchResult") -> None:
+def _print(render, result: "SearchResult", no_pager: bool) -> None:
     from kaja_cli.core.owners import label
 
     hits = result.hits
@@ -161,30 +194,29 @@ def _print(render, result: "SearchResult") -> None:
             "more match (--limit N, or 0 for all)"
         )
     owners = result.all_owners
-    # The match is what you came for: on a narrow terminal the session's
-    # title steps aside (its short id stays) so the match keeps its width.
-    with_title = render.terminal_width() >= 100
-    one_line = {"no_wrap": True, "overflow": "ellipsis"}
-    cols = [render.Col("session", style="cyan", no_wrap=True)]
+    Col = render.Col
+    # The match is what you came for: shown whole, wrapped. The session's
+    # short id never gives way; on a narrow terminal the time, the role, the
+    # owner and the title go, in that order (README, "Searching").
+    cols = [Col("session", style="cyan", kind="whole")]
     if owners:
-        cols.append(render.Col("owner", max_width=16, **one_line))
-    if with_title:
-        cols.append(render.Col("title", max_width=24, **one_line))
+        cols.append(Col("owner", kind="whole", drop=3))
     cols += [
-        render.Col("when", no_wrap=True),
-        render.Col("role", no_wrap=True),
-        render.Col("match", min_width=30),
+        Col("title", kind="text", drop=4, min=12),
+        Col("when", kind="whole", drop=1),
+        Col("role", kind="whole", drop=2),
+        Col("match", kind="text", min=30),
     ]
     rows, plain = [], []
     for h in hits:
         who = [label(h.owner)] if owners else []
-        title = [h.session_title or ""] if with_title else []
         rows.append(
-            [h.session_short or "-", *who, *title, render.relative_time(h.created_at),
+            [h.session_short or "-", *who, h.session_title or "", render.relative_time(h.created_at),
              h.role or "", render.highlighted(h.snippet, h.highlights)]
         )  # fmt: skip
         plain.append(
             [h.session_id or "", *who, h.created_at or "", h.role or "", h.session_title or "",
              h.snippet]
         )  # fmt: skip
-    render.table(cols, rows, caption=caption, plain_rows=plain)
+    with render.paged(not no_pager):
+        render.table(cols, rows, caption=caption, plain_rows=plain)

@@ -5,43 +5,58 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of, typed_path
+from kaja_cli.completion.hooks import hook
 
 app = typer.Typer(
     help="List your conversations, newest first; delete or export them.",
     invoke_without_command=True,
 )
 
+# The listing's options: `kaja sessions` alone, `kaja sessions list` and `ls` take them.
+OwnerOpt = Annotated[
+    str | None, typer.Option(metavar="ID", help=OWNER_HELP, autocompletion=hook("owner"))
+]
+AllOwners = Annotated[
+    bool, typer.Option("--all-owners", help="Everyone's sessions, with an owner column.")
+]
+Limit = Annotated[
+    int,
+    typer.Option(
+        "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+    ),
+]
+Since = Annotated[
+    str | None,
+    typer.Option(metavar="WHEN", help="Updated since: 2026-11-01, 2026-11-01T08:00, 3d, 12h."),
+]
+Model = Annotated[str | None, typer.Option(metavar="NAME", help="Only sessions with this model.")]
+Persona = Annotated[
+    str | None, typer.Option(metavar="NAME", help="Only sessions with this persona.")
+]
+NoPager = Annotated[bool, typer.Option("--no-pager", help="Never page long output on a terminal.")]
+Json = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
+
 
 @app.callback(invoke_without_command=True)
 def sessions(
     ctx: typer.Context,
-    owner: Annotated[str | None, typer.Option(metavar="ID", help=OWNER_HELP)] = None,
-    all_owners: Annotated[
-        bool, typer.Option("--all-owners", help="Everyone's sessions, with an owner column.")
-    ] = False,
-    limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
-    ] = 20,
-    since: Annotated[
-        str | None,
-        typer.Option(metavar="WHEN", help="Updated since: 2026-11-01, 2026-11-01T08:00, 3d, 12h."),
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Only sessions with this model.")
-    ] = None,
-    persona: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Only sessions with this persona.")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    owner: OwnerOpt = None,
+    all_owners: AllOwners = False,
+    limit: Limit = 20,
+    since: Since = None,
+    model: Model = None,
+    persona: Persona = None,
+    no_pager: NoPager = False,
+    as_json: Json = False,
 ) -> None:
     """List your conversations, newest first; delete or export them.
 
-    Without a subcommand: the acting owner's sessions (the terminal unless
-    --owner) with a short id you can pass to `kaja resume`, when each was last
-    updated, title, persona, model, messages, tokens, and a mark for a tool
-    call waiting on you. Piped, the rows are tab-separated with full ids and
-    ISO times.
+    Without a subcommand (or with `list`, `ls`): the acting owner's sessions
+    (the terminal unless --owner) with a short id you can pass to `kaja
+    resume`, when each was last updated, title, persona, model, messages,
+    tokens, and a mark for a tool call waiting on you. Piped, the rows are
+    tab-separated with full ids and ISO times.
     """
     if ctx.invoked_subcommand is not None:
         given = [p.opts[0] for p in ctx.command.params
@@ -54,6 +69,38 @@ def sessions(
                 hint=f"put the options after it: kaja sessions {ctx.invoked_subcommand} …",
             )
         return
+    _list(ctx, owner, all_owners, limit, since, model, persona, no_pager, as_json)
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    owner: OwnerOpt = None,
+    all_owners: AllOwners = False,
+    limit: Limit = 20,
+    since: Since = None,
+    model: Model = None,
+    persona: Persona = None,
+    no_pager: NoPager = False,
+    as_json: Json = False,
+) -> None:
+    """List your conversations, newest first (the same as `kaja sessions`; also `ls`).
+
+    The acting owner's sessions (the terminal unless --owner) with a short id
+    you can pass to `kaja resume`, when each was last updated, title,
+    persona, model, messages, tokens, and a mark for a tool call waiting on
+    you. Piped, the rows are tab-separated with full ids and ISO times.
+    """
+    _list(ctx, owner, all_owners, limit, since, model, persona, no_pager, as_json)
+
+
+app.command("ls", hidden=True)(list_)
+
+
+def _list(
+    ctx: typer.Context, owner: str | None, all_owners: bool, limit: int, since: str | None,
+    model: str | None, persona: str | None, no_pager: bool, as_json: bool,
+) -> None:  # fmt: skip
     from kaja_cli import render
     from kaja_cli.core import sessions as core
     from kaja_cli.errors import UsageError
@@ -91,7 +138,8 @@ def sessions(
         render.emit_json_document(head, "sessions", result.sessions)
         return
     if result.sessions:
-        _table(result, all_owners=acting is None, caption=more)
+        with render.paged(not no_pager):
+            _table(result, all_owners=acting is None, caption=more)
 
 
 def _filtered(flt) -> bool:
@@ -99,57 +147,50 @@ def _filtered(flt) -> bool:
 
 
 def _table(result, *, all_owners: bool, caption: str | None) -> None:
+    from datetime import UTC, datetime
+
     from kaja_cli import render
     from kaja_cli.core.owners import label
 
-    S = render.Styled
-    # One line per session. The id (you type it), the time and the counts
-    # keep their width; on a narrow terminal persona, then model, step aside
-    # and the title takes what is left, cut with an ellipsis.
-    ids = max((len(s.short_id) for s in result.sessions), default=8)
-    pending_w = 10 if any(s.pending for s in result.sessions) else 0
-    width = render.terminal_width()
-    # widths of everything but the title, with the two spaces between columns
-    fixed = ids + 8 + 4 + 6 + pending_w + (16 if all_owners else 0)
-    fixed += 2 * (5 + all_owners)
-    show_model = width - fixed - 19 >= 30
-    show_persona = show_model and width - fixed - 19 - 12 >= 30
-    title_w = max(12, width - fixed - 19 * show_model - 12 * show_persona)
-    one_line = {"no_wrap": True, "overflow": "ellipsis"}
-    cols = [render.Col("id", style="cyan", no_wrap=True, min_width=ids),
-            render.Col("updated", no_wrap=True, min_width=8)]  # fmt: skip
+    S, Col = render.Styled, render.Col
+    # The id (you type it), the counts and the mark never give way; the title,
+    # persona and model wrap; on a narrow terminal persona, model, the message
+    # count and the time go, in that order (README, "Conversations").
+    text = "text"
+    cols = [Col("id", style="cyan", kind="whole"), Col("updated", kind="whole", drop=4)]
     if all_owners:
-        cols.append(render.Col("owner", max_width=16, **one_line))
-    cols.append(render.Col("title", max_width=title_w, **one_line))
-    if show_persona:
-        cols.append(render.Col("persona", max_width=10, **one_line))
-    if show_model:
-        cols.append(render.Col("model", max_width=17, **one_line))
+        cols.append(Col("owner", kind="whole"))
     cols += [
-        render.Col("msgs", justify="right", no_wrap=True, min_width=4),
-        render.Col("tokens", justify="right", no_wrap=True, min_width=6),
-        render.Col("", no_wrap=True, min_width=pending_w),
+        Col("title", kind=text),
+        Col("persona", kind=text, drop=1),
+        Col("model", kind=text, drop=2),
+        Col("msgs", justify="right", drop=3),
+        Col("tokens", justify="right"),
     ]
+    pending = any(s.pending for s in result.sessions)
+    if pending:
+        cols.append(Col("", kind="whole"))
     rows, plain = [], []
+    now = datetime.now(UTC)
     for s in result.sessions:
         r = s.row
-        pending = (r.get("pendingKind") or "pending") if s.pending else ""
+        kind = (render.text(r.get("pendingKind")) or "pending") if s.pending else ""
         owner = [label(r.get("owner"))] if all_owners else []
         if r.get("title"):
-            title = S(str(r["title"]))
+            title = S(render.text(r["title"]))
         elif s.first_prompt:
             title = S("“" + " ".join(s.first_prompt.split())[:57] + "”", "dim italic")
         else:
             title = S("(untitled)", "dim")
+        mark = [S("⏸ " + kind, "bold yellow") if kind else ""] if pending else []
         rows.append(
-            [S(s.short_id, "cyan"), render.relative_time(r.get("updatedAt")), *owner, title,
-             *([r.get("persona")] if show_persona else []), *([r.get("model")] if show_model else []),
-             s.message_count, render.human_count(s.tokens),
-             S("⏸ " + pending, "bold yellow") if pending else ""]
+            [S(s.short_id, "cyan"), render.relative_time(r.get("updatedAt"), now), *owner, title,
+             r.get("persona"), r.get("model"), s.message_count, render.human_count(s.tokens),
+             *mark]
         )  # fmt: skip
         plain.append(
             [s.id, r.get("updatedAt"), *owner, r.get("title"), r.get("persona"), r.get("model"),
-             s.message_count, s.tokens, pending]
+             s.message_count, s.tokens, kind]
         )  # fmt: skip
     render.table(cols, rows, plain_rows=plain, caption=caption)
 
@@ -158,9 +199,12 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
 def delete(
     ctx: typer.Context,
     ids: Annotated[
-        list[str], typer.Argument(metavar="ID...", help="Session ids or unique prefixes.")
+        list[str],
+        typer.Argument(
+            metavar="ID...", help="Session ids or unique prefixes.", autocompletion=hook("session")
+        ),
     ],
-    owner: Annotated[str | None, typer.Option(metavar="ID", help=OWNER_HELP)] = None,
+    owner: OwnerOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Don't ask first.")] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print what was deleted as one JSON document.")
@@ -169,10 +213,11 @@ def delete(
     """Delete sessions with everything that hangs off them.
 
     Their messages, tool calls, summaries, model calls, timeline events and
-    search entries go in one transaction, then their image folders. Every id
-    must be the acting owner's (the terminal unless --owner); if one is not,
-    nothing is deleted. Asks first; with no terminal to ask, refuses unless
-    --yes.
+    search entries go in one transaction, then their image folders (run it
+    again if it was interrupted in between: it removes the folders left).
+    Every id must be the acting owner's (the terminal unless --owner); if one
+    is not, nothing is deleted. Asks first; with no terminal to ask, refuses
+    unless --yes.
     """
     from kaja_cli import render
     from kaja_cli.core import sessions as core
@@ -184,6 +229,11 @@ def delete(
     if not yes and len(plan.sessions) > 1:
         for s in plan.sessions:
             render.note(f"will delete {s.id}  {s.title or '(untitled)'}")
+    if plan.images_link is not None:
+        render.note(
+            f"keeping their image folders: {plan.images_link} is a symbolic link,"
+            " and kaja deletes nothing through one"
+        )
     render.confirm(f"Delete {what}?", assume_yes=yes)
     done = core.delete(store, plan, acting)
     if as_json:
@@ -196,16 +246,24 @@ def delete(
                 "image_folders": [str(p) for p in done.image_folders],
             }
         )
-        return
-    n, f = len(done.sessions), len(done.image_folders)
-    folders = f" and {render.plural(f, 'image folder')}" if f else ""
-    render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
+    elif not done.sessions:
+        n = len(done.image_folders)
+        render.note(f"removed {render.plural(n, 'image folder')} an interrupted delete left")
+    else:
+        n, f = len(done.sessions), len(done.image_folders)
+        folders = f" and {render.plural(f, 'image folder')}" if f else ""
+        render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
+    if plan.unknown is not None:  # an id that named nothing (the leftovers are gone now)
+        raise plan.unknown
 
 
 def _describe(plan) -> str:
     from kaja_cli import render
 
     n = len(plan.sessions)
+    if not n:
+        text = f"{render.plural(len(plan.left_over), 'image folder')} an interrupted delete left"
+        return text + f" ({render.plural(plan.image_files, 'image file')})"
     text = render.plural(n, "session")
     if n == 1:
         text += f" “{plan.sessions[0].title or 'untitled'}”"
@@ -232,28 +290,41 @@ def _rows_text(rows: dict) -> str:
 @app.command("export")
 def export(
     ctx: typer.Context,
-    session_id: Annotated[str, typer.Argument(metavar="ID", help="A session id or unique prefix.")],
+    session_id: Annotated[
+        str,
+        typer.Argument(
+            metavar="ID", help="A session id or unique prefix.", autocompletion=hook("session")
+        ),
+    ],
     fmt: Annotated[
         str | None,
         typer.Option(
             "--format",
             "-f",
             metavar="md|json",
+            autocompletion=hook("format"),
             help="Markdown transcript or the full JSON; default: from -o's suffix, else md.",
         ),
     ] = None,
     output: Annotated[
         Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout."),
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            click_type=typed_path(),
+            help="Write here instead of stdout.",
+        ),
     ] = None,
-    owner: Annotated[str | None, typer.Option(metavar="ID", help=OWNER_HELP)] = None,
+    owner: OwnerOpt = None,
 ) -> None:
     """Export one session: a readable Markdown transcript, or the full JSON.
 
     Markdown has every message, tool call (arguments, status, duration, full
     result) and image (as a link to its file). JSON has the session row, all
     summaries, messages with their tool calls, timeline events and model
-    calls. The file (-o) is written whole or not at all, readable only by you.
+    calls. The file (-o) is written whole or not at all, readable only by you;
+    it is never one of the store's own files, a FIFO or a device (exit 5).
     """
     from kaja_cli import render
     from kaja_cli.core import transcript
@@ -270,6 +341,11 @@ def export(
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
     store = store_of(ctx)
     acting = store.owner(owner)
+    target = None
+    if output is not None:  # refused (exit 5) before anything is read: the store, a FIFO…
+        from kaja_cli.core import guard
+
+        target = guard.write_target(output, guard.store_files(store.paths), what="transcript")
     if fmt == "json":
         doc = transcript.load_transcript_json(store, session_id, acting)
         if output is None:
@@ -287,8 +363,9 @@ def export(
             return
     from kaja_cli.core import fs
 
+    assert target is not None
     try:
-        fs.write_private_file(output, text.encode())
+        fs.write_private_file(target.real, text.encode())
     except OSError as e:
         from kaja_cli.errors import Failed
 

@@ -5,9 +5,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, WAIT_MAX, a_number, store_of
 
 if TYPE_CHECKING:
+    from kaja_cli.core.sync import MachineTotals
     from kaja_cli.core.usage import ResetPlan, Totals, UsageReport, VacuumResult
 
 
@@ -39,9 +40,28 @@ def usage(
     tools: Annotated[
         int,
         typer.Option(
-            "--tools", min=0, metavar="N", help="Show the N tools that fail most (0 = all)."
+            "--tools",
+            min=0,
+            max=COUNT_MAX,
+            metavar="N",
+            help="Show the N tools that fail most (0 = all).",
         ),
     ] = 10,
+    no_pager: Annotated[
+        bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
+    ] = False,
+    all_machines: Annotated[
+        bool,
+        typer.Option(
+            "--all-machines", help="Report the shared ledger on PostgreSQL: every machine's usage."
+        ),
+    ] = False,
+    url: Annotated[
+        str | None,
+        typer.Option(
+            "--url", metavar="URL", help="With --all-machines: the PostgreSQL URL (as `kaja sync`)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Show token and call totals from the usage ledger, and the tools that fail most.
@@ -50,7 +70,9 @@ def usage(
     model (or --by day, source or engine), then the tools with the most
     errors and denials, and runs by status. --since is inclusive, --until
     exclusive; both are UTC. Reads the store read-only. `kaja usage reset`
-    clears the ledger.
+    clears the ledger. --all-machines asks the shared ledger on PostgreSQL
+    instead (what every machine has pushed, see `kaja sync`), with the calls
+    of each machine.
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -59,12 +81,27 @@ def usage(
 
     start = timeparse.parse_when(since, option="--since") if since else None
     end = timeparse.parse_when(until, option="--until") if until else None
-    result = core.report(store_of(ctx), by=by.value, since=start, until=end)
+    machines = None
+    if all_machines:
+        from kaja_cli.core import sync
+
+        store = store_of(ctx)
+        target = sync.require_url(store, url)
+        result, machines = sync.all_machines_report(store, target, by.value, start, end)
+    else:
+        if url is not None:
+            from kaja_cli.errors import UsageError
+
+            raise UsageError("--url goes with --all-machines")
+        result = core.report(store_of(ctx), by=by.value, since=start, until=end)
     shown = result.tools if tools == 0 else result.tools[:tools]
     if as_json:
-        _report_json(result, shown)
+        _report_json(result, shown, machines)
     else:
-        _report_text(result, shown)
+        from kaja_cli import render
+
+        with render.paged(not no_pager):
+            _report_text(result, shown, machines)
 
 
 def _totals_json(t: "Totals") -> dict:
@@ -75,11 +112,26 @@ def _totals_json(t: "Totals") -> dict:
     }  # fmt: skip
 
 
-def _report_json(result: "UsageReport", shown: list) -> None:
+def _nothing_yet(result: "UsageReport", machines: "list | None") -> str:
+    if machines is not None:
+        return f"nothing shared yet: no andromeda_ledger at {result.location} (run `kaja sync`)"
+    return f"nothing recorded yet: no Kaja store at {result.location}"
+
+
+def _machines_json(machines: "list[MachineTotals]") -> list:
+    return [
+        {"origin": m.origin, "host": m.host, "calls": m.calls, "prompt_tokens": m.prompt_tokens,
+         "completion_tokens": m.completion_tokens, "this_machine": m.this_machine}
+        for m in machines
+    ]  # fmt: skip
+
+
+def _report_json(result: "UsageReport", shown: list, machines: "list | None" = None) -> None:
     from kaja_cli import render
 
     if not result.exists:
-        render.note(f"nothing recorded yet: no Kaja store at {result.location}")
+        render.note(_nothing_yet(result, machines))
+    extra = {} if machines is None else {"machines": _machines_json(machines)}
     render.emit_json(
         {
             "store": result.location,
@@ -105,6 +157,7 @@ def _report_json(result: "UsageReport", shown: list) -> None:
             "tools_left_out": len(result.tools) - len(shown),
             "runs": result.runs,
             "missing": result.missing,
+            **extra,
         }
     )
 
@@ -113,11 +166,11 @@ def _n(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
-def _report_text(result: "UsageReport", shown: list) -> None:
+def _report_text(result: "UsageReport", shown: list, machines: "list | None" = None) -> None:
     from kaja_cli import render
 
     if not result.exists:
-        render.note(f"nothing recorded yet: no Kaja store at {result.location}")
+        render.note(_nothing_yet(result, machines))
         return
     if result.missing:
         render.note(
@@ -125,18 +178,22 @@ def _report_text(result: "UsageReport", shown: list) -> None:
         )
     terminal = render.stdout_is_terminal()
     groups = _with_empty_days(result.groups) if result.by == "day" and terminal else result.groups
+    Col = render.Col
+    # Every figure is whole; on a narrow terminal the chart shrinks, then cached
+    # tokens, the chart, completion, failed and prompt go, in that order (README, "Usage").
     cols = [
-        render.Col(result.by, style="bold"), render.Col("calls", "right"),
-        render.Col("failed", "right"), render.Col("prompt", "right"),
-        render.Col("completion", "right"), render.Col("cached", "right"),
-        render.Col("tokens", "right"), render.Col("time", "right"),
+        Col(result.by, style="bold", kind="whole"), Col("calls", "right"),
+        Col("failed", "right", drop=4), Col("prompt", "right", drop=5),
+        Col("completion", "right", drop=3), Col("cached", "right", drop=1),
+        Col("tokens", "right"), Col("time", "right"),
     ]  # fmt: skip
     rows = [_text_row(g.key or "(none)", g) for g in groups]
     if result.by == "day" and groups:
-        largest = max(g.tokens or 0 for g in groups)
-        cols.append(render.Col("tokens per day", style="cyan", no_wrap=True))
+        largest = max(g.tokens or 0 for g in groups) or 1
+        cols.append(Col("tokens per day", style="cyan", kind="chart", drop=2))
         rows = [
-            [*row, render.bar(g.tokens or 0, largest)] for row, g in zip(rows, groups, strict=True)
+            [*row, render.Bar((g.tokens or 0) / largest)]
+            for row, g in zip(rows, groups, strict=True)
         ]
     total = _text_row("total", result.total) + ([""] if result.by == "day" and groups else [])
     plain = [_plain_row(result.by, g.key, g) for g in result.groups]
@@ -151,9 +208,9 @@ def _report_text(result: "UsageReport", shown: list) -> None:
     if shown:
         left_out = len(result.tools) - len(shown)
         render.table(
-            [render.Col("tool", style="bold"), render.Col("calls", "right"), render.Col("ok", "right"),
-             render.Col("error", "right"), render.Col("denied", "right"), render.Col("fail rate", "right"),
-             render.Col("avg time", "right")],
+            [Col("tool", style="bold", kind="whole"), Col("calls", "right"), Col("ok", "right", drop=1),
+             Col("error", "right", drop=3), Col("denied", "right", drop=2), Col("fail rate", "right"),
+             Col("avg time", "right", drop=4)],
             [[t.tool or "(none)", _n(t.calls), _n(t.outcomes.get("ok", 0)), _n(t.outcomes.get("error", 0)),
               _n(t.outcomes.get("denied", 0)), f"{100 * t.failures / t.calls:.1f}%" if t.calls else "-",
               render.human_duration(t.avg_ms)] for t in shown],
@@ -165,10 +222,29 @@ def _report_text(result: "UsageReport", shown: list) -> None:
         )  # fmt: skip
     if result.runs:
         render.table(
-            [render.Col("runs", style="bold"), render.Col("count", "right")],
+            [Col("runs", style="bold", kind="whole"), Col("count", "right")],
             [[status, _n(n)] for status, n in result.runs.items()],
             plain_rows=[["runs", status, n] for status, n in result.runs.items()],
         )
+    if machines:
+        _machines_text(machines)
+
+
+def _machines_text(machines: "list[MachineTotals]") -> None:
+    """Calls per machine (each ledger's origin, with the host that pushed it)."""
+    from kaja_cli import render
+
+    def label(m: "MachineTotals") -> str:
+        return (m.host or "?") + (" (this machine)" if m.this_machine else "")
+
+    render.table(
+        [render.Col("machine", style="bold"), render.Col("origin"), render.Col("calls", "right"),
+         render.Col("tokens", "right")],
+        [[label(m), m.origin[:8], _n(m.calls), _n((m.prompt_tokens or 0) + (m.completion_tokens or 0))]
+         for m in machines],
+        plain_rows=[["machine", m.origin, m.host, m.calls, m.prompt_tokens, m.completion_tokens,
+                     int(m.this_machine)] for m in machines],
+    )  # fmt: skip
 
 
 def _text_row(label: str, t: "Totals") -> list:
@@ -229,7 +305,11 @@ def reset(
     wait: Annotated[
         float,
         typer.Option(
-            min=0, metavar="SECONDS", help="How long to wait for the agent to finish writing."
+            min=0,
+            max=WAIT_MAX,
+            callback=a_number,
+            metavar="SECONDS",
+            help="How long to wait for the agent to finish writing.",
         ),
     ] = 5.0,
     vacuum: Annotated[
@@ -325,6 +405,13 @@ def _reset_out(
             f"deleted {total:,} usage rows{older} and {outbox:,} pending sync rows;"
             " conversations, learning, services and counters were kept"
         )
+    if plan.synced and not dry_run:
+        render.note(
+            "the reset is local: nothing was queued for sync, and the shared ledger and the"
+            " other machines keep their copies"
+        )
+    elif plan.synced:
+        render.note("a reset is local: the shared ledger and the other machines keep their copies")
     if freed is not None:
         rebuilt = "; the search index was rebuilt" if freed.search_index == "rebuilt" else ""
         render.note(

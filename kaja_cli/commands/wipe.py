@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
     from kaja_cli.core.wipe import Item, Leftovers, OwnerPlan, WipePlan
@@ -17,6 +18,7 @@ def wipe(
         typer.Option(
             "--owner",
             metavar="ID",
+            autocompletion=hook("owner"),
             help="Erase only what this owner stored (telegram:123, widget:ab12, terminal).",
         ),
     ] = None,
@@ -247,6 +249,11 @@ def _show_owner(plan: "OwnerPlan") -> None:
         )
     if plan.leftovers is not None:
         render.note(f"this also finishes: {plan.leftovers.summary}")
+    if plan.images_link is not None:
+        render.note(
+            f"keeping their image folders: {plan.images_link} is a symbolic link,"
+            " and kaja deletes nothing through one"
+        )
 
 
 def _owner_json(
@@ -259,6 +266,7 @@ def _owner_json(
         "done": not dry_run,
         "rows": rows,
         "image_folders": [str(p) for p in folders],
+        "images_link": None if plan.images_link is None else str(plan.images_link),
         **({} if dry_run else {"index_purged": index_purged}),
         "kept_rows": [
             {"table": m.table, "rows": m.rows, "reason": m.reason} for m in plan.mentions

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kaja_cli.core import values
+
 
 class Dialect:
     """SQLite's spelling; `Postgres` overrides what PostgreSQL spells otherwise."""
@@ -34,10 +36,23 @@ class Dialect:
         return f"{expr} = ? COLLATE NOCASE"
 
     def json_value(self, expr: str) -> str:
-        """A column as a JSON value: SQLite's json_object refuses BLOBs, shown as hex."""
+        """A column as a JSON value: SQLite's json_object refuses BLOBs (shown as
+        hex) and writes an infinite REAL as `Inf`, which is not JSON (shown as text)."""
         if expr == "NULL":
             return expr
-        return f"CASE WHEN typeof({expr}) = 'blob' THEN hex({expr}) ELSE {expr} END"
+        return (
+            f"CASE typeof({expr}) WHEN 'blob' THEN hex({expr}) WHEN 'real' THEN"
+            f" iif(abs({expr}) > 1.7976931348623157e308, CAST({expr} AS TEXT), {expr})"
+            f" ELSE {expr} END"
+        )
+
+    def no_index(self, expr: str) -> str:
+        """`expr`, kept off the planner's indexes (SQLite: unary `+`)."""
+        return "+" + expr
+
+    def real_sum(self, expr: str) -> str:
+        """`expr` summed as REAL, never "integer overflow" (`values.real_sum`)."""
+        return values.real_sum(expr)
 
     def json_parsed(self, expr: str) -> str:
         """A JSON text column as a JSON value: parsed when valid, else the text."""
@@ -77,6 +92,16 @@ class Postgres(Dialect):
 
     def json_value(self, expr: str) -> str:
         return expr
+
+    def no_index(self, expr: str) -> str:
+        return expr  # unary + is for numbers only; PostgreSQL's planner needs no hint here
+
+    def real_sum(self, expr: str) -> str:
+        # sum() of bigint is numeric (never overflows); as double precision it
+        # reads back as SQLite's REAL sum does (`values.whole` makes it whole).
+        if expr == "NULL":  # a column this schema lacks: sum(NULL) has no type to pick
+            return "CAST(NULL AS double precision)"
+        return f"CAST(sum({expr}) AS double precision)"
 
     def json_parsed(self, expr: str) -> str:
         if expr == "NULL":

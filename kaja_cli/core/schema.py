@@ -256,11 +256,18 @@ ARTIFACT_TABLES = (
 
 BOOKKEEPING_TABLES = (
     T("kaja_migrations", "source TEXT PRIMARY KEY, migrated_at"),
-    T("sync_outbox", "seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl, key, op, at"),
+    # sync_outbox_key: a pull asks whether a row has a change of its own
+    # waiting; sync_map_local: the sync triggers ask whether a row was imported.
+    T(
+        "sync_outbox",
+        "seq INTEGER PRIMARY KEY AUTOINCREMENT, tbl, key, op, at",
+        indexes=(("sync_outbox_key", "tbl, key"),),
+    ),
     T(
         "sync_map",
         "origin TEXT NOT NULL, tbl TEXT NOT NULL, key TEXT NOT NULL, local_id, seq INTEGER",
         "PRIMARY KEY (origin, tbl, key)",
+        indexes=(("sync_map_local", "tbl, local_id"),),
     ),
     T("sync_state", "name TEXT PRIMARY KEY, value, updated_at"),
     T("sync_flags", "name TEXT PRIMARY KEY, value"),
@@ -270,6 +277,93 @@ BOOKKEEPING_TABLES = (
 LEDGER_RESET_TABLES = (
     "runs", "calls", "tools", "events", "logs", "media", "feedback", "reviews", "cache_stats",
 )  # fmt: skip
+
+# --- ledger sync: the triggers that fill sync_outbox (seed "Postgres") ------------
+# The protocol is core/sync.py; here are only the triggers, as data, so every
+# writer that brings a file up to date installs them. They are always present
+# and queue nothing until the ledger has a sync origin (the first `kaja sync`
+# makes one): without sync the outbox stays empty, and a store never synced
+# pays one small lookup per ledger write. Rows a pull imports are kept out by
+# `sync_flags` ('importing' = '1', set only inside the import's transaction).
+#
+# Integer-id rows (SYNC_OWNED) belong to the ledger that made them: a row
+# imported from another machine (it has a sync_map row) queues nothing, and
+# deleting it drops its sync_map row, so a map row never outlives its row.
+# The others are shared by their natural key. The key is the row's
+# sync_outbox.key, and on the server the row's key.
+SYNC_KEYS: dict[str, str] = {
+    "calls": "CAST({r}.id AS TEXT)", "tools": "CAST({r}.id AS TEXT)",
+    "logs": "CAST({r}.id AS TEXT)", "feedback": "CAST({r}.id AS TEXT)",
+    "media": "CAST({r}.id AS TEXT)", "runs": "CAST({r}.id AS TEXT)",
+    "events": "json_array({r}.run_id, {r}.event_id)", "reviews": "CAST({r}.run_id AS TEXT)",
+}  # fmt: skip
+SYNC_OWNED = ("calls", "tools", "logs", "feedback", "media")
+# The column a sync_map row's local_id names (as text).
+SYNC_LOCAL_ID = {t: ("run_id" if t == "reviews" else "id") for t in SYNC_KEYS}
+
+_SYNC_ON = (
+    "EXISTS (SELECT 1 FROM sync_state WHERE name = 'origin')"
+    " AND NOT EXISTS (SELECT 1 FROM sync_flags WHERE name = 'importing' AND value IN ('1', 1))"
+)
+_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+
+
+def _sync_triggers(table: str) -> dict[str, str]:
+    key = SYNC_KEYS[table]
+    new, old = key.format(r="new"), key.format(r="old")
+    local = SYNC_LOCAL_ID[table]
+
+    def mine(r: str) -> str:  # not a row imported from another machine
+        if table not in SYNC_OWNED:
+            return ""
+        return (
+            f" AND NOT EXISTS (SELECT 1 FROM sync_map WHERE tbl = '{table}'"
+            f" AND local_id = CAST({r}.{local} AS TEXT))"
+        )
+
+    def queue(key_sql: str, op: str, where: str) -> str:
+        return (
+            f"INSERT INTO sync_outbox (tbl, key, op, at) SELECT '{table}', {key_sql}, '{op}',"
+            f" {_NOW} WHERE {where};"
+        )
+
+    insert = queue(new, "upsert", "1" + mine("new"))
+    rekeyed = queue(old, "delete", f"{old} IS NOT {new}" + mine("old"))
+    delete = queue(old, "delete", _SYNC_ON + mine("old"))
+    unmap = f"DELETE FROM sync_map WHERE tbl = '{table}' AND local_id = CAST(old.{local} AS TEXT);"
+    return {
+        f"sync_{table}_insert": f"AFTER INSERT ON {table} WHEN {_SYNC_ON} BEGIN {insert} END",
+        f"sync_{table}_update": f"AFTER UPDATE ON {table} WHEN {_SYNC_ON} BEGIN {rekeyed} {insert} END",
+        f"sync_{table}_delete": f"AFTER DELETE ON {table} BEGIN {delete} {unmap} END",
+    }
+
+
+SYNC_TRIGGERS: dict[str, str] = {
+    name: f'CREATE TRIGGER "{name}" {body}'
+    for table in SYNC_KEYS
+    for name, body in _sync_triggers(table).items()
+}
+
+
+def stale_sync_triggers(conn: sqlite3.Connection) -> list[str]:
+    """Names of the sync triggers that are missing or differ from SYNC_TRIGGERS."""
+    have = dict(
+        conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'sync\\_%'"
+            " ESCAPE '\\'"
+        ).fetchall()
+    )
+    return [name for name, sql in SYNC_TRIGGERS.items() if have.get(name) != sql]
+
+
+def ensure_sync_triggers(conn: sqlite3.Connection, changes: list[str]) -> None:
+    stale = stale_sync_triggers(conn)
+    for name in stale:
+        conn.execute(f'DROP TRIGGER IF EXISTS "{name}"')
+        conn.execute(SYNC_TRIGGERS[name])
+    if stale:
+        changes.append(f"created {len(stale)} sync triggers")
+
 
 # --- the side databases --------------------------------------------------------
 CACHE_TABLES = (
@@ -396,6 +490,7 @@ def apply(conn: sqlite3.Connection, file: DatabaseFile) -> Report:
     report.changes.extend(f"created index {name}" for name in sorted(before))
     if file.search_index:
         search_index.ensure(conn, report.changes)
+        ensure_sync_triggers(conn, report.changes)
         done = {r[0] for r in conn.execute("SELECT name FROM counters WHERE name LIKE 'schema:%'")}
         for name, step in ONE_OFF_STEPS:
             if f"schema:{name}" not in done:
@@ -447,12 +542,26 @@ def missing(conn: sqlite3.Connection, file: DatabaseFile) -> list[str]:
         item = search_index.missing_item(conn)
         if item:
             out.append(item)
+        if all(t in have for t in (*SYNC_KEYS, "sync_outbox", "sync_map")) and (
+            stale_sync_triggers(conn)
+        ):
+            out.append("sync triggers")
         if "counters" in have:
             done = {
                 r[0] for r in conn.execute("SELECT name FROM counters WHERE name LIKE 'schema:%'")
             }
             out.extend(f"step {n}" for n, _ in ONE_OFF_STEPS if f"schema:{n}" not in done)
     return out
+
+
+def steps_unknown(conn: sqlite3.Connection) -> list[str]:
+    """One-off steps recorded in the file that this kaja does not have: a newer
+    kaja upgraded it (`counters` rows "schema:<step>")."""
+    if "counters" not in table_names(conn):
+        return []
+    known = {f"schema:{n}" for n, _ in ONE_OFF_STEPS} | {"schema:upgraded"}
+    rows = conn.execute("SELECT name FROM counters WHERE name LIKE 'schema:%' ORDER BY name")
+    return [r[0].removeprefix("schema:") for r in rows if r[0] not in known]
 
 
 def is_current(conn: sqlite3.Connection, file: DatabaseFile) -> bool:

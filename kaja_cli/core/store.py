@@ -44,9 +44,14 @@ class Store(NamedTuple):
 
     def require_local(self) -> None:
         if self.paths.mode is Mode.CLOUD:
+            if self.paths.mode_source == "flag --database-url":
+                why, hint = "--database-url chose cloud mode", "leave out --database-url"
+            else:
+                why = f'{self.paths.settings_file.path} sets [memory] mode = "cloud"'
+                hint = 'run it where [memory] mode = "local"'
             raise Failed(
-                f'{self.paths.settings_file.path} sets [memory] mode = "cloud": there is no '
-                "local database, and this kaja administers local storage only"
+                f"{why}: this command reads only a local store, and there is none in cloud mode",
+                hint=hint,
             )
 
     # -- cloud mode -----------------------------------------------------------------
@@ -100,19 +105,36 @@ class Store(NamedTuple):
 
     @contextmanager
     def reader(
-        self, name: str = "shared", *, timeout_ms: int | None = None
+        self, name: str = "shared", *, timeout_ms: int | None = None, writing: bool = False
     ) -> Iterator[sqlite3.Connection]:
         """A read-only connection; NotFound if the file (or, in cloud mode, kaja's
-        schema on the server) does not exist."""
+        schema on the server) does not exist.
+
+        `writing`: the look a writing command takes before it asks and writes
+        (a plan, a count): what its write would refuse is refused here, with
+        the same exit 5 (not a SQLite file, not Kaja's: `guard`; on the server
+        a schema that is not Kaja's is refused by `pg.require_schema`)."""
         if self.cloud:
-            with self._server(name, writable=False, timeout_ms=timeout_ms) as conn:
+            with self._server(name, writable=False, writing=writing, timeout_ms=timeout_ms) as conn:
                 yield conn
             return
-        from kaja_cli.core import db
+        from kaja_cli.core import db, guard
 
         wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
-        with db.open_read(self.require(name), timeout_ms=wait) as conn:
+        path = self.require(name)
+        if writing:
+            db.require_database(path, writing=True)
+        with db.open_read(path, timeout_ms=wait, recover=self.recognise(name)) as conn:
+            if writing:
+                guard.require_kajas(conn, path, self.paths.file_of(name))
             yield conn
+
+    def recognise(self, name: str = "shared") -> Callable[[Path], bool]:
+        """Whether kaja may roll back an interrupted write in the file (a
+        write): only in one that is recognisably Kaja's (`guard`)."""
+        from kaja_cli.core import guard
+
+        return guard.may_recover(self.paths.file_of(name))
 
     @contextmanager
     def maybe_reader(
@@ -157,15 +179,22 @@ class Store(NamedTuple):
         self.require_local()
         path = self.path(name) if create else self.require(name)
         wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
-        with db.open_write(path, create=create, timeout_ms=wait) as conn:
+        with db.open_write(path, self.paths.file_of(name), create=create, timeout_ms=wait) as conn:
             self.ensure_schema(conn, name)
             yield conn
 
     @contextmanager
     def _server(
-        self, name: str, *, writable: bool, create: bool = False, timeout_ms: int | None = None
+        self,
+        name: str,
+        *,
+        writable: bool,
+        writing: bool = False,
+        create: bool = False,
+        timeout_ms: int | None = None,
     ) -> Iterator[sqlite3.Connection]:
-        """A connection to kaja's schema on the server (core.pg.connection)."""
+        """A connection to kaja's schema on the server (core.pg.connection);
+        `writing`: a read-only look that a write follows (`reader`)."""
         from kaja_cli.core.pg import connection as pg
 
         if Database(self.file_of(name)) is not Database.SHARED:
@@ -175,7 +204,7 @@ class Store(NamedTuple):
         where = self.target()
         with pg.connect(where, writable=writable, lock_timeout_ms=timeout_ms) as conn:
             if not (writable and create):
-                pg.require_schema(conn)
+                pg.require_schema(conn, writing=writable or writing)
             if writable:
                 from kaja_cli.core.pg import schema
 

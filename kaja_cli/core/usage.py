@@ -8,9 +8,11 @@ the file really has, so a ledger written by an older agent (missing tables or
 columns) is reported and reset as far as it goes.
 
 A reset is local: the pending `sync_outbox` rows of the ledger tables are
-dropped, and the agent's sync triggers (triggers on the ledger tables that
-insert into `sync_outbox`) are set aside for the transaction, so the reset
-queues nothing for sync. Everything else in the file is left as it was.
+dropped, and the sync triggers (any trigger on the ledger tables that inserts
+into `sync_outbox`, kaja's or an agent's own) are set aside for the
+transaction, so the reset queues nothing for sync. `sync.after_reset` then
+drops the sync_map rows of deleted imports and keeps reused ids apart on the
+server. Everything else in the file is left as it was.
 
 In cloud mode `report()` reads the ledger tables of kaja's schema on the
 server, when they are there (the same queries, `dialect` spelling the sums);
@@ -24,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core import db, dialect, schema, search_index
+from kaja_cli.core import db, dialect, fs, schema, search_index, values
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, Refused, UsageError
 
@@ -43,11 +45,6 @@ TIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "reviews": ("updated_at", "reviewed_at", "flagged_at"),  # the last thing that happened
     "cache_stats": ("minute",),  # "YYYY-MM-DDTHH:MM"
 }
-# The column whose text is a row's `sync_outbox.key` (what the sync triggers queue).
-SYNC_KEYS = {
-    "runs": "id", "calls": "id", "tools": "id", "events": "id", "logs": "id", "media": "id",
-    "feedback": "id", "reviews": "run_id",
-}  # fmt: skip
 
 
 # --- kaja usage ------------------------------------------------------------------
@@ -127,11 +124,8 @@ def _window(column: str | None, since: str | None, until: str | None) -> tuple[s
 def _sum(
     cols: set[str], column: str, expr: str | None = None, d: dialect.Dialect = dialect.SQLITE
 ) -> str:
-    if column not in cols:
-        return "NULL"
-    total = f"SUM({expr or chr(34) + column + chr(34)})"
-    # PostgreSQL sums integers into numeric: back to a 64-bit integer, as in SQLite.
-    return total if d is dialect.SQLITE else f"CAST({total} AS BIGINT)"
+    """The column's sum as REAL (never "integer overflow"), NULL without the column."""
+    return d.real_sum(expr or f'"{column}"') if column in cols else "NULL"
 
 
 def report_queries(
@@ -215,13 +209,10 @@ def report(
         queries, result.missing = report_queries(have, by, since, until, dialect.of(conn))
         rows = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
         conn.execute("COMMIT")
-    result.groups = _groups(rows.get("calls", []), by)
-    result.total = _add_up(result.groups)
-    result.tools = _tools(rows.get("tools", []))
-    result.runs = {
-        str(s) if s is not None else "unknown": n
-        for s, n in sorted(rows.get("runs", []), key=lambda r: (-r[1], str(r[0])))
-    }
+    result.groups = group_totals(rows.get("calls", []), by)
+    result.total = add_up(result.groups)
+    result.tools = tool_stats(rows.get("tools", []))
+    result.runs = runs_by_status(rows.get("runs", []))
     return result
 
 
@@ -233,8 +224,18 @@ def _present_columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
     return schema.present_columns(conn)
 
 
-def _groups(rows: Iterable[tuple], by: str) -> list[Totals]:
-    groups = [Totals(None if k is None else str(k), *rest) for k, *rest in rows]
+# The rows of the three queries become the report; `kaja usage --all-machines`
+# (core/sync.py) runs the same queries on the server and shares these.
+def runs_by_status(rows: Iterable[tuple]) -> dict[str, int]:
+    return {
+        values.text(s) or "unknown": n for s, n in sorted(rows, key=lambda r: (-r[1], str(r[0])))
+    }
+
+
+def group_totals(rows: Iterable[tuple], by: str) -> list[Totals]:
+    groups = [
+        Totals(values.text(k), calls, *(values.whole(v) for v in sums)) for k, calls, *sums in rows
+    ]
     if by == "day":
         groups.sort(key=lambda g: (g.key is None, g.key or ""))
     else:
@@ -242,33 +243,38 @@ def _groups(rows: Iterable[tuple], by: str) -> list[Totals]:
     return groups
 
 
-def _add_up(groups: list[Totals]) -> Totals:
+def add_up(groups: list[Totals]) -> Totals:
     total = Totals(None)
     for name in ("failed", "prompt_tokens", "completion_tokens", "cached_tokens", "duration_ms"):
-        values = [getattr(g, name) for g in groups]
-        known = [v for v in values if v is not None]
-        setattr(total, name, sum(known) if known or not values else None)
+        found = [getattr(g, name) for g in groups]
+        known = [v for v in found if v is not None]
+        setattr(total, name, sum(known) if known or not found else None)
     total.calls = sum(g.calls for g in groups)
     return total
 
 
-def _tools(rows: Iterable[tuple]) -> list[ToolStats]:
+def tool_stats(rows: Iterable[tuple]) -> list[ToolStats]:
     by_tool: dict[str | None, ToolStats] = {}
     ms_sums: dict[str | None, list[int]] = {}
-    for tool, outcome, calls, ms_sum, ms_count in rows:
+    for raw_tool, outcome, calls, raw_sum, ms_count in rows:
+        tool, ms_sum = values.text(raw_tool), values.whole(raw_sum)
         stats = by_tool.setdefault(tool, ToolStats(tool))
-        key = "unknown" if outcome is None else str(outcome)
+        key = values.text(outcome) or "unknown"
         stats.calls += calls
         stats.outcomes[key] = stats.outcomes.get(key, 0) + calls
-        stats.outcome_ms[key] = round(ms_sum / ms_count) if ms_count else None
+        stats.outcome_ms[key] = _average(ms_sum, ms_count)
         acc = ms_sums.setdefault(tool, [0, 0])
         acc[0] += ms_sum or 0
         acc[1] += ms_count
     for tool, (ms_sum, ms_count) in ms_sums.items():
-        by_tool[tool].avg_ms = round(ms_sum / ms_count) if ms_count else None
+        by_tool[tool].avg_ms = _average(ms_sum, ms_count)
     return sorted(
         by_tool.values(), key=lambda t: (-t.failures, -t.calls, t.tool is None, t.tool or "")
     )
+
+
+def _average(total: int | None, count: int) -> int | None:
+    return None if total is None or not count else round(total / count)
 
 
 # --- kaja usage reset --------------------------------------------------------------
@@ -281,6 +287,7 @@ class ResetPlan:
     tables: dict[str, int] = field(default_factory=dict)  # table -> rows, present tables only
     skipped: dict[str, str] = field(default_factory=dict)  # table -> why nothing goes
     outbox: int = 0  # pending sync_outbox rows of the ledger tables
+    synced: bool = False  # ledger sync is in use: the reset stays on this machine
 
     @property
     def total(self) -> int:
@@ -334,12 +341,14 @@ def _outbox_condition(
         return None
     parts, params = [], []
     for table in tables:
-        key = SYNC_KEYS.get(table)
+        key = schema.SYNC_KEYS.get(table)
         cond = _condition(table, have[table], before)
-        if key is None or key not in have[table] or not cond:
+        needs = ("run_id", "event_id") if table == "events" else (schema.SYNC_LOCAL_ID.get(table),)
+        if key is None or not set(needs) <= have[table] or not cond:
             continue
         where, p = cond
-        parts.append(f'(tbl = ? AND key IN (SELECT CAST("{key}" AS TEXT) FROM "{table}"{where}))')
+        key_sql = key.format(r=f'"{table}"')
+        parts.append(f'(tbl = ? AND key IN (SELECT {key_sql} FROM "{table}"{where}))')
         params += [table, *p]
     if not parts:
         return None
@@ -390,10 +399,11 @@ def refuse_in_cloud(store: Store) -> None:
 def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
     """Count what `reset` would delete (read-only); NotFound if there is no store."""
     refuse_in_cloud(store)
-    with store.reader() as conn:
+    with store.reader(writing=True) as conn:
         conn.execute("BEGIN")
         picked, skipped = selections(schema.present_columns(conn), before)
         plan = ResetPlan(location=str(store.path()), before=before, skipped=skipped)
+        plan.synced = _synced(store, conn)
         for q in picked:
             n = conn.execute(f"SELECT COUNT(*) FROM {q.sql}", q.params).fetchone()[0]
             if q.name == "sync_outbox":
@@ -402,6 +412,18 @@ def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
                 plan.tables[q.name] = n
         conn.execute("COMMIT")
     return plan
+
+
+def _synced(store: Store, conn: sqlite3.Connection) -> bool:
+    from kaja_cli.core import sync
+
+    if sync.find_url(store) is not None:
+        return True
+    return (
+        "sync_state" in db.table_names(conn)
+        and conn.execute("SELECT 1 FROM sync_state WHERE name = ?", (sync.ORIGIN,)).fetchone()
+        is not None
+    )
 
 
 def reset(store: Store, plan: ResetPlan, *, timeout_ms: int = db.BUSY_TIMEOUT_MS) -> ResetResult:
@@ -445,6 +467,9 @@ def _delete(conn: sqlite3.Connection, plan: ResetPlan) -> ResetResult:
                 "SELECT seq FROM sqlite_sequence WHERE name = 'sync_outbox'"
             ).fetchone()
             sequence = row[0] if row else None
+    from kaja_cli.core import sync
+
+    maxima = sync.owned_maxima(conn)
     for q in reset_queries(have_now, plan.before):
         n = conn.execute(q.sql, q.params).rowcount
         if q.name == "sync_outbox":
@@ -457,6 +482,8 @@ def _delete(conn: sqlite3.Connection, plan: ResetPlan) -> ResetResult:
         conn.execute("DELETE FROM sync_outbox WHERE seq > ?", (last_seq or 0,))
         if "sqlite_sequence" in have:
             _put_back_sequence(conn, sequence)
+    # Imports of rows that went, and ids SQLite will hand out again (sync.after_reset).
+    sync.after_reset(conn, maxima)
     for _, sql in set_aside:
         conn.execute(sql)
     return result
@@ -526,7 +553,7 @@ def _on_disk(path: Path) -> int:
     total = 0
     for suffix in ("", "-wal"):
         try:
-            total += path.with_name(path.name + suffix).stat().st_size
+            total += fs.beside(path, suffix).stat().st_size
         except FileNotFoundError:
             pass
     return total

@@ -1,12 +1,40 @@
-"""Output: Rich tables on a terminal, plain tab-separated text when piped, JSON.
+"""Output: tables and prose for a person on a terminal, plain tab-separated
+text when piped, JSON; the pager.
 
 `render.replay` turns a session into what a person reads (the `kaja resume`
-replay, the Markdown export); this module holds the building blocks every
-command prints with.
+replay, the Markdown export); `render.layout` computes widths and wraps;
+this module holds the building blocks every command prints with.
 
-Rich is imported only when something is drawn for a person (a table, a
-progress bar, a question); `--json` and piped output never load it.
-`NO_COLOR` is honoured (by Rich, and by our own plain output having no color).
+The layout rule, for every table and every page of prose on a terminal:
+
+- Numbers and ids are never cut or wrapped (`whole` columns: ids, counts,
+  tokens, times, sizes), and neither are the marks: `⏸ approval`, ✓ ! ✗.
+- Text columns (title, snippet, path, message, model) give way first: each
+  narrows in proportion to the room it has over its narrowest, and wraps at
+  word boundaries (a space, or after a hyphen or a slash), its continuation
+  lines indented by one. A text column never gets narrower than its longest
+  word (up to 16 columns) or a search's matched word; a longer word breaks
+  after a slash or a hyphen, else where the line ends.
+- Only when even that does not fit are columns dropped, least useful first,
+  in the order each table declares (`Col.drop`; the README lists them). A
+  chart shrinks to 10 columns, then goes first.
+- A search snippet is shown whole, wrapped: the matched words are always in it.
+- Prose (a replay, doctor's details) wraps at words, the continuation indented
+  by the line's own indent plus two.
+- On a terminal too narrow for even the columns that never go, side by side,
+  each row becomes a record: its first column, then `header: value` lines.
+- Nothing is written past the right edge. Piped output is unchanged: one
+  record a line, tab-separated, no wrapping, no header, no color.
+
+Long output (longer than the screen, on a terminal) goes through a pager:
+`$KAJA_PAGER`, else `$PAGER`, else `less` with `LESS=FRX` unless set; an empty
+value or `cat` means none, and `--no-pager` turns it off. Lines stream into
+the pager as they are made, so a 10,000-row table starts showing at once,
+and rendering stops when the pager is quit.
+
+Rich is imported only for progress bars and questions; tables, prose,
+`--json` and piped output never load it. `NO_COLOR` drops colors and keeps
+bold, dim and italic; `TERM=dumb` drops every style.
 """
 
 from __future__ import annotations
@@ -16,11 +44,20 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from kaja_cli.core.fs import human_size  # noqa: F401 - one definition, shared with the core
 from kaja_cli.core.wording import noun, plural  # noqa: F401 - the same wording as the core
 from kaja_cli.errors import Declined, Refused
+from kaja_cli.render.layout import (  # noqa: F401 - tables' vocabulary; the one escaping of controls
+    _LINES,
+    _ONE_LINE,
+    Bar,
+    Col,
+    Marked,
+    Run,
+    Styled,
+)
 
 
 def stdout_is_terminal() -> bool:
@@ -79,49 +116,46 @@ def emit_json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> 
 
 
 def note(message: str) -> None:
-    """A diagnostic line on stderr (never mixed into what a script parses)."""
-    sys.stderr.write(f"kaja: {message}\n")
+    """A diagnostic line on stderr (never mixed into what a script parses);
+    on a terminal, wrapped at words like any prose."""
+    text = f"kaja: {message}"
+    width = _stderr_width()
+    if width is not None and len(text) > width:
+        from kaja_cli.render import layout
+
+        text = "\n".join("".join(t for t, _ in line)
+                         for line in layout.prose_lines([(text, "")], width))  # fmt: skip
+    sys.stderr.write(text + "\n")
 
 
-class Col(NamedTuple):
-    header: str
-    justify: str = "left"  # "left" | "right"
-    style: str | None = None
-    no_wrap: bool = False
-    max_width: int | None = None
-    min_width: int | None = None
-    ratio: int | None = None  # takes the width left over (one flexible column per table)
-    overflow: str = "fold"  # "ellipsis": cut to one line with …
+def _stderr_width() -> int | None:
+    """Columns of the terminal stderr is on (COLUMNS wins); None when it is not one."""
+    try:
+        if not sys.stderr.isatty():
+            return None
+        columns = os.environ.get("COLUMNS", "")
+        return (
+            int(columns) if columns.isdigit() else os.get_terminal_size(sys.stderr.fileno()).columns
+        )
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
-class Styled(NamedTuple):
-    """A table cell with a Rich style on a terminal (plain text when piped)."""
-
-    text: str
-    style: str = ""
-
-    def __str__(self) -> str:
-        return self.text
+def text(value: Any, *, lines: bool = False) -> str:
+    """Any value from the store as text: the one place a stored value becomes
+    something printed (table cells, tab-separated rows, replays, Markdown
+    headings). NULL is empty, a BLOB its hex, a number its digits; control
+    characters are escaped (`\x00`), and tabs and line breaks become spaces
+    (with `lines`, line breaks and tabs stay)."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex().upper()  # as SQLite's hex() and --json show it
+    return str(value).translate(_LINES if lines else _ONE_LINE)
 
 
 def _plain(value: Any) -> str:
-    if value is None:
-        return ""
-    return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
-
-
-def _cell(value: Any) -> Any:
-    """A table cell for Rich: text is shown as is, never read as markup (a
-    title like "[draft]" comes from the database, not from us)."""
-    from rich.text import Text
-
-    if value is None:
-        return ""
-    if isinstance(value, Styled):
-        return Text(value.text, style=value.style)
-    if isinstance(value, str | int | float):
-        return Text(str(value))
-    return value
+    return text(value)
 
 
 def table(
@@ -132,7 +166,8 @@ def table(
     caption: str | None = None,
     plain_rows: Sequence[Sequence[Any]] | None = None,
 ) -> None:
-    """A Rich table on a terminal; tab-separated rows (no header) when piped.
+    """A table laid out by the rule above on a terminal; tab-separated rows
+    (no header) when piped.
 
     `plain_rows` lets the piped form carry exact values (ISO times, bytes)
     where the table shows friendly ones ("3h ago", "1.2 MB"). `caption`
@@ -145,17 +180,19 @@ def table(
         if caption:
             note(caption)
         return
-    from rich.table import Table
+    from kaja_cli.render import layout
 
-    t = Table(title=title, caption=caption, box=None, header_style="bold", pad_edge=False)
-    for c in cols:
-        t.add_column(
-            c.header, justify=c.justify, style=c.style, no_wrap=c.no_wrap, max_width=c.max_width,
-            min_width=c.min_width, ratio=c.ratio, overflow=c.overflow,
-        )  # type: ignore[arg-type]  # fmt: skip
-    for row in rows:
-        t.add_row(*(_cell(v) for v in row))
-    console().print(t)
+    with paged(False) as screen:  # joins the command's pager if it opened one
+        width = screen.width
+        if title:
+            for line in layout.prose_lines([(title, "bold")], width):
+                screen.line(line)
+        for line in layout.table_lines(cols, rows, width):
+            if not screen.line(line):
+                return  # the pager was quit: stop rendering
+        if caption:
+            for line in layout.prose_lines([(caption, "dim")], width):
+                screen.line(line)
 
 
 def highlighted(text: str, spans: Sequence[tuple[int, int]], style: str = "bold yellow") -> Any:
@@ -163,12 +200,7 @@ def highlighted(text: str, spans: Sequence[tuple[int, int]], style: str = "bold 
     terminal (NO_COLOR keeps the bold); the plain text when stdout is piped."""
     if not stdout_is_terminal():
         return text
-    from rich.text import Text
-
-    out = Text(text)
-    for start, end in spans:
-        out.stylize(style, start, end)
-    return out
+    return Marked(text, tuple(spans), style)
 
 
 @contextmanager
@@ -221,10 +253,20 @@ def confirm(question: str, *, assume_yes: bool) -> None:
 
 
 # --- friendly values ---------------------------------------------------------
-def human_count(n: int | None) -> str:
-    """950, 12.3k, 1.2M: a count at a glance."""
+def _number(value: Any) -> int | float | None:
+    """A stored number as one, or None (NULL, 'slow', NaN, an infinity)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if isinstance(value, int) or math.isfinite(value) else None
+
+
+def human_count(value: Any) -> str:
+    """950, 12.3k, 1.2M: a count at a glance (anything else shown as it is)."""
+    n = _number(value)
     if n is None:
-        return "-"
+        return "-" if value is None else text(value)
     for limit, div, unit in ((1_000_000_000, 1_000_000_000, "G"), (1_000_000, 1_000_000, "M"),
                              (1000, 1000, "k")):  # fmt: skip
         if abs(n) >= limit:
@@ -232,13 +274,18 @@ def human_count(n: int | None) -> str:
     return str(n)
 
 
-def relative_time(value: str | None, now: datetime | None = None) -> str:
+def relative_time(value: Any, now: datetime | None = None) -> str:
     """ "3h ago", "2d ago", or the date for anything older than a month."""
+    if now is not None and value and value.endswith("Z") and value[10:11] == "T":
+        # Most of a big store is older than a month: its date is the text's
+        # first ten characters, no parsing (10,000 rows of a listing).
+        if value < _month_before(now):
+            return value[:10]
     from kaja_cli.core.clock import parse_stored
 
-    dt = parse_stored(value)
+    dt = parse_stored(value) if isinstance(value, str) else None
     if dt is None:
-        return value or "-"
+        return text(value) or "-"
     seconds = ((now or datetime.now(UTC)) - dt).total_seconds()
     if seconds < 0:
         return dt.strftime("%Y-%m-%d %H:%M")
@@ -253,14 +300,30 @@ def relative_time(value: str | None, now: datetime | None = None) -> str:
     return dt.strftime("%Y-%m-%d")
 
 
+_MONTH_BEFORE: dict[datetime, str] = {}
+
+
+def _month_before(now: datetime) -> str:
+    """30 days before `now` as stored text (ISO 8601 UTC, to the second)."""
+    text = _MONTH_BEFORE.get(now)
+    if text is None:
+        from datetime import timedelta
+
+        text = (now - timedelta(days=30)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _MONTH_BEFORE.clear()
+        _MONTH_BEFORE[now] = text
+    return text
+
+
 def color_enabled() -> bool:
     return "NO_COLOR" not in os.environ and stdout_is_terminal()
 
 
-def human_duration(ms: int | float | None) -> str:
-    """ "850 ms", "12.4 s", "7m 05s", "3h 12m", "4d 02h" """
+def human_duration(value: Any) -> str:
+    """ "850 ms", "12.4 s", "7m 05s", "3h 12m", "4d 02h" (anything else shown as it is)"""
+    ms = _number(value)
     if ms is None:
-        return "-"
+        return "-" if value is None else text(value)
     if ms < 1000:
         return f"{int(ms)} ms"
     seconds = ms / 1000
@@ -276,102 +339,159 @@ def human_duration(ms: int | float | None) -> str:
     return f"{days}d {h:02d}h"
 
 
-_EIGHTHS = " ▏▎▍▌▋▊▉"
-
-
-def bar(value: float, largest: float, width: int = 30) -> str:
-    """A horizontal bar of unicode blocks, `width` cells for `largest` (terminal charts)."""
-    if largest <= 0 or value <= 0:
-        return ""
-    eighths = max(1, round(value / largest * width * 8))
-    full, rest = divmod(eighths, 8)
-    return "█" * full + (_EIGHTHS[rest] if rest else "")
-
-
 # --- long text for a person ----------------------------------------------------------
-Line = Sequence[tuple[str, str]]  # (text, Rich style) segments of one line
+Line = Sequence[Run]  # (text, style) segments of one line
 
 
-def print_lines(lines: Sequence[Line], *, pager: bool = True) -> None:
+def print_lines(lines: Iterable[Line], *, pager: bool = True) -> None:
     """Styled lines: plain text when piped; on a terminal with their styles,
-    and through a pager when they would not fit on the screen.
+    wrapped at words (the rule above), through a pager when they would not
+    fit on the screen.
 
     Styles are a few words Rich also understands ("bold cyan", "dim italic"),
     written as escape codes here: Rich takes ~0.1 ms a line, and a long
-    conversation is 100,000 lines. `NO_COLOR` drops the colors and keeps
-    bold, dim and italic (as Rich does); control characters from the
-    database are never written to a terminal.
-
-    The pager is `$KAJA_PAGER`, else `$PAGER`, else `less`; like git, `LESS`
-    defaults to `FRX` (quit if one screen, keep colors, leave the screen as it
-    is). An empty value or `cat` means no pager.
+    conversation is 100,000 lines. Control characters from the database are
+    never written raw, to a terminal or a pipe: they are escaped (`text`).
     """
     if not stdout_is_terminal():
         out = sys.stdout
         for line in lines:
-            out.write("".join(text for text, _ in line) + "\n")
+            out.write("".join(part.translate(_LINES) for part, _ in line) + "\n")
         return
-    import re
-    import shutil
+    from kaja_cli.render import layout
 
-    control = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-    styled = os.environ.get("TERM") != "dumb"
-    color = styled and "NO_COLOR" not in os.environ
-    codes: dict[str, str] = {}
-    width, height = shutil.get_terminal_size()
-    rows = 0
-    out_lines = []
-    for line in lines:
-        parts = []
-        length = 0
-        for text, style in line:
-            text = control.sub("", text)
-            length += len(text)
-            sgr = codes.get(style)
-            if sgr is None:
-                words = [_SGR[w] for w in style.split() if w in _SGR]
-                if not color:
-                    words = [w for w in words if not w.startswith("3") or len(w) == 1]
-                sgr = codes[style] = f"\x1b[{';'.join(words)}m" if styled and words else ""
-            parts.append(f"{sgr}{text}\x1b[0m" if sgr and text else text)
-        rows += max(1, -(-length // max(width, 1)))
-        out_lines.append("".join(parts))
-    text = "\n".join(out_lines) + "\n"
-    if pager and rows > height and _page(text):
-        return
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    with paged(pager) as screen:
+        width = screen.width
+        for line in lines:
+            for part in layout.prose_lines([(t.translate(_LINES), s) for t, s in line], width):
+                if not screen.line(part):
+                    return
 
 
 _SGR = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "red": "31", "green": "32",
         "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36", "white": "37"}  # fmt: skip
 
 
-def _page(text: str) -> bool:
-    """Show `text` through the pager; False if there is none to run."""
-    import shlex
-    import subprocess
+class Screen:
+    """Lines for a person on the terminal: written as they come, or, once they
+    outgrow the screen (and paging is on), streamed into the pager.
 
-    command = os.environ.get("KAJA_PAGER", os.environ.get("PAGER", "less"))
-    argv = shlex.split(command) if command.strip() else []
-    if not argv or argv == ["cat"]:
-        return False
-    env = dict(os.environ)
-    env.setdefault("LESS", "FRX")
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, env=env)
-    except OSError:
-        return False
-    assert proc.stdin is not None
-    try:
-        with proc.stdin as pipe:
-            pipe.write(text.encode(sys.stdout.encoding or "utf-8", "replace"))
-    except (BrokenPipeError, OSError):
-        pass  # the reader quit the pager early
-    while True:
+    `line()` returns False once the pager has been quit: the caller stops
+    making lines. The lines must already fit the width (render.layout).
+    """
+
+    def __init__(self, pager: bool) -> None:
+        import shutil
+
+        self.width, self.height = shutil.get_terminal_size()
+        self.pager = pager
+        self.held: list[str] = []
+        self.proc: Any = None
+        self.quit = False
+        styled = os.environ.get("TERM") != "dumb"
+        self._styled, self._color = styled, styled and "NO_COLOR" not in os.environ
+        self._codes: dict[str, str] = {}
+
+    def line(self, runs: Line) -> bool:
+        if self.quit:
+            return False
+        text = self._escape(runs)
+        if self.proc is not None:
+            return self._send(text + "\n")
+        if not self.pager:
+            sys.stdout.write(text + "\n")
+            return True
+        self.held.append(text)
+        # Longer than the screen (a line kept for the prompt): page from here on.
+        if len(self.held) >= self.height and self._start_pager():
+            held, self.held = self.held, []
+            return self._send("".join(t + "\n" for t in held))
+        return True
+
+    def close(self) -> None:
+        if self.held:
+            sys.stdout.write("".join(t + "\n" for t in self.held))
+            self.held = []
+        sys.stdout.flush()
+        if self.proc is None:
+            return
         try:
-            proc.wait()
-            break
-        except KeyboardInterrupt:
-            continue  # the pager handles Ctrl-C; leaving it would break the terminal
-    return True
+            self.proc.stdin.close()
+        except OSError:
+            pass  # the pager was quit early
+        while True:
+            try:
+                self.proc.wait()
+                break
+            except KeyboardInterrupt:
+                continue  # the pager handles Ctrl-C; leaving it would break the terminal
+
+    def _escape(self, runs: Line) -> str:
+        parts = []
+        for text, style in runs:
+            sgr = self._codes.get(style)
+            if sgr is None:
+                words = [_SGR[w] for w in style.split() if w in _SGR]
+                if not self._color:
+                    words = [w for w in words if not w.startswith("3") or len(w) == 1]
+                sgr = self._codes[style] = (
+                    f"\x1b[{';'.join(words)}m" if self._styled and words else ""
+                )
+            parts.append(f"{sgr}{text}\x1b[0m" if sgr and text else text)
+        return "".join(parts).rstrip(" ")
+
+    def _start_pager(self) -> bool:
+        """Start `$KAJA_PAGER`, `$PAGER` or less; False if there is none to run."""
+        import shlex
+        import subprocess
+
+        command = os.environ.get("KAJA_PAGER", os.environ.get("PAGER", "less"))
+        try:
+            argv = shlex.split(command) if command.strip() else []
+        except ValueError:
+            argv = []
+        if not argv or argv == ["cat"]:
+            return self._no_pager()
+        env = dict(os.environ)
+        env.setdefault("LESS", "FRX")
+        sys.stdout.flush()
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, env=env)
+        except OSError:
+            return self._no_pager()
+        self._encoding = sys.stdout.encoding or "utf-8"
+        return True
+
+    def _no_pager(self) -> bool:
+        """No pager to run: what was held goes out, and the rest as it comes."""
+        self.pager = False
+        sys.stdout.write("".join(t + "\n" for t in self.held))
+        self.held = []
+        return False
+
+    def _send(self, text: str) -> bool:
+        try:
+            self.proc.stdin.write(text.encode(self._encoding, "replace"))
+        except OSError:  # BrokenPipeError: the reader quit the pager
+            self.quit = True
+            return False
+        return True
+
+
+_screen: Screen | None = None
+
+
+@contextmanager
+def paged(pager: bool = True) -> Iterator[Screen]:
+    """Everything a command prints for a person, through one pager when it is
+    longer than the screen. Nested: the outermost one decides and pages."""
+    global _screen
+    if _screen is not None:
+        yield _screen
+        return
+    _screen = screen = Screen(pager and stdout_is_terminal())
+    try:
+        yield screen
+    finally:
+        _screen = None
+        screen.close()

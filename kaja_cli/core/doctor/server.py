@@ -97,9 +97,9 @@ def _schema(conn, ctx: Context) -> Check:
         return Check("server.schema", _G, WARN, f"no Kaja store in {where.where}",
                      ["the agent (or `kaja demo`) makes it when it first writes"],
                      fix="run the agent in cloud mode, or check [memory] databaseSchema")  # fmt: skip
-    if not state.kaja:
+    if not state.kajas:
         return Check("server.schema", _G, ERROR, f"{where.where} is not Kaja's",
-                     [f"it has tables but no {schema.VERSION_TABLE}: {', '.join(sorted(state.tables))}"],
+                     [f"its tables are another program's: {', '.join(sorted(state.tables))}"],
                      fix="point [memory] databaseSchema at Kaja's schema")  # fmt: skip
     if state.newer:
         return Check("server.schema", _G, ERROR,
@@ -148,7 +148,7 @@ def _tables(conn, ctx: Context) -> Check | None:
     from kaja_cli.core.pg import schema
 
     state = schema.status(conn)
-    if not state.kaja:
+    if not state.kajas:
         return None
     s = pg.quote(conn.target.schema)
     names = [t.name for t in schema.CLOUD_TABLES if t.name in state.tables]
@@ -167,7 +167,7 @@ def _search(conn, ctx: Context) -> Check | None:
     from kaja_cli.core.pg import schema, tokenizer
 
     state = schema.status(conn)
-    if not state.kaja or "messages" not in state.tables:
+    if not state.kajas or "messages" not in state.tables:
         return None
     s = pg.quote(conn.target.schema)
     columns = schema.present_columns(conn).get("messages", [])
@@ -238,7 +238,7 @@ def _privileges(conn, ctx: Context) -> Check | None:
     from kaja_cli.core.pg import schema
 
     state = schema.status(conn)
-    if not state.kaja:
+    if not state.kajas:
         return None
     from kaja_cli.core.schema import CONVERSATION_TABLES
 

@@ -9,7 +9,7 @@ from kaja_cli.core import clock, db
 from kaja_cli.core.doctor import check
 from kaja_cli.core.doctor.common import safe
 from kaja_cli.core.doctor.context import Context
-from kaja_cli.core.doctor.model import OK, WARN, Check, Group
+from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group, Status
 from kaja_cli.core.wording import plural
 
 # A backlog this old, or this long, means sync is not running.
@@ -30,7 +30,7 @@ def check_side_data(ctx: Context) -> list[Check]:
 
         def cache_counts() -> Check:
             total, expired = cache.execute(
-                "SELECT count(*), coalesce(sum(expires_at IS NOT NULL AND expires_at < ?), 0) FROM shared_cache",
+                f"SELECT count(*), coalesce(sum({clock.iso_before('expires_at', '?')}), 0) FROM shared_cache",
                 (now,),
             ).fetchone()
             return Check("side-data.cache", Group.SIDE_DATABASES, OK,
@@ -44,7 +44,7 @@ def check_side_data(ctx: Context) -> list[Check]:
         def auth_counts() -> Check:
             users = auth.execute("SELECT count(*) FROM web_users").fetchone()[0]
             sessions, expired = auth.execute(
-                "SELECT count(*), coalesce(sum(expires_at IS NOT NULL AND expires_at < ?), 0) FROM web_sessions",
+                f"SELECT count(*), coalesce(sum({clock.iso_before('expires_at', '?')}), 0) FROM web_sessions",
                 (now,),
             ).fetchone()
             return Check("side-data.auth", Group.SIDE_DATABASES, OK,
@@ -80,3 +80,32 @@ def check_sync_outbox(ctx: Context) -> Check | None:
         return Check("sync-outbox", Group.SYNC, OK, summary, details)
 
     return safe(look, "sync-outbox", Group.SYNC, "the sync outbox")
+
+
+@check(
+    "sync",
+    Group.SYNC,
+    "ledger sync: changes going out while PostgreSQL answers, the lease, sync_map, import flags",
+    needs_shared=True,
+)
+def check_sync(ctx: Context) -> Check | list[Check] | None:
+    """Nothing where sync was never used; the server is asked only when changes
+    have waited long (core/sync.py decides, with a 3 s connect timeout)."""
+    from kaja_cli.core import sync
+    from kaja_cli.core.store import Store
+    from kaja_cli.errors import KajaError
+
+    conn = ctx.conn("shared")
+    assert conn is not None
+    try:
+        url = sync.find_url(Store(ctx.paths))
+    except KajaError as e:
+        return [Check("sync-progress", Group.SYNC, ERROR, f"the sync URL is not usable: {e}",
+                      fix="kaja config set usage.postgres_url postgresql://…")]  # fmt: skip
+
+    def look() -> list[Check]:
+        found = sync.doctor_checks_on(conn, url, now=ctx.now)
+        return [Check(cid, Group.SYNC, Status(status), summary, list(details))
+                for cid, status, summary, details in found]  # fmt: skip
+
+    return safe(look, "sync", Group.SYNC, "sync")

@@ -334,8 +334,9 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def require_schema(conn: Connection) -> None:
-    """NotFound (exit 3) when the server has no Kaja schema here (see `pg.schema.status`)."""
+def require_schema(conn: Connection, *, writing: bool = False) -> None:
+    """NotFound (exit 3) when the server has no Kaja schema here, and not Kaja's
+    (exit 5 for a command that would write it, else 1: `pg.schema.Status`)."""
     from kaja_cli.core.pg import schema
 
     state = schema.status(conn)
@@ -345,4 +346,4 @@ def require_schema(conn: Connection) -> None:
             hint="run the agent in cloud mode (or `kaja demo --database-url …`) first,"
             " or check [memory] databaseSchema",
         )
-    state.require_kaja(conn.target)
+    state.require_kaja(conn.target, writing=writing)

@@ -48,31 +48,50 @@ UNACCENT_HINT = "run as a superuser, in that database: CREATE EXTENSION unaccent
 
 
 class Status(NamedTuple):
-    """What `status()` found: whether the schema is there, is Kaja's, its version."""
+    """What `status()` found: whether the schema is there, whose it is, its version."""
 
     exists: bool
     tables: frozenset[str] = frozenset()
     version: int | None = None  # highest in kaja_schema; None: no such table
+    recognised: bool = False  # its tables and columns hold a telltale of Kaja's (`guard`)
 
     @property
     def kaja(self) -> bool:
+        """Made by kaja: it has kaja's version table."""
         return VERSION_TABLE in self.tables
+
+    @property
+    def kajas(self) -> bool:
+        """kaja may write it (the rule `guard` keeps for files): no table at all,
+        kaja's version table, or the tables and columns of Kaja's store (an
+        agent made it); anything else is another program's."""
+        return not self.tables or self.kaja or self.recognised
 
     @property
     def newer(self) -> bool:
         return self.version is not None and self.version > SCHEMA_VERSION
 
-    def require_kaja(self, where: Target) -> None:
-        """Failed (exit 1) for a schema that holds other tables than Kaja's."""
-        if self.exists and not self.kaja and self.tables:
-            raise Failed(
-                f"{where.where} is not Kaja's: it has tables but no {VERSION_TABLE}",
-                hint="point [memory] databaseSchema (or the database URL) at Kaja's store",
+    def require_kaja(self, where: Target, *, writing: bool = False) -> None:
+        """A schema that is another program's: a write is refused (exit 5, as
+        `guard` refuses a file), a read fails (exit 1): kaja reads only its own."""
+        if self.kajas:
+            return
+        more = f", … ({len(self.tables)} in all)" if len(self.tables) > 5 else ""
+        named = ", ".join(sorted(self.tables)[:5]) + more
+        if writing:
+            raise Refused(
+                f"{where.where} is not Kaja's (its tables: {named})",
+                hint="kaja changes nothing in it; check --database-url, KAJA_DATABASE_URL,"
+                " [memory] databaseUrl, [memory] databaseSchema",
             )
+        raise Failed(
+            f"{where.where} is not Kaja's (its tables: {named})",
+            hint="point [memory] databaseSchema (or the database URL) at Kaja's store",
+        )
 
 
 def status(conn: Connection) -> Status:
-    """Look, never write: the schema's tables and its version."""
+    """Look, never write: the schema's tables, whose they are, and its version."""
     schema = conn.target.schema
     rows = conn.execute(
         "SELECT c.relname FROM pg_catalog.pg_class AS c"
@@ -87,12 +106,18 @@ def status(conn: Connection) -> Status:
     )
     tables = frozenset(r[0] for r in rows)
     version = None
+    recognised = False
     if VERSION_TABLE in tables:
         version = conn.execute(f"SELECT max(version) FROM {_q(schema)}.{VERSION_TABLE}").fetchone()[
             0
         ]
         version = int(version) if version is not None else 0
-    return Status(exists, tables, version)
+    elif tables:
+        from kaja_cli.core import guard
+        from kaja_cli.core.registry import DATABASES, Database
+
+        recognised = guard.telltales_match(present_columns(conn), [DATABASES[Database.SHARED]])
+    return Status(exists, tables, version, recognised)
 
 
 def present_columns(conn: Connection) -> dict[str, list[str]]:
@@ -155,7 +180,7 @@ class Report(NamedTuple):
 def ensure(conn: Connection) -> Report:
     """Bring kaja's schema up to date if it is not (a writer, before it writes)."""
     state = status(conn)
-    state.require_kaja(conn.target)
+    state.require_kaja(conn.target, writing=True)
     if state.newer:
         raise _newer(conn.target, state)
     if state.kaja and state.version == SCHEMA_VERSION and not missing(conn):
@@ -187,7 +212,7 @@ def apply(conn: Connection) -> Report:
     where = conn.target
     schema = where.schema
     state = status(conn)  # again, under the lock: another kaja may have just made it
-    state.require_kaja(where)
+    state.require_kaja(where, writing=True)
     if state.newer:
         raise _newer(where, state)
     _require_utf8(conn)
@@ -411,7 +436,7 @@ def recount(conn: Connection) -> tuple[int, int]:
 
 def refuse_foreign(where: Target, state: Status) -> None:
     """Refused (exit 5) to touch a schema that is not Kaja's (a whole wipe)."""
-    if state.exists and not state.kaja:
+    if state.exists and not state.kajas:
         raise Refused(
             f"{where.where} is not Kaja's (no {VERSION_TABLE} table): kaja drops only its own schema",
             hint="check [memory] databaseSchema",

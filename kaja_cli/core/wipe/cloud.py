@@ -97,7 +97,7 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
     from kaja_cli.core import dialect
 
     paths = store.paths
-    with store.reader() as conn:
+    with store.reader(writing=True) as conn:
         ids = _session_ids(conn, owner)
         rows = _owner_rows(conn, owner, ids, delete=False)
         present = dialect.table_names(conn)
@@ -112,19 +112,21 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
         ]
         marker = _marker(store, owner)
         earlier = _earlier_folders(conn, store, marker)
+    # Nothing is deleted through a symlinked files/ or images/ (as locally).
+    link = cascade.images_link(paths.images_dir)
     folders = [
         i
-        for sid in ids
+        for sid in (ids if link is None else ())
         if (d := images.session_dir(paths.images_dir, sid)) and (i := image_item(d))
     ]
     have = {i.path for i in folders}
-    folders += [i for p in earlier if p not in have and (i := image_item(p))]
+    folders += [i for p in earlier if p not in have and link is None and (i := image_item(p))]
     if not sum(rows.values()) and not folders:
         raise NotFound(
             f"nothing stored for owner {owner.label}",
             hint="`kaja sessions --all-owners` lists the owners",
         )
-    return OwnerPlan(owner, rows, folders, mentions)
+    return OwnerPlan(owner, rows, folders, mentions, images_link=link)
 
 
 def _earlier_folders(conn, store: Store, marker: Path) -> list[Path]:
@@ -159,6 +161,8 @@ def execute_owner(
                     for sid in sorted(names)
                     if (d := images.session_dir(paths.images_dir, sid)) and lstat_or_none(d)
                 ]
+                if cascade.images_link(paths.images_dir) is not None:
+                    folders = []  # nothing is deleted through a link (the plan said so)
                 if folders:
                     write_marker(marker, {
                         "version": MARKER_VERSION, "action": "owner", "owner": owner.label,
@@ -236,7 +240,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
     known: set[str] = set()
     with pg.connect(where) as conn:
         state = schema.status(conn)
-        if state.exists and not state.kaja and state.tables:
+        if state.exists and not state.kajas:
             refusals.append(Refusal(Path(where.schema),
                                     f"{where.where} is not Kaja's: kaja drops only its own schema"))  # fmt: skip
         elif state.exists:

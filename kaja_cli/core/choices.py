@@ -1,0 +1,200 @@
+"""What shell completion offers from the store: session ids (with their title
+and when they were last updated), owners, note keys and tags, the cache's
+namespaces and web usernames.
+
+Completion runs on every TAB press, often while the agent writes. So these
+only read, through `db.open_glance`: nothing is written or created, no lock
+is waited for, and a missing, busy, damaged or foreign file (or a store in
+cloud mode) offers nothing rather than an error. The commands' own checks
+(owner rule, prefixes) still apply when the command runs.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import NamedTuple
+
+from kaja_cli.core.ids import short_id
+from kaja_cli.core.owners import Owner
+from kaja_cli.core.paths import Paths
+from kaja_cli.core.sessions import col, columns
+from kaja_cli.core.settings import Mode
+
+
+class SessionChoice(NamedTuple):
+    id: str
+    short_id: str  # the shortest unique prefix, as `kaja sessions` shows it
+    title: str | None
+    updated_at: str | None  # ISO 8601 UTC, as stored
+
+
+class OwnerChoice(NamedTuple):
+    owner: str  # as `--owner` takes it: "terminal" for the terminal
+    sessions: int
+
+
+def sessions(paths: Paths, owner: Owner | None, prefix: str) -> list[SessionChoice]:
+    """The sessions of `owner` (None: anyone's) whose id starts with `prefix`,
+    in id order; [] when the store can't be read at once."""
+    try:
+        return _sessions(paths, owner, prefix)
+    except sqlite3.Error:
+        return []
+
+
+def _sessions(paths: Paths, owner: Owner | None, prefix: str) -> list[SessionChoice]:
+    from kaja_cli.core import db
+
+    if paths.mode is Mode.CLOUD:
+        return []
+    with db.open_glance(paths.shared_db.path) as conn:
+        if conn is None:
+            return []
+        have = columns(conn, "sessions").get("sessions")
+        if not have or "id" not in have:
+            return []
+        # Every id in the range, in order, anyone's: a short id is unique among
+        # all sessions, so its neighbours may be another owner's.
+        end = prefix + "\U0010ffff"
+        rows = conn.execute(
+            f"SELECT s.id, {col(have, 's', 'owner')}, {col(have, 's', 'title')},"
+            f" coalesce({col(have, 's', 'updatedAt')}, {col(have, 's', 'createdAt')})"
+            " FROM sessions AS s WHERE s.id >= ? AND s.id < ? ORDER BY s.id",
+            (prefix, end),
+        ).fetchall()
+        before = conn.execute("SELECT max(id) FROM sessions WHERE id < ?", (prefix,)).fetchone()
+        after = conn.execute("SELECT min(id) FROM sessions WHERE id >= ?", (end,)).fetchone()
+    ids = [before[0], *(str(r[0]) for r in rows), after[0]]
+    return [
+        SessionChoice(
+            ids[i + 1], short_id(ids[i + 1], ids[i], ids[i + 2]), _text(title), _text(when)
+        )
+        for i, (_, who, title, when) in enumerate(rows)
+        if owner is None or owner.owns(who)
+    ]
+
+
+def owners(paths: Paths) -> list[OwnerChoice]:
+    """Every owner with something in the store (sessions, notes, datasets),
+    the terminal first, then by id; [] when the store can't be read at once."""
+    try:
+        return _owners(paths)
+    except sqlite3.Error:
+        return []
+
+
+def _owners(paths: Paths) -> list[OwnerChoice]:
+    from kaja_cli.core import db
+
+    if paths.mode is Mode.CLOUD:
+        return []
+    counts: dict[str, int] = {}
+    with db.open_glance(paths.shared_db.path) as conn:
+        if conn is None:
+            return []
+        have = columns(conn, "sessions", "notes", "dataset_answers", "dataset_versions")
+        if "owner" in have.get("sessions", ()):
+            for who, n in conn.execute("SELECT owner, count(*) FROM sessions GROUP BY owner"):
+                key = _owner(who)
+                counts[key] = counts.get(key, 0) + n
+        for table in ("notes", "dataset_answers", "dataset_versions"):
+            if "owner" in have.get(table, ()):
+                for (who,) in conn.execute(f"SELECT DISTINCT owner FROM {table}"):
+                    counts.setdefault(_owner(who), 0)
+    return [
+        OwnerChoice(o, n)
+        for o, n in sorted(counts.items(), key=lambda i: (i[0] != "terminal", i[0]))
+    ]
+
+
+def _owner(value: object) -> str:
+    text = value if isinstance(value, str) else ("" if value is None else str(value))
+    return text or "terminal"
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+# --- notes, the cache's namespaces, web accounts ------------------------------------------
+class Choice(NamedTuple):
+    value: str
+    about: str | None
+
+
+def _glance(path, query: str, args: tuple = ()) -> list[tuple]:
+    """Rows of `query` on `path` through `db.open_glance`; [] on any failure."""
+    from kaja_cli.core import db
+
+    try:
+        with db.open_glance(path) as conn:
+            if conn is None:
+                return []
+            return conn.execute(query, args).fetchall()
+    except sqlite3.Error:
+        return []
+
+
+def note_keys(paths: Paths, owner: Owner | None) -> list[Choice]:
+    """The keys of `owner`'s notes (None: anyone's), with the start of each."""
+    if paths.mode is Mode.CLOUD:
+        return []
+    where, args = "1", ()
+    if owner is not None:
+        where, args = (
+            ("(owner = '' OR owner IS NULL)", ())
+            if owner.is_terminal
+            else ("owner = ?", (owner.id,))
+        )
+    rows = _glance(paths.shared_db.path,
+                   f"SELECT key, content FROM notes WHERE {where} ORDER BY key", args)  # fmt: skip
+    return [Choice(str(k), _start(v)) for k, v in rows if k is not None]
+
+
+def note_tags(paths: Paths, owner: Owner | None) -> list[Choice]:
+    """The tags of `owner`'s notes, with how many notes have each."""
+    from kaja_cli.core.notes import parse_tags
+
+    if paths.mode is Mode.CLOUD:
+        return []
+    where, args = "1", ()
+    if owner is not None:
+        where, args = (
+            ("(owner = '' OR owner IS NULL)", ())
+            if owner.is_terminal
+            else ("owner = ?", (owner.id,))
+        )
+    counts: dict[str, int] = {}
+    for (tags,) in _glance(paths.shared_db.path, f"SELECT tags FROM notes WHERE {where}", args):
+        for tag in parse_tags(tags):
+            counts[tag] = counts.get(tag, 0) + 1
+    return [Choice(t, f"{n} note{'s' if n != 1 else ''}") for t, n in sorted(counts.items())]
+
+
+def namespaces(paths: Paths) -> list[Choice]:
+    """The cache's namespaces, with their entry counts."""
+    path = paths.file_of("cache").path
+    rows = _glance(
+        path, "SELECT namespace, count(*) FROM shared_cache GROUP BY namespace ORDER BY namespace"
+    )
+    return [
+        Choice(str(ns), f"{n} entr{'ies' if n != 1 else 'y'}") for ns, n in rows if ns is not None
+    ]
+
+
+def accounts(paths: Paths) -> list[Choice]:
+    """Web usernames, with the display name and role (never a secret)."""
+    path = paths.file_of("auth").path
+    rows = _glance(path, "SELECT username, display_name, role FROM web_users ORDER BY username")
+    return [
+        Choice(str(u), " · ".join(str(x) for x in (d, r) if x) or None) for u, d, r in rows if u
+    ]
+
+
+def _start(text: object, width: int = 48) -> str | None:
+    if not isinstance(text, str):
+        return None
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

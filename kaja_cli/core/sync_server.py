@@ -1,0 +1,377 @@
+"""The PostgreSQL side of ledger sync: the shared table and the statements on it.
+
+`andromeda_ledger` is the seed's meeting point: one row per ledger row of
+every machine, keyed by `(origin, tbl, key)`, with the row as JSONB. Beside the
+seed's columns it keeps:
+
+- `seq`, a change sequence: every insert, update or deletion of a row takes
+  the next value of `andromeda_ledger_seq`, and a pull asks for `seq > cursor`.
+  Writers take `LOCK TABLE … IN EXCLUSIVE MODE` before drawing numbers, so
+  numbers are drawn in commit order and the rows a reader can see always form
+  a prefix of the sequence: a pull's cursor never jumps over a change that
+  commits later. (Readers are not blocked: the lock allows SELECT.)
+- `writer`, the origin that wrote the row last, so a pull skips its own
+  changes (origin alone would not do for the rows shared under `'*'`).
+- A deleted row stays as a tombstone (`row IS NULL`) with a new `seq`, so the
+  other machines learn about the deletion.
+
+Writing a row whose JSON is unchanged changes nothing (not even `seq`), and
+tombstoning a tombstone or a key the server never had changes nothing: a
+batch sent twice is a no-op. `andromeda_ledger_meta` holds the ledger's id
+(a machine that finds a different id is talking to another server and starts
+over); `andromeda_origins` names the host behind each origin.
+
+psycopg (the `postgres` extra) is imported here only, and only when sync is
+used: never at start-up.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kaja_cli.errors import Failed
+
+if TYPE_CHECKING:
+    import psycopg
+
+CONNECT_TIMEOUT_S = 5
+LOCK_TIMEOUT = "30s"
+INSTALL_HINT = "pip install 'kaja-cli[postgres]'"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS andromeda_ledger (
+  origin text NOT NULL,
+  tbl text NOT NULL,
+  key text NOT NULL,
+  row jsonb,
+  seq bigint NOT NULL,
+  writer text NOT NULL,
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (origin, tbl, key)
+);
+CREATE SEQUENCE IF NOT EXISTS andromeda_ledger_seq;
+CREATE INDEX IF NOT EXISTS andromeda_ledger_by_seq ON andromeda_ledger (seq);
+CREATE TABLE IF NOT EXISTS andromeda_ledger_meta (name text PRIMARY KEY, value text NOT NULL);
+CREATE TABLE IF NOT EXISTS andromeda_origins (
+  origin text PRIMARY KEY,
+  host text,
+  first_sync timestamptz NOT NULL DEFAULT now(),
+  last_sync timestamptz NOT NULL DEFAULT now()
+);
+"""
+# Two machines creating the tables at once would collide on the catalog.
+_SETUP_LOCK = 0x6B616A61  # "kaja"
+
+
+# --- the URL, never with its password ------------------------------------------------
+_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<rest>[^\s'\"]*)", re.I)
+_PASSWORD_PARAM = re.compile(r"(?P<head>\bpassword\s*=\s*)('[^']*'|[^\s&]*)", re.I)
+
+
+def redact(text: str) -> str:
+    """`text` with any password in it (in a URL, or a `password=` parameter) shown as ***."""
+
+    def url(m: re.Match) -> str:
+        rest = m.group("rest")
+        end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
+        netloc = rest[:end]
+        if "@" in netloc:
+            userinfo, host = netloc.rsplit("@", 1)  # a password may hold an @
+            if ":" in userinfo:
+                netloc = userinfo.split(":", 1)[0] + ":***@" + host
+        return m.group("scheme") + netloc + rest[end:]
+
+    text = _URL.sub(url, text)
+    return _PASSWORD_PARAM.sub(lambda m: m.group("head") + "***", text)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise Failed("PostgreSQL support is not installed", hint=INSTALL_HINT) from None
+    return psycopg
+
+
+def _one_line(error: BaseException) -> str:
+    diag = getattr(error, "diag", None)
+    text = (getattr(diag, "message_primary", None) or str(error)).strip()
+    return redact(text.splitlines()[0] if text else type(error).__name__)
+
+
+def connect(url: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> psycopg.Connection:
+    """An autocommit connection; Failed (exit 1, one line) when the server does not answer."""
+    psycopg = _psycopg()
+    try:
+        conn = psycopg.connect(
+            url, autocommit=True, connect_timeout=max(1, round(timeout_s)),
+            options=f"-c lock_timeout={LOCK_TIMEOUT}",
+        )  # fmt: skip
+    except psycopg.Error as e:
+        raise Failed(f"cannot reach PostgreSQL at {redact(url)}: {_one_line(e)}") from None
+    except Exception as e:  # a malformed URL is a ProgrammingError or a ValueError
+        raise Failed(f"cannot use the PostgreSQL URL {redact(url)}: {_one_line(e)}") from None
+    return conn
+
+
+@contextmanager
+def errors_of(url: str, doing: str) -> Iterator[None]:
+    """psycopg errors as one line; a lost connection says the next sync resumes."""
+    psycopg = _psycopg()
+    try:
+        yield
+    except psycopg.OperationalError as e:
+        raise Failed(
+            f"lost the connection to PostgreSQL at {redact(url)} while {doing}: {_one_line(e)}",
+            hint="nothing is lost: the next `kaja sync` picks up where this one stopped",
+        ) from None
+    except psycopg.Error as e:
+        raise Failed(f"PostgreSQL at {redact(url)} refused {doing}: {_one_line(e)}") from None
+
+
+# --- the tables ---------------------------------------------------------------------------
+def ledger_id(conn: psycopg.Connection, *, create: bool) -> str | None:
+    """The shared ledger's id; with `create`, the tables are made first if need be.
+
+    The meta table is made in the same transaction as the others, after them:
+    its id being there means the rest is."""
+    psycopg = _psycopg()
+    try:
+        row = conn.execute(
+            "SELECT value FROM andromeda_ledger_meta WHERE name = 'ledger_id'"
+        ).fetchone()
+    except psycopg.errors.UndefinedTable:
+        row = None
+    if row:
+        return row[0]
+    if not create:
+        return None
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SETUP_LOCK,))
+        conn.execute(SCHEMA)
+        conn.execute(
+            "INSERT INTO andromeda_ledger_meta (name, value) VALUES ('ledger_id', %s)"
+            " ON CONFLICT (name) DO NOTHING",
+            (str(uuid.uuid4()),),
+        )
+    return conn.execute(
+        "SELECT value FROM andromeda_ledger_meta WHERE name = 'ledger_id'"
+    ).fetchone()[0]
+
+
+def register_origin(conn: psycopg.Connection, origin: str, host: str) -> None:
+    conn.execute(
+        "INSERT INTO andromeda_origins (origin, host) VALUES (%s, %s)"
+        " ON CONFLICT (origin) DO UPDATE SET host = EXCLUDED.host, last_sync = now()",
+        (origin, host),
+    )
+
+
+# --- push ---------------------------------------------------------------------------------
+@dataclass
+class Sent:
+    """What a batch changed on the server (a batch sent twice: zeros)."""
+
+    written: int = 0  # rows inserted or changed
+    deleted: int = 0  # rows turned into tombstones
+
+
+# (origin, tbl, key, row JSON text or None for a deletion)
+Change = tuple[str, str, str, str | None]
+
+
+def send(
+    conn: psycopg.Connection,
+    writer: str,
+    changes: Iterable[Change],
+    *,
+    before_commit: Callable[[], None] | None = None,
+) -> Sent:
+    """Write one batch in one transaction: upserts and tombstones, idempotent."""
+    sent = Sent()
+    deletions = False
+    with conn.transaction(), conn.cursor() as cur:
+        if conn not in _staged:  # once per connection
+            cur.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS sync_in (origin text, tbl text, key text,"
+                " row jsonb) ON COMMIT DELETE ROWS"
+            )
+        with cur.copy("COPY sync_in (origin, tbl, key, row) FROM STDIN") as copy:
+            for change in changes:
+                copy.write_row(change)
+                deletions = deletions or change[3] is None
+        cur.execute("LOCK TABLE andromeda_ledger IN EXCLUSIVE MODE")
+        cur.execute(
+            "INSERT INTO andromeda_ledger AS l (origin, tbl, key, row, seq, writer)"
+            " SELECT origin, tbl, key, row, nextval('andromeda_ledger_seq'), %s"
+            " FROM sync_in WHERE row IS NOT NULL"
+            " ON CONFLICT (origin, tbl, key) DO UPDATE SET row = EXCLUDED.row, seq = EXCLUDED.seq,"
+            " writer = EXCLUDED.writer, updated_at = now()"
+            " WHERE l.row IS DISTINCT FROM EXCLUDED.row",
+            (writer,),
+        )
+        sent.written = max(cur.rowcount, 0)
+        if deletions:
+            sent.deleted = _tombstones(cur, writer)
+        if before_commit:
+            before_commit()
+    _staged.add(conn)
+    return sent
+
+
+def _tombstones(cur: psycopg.Cursor, writer: str) -> int:
+    """Turn the staged deletions into tombstones (a key the server never had: nothing)."""
+    cur.execute(
+        "UPDATE andromeda_ledger AS l SET row = NULL, seq = nextval('andromeda_ledger_seq'),"
+        " writer = %s, updated_at = now() FROM sync_in AS d"
+        " WHERE d.row IS NULL AND l.origin = d.origin AND l.tbl = d.tbl AND l.key = d.key"
+        " AND l.row IS NOT NULL",
+        (writer,),
+    )
+    return max(cur.rowcount, 0)
+
+
+# Connections that have their staging table (it lives as long as the session).
+_staged: weakref.WeakSet = weakref.WeakSet()
+
+
+# --- pull ---------------------------------------------------------------------------------
+@dataclass
+class Fetched:
+    rows: list[tuple[str, str, str, Any, int]]  # origin, tbl, key, row (dict or None), seq
+    cursor: int  # where the next pull starts
+
+
+def fetch(conn: psycopg.Connection, cursor: int, me: str, limit: int) -> Fetched:
+    """The next changes other writers made after `cursor`, oldest first.
+
+    One REPEATABLE READ snapshot: when fewer than `limit` rows come back, the
+    cursor moves to the highest number that snapshot holds (every change up
+    to it is either here or this machine's own)."""
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        rows = conn.execute(
+            "SELECT origin, tbl, key, row, seq FROM andromeda_ledger"
+            " WHERE seq > %s AND writer <> %s ORDER BY seq LIMIT %s",
+            (cursor, me, limit),
+        ).fetchall()
+        top = cursor
+        if len(rows) < limit:
+            top = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM andromeda_ledger").fetchone()[0]
+    return Fetched(rows, rows[-1][4] if len(rows) == limit else max(top, cursor))
+
+
+def waiting(conn: psycopg.Connection, cursor: int, me: str) -> int:
+    """How many changes of other writers a pull from `cursor` would bring."""
+    return conn.execute(
+        "SELECT COUNT(*) FROM andromeda_ledger WHERE seq > %s AND writer <> %s", (cursor, me)
+    ).fetchone()[0]
+
+
+# --- what the server holds ------------------------------------------------------------------
+@dataclass
+class OriginRows:
+    origin: str
+    host: str | None
+    rows: int
+    deleted: int
+    last_sync: str | None
+
+
+@dataclass
+class Summary:
+    ledger_id: str | None
+    rows: int = 0
+    origins: list[OriginRows] = field(default_factory=list)
+
+
+def summary(conn: psycopg.Connection) -> Summary:
+    """Rows per origin (tombstones apart), with each origin's host."""
+    lid = ledger_id(conn, create=False)
+    if lid is None:
+        return Summary(None)
+    rows = conn.execute(
+        "SELECT l.origin, o.host, COUNT(l.row), COUNT(*) - COUNT(l.row),"
+        " to_char(o.last_sync AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        " FROM andromeda_ledger AS l LEFT JOIN andromeda_origins AS o ON o.origin = l.origin"
+        " GROUP BY l.origin, o.host, o.last_sync ORDER BY l.origin"
+    ).fetchall()
+    origins = [OriginRows(*r) for r in rows]
+    return Summary(lid, sum(o.rows for o in origins), origins)
+
+
+# --- kaja usage --all-machines ---------------------------------------------------------------
+def _num(field_name: str) -> str:
+    """A JSON number field as numeric (anything else, a string say, counts as NULL)."""
+    return (
+        f"CASE WHEN jsonb_typeof(row->'{field_name}') = 'number'"
+        f" THEN (row->>'{field_name}')::numeric END"
+    )
+
+
+def _window(since: str | None, until: str | None, column: str) -> tuple[str, list[str]]:
+    parts, params = [], []
+    if since is not None:
+        parts.append(f"row->>'{column}' >= %s COLLATE \"C\"")
+        params.append(since)
+    if until is not None:
+        parts.append(f"row->>'{column}' < %s COLLATE \"C\"")
+        params.append(until)
+    return "".join(" AND " + p for p in parts), params
+
+
+def usage_rows(
+    conn: psycopg.Connection, by: str, since: str | None, until: str | None
+) -> dict[str, list[tuple]]:
+    """The three queries of `kaja usage`, over every machine's rows, in one snapshot.
+
+    Same columns and meaning as `usage.report_queries` (SQLite): calls grouped
+    `by`, tools by (tool, outcome), runs by status; plus calls per origin."""
+    key = "substr(row->>'at', 1, 10)" if by == "day" else f"row->>'{by}'"
+    at, at_params = _window(since, until, "at")
+    started, started_params = _window(since, until, "started_at")
+    live = "row IS NOT NULL"
+    out: dict[str, list[tuple]] = {}
+    with conn.transaction():
+        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        out["calls"] = conn.execute(
+            f"SELECT {key} AS k, COUNT(*), SUM(CASE WHEN {_num('ok')} = 0 THEN 1 WHEN {_num('ok')} IS NOT NULL THEN 0 END),"
+            f" SUM({_num('prompt_tokens')}), SUM({_num('completion_tokens')}),"
+            f" SUM({_num('cached_tokens')}), SUM({_num('duration_ms')})"
+            f" FROM andromeda_ledger WHERE tbl = 'calls' AND {live}{at} GROUP BY k",
+            at_params,
+        ).fetchall()
+        out["tools"] = conn.execute(
+            f"SELECT row->>'tool' AS t, row->>'outcome' AS o, COUNT(*), SUM({_num('duration_ms')}),"
+            f" COUNT({_num('duration_ms')}) FROM andromeda_ledger"
+            f" WHERE tbl = 'tools' AND {live}{at} GROUP BY t, o",
+            at_params,
+        ).fetchall()
+        out["runs"] = conn.execute(
+            f"SELECT row->>'status' AS s, COUNT(*) FROM andromeda_ledger"
+            f" WHERE tbl = 'runs' AND {live}{started} GROUP BY s",
+            started_params,
+        ).fetchall()
+        out["machines"] = conn.execute(
+            f"SELECT l.origin, o.host, COUNT(*), SUM({_num('prompt_tokens')}),"
+            f" SUM({_num('completion_tokens')}) FROM andromeda_ledger AS l"
+            f" LEFT JOIN andromeda_origins AS o ON o.origin = l.origin"
+            f" WHERE tbl = 'calls' AND {live}{at} GROUP BY l.origin, o.host ORDER BY l.origin",
+            at_params,
+        ).fetchall()
+    return {name: [tuple(_plain(v) for v in r) for r in rows] for name, rows in out.items()}
+
+
+def _plain(value: Any) -> Any:
+    """numeric (Decimal) sums as int, as SQLite gives them."""
+    from decimal import Decimal
+
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
