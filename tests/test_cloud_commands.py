@@ -163,3 +163,34 @@ def test_resume_works_in_a_parallel_plan(cloud_demo):
                  ["sessions", "--all-owners", "--json"]):  # fmt: skip
         r = cloud_demo("--database-url", url, *argv)
         assert r.code == 0, (argv, r)
+
+
+def test_no_image_folder_is_deleted_through_a_symlink(cloud_demo, tmp_path):
+    """Main's rule (core/guard.py) in cloud mode too: the rows go, the folders
+    behind a symlinked images/ stay, and the plan says so."""
+    import shutil
+
+    images = cloud_demo.state / "files" / "images"
+    real = tmp_path / "elsewhere"
+    shutil.move(images, real)
+    images.symlink_to(real)
+    before = sorted(p.relative_to(real) for p in real.rglob("*"))
+    assert before
+    r = cloud_demo("wipe", "--owner", "terminal", "--yes", "--json")
+    assert r.code == 0, r
+    doc = json.loads(r.out)
+    assert doc["image_folders"] == [] and doc["images_link"] == str(images), doc
+    assert sorted(p.relative_to(real) for p in real.rglob("*")) == before
+    assert count(cloud_demo.pg, "SELECT count(*) FROM kaja.sessions WHERE owner IS NULL") == 0
+
+
+def test_notes_say_in_one_line_that_they_read_a_local_store(cloud):
+    r = cloud("notes")
+    assert r.code == 1 and r.err.count("\n") == 1, r
+    assert (
+        f'{cloud.config} sets [memory] mode = "cloud": this command reads only a local store'
+        in r.err
+    )
+    r = cloud("--database-url", cloud.pg.url, "notes", "show", "x")
+    assert r.code == 1 and r.err.count("\n") == 1, r
+    assert "--database-url chose cloud mode" in r.err and "leave out --database-url" in r.err
