@@ -91,6 +91,14 @@ def root(
             help="The shared database file \\[env: KAJA_DB_PATH].",
         ),
     ] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            "--database-url",
+            metavar="URL",
+            help="Use cloud mode on this PostgreSQL server (postgresql://user@host/db).",
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -100,13 +108,21 @@ def root(
 ) -> None:
     """Administer the local storage of Kaja, your personal AI agent.
 
-    Kaja keeps everything it remembers in SQLite on this machine. kaja shows
-    where it lives, lists and searches conversations, reports usage,
+    Kaja keeps everything it remembers in SQLite on this machine (in cloud
+    mode, its conversations in a PostgreSQL server: --database-url). kaja
+    shows where it lives, lists and searches conversations, reports usage,
     diagnoses problems and deletes data safely.
     """
     from kaja_cli.core.paths import Overrides
 
-    ctx.obj = Overrides(config=config_path, state_dir=state_dir, db=db)
+    if database_url is not None:
+        from kaja_cli.core import settings_keys
+        from kaja_cli.errors import UsageError
+
+        problem = settings_keys.check(settings_keys.KEYS["memory.databaseUrl"], database_url)
+        if problem:
+            raise UsageError(f"--database-url: {problem}")
+    ctx.obj = Overrides(config=config_path, state_dir=state_dir, db=db, database_url=database_url)
 
 
 # Grouped in --help the way people reach for them.

@@ -611,10 +611,12 @@ def test_cloud_mode_skips_the_databases(demo_store: Kaja) -> None:
     demo_store.config.parent.mkdir(parents=True)
     demo_store.config.write_text('[memory]\nmode = "cloud"\n')
     r = doctor(demo_store, "--json")
-    assert r.code == 0, r
     found = statuses(r)
     assert "database.shared" not in found and "orphans.messages" not in found
     assert "cloud" in checks_of(r)["settings"]["summary"]
+    # Cloud mode without a server to check is the one error (tests/test_cloud_doctor.py).
+    assert r.code == 1 and [c for c, s in found.items() if s == "error"] == ["server.reachable"]
+    assert "needs the PostgreSQL server's URL" in checks_of(r)["server.reachable"]["summary"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")

@@ -150,9 +150,11 @@ def test_existing_store_sizes_and_plain_output(demo_store):
     r = demo_store("config", "paths")
     lines = [line.split("\t") for line in r.out.splitlines()]
     assert [row[0] for row in lines] == [
-        "settings", "state_dir", "shared_db", "images", "cache_db", "stats_db", "auth_db", "artifacts_db",
+        "mode", "settings", "state_dir", "shared_db", "images", "cache_db", "stats_db", "auth_db",
+        "artifacts_db",
     ]  # fmt: skip
-    shared = lines[2]
+    assert lines[0] == ["mode", "local", "default", "", ""]
+    shared = lines[3]
     assert shared == [
         "shared_db",
         str(demo_store.db),
@@ -160,7 +162,7 @@ def test_existing_store_sizes_and_plain_output(demo_store):
         "yes",
         str(demo_store.db.stat().st_size),
     ]
-    assert lines[0][3:] == ["no", ""]
+    assert lines[1][3:] == ["no", ""]  # no settings file
     assert r.err == ""
 
 
@@ -200,11 +202,13 @@ def test_bad_settings_values(kaja):
     assert r.code == 1 and "is a folder" in r.err
 
 
-def test_cloud_mode_is_reported_and_demo_refuses(kaja):
+def test_cloud_mode_without_a_server_is_reported_and_demo_refuses(kaja):
     kaja.config.parent.mkdir(parents=True)
     kaja.config.write_text('[memory]\nmode = "cloud"\n')
     r = kaja("config", "paths", "--json")
     assert json.loads(r.out)["mode"] == "cloud"
+    assert json.loads(r.out)["backend"]["database_url"] == {"value": None, "source": "not set"}
     r = kaja("demo")
-    assert r.code == 1 and 'mode = "cloud"' in r.err
+    assert r.code == 1 and "cloud mode needs the PostgreSQL server's URL" in r.err
+    assert "KAJA_DATABASE_URL" in r.err
     assert not kaja.state.exists()

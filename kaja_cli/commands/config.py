@@ -23,18 +23,22 @@ def paths(
 
     Sources, strongest first: a flag (--config, --state-dir, --db), an
     environment variable (KAJA_CONFIG, KAJA_STATE_DIR, KAJA_DB_PATH), a
-    settings.toml key (\\[memory] dbPath), the platform default. Nothing is
-    created.
+    settings.toml key (\\[memory] dbPath), the platform default. In cloud mode
+    (--database-url, or \\[memory] mode = "cloud"): the server (its password as
+    ***), the account and the schema instead of the local databases. Nothing is
+    created, and no server is contacted.
     """
     from kaja_cli import render
     from kaja_cli.core import paths as core_paths
 
     store = store_of(ctx)
     rows = core_paths.inspect(store.paths)
+    backend = core_paths.backend(store.paths)
     if as_json:
         render.emit_json(
             {
                 "mode": store.paths.mode,
+                "backend": {r.name: {"value": r.value, "source": r.source} for r in backend},
                 "paths": {
                     r.name: {
                         "path": str(r.path),
@@ -57,18 +61,24 @@ def paths(
          Col("source", style="dim", drop=3),
          Col("exists", kind="whole", drop=1), Col("size", justify="right", drop=4),
          Col("files", justify="right", drop=2)],
-        [
+        [[core_paths.BACKEND_LABELS[b.name], b.value or "-", b.source, "", "", ""]
+         for b in backend]
+        + [
             [core_paths.LABELS[r.name], str(r.path), r.source, "yes" if r.exists else "no",
              render.human_size(r.size) if r.exists else "-", "" if r.files is None else r.files]
             for r in rows
         ],
-        plain_rows=[
+        plain_rows=[[b.name, b.value or "", b.source, "", ""] for b in backend]
+        + [
             [r.name, r.path, r.source, "yes" if r.exists else "no", "" if r.size is None else r.size]
             for r in rows
         ],
     )  # fmt: skip
-    if store.paths.mode == "cloud":
-        render.note('[memory] mode = "cloud": Kaja keeps no local database in this mode')
+    if store.paths.cloud:
+        render.note(
+            "cloud mode: the conversations are on the PostgreSQL server above; kaja keeps"
+            " only the images here"
+        )
 
 
 # --- settings.toml --------------------------------------------------------------------------------
@@ -244,8 +254,11 @@ def _note_override(ctx: typer.Context, name: str) -> None:
     key = KEYS.get(name)
     if key is None:
         return
-    if key.flag == "--db" and ctx.find_root().obj.db is not None:
+    flags = ctx.find_root().obj
+    if key.flag == "--db" and flags.db is not None:
         render.note(f"--db given: it overrides {name} for this command")
+    elif key.flag == "--database-url" and flags.database_url is not None:
+        render.note(f"--database-url given: it overrides {name} for this command")
     elif key.env and os.environ.get(key.env, "").strip():
         render.note(f"{key.env} is set here, and overrides {name} wherever it is set")
 

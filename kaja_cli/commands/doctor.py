@@ -64,7 +64,8 @@ def doctor(
 
     Doctor only reads: it never prompts, never waits long on a locked file, and
     reports a file another process holds as in use (Kaja is running). Nothing
-    changes without --fix, and --fix never deletes anything.
+    changes without --fix, and --fix never deletes anything. In cloud mode it
+    checks the PostgreSQL server instead of the local databases.
     """
     from kaja_cli import render
     from kaja_cli.core import doctor as core

@@ -51,13 +51,12 @@ def resume(
     """
     from kaja_cli import render
     from kaja_cli.core import transcript
-    from kaja_cli.core.owners import Owner
     from kaja_cli.errors import UsageError
 
     if latest and session_id is not None:
         raise UsageError("give a session id or -c, not both")
-    acting = Owner.parse(owner)
     store = store_of(ctx)
+    acting = store.owner(owner)
     if as_json:
         if tail is not None:
             raise UsageError("--tail shapes the replay; --json prints the whole resume context")

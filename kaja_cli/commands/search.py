@@ -111,10 +111,10 @@ def search(
     store = store_of(ctx)
     if reindex:
         count = core_search.reindex(store, progress=render.progress)
-        render.note(f"reindexed {count} messages in {store.path()}")
+        render.note(f"reindexed {count} messages in {store.where()}")
         if not text:
             if as_json:
-                render.emit_json({"reindexed": {"path": str(store.path()), "messages": count}})
+                render.emit_json({"reindexed": {"path": store.where(), "messages": count}})
             return
     elif not text.strip():
         raise UsageError(

@@ -103,19 +103,18 @@ def _list(
 ) -> None:  # fmt: skip
     from kaja_cli import render
     from kaja_cli.core import sessions as core
-    from kaja_cli.core.owners import Owner
     from kaja_cli.errors import UsageError
 
     if all_owners and owner is not None:
         raise UsageError("--owner and --all-owners can't be combined")
-    acting = None if all_owners else Owner.parse(owner)
+    store = store_of(ctx)
+    acting = None if all_owners else store.owner(owner)
     since_iso = None
     if since is not None:
         from kaja_cli.core.timeparse import parse_when
 
         since_iso = parse_when(since)
     flt = core.SessionFilter(acting, since_iso, model, persona, limit)
-    store = store_of(ctx)
     result = core.listing_json(store, flt) if as_json else core.listing(store, flt)
 
     if not result.store_exists:
@@ -223,10 +222,9 @@ def delete(
     from kaja_cli import render
     from kaja_cli.core import qdrant
     from kaja_cli.core import sessions as core
-    from kaja_cli.core.owners import Owner
 
-    acting = Owner.parse(owner)
     store = store_of(ctx)
+    acting = store.owner(owner)
     plan = core.plan_deletion(store, ids, acting)
     # Qdrant is asked before anything is deleted: if it does not answer, nothing is.
     points = qdrant.plan_forget(store, [s.id for s in plan.sessions])
@@ -339,7 +337,6 @@ def export(
     """
     from kaja_cli import render
     from kaja_cli.core import transcript
-    from kaja_cli.core.owners import Owner
     from kaja_cli.errors import UsageError
 
     if output is not None and str(output) == "-":
@@ -351,7 +348,8 @@ def export(
         raise UsageError(f"--format: {fmt!r} is not md or json")
     if output is not None and output.is_dir():
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
-    store, acting = store_of(ctx), Owner.parse(owner)
+    store = store_of(ctx)
+    acting = store.owner(owner)
     target = None
     if output is not None:  # refused (exit 5) before anything is read: the store, a FIFO…
         from kaja_cli.core import guard

@@ -52,6 +52,10 @@ def wipe(
 
     It shows what it will delete and asks; --yes skips the question, and
     without a terminal it refuses (exit 5) unless --yes is given.
+
+    In cloud mode it drops kaja's schema on the server (never the database,
+    never a schema that is not Kaja's), only with --yes, and refuses (exit 4)
+    while another session holds its tables; --owner erases them there.
     """
     from kaja_cli.core import profiler
     from kaja_cli.core.owners import Owner
@@ -81,7 +85,7 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
     if plan.nothing_to_do:
         if as_json:
             render.emit_json(_plan_json(plan, [], plan.kept, dry_run=dry_run, done=False))
-        render.note(f"nothing to delete: no Kaja store at {store.paths.shared_db.path}")
+        render.note(f"nothing to delete: no Kaja store at {store.where()}")
         _notes_kept(plan)
         return
     if not as_json:
@@ -95,6 +99,13 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
         else:
             render.note("dry run: nothing was deleted")
         return
+    if plan.needs_yes and not yes:
+        from kaja_cli.errors import Refused
+
+        raise Refused(
+            "wiping the server's store drops it for everyone who uses it: only with --yes",
+            hint="rerun with --yes once you are sure (--dry-run shows what goes)",
+        )
     render.confirm(
         f"Delete these {_count(plan.items)} ({render.human_size(plan.size)})?"
         " This cannot be undone.",
@@ -134,12 +145,12 @@ def _show_items(items: "list[Item]") -> None:
             )
         elif item not in trees:
             size = "-" if item.kind is Kind.FOLDER else render.human_size(item.size)
-            rows.append([item.what, str(item.path), size])
+            rows.append([item.what, item.where, size])
     render.table(
         [render.Col("what", style="bold"), render.Col("path"),
          render.Col("size", justify="right")],
         rows,
-        plain_rows=[[str(i.path), i.kind, i.size] for i in items],
+        plain_rows=[[i.where, i.kind, i.size] for i in items],
     )  # fmt: skip
 
 
@@ -167,7 +178,7 @@ def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done
         "dry_run": dry_run,
         "done": done,
         "paths": [
-            {"path": str(i.path), "what": i.what, "kind": i.kind, "size": i.size, "files": i.files}
+            {"path": i.where, "what": i.what, "kind": i.kind, "size": i.size, "files": i.files}
             for i in items
         ],
         "size": sum(i.size for i in items),

@@ -2,7 +2,9 @@
 
 Used by `kaja sessions delete` and `kaja wipe --owner`. The rows go inside the
 caller's transaction; the image folders only after it committed (a rollback
-must not have lost files).
+must not have lost files). The session ids are a TEMP table in SQLite and an
+array parameter on a PostgreSQL server (whose read-only transactions may not
+create even a temporary table); the conditions are the same text.
 """
 
 from __future__ import annotations
@@ -13,32 +15,32 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from kaja_cli.core import guard, schema
+from kaja_cli.core import dialect, guard, schema
 from kaja_cli.core.images import session_dir
 
-# (table, columns it needs, condition on the ids in temp._kaja_ids),
-# children before parents. A table another program left without one of those
-# columns holds nothing that hangs off a session: it is skipped, never a
-# reason to stop (SPEC §4: older and newer files).
+# (table, columns it needs, condition on the session ids {ids}), children
+# before parents. A table another program left without one of those columns
+# holds nothing that hangs off a session: it is skipped, never a reason to
+# stop (SPEC §4: older and newer files).
 _SESSION_ROWS = (
     (
         "tool_calls",
         {"tool_calls": {"messageId"}, "messages": {"id", "sessionId"}},
-        "messageId IN (SELECT id FROM messages WHERE sessionId IN (SELECT id FROM temp._kaja_ids))",
+        '"messageId" IN (SELECT id FROM messages WHERE "sessionId" IN {ids})',
     ),
-    ("messages", {"messages": {"sessionId"}}, "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("session_summaries", {"session_summaries": {"sessionId"}},
-     "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("model_calls", {"model_calls": {"sessionId"}}, "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("session_events", {"session_events": {"sessionId"}},
-     "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("conversation_threads", {"conversation_threads": {"thread_id"}},
-     "thread_id IN (SELECT id FROM temp._kaja_ids)"),
-    ("sessions", {"sessions": {"id"}}, "id IN (SELECT id FROM temp._kaja_ids)"),
-)  # fmt: skip
+    ("messages", {"messages": {"sessionId"}}, '"sessionId" IN {ids}'),
+    ("session_summaries", {"session_summaries": {"sessionId"}}, '"sessionId" IN {ids}'),
+    ("model_calls", {"model_calls": {"sessionId"}}, '"sessionId" IN {ids}'),
+    ("session_events", {"session_events": {"sessionId"}}, '"sessionId" IN {ids}'),
+    ("conversation_threads", {"conversation_threads": {"thread_id"}}, "thread_id IN {ids}"),
+    ("sessions", {"sessions": {"id"}}, "id IN {ids}"),
+)
 
 
-def _load_ids(conn: sqlite3.Connection, session_ids: Iterable[object]) -> None:
+def _load_ids(conn: sqlite3.Connection, session_ids: Iterable[object]) -> tuple[str, tuple]:
+    """The ids as SQL for `{ids}` and its parameters."""
+    if dialect.of(conn) is dialect.POSTGRES:
+        return "(SELECT unnest(CAST(? AS text[])))", (sorted({str(i) for i in session_ids}),)
     # No declared type: an id is compared as it is stored (TEXT, or an
     # INTEGER another program wrote).
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS _kaja_ids (id PRIMARY KEY)")
@@ -46,10 +48,14 @@ def _load_ids(conn: sqlite3.Connection, session_ids: Iterable[object]) -> None:
     conn.executemany(
         "INSERT OR IGNORE INTO temp._kaja_ids (id) VALUES (?)", ((i,) for i in session_ids)
     )
+    return "(SELECT id FROM temp._kaja_ids)", ()
 
 
 def _applicable(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    have = schema.present_columns(conn)
+    found = dialect.columns(conn, *{t for _, needs, _ in _SESSION_ROWS for t in needs})
+    have = (
+        {t: set(c) for t, c in found.items()} if found is not None else schema.present_columns(conn)
+    )
     return [
         (table, cond)
         for table, needs, cond in _SESSION_ROWS
@@ -59,9 +65,11 @@ def _applicable(conn: sqlite3.Connection) -> list[tuple[str, str]]:
 
 def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
     """How many rows of each table `delete_session_rows` would delete."""
-    _load_ids(conn, session_ids)
+    ids, args = _load_ids(conn, session_ids)
     return {
-        table: conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}").fetchone()[0]
+        table: conn.execute(
+            f"SELECT COUNT(*) FROM {table} WHERE {cond.format(ids=ids)}", args
+        ).fetchone()[0]
         for table, cond in _applicable(conn)
     }
 
@@ -69,13 +77,17 @@ def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) 
 def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
     """Delete the sessions and every row hanging off them (caller's transaction).
 
-    The search index follows through its triggers. Returns rows deleted per table.
+    The search index follows (SQLite: its triggers; PostgreSQL: the indexed
+    column goes with its row). Returns rows deleted per table.
     """
-    _load_ids(conn, session_ids)
+    ids, args = _load_ids(conn, session_ids)
     deleted = {}
     for table, cond in _applicable(conn):
-        deleted[table] = conn.execute(f"DELETE FROM {table} WHERE {cond}").rowcount
-    conn.execute("DELETE FROM temp._kaja_ids")
+        deleted[table] = conn.execute(
+            f"DELETE FROM {table} WHERE {cond.format(ids=ids)}", args
+        ).rowcount
+    if not args:
+        conn.execute("DELETE FROM temp._kaja_ids")
     return deleted
 
 

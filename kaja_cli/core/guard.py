@@ -27,12 +27,12 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core import fs, images
-from kaja_cli.core.registry import LEGACY_FILES, DatabaseFile
+from kaja_cli.core.registry import LEGACY_FILES, DatabaseFile, DatabaseSpec
 from kaja_cli.errors import Refused
 
 if TYPE_CHECKING:
@@ -78,12 +78,18 @@ def recognise(conn: sqlite3.Connection, file: DatabaseFile) -> Verdict:
     for table in ordinary:
         for row in conn.execute("SELECT name FROM pragma_table_info(?)", (table,)):
             columns.setdefault(str(table), set()).add(str(row[0]))
-    kajas = any(
-        all(name in columns and need <= columns[name] for name, need in telltale)
-        for spec in file.specs
+    return Verdict(tables, telltales_match(columns, file.specs))
+
+
+def telltales_match(columns: Mapping[str, Iterable[str]], specs: Iterable[DatabaseSpec]) -> bool:
+    """Whether tables with these columns hold a telltale of any of `specs`: the
+    test of whose a database is, for a file here and a schema on a server alike."""
+    have = {name: set(cols) for name, cols in columns.items()}
+    return any(
+        all(name in have and need <= have[name] for name, need in telltale)
+        for spec in specs
         for telltale in spec.telltales
     )
-    return Verdict(tables, kajas)
 
 
 def recognised_as_found(path: Path, file: DatabaseFile) -> Verdict | None:

@@ -261,6 +261,7 @@ def _shared(store: Store, *, writing: bool = False) -> Path:
 
 
 def show(store: Store, key: str, owner: Owner) -> Note:
+    store.require_local()
     _shared(store)
     with store.reader() as conn:
         return find(conn, key, owner)

@@ -25,6 +25,14 @@ DEFAULT = "default"
 FOLLOWS_STATE_DIR = "follows the state dir"
 FOLLOWS_SHARED_FILE = "follows the shared file"
 
+# How each row of `backend()` is named for a person.
+BACKEND_LABELS = {
+    "mode": "mode",
+    "database_url": "database url",
+    "account": "account",
+    "schema": "database schema",
+}
+
 # How each location of `Paths.locations()` is named for a person.
 LABELS = {
     "settings": "settings file",
@@ -44,6 +52,7 @@ class Overrides(NamedTuple):
     config: Path | None = None
     state_dir: Path | None = None
     db: Path | None = None
+    database_url: str | None = None  # --database-url: cloud mode on this server
 
 
 class Located(NamedTuple):
@@ -61,6 +70,24 @@ class Location(NamedTuple):
     kind: Kind
 
 
+class Setting(NamedTuple):
+    """A value and where it came from ("flag --database-url", "env KAJA_ACCOUNT",
+    "settings [memory] account", "default", "not set")."""
+
+    value: str | None
+    source: str
+
+
+class Server(NamedTuple):
+    """Cloud mode's PostgreSQL (SPEC §10): the server, whose rows are "yours"
+    (`[memory] account`; not set: the terminal's, as locally), and the schema
+    holding Kaja's tables. Resolving it never connects."""
+
+    url: Setting
+    account: Setting
+    schema: Setting
+
+
 class Paths(NamedTuple):
     settings_file: Located
     state_dir: Located
@@ -69,6 +96,12 @@ class Paths(NamedTuple):
     placed: dict[Database, Located]
     mode: settings_mod.Mode
     settings: settings_mod.Settings
+    mode_source: str = DEFAULT  # "flag --database-url", "settings [memory] mode", "default"
+    server: Server | None = None  # cloud mode's server; None until resolved
+
+    @property
+    def cloud(self) -> bool:
+        return self.mode is settings_mod.Mode.CLOUD
 
     @property
     def shared_db(self) -> Located:
@@ -76,6 +109,9 @@ class Paths(NamedTuple):
 
     @property
     def files_dir(self) -> Path:
+        """`files/` beside the shared file; in cloud mode (no shared file) in the state dir."""
+        if self.cloud:
+            return self.state_dir.path / "files"
         return self.shared_db.path.parent / "files"
 
     @property
@@ -109,11 +145,16 @@ class Paths(NamedTuple):
 
     def locations(self) -> list[Location]:
         """Every row of SPEC §2: the settings, the state dir, the shared file and the
-        images that follow it, the side databases, then databases split from their host."""
+        images that follow it, the side databases, then databases split from their host.
+        In cloud mode the databases are the server's: the settings, the state dir and
+        the images it keeps."""
         rows = [
             Location("settings", self.settings_file, "file"),
             Location("state_dir", self.state_dir, "dir"),
         ]
+        if self.cloud:
+            rows.append(Location("images", Located(self.images_dir, FOLLOWS_STATE_DIR), "dir"))
+            return rows
         for f in sorted(self.databases(), key=lambda f: f.spec.host is not None):
             rows.append(Location(f.spec.location, Located(f.path, f.source), "file"))
             if f.name is Database.SHARED:
@@ -198,8 +239,33 @@ def resolve(
             where = _place(spec, o, env, settings, state.path)
             if where is not None:
                 placed[spec.name] = where
+    mode, mode_source = settings.mode, DEFAULT
+    if settings.get("memory", "mode") is not None:
+        mode_source = "settings [memory] mode"
+    if o.database_url is not None:
+        mode, mode_source = settings_mod.Mode.CLOUD, "flag --database-url"
     return Paths(
-        settings_file=config, state_dir=state, placed=placed, mode=settings.mode, settings=settings
+        settings_file=config, state_dir=state, placed=placed, mode=mode, settings=settings,
+        mode_source=mode_source, server=_server(o, env, settings),
+    )  # fmt: skip
+
+
+def _server(flags: Overrides, env: Mapping[str, str], settings: settings_mod.Settings) -> Server:
+    """The cloud settings, strongest first: flag, environment, settings.toml, default."""
+
+    def pick(flag: str | None, var: str | None, key: str, default: str | None = None) -> Setting:
+        if flag is not None:
+            return Setting(flag, "flag --database-url")
+        if var is not None and (value := _env(env, var)) is not None:
+            return Setting(value.strip(), f"env {var}")
+        if (value := settings.get("memory", key)) is not None:
+            return Setting(str(value), f"settings [memory] {key}")
+        return Setting(default, DEFAULT) if default is not None else Setting(None, "not set")
+
+    return Server(
+        url=pick(flags.database_url, "KAJA_DATABASE_URL", "databaseUrl"),
+        account=pick(None, "KAJA_ACCOUNT", "account"),
+        schema=pick(None, None, "databaseSchema", "kaja"),
     )
 
 
@@ -232,6 +298,31 @@ def companions(db: Path) -> list[Path]:
     from kaja_cli.core.fs import beside
 
     return [beside(db, suffix) for suffix in COMPANION_SUFFIXES]
+
+
+class BackendInfo(NamedTuple):
+    """One row of `kaja config paths` about where the conversations are kept."""
+
+    name: str  # "mode", "database_url", "account", "schema"
+    value: str | None  # a URL with its password as ***
+    source: str
+
+
+def backend(paths: Paths) -> list[BackendInfo]:
+    """Local or cloud, and where that came from; in cloud mode the server (its
+    password masked), the account and the schema. Never connects."""
+    from kaja_cli.core.settings_keys import mask
+
+    rows = [BackendInfo("mode", str(paths.mode), paths.mode_source)]
+    if paths.cloud and paths.server is not None:
+        url, account, schema = paths.server
+        shown = mask(url.value) if url.value else None
+        rows += [
+            BackendInfo("database_url", shown, url.source),
+            BackendInfo("account", account.value, account.source),
+            BackendInfo("schema", schema.value, schema.source),
+        ]
+    return rows
 
 
 class LocationInfo(NamedTuple):
@@ -269,6 +360,8 @@ def inspect(paths: Paths) -> list[LocationInfo]:
             size, files = _size(loc.path, kind)
         rows.append(LocationInfo(name, loc.path, loc.source, kind, exists, size, files))
     for spec in DATABASES.values():  # SPEC §2's last row: the artifacts, in the shared file
+        if paths.cloud:
+            break  # the server holds the tables
         if spec.host is not None and paths.located(spec.name) is None:
             host = paths.file_of(spec.name)
             where = f"tables in the {host.spec.label}"

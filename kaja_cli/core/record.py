@@ -10,6 +10,11 @@ Each call outside a `transaction()` block is its own transaction. Ids are
 UUIDv7 (they sort by creation time); timestamps are ISO 8601 UTC. Rows refer to
 each other by shared ids, never enforced foreign keys, like every writer of
 these files.
+
+In cloud mode the same calls write to kaja's schema on the PostgreSQL server
+(`core.pg`): one SQL text for both engines (quoted names, `?` placeholders
+the server's connection rewrites), and "you" (no owner given) is
+`[memory] account` there.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kaja_cli.core import fs, images, schema
+from kaja_cli.core import dialect, fs, images, schema
 from kaja_cli.core.clock import iso, now
 from kaja_cli.core.db import transaction
 from kaja_cli.core.store import Store
@@ -74,6 +79,8 @@ class Recorder:
         self._stack: ExitStack | None = None
         self._conns: dict[str, sqlite3.Connection] = {}
         self._depth: dict[str, int] = {}
+        # Whose rows "no owner" means: the terminal locally, the account in cloud mode.
+        self._you = store.owner(None).id if store.cloud else None
 
     # -- connections and transactions ---------------------------------------
     def __enter__(self) -> Recorder:
@@ -134,12 +141,16 @@ class Recorder:
         name = schema.database_of(table)  # in TABLES (checked above): one of the registry's
         names = list(columns)
         values = [_json(v) if isinstance(v, dict | list) else v for v in columns.values()]
-        verb = "INSERT OR REPLACE" if or_replace else "INSERT"
-        sql = (
-            f'{verb} INTO "{table}" ({", ".join(chr(34) + n + chr(34) for n in names)})'
-            f" VALUES ({', '.join('?' * len(names))})"
-        )
         with self.transaction(name) as conn:
+            if dialect.of(conn) is dialect.POSTGRES:
+                from kaja_cli.core.pg import ddl
+
+                return ddl.insert(conn, spec, names, values, or_replace=or_replace)
+            verb = "INSERT OR REPLACE" if or_replace else "INSERT"
+            sql = (
+                f'{verb} INTO "{table}" ({", ".join(chr(34) + n + chr(34) for n in names)})'
+                f" VALUES ({', '.join('?' * len(names))})"
+            )
             return conn.execute(sql, values).lastrowid or 0
 
     # -- the conversation store ---------------------------------------------
@@ -160,7 +171,7 @@ class Recorder:
             raise UsageError(f"unsafe session id {sid!r}")
         self.insert(
             "sessions", id=sid, createdAt=iso(now), updatedAt=iso(now), persona=persona,
-            model=model, title=title, owner=owner or None, systemPrompt=system_prompt,
+            model=model, title=title, owner=owner or self._you, systemPrompt=system_prompt,
         )  # fmt: skip
         return sid
 
@@ -193,19 +204,20 @@ class Recorder:
         with self.transaction() as conn:
             if seq is None:
                 seq = conn.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE sessionId = ?",
+                    'SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE "sessionId" = ?',
                     (session_id,),
                 ).fetchone()[0]
             conn.execute(
-                "INSERT INTO messages (id, sessionId, seq, role, content, parts, reasoning,"
-                " toolCallId, persona, model, promptTokens, completionTokens, latencyMs,"
-                " finishReason, createdAt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                'INSERT INTO messages (id, "sessionId", seq, role, content, parts, reasoning,'
+                ' "toolCallId", persona, model, "promptTokens", "completionTokens", "latencyMs",'
+                ' "finishReason", "createdAt") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)',
                 (mid, session_id, seq, role, content, _json(parts), reasoning, tool_call_id,
                  persona, model, prompt_tokens, completion_tokens, latency_ms, finish_reason,
                  stamp),
             )  # fmt: skip
             conn.execute(
-                "UPDATE sessions SET updatedAt = ? WHERE id = ? AND (updatedAt IS NULL OR updatedAt < ?)",
+                'UPDATE sessions SET "updatedAt" = ? WHERE id = ?'
+                ' AND ("updatedAt" IS NULL OR "updatedAt" < ?)',
                 (stamp, session_id, stamp),
             )
         return Message(mid, seq)
@@ -241,8 +253,8 @@ class Recorder:
     ) -> None:
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE tool_calls SET resultMessageId = ?, status = ?, durationMs = ?,"
-                " approval = COALESCE(?, approval), resultSummary = ? WHERE id = ?",
+                'UPDATE tool_calls SET "resultMessageId" = ?, status = ?, "durationMs" = ?,'
+                ' approval = COALESCE(?, approval), "resultSummary" = ? WHERE id = ?',
                 (result_message_id, status, duration_ms, approval, result_summary, tool_call_id),
             )
 
@@ -286,11 +298,11 @@ class Recorder:
         """Append to the terminal timeline; returns the event's `seq`."""
         with self.transaction() as conn:
             seq = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM session_events WHERE sessionId = ?",
+                'SELECT COALESCE(MAX(seq), 0) + 1 FROM session_events WHERE "sessionId" = ?',
                 (session_id,),
             ).fetchone()[0]
             conn.execute(
-                "INSERT INTO session_events (sessionId, seq, type, payload) VALUES (?, ?, ?, ?)",
+                'INSERT INTO session_events ("sessionId", seq, type, payload) VALUES (?, ?, ?, ?)',
                 (session_id, seq, type, _json(payload or {})),
             )
         return seq
@@ -299,7 +311,7 @@ class Recorder:
         """Mark (or with None, clear) a tool call waiting on the human."""
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE sessions SET pendingCallId = ?, pendingKind = ? WHERE id = ?",
+                'UPDATE sessions SET "pendingCallId" = ?, "pendingKind" = ? WHERE id = ?',
                 (call_id, kind, session_id),
             )
 
@@ -318,21 +330,22 @@ class Recorder:
         stamp = iso(self._now(at))
         with self.transaction() as conn:
             conn.execute(
-                "INSERT INTO notes (owner, key, content, importance, tags, sticky, createdAt,"
-                " lastUsedAt, useCount) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"
+                'INSERT INTO notes (owner, key, content, importance, tags, sticky, "createdAt",'
+                ' "lastUsedAt", "useCount") VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)'
                 " ON CONFLICT (owner, key) DO UPDATE SET content = excluded.content,"
                 " importance = excluded.importance, tags = excluded.tags, sticky = excluded.sticky,"
-                " lastUsedAt = excluded.lastUsedAt",
-                (owner or "", key, content, importance, _json(tags), int(sticky), stamp, stamp),
-            )
+                ' "lastUsedAt" = excluded."lastUsedAt"',
+                (owner or self._you or "", key, content, importance, _json(tags), int(sticky),
+                 stamp, stamp),
+            )  # fmt: skip
 
     def use_note(self, owner: str, key: str, *, at: datetime | None = None, times: int = 1) -> None:
         """The agent read a note into a conversation (`times` times, the last at `at`)."""
         with self.transaction() as conn:
             conn.execute(
-                "UPDATE notes SET useCount = coalesce(useCount, 0) + ?, lastUsedAt = ?"
+                'UPDATE notes SET "useCount" = coalesce("useCount", 0) + ?, "lastUsedAt" = ?'
                 " WHERE owner = ? AND key = ?",
-                (times, iso(self._now(at)), owner or "", key),
+                (times, iso(self._now(at)), owner or self._you or "", key),
             )
 
     def answer_dataset(
@@ -346,7 +359,8 @@ class Recorder:
         at: datetime | None = None,
     ) -> None:
         self.insert(
-            "dataset_answers", or_replace=True, topic=topic, owner=owner or "", version=version,
+            "dataset_answers", or_replace=True, topic=topic, owner=owner or self._you or "",
+            version=version,
             field=field, value=_json(value), answeredAt=iso(self._now(at)),
         )  # fmt: skip
 
@@ -354,7 +368,8 @@ class Recorder:
         self, topic: str, owner: str, version: int, *, at: datetime | None = None
     ) -> None:
         self.insert(
-            "dataset_versions", or_replace=True, topic=topic, owner=owner or "", version=version,
+            "dataset_versions", or_replace=True, topic=topic, owner=owner or self._you or "",
+            version=version,
             completedAt=iso(self._now(at)),
         )  # fmt: skip
 
@@ -446,8 +461,10 @@ class Recorder:
             conn.execute(
                 "INSERT INTO cache_stats (minute, cache, hits, misses, saved_ms, load_ms)"
                 " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (minute, cache) DO UPDATE SET"
-                " hits = hits + excluded.hits, misses = misses + excluded.misses,"
-                " saved_ms = saved_ms + excluded.saved_ms, load_ms = load_ms + excluded.load_ms",
+                " hits = cache_stats.hits + excluded.hits,"
+                " misses = cache_stats.misses + excluded.misses,"
+                " saved_ms = cache_stats.saved_ms + excluded.saved_ms,"
+                " load_ms = cache_stats.load_ms + excluded.load_ms",
                 (minute, cache, hits, misses, saved_ms, load_ms),
             )
 

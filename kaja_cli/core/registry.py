@@ -21,9 +21,10 @@ of keeping names of their own. Each entry says:
 
 The registry is logical. Where the tables are is resolved with the paths
 (`Paths.databases()` → `DatabaseFile`): a file, its source, which registry
-entries it holds, and its engine. Today every file is SQLite; cloud mode adds
-`Engine.POSTGRES` to the entries the server keeps and resolves them to a
-schema there, without another table of names.
+entries it holds, and its engine. Locally every file is SQLite; in cloud mode
+the shared database (`engines` says PostgreSQL may hold it) keeps its
+conversation and ledger tables in a schema on the server (`core.pg.schema`),
+and the other entries stay local.
 
 Imports nothing heavy: every command reads it at start-up.
 """
@@ -43,6 +44,7 @@ class Engine(StrEnum):
     """What holds a database's tables."""
 
     SQLITE = "sqlite"
+    POSTGRES = "postgresql"  # cloud mode (core.pg)
 
 
 class Database(StrEnum):
@@ -145,6 +147,7 @@ DATABASES: dict[Database, DatabaseSpec] = {
             Database.SHARED, "shared file", "shared file", "shared_db", "kaja.db",
             Placement.SETTING, MovedBy("--db", "KAJA_DB_PATH", ("memory", "dbPath")),
             owners_data=True, search_index=True, telltales=_SHARED_TELLTALES,
+            engines=(Engine.SQLITE, Engine.POSTGRES),
         ),
         DatabaseSpec(
             Database.ARTIFACTS, "artifacts", "artifacts file", "artifacts_db", None,

@@ -155,11 +155,11 @@ def search(
 
     `owner` is --owner as typed (None: the terminal), `session` an id or unique
     prefix, `since` a date, ISO time or age, `limit` 0 for all. `progress`
-    (`render.progress`) shows an index build or a scan."""
-    store.require_local()
+    (`render.progress`) shows an index build or a scan. In cloud mode the
+    server answers (`core.pg.search`): the same matches, ranked the same way."""
     if all_owners and owner is not None:
         raise UsageError("--owner and --all-owners can't be used together")
-    acting = None if all_owners else Owner.parse(owner)
+    acting = None if all_owners else store.owner(owner)
     wanted_roles = _roles(roles)
     after = None
     if since:
@@ -172,6 +172,11 @@ def search(
         raise UsageError(
             "nothing to search for", hint="give some words, e.g. `kaja search tomato shade`"
         )
+    if store.cloud:
+        from kaja_cli.core.pg import search as cloud
+
+        return cloud.search(store, query, fts=fts, owner=acting, session=session,
+                            roles=wanted_roles, since=after, limit=limit, recent=recent)  # fmt: skip
     path = store.path()
     result = SearchResult(
         query=query, match=query if fts else "", fts=fts, recent=recent,
@@ -248,7 +253,12 @@ def _main_index(
 def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
     """Rebuild the index from every message: a short transaction to start it
     again empty, then batches, then incremental merges (`search_index`).
-    Returns how many messages it holds."""
+    Returns how many messages it holds. In cloud mode: the server's index
+    (`core.pg.search.reindex`)."""
+    if store.cloud:
+        from kaja_cli.core.pg import search as cloud
+
+        return cloud.reindex(store)
     path = store.require()
     file = store.paths.file_of("shared")
     with db.open_write(path, file) as conn, _progress(progress, "indexing messages", None) as bar:

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kaja_cli.core import dialect
 from kaja_cli.core.ids import SHORT_ID_MIN, short_id  # noqa: F401 - part of this module's interface
 from kaja_cli.core.owners import Owner, label
-from kaja_cli.core.values import real_sum
 from kaja_cli.errors import NotFound, Refused, UsageError
 
 if TYPE_CHECKING:
@@ -36,6 +36,9 @@ SESSION_COLUMNS = (
 # --- reading a file another program wrote -----------------------------------------
 def columns(conn: sqlite3.Connection, *tables: str) -> dict[str, list[str]]:
     """The columns of those tables (or views) that exist, in their order; one query."""
+    found = dialect.columns(conn, *tables)  # kaja's schema on a server
+    if found is not None:
+        return found
     marks = ",".join("?" * len(tables))
     out: dict[str, list[str]] = {}
     rows = conn.execute(
@@ -78,7 +81,7 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner | None) -> SessionRef:
     # only ever a bound parameter, never a path (images.session_dir).
     select = f"SELECT id, {col(have, 's', 'owner')}, {col(have, 's', 'title')} FROM sessions AS s"
     if owner is None:
-        mine_where, mine_args = "1", ()
+        mine_where, mine_args = "1 = 1", ()
     else:
         mine_where, mine_args = owner.sessions_where(col(have, "s", "owner"))
     exact = conn.execute(f"{select} WHERE id = ?", (ref,)).fetchall()
@@ -181,7 +184,7 @@ class Listing(NamedTuple):
 
     sessions: list[Any]
     total: int = 0  # sessions matching the filter, before the limit
-    location: Path | None = None
+    location: Path | str | None = None  # a file, or the server (its password as ***)
     store_exists: bool = True
     has_sessions_table: bool = True
 
@@ -194,15 +197,28 @@ _COMPUTED = ("kaja_prev_id", "kaja_next_id", "kaja_messages", "kaja_prompt_token
              "kaja_completion_tokens", "kaja_first_prompt")  # fmt: skip
 
 
-def json_value(expr: str) -> str:
-    """`expr` as a JSON value: SQLite's json_object refuses BLOBs (shown as hex)
-    and writes an infinite REAL as `Inf`, which is not JSON (shown as text)."""
-    if expr == "NULL":
-        return expr
-    return (
-        f"CASE typeof({expr}) WHEN 'blob' THEN hex({expr}) WHEN 'real' THEN"
-        f" iif(abs({expr}) > 1.7976931348623157e308, CAST({expr} AS TEXT), {expr}) ELSE {expr} END"
-    )
+def json_value(expr: str, d: dialect.Dialect = dialect.SQLITE) -> str:
+    """`expr` as a JSON value (`Dialect.json_value`: a BLOB as hex, an infinite REAL as text)."""
+    return d.json_value(expr)
+
+
+def json_fields(
+    have: Sequence[str] | None,
+    alias: str,
+    known: Sequence[str],
+    overrides: dict[str, str] | None = None,
+    d: dialect.Dialect = dialect.SQLITE,
+) -> list[tuple[str, str]]:
+    """(name, value) pairs for a JSON object: the known columns in their order
+    (NULL when missing), then any extra columns a newer writer added (not
+    kaja's own `kaja_*`). `overrides` gives a present column its own expression."""
+    names = list(known) + [c for c in have or () if c not in known and not c.startswith("kaja_")]
+    out = []
+    for n in names:
+        expr = col(have, alias, n)
+        value = (overrides or {}).get(n) if expr != "NULL" else None
+        out.append((n, value or d.json_value(expr)))
+    return out
 
 
 def json_pairs(
@@ -211,20 +227,17 @@ def json_pairs(
     known: Sequence[str],
     overrides: dict[str, str] | None = None,
 ) -> str:
-    """`'name', value` pairs for json_object: the known columns in their order
-    (NULL when missing), then any extra columns a newer writer added.
-    `overrides` gives a present column its own expression."""
-    names = list(known) + [c for c in have or () if c not in known and not c.startswith("kaja_")]
-    out = []
-    for n in names:
-        expr = col(have, alias, n)
-        value = (overrides or {}).get(n) if expr != "NULL" else None
-        out.append(f"'{n.replace(chr(39), chr(39) * 2)}', {value or json_value(expr)}")
-    return ", ".join(out)
+    """`'name', value` pairs for SQLite's json_object (see `json_fields`)."""
+    fields = json_fields(have, alias, known, overrides)
+    return ", ".join(f"'{n.replace(chr(39), chr(39) * 2)}', {v}" for n, v in fields)
 
 
 def listing_query(
-    have: dict[str, list[str]], flt: SessionFilter, *, as_json: bool = False
+    have: dict[str, list[str]],
+    flt: SessionFilter,
+    *,
+    as_json: bool = False,
+    d: dialect.Dialect = dialect.SQLITE,
 ) -> tuple[str, list[Any]] | None:
     """The one query behind `kaja sessions`, or None with no sessions table.
 
@@ -243,7 +256,7 @@ def listing_query(
         # `+` keeps SQLite off the owner index: with it, the planner expects
         # a few sessions and scans the per-session counts once for each
         # (4,674 sessions: 1 s); a scan of the table costs ~5 ms per 10,000.
-        cond, cargs = flt.owner.sessions_where("+" + col(s, "s", "owner"))
+        cond, cargs = flt.owner.sessions_where(d.no_index(col(s, "s", "owner")))
         where.append(cond)
         args.extend(cargs)
     when = f"coalesce({col(s, 's', 'updatedAt')}, {col(s, 's', 'createdAt')})"
@@ -251,16 +264,16 @@ def listing_query(
         where.append(f"{when} >= ?")
         args.append(flt.since)
     if flt.model:
-        where.append(f"{col(s, 's', 'model')} = ? COLLATE NOCASE")
+        where.append(d.equals_ignoring_case(col(s, "s", "model")))
         args.append(flt.model)
     if flt.persona:
-        where.append(f"{col(s, 's', 'persona')} = ? COLLATE NOCASE")
+        where.append(d.equals_ignoring_case(col(s, "s", "persona")))
         args.append(flt.persona)
-    limit = flt.limit if flt.limit and flt.limit > 0 else -1
+    limit = str(int(flt.limit)) if flt.limit and flt.limit > 0 else d.limit_all
     picked = (
         f"SELECT s.*, {when} AS kaja_when, count(*) OVER () AS kaja_total FROM sessions AS s"
         + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" ORDER BY kaja_when DESC, s.id DESC LIMIT {int(limit)}"
+        + f" ORDER BY kaja_when DESC, s.id DESC LIMIT {limit}"
     )
     neighbours = (
         "(SELECT max(x.id) FROM sessions AS x WHERE x.id < p.id) AS kaja_prev_id,"
@@ -270,29 +283,30 @@ def listing_query(
     first = "NULL"
     join = ""
     if m and "sessionId" in m:
-        counts = ["coalesce(a.n, 0)", "CAST(coalesce(a.pt, 0) AS INTEGER)",
-                  "CAST(coalesce(a.ct, 0) AS INTEGER)"]  # fmt: skip
-        order = "m.seq" if "seq" in m else "m.rowid"
-        role = "m.role = 'user'" if "role" in m else "1"
+        counts = ["coalesce(a.n, 0)", f"CAST(coalesce(a.pt, 0) AS {d.integer})",
+                  f"CAST(coalesce(a.ct, 0) AS {d.integer})"]  # fmt: skip
+        order = "m.seq" if "seq" in m else f"m.{d.rowid}"
+        role = "m.role = 'user'" if "role" in m else "1 = 1"
         first = (
             f"CASE WHEN coalesce({col(s, 'p', 'title')}, '') = '' THEN"
-            f" (SELECT {col(m, 'm', 'content')} FROM messages AS m WHERE m.sessionId = p.id"
+            f' (SELECT {col(m, "m", "content")} FROM messages AS m WHERE m."sessionId" = p.id'
             f" AND {role} AND {col(m, 'm', 'content')} <> '' ORDER BY {order} LIMIT 1) END"
         )
         join = (
-            f" LEFT JOIN (SELECT m.sessionId AS sid, count(*) AS n,"
-            f" {real_sum(col(m, 'm', 'promptTokens'))} AS pt,"
-            f" {real_sum(col(m, 'm', 'completionTokens'))} AS ct FROM messages AS m"
-            " WHERE m.sessionId IN (SELECT id FROM picked) GROUP BY m.sessionId) AS a"
+            ' LEFT JOIN (SELECT m."sessionId" AS sid, count(*) AS n,'
+            f" {d.real_sum(col(m, 'm', 'promptTokens'))} AS pt,"
+            f" {d.real_sum(col(m, 'm', 'completionTokens'))} AS ct FROM messages AS m"
+            ' WHERE m."sessionId" IN (SELECT id FROM picked) GROUP BY m."sessionId") AS a'
             " ON a.sid = p.id"
         )
     if as_json:
         n, pt, ct = counts
-        select = (
-            f"json_object({json_pairs(s, 'p', SESSION_COLUMNS)}, 'message_count', {n},"
-            f" 'prompt_tokens', {pt}, 'completion_tokens', {ct}, 'total_tokens', {pt} + {ct}),"
-            f" p.id, {neighbours}, p.kaja_total"
-        )
+        fields = [
+            *json_fields(s, "p", SESSION_COLUMNS, d=d),
+            ("message_count", n), ("prompt_tokens", pt), ("completion_tokens", ct),
+            ("total_tokens", f"{pt} + {ct}"),
+        ]  # fmt: skip
+        select = f"{d.json_object(fields)}, p.id, {neighbours}, p.kaja_total"
     else:
         select = (
             f"p.*, {neighbours}, {counts[0]} AS kaja_messages, {counts[1]} AS kaja_prompt_tokens,"
@@ -317,7 +331,7 @@ def _int(value: Any) -> int:
 def list_sessions(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
     """The sessions `flt` selects, newest first, with their counts: one query."""
     have = columns(conn, "sessions", "messages")
-    query = listing_query(have, flt)
+    query = listing_query(have, flt, d=dialect.of(conn))
     if query is None:
         return Listing([], has_sessions_table=False)
     cur = conn.execute(*query)
@@ -353,7 +367,9 @@ def list_sessions_json(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
     would spend most of their time in Python's dict and JSON code)."""
     import json
 
-    query = listing_query(columns(conn, "sessions", "messages"), flt, as_json=True)
+    query = listing_query(
+        columns(conn, "sessions", "messages"), flt, as_json=True, d=dialect.of(conn)
+    )
     if query is None:
         return Listing([], has_sessions_table=False)
     out = []
@@ -366,25 +382,22 @@ def list_sessions_json(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
 
 
 def listing_json(store: Store, flt: SessionFilter) -> Listing:
-    store.require_local()
-    path = store.path()
-    if not path.exists():
-        return Listing([], location=path, store_exists=False)
-    with store.reader() as conn:
+    with store.maybe_reader() as conn:
+        if conn is None:
+            return Listing([], location=store.location(), store_exists=False)
         result = list_sessions_json(conn, flt)
-    return result._replace(location=path)
+    return result._replace(location=store.location())
 
 
 def listing(store: Store, flt: SessionFilter) -> Listing:
-    """`list_sessions` on the store's shared file; a missing store lists nothing
-    (and says where kaja looked) rather than failing."""
-    store.require_local()
-    path = store.path()
-    if not path.exists():
-        return Listing([], location=path, store_exists=False)
-    with store.reader() as conn:
+    """`list_sessions` on the store's shared file (or kaja's schema on the
+    server); a missing store lists nothing (and says where kaja looked)
+    rather than failing."""
+    with store.maybe_reader() as conn:
+        if conn is None:
+            return Listing([], location=store.location(), store_exists=False)
         result = list_sessions(conn, flt)
-    return result._replace(location=path)
+    return result._replace(location=store.location())
 
 
 # --- deleting ------------------------------------------------------------------------

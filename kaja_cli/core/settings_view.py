@@ -158,8 +158,13 @@ def _effective(
 
 
 def _flag(key: Key, overrides: Overrides | None) -> Any:
-    if key.flag == "--db" and overrides is not None and overrides.db is not None:
+    if overrides is None:
+        return None
+    if key.flag == "--db" and overrides.db is not None:
         return str(overrides.db)
+    if key.flag == "--database-url" and overrides.database_url is not None:
+        # The flag is the server, and cloud mode with it.
+        return "cloud" if key.name == "memory.mode" else overrides.database_url
     return None
 
 

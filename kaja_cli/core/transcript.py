@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kaja_cli.core import images, values
+from kaja_cli.core import dialect, images, values
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.sessions import (
     SESSION_COLUMNS,
@@ -40,8 +40,7 @@ from kaja_cli.core.sessions import (
     col,
     columns,
     find,
-    json_pairs,
-    json_value,
+    json_fields,
     latest,
 )
 from kaja_cli.errors import Failed
@@ -85,13 +84,6 @@ def _not_json(constant: str) -> Any:
 
 
 _plain = values.json_safe
-
-
-def _json_column(expr: str) -> str:
-    """A JSON text column as a JSON value: parsed when valid, else the text."""
-    if expr == "NULL":
-        return expr
-    return f"CASE WHEN json_valid({expr}) THEN json({expr}) ELSE {json_value(expr)} END"
 
 
 # --- the data ---------------------------------------------------------------------------
@@ -165,6 +157,7 @@ class _Reader:
         self.sid = session_id
         self.images_dir = images_dir
         self.have = columns(conn, *_TABLES)
+        self.dialect = dialect.of(conn)
 
     def _has(self, table: str, *cols: str) -> bool:
         have = self.have.get(table)
@@ -188,7 +181,7 @@ class _Reader:
         if not self._has("messages", "sessionId"):
             return 0
         return self.conn.execute(
-            "SELECT count(*) FROM messages WHERE sessionId = ?", (self.sid,)
+            'SELECT count(*) FROM messages WHERE "sessionId" = ?', (self.sid,)
         ).fetchone()[0]
 
     def summaries(self) -> list[dict[str, Any]]:
@@ -196,7 +189,7 @@ class _Reader:
             return []
         order = col(self.have["session_summaries"], "s", "summaryFrom")
         return self.rows(
-            f"SELECT * FROM session_summaries AS s WHERE sessionId = ? ORDER BY {order}",
+            f'SELECT * FROM session_summaries AS s WHERE "sessionId" = ? ORDER BY {order}',
             (self.sid,),
             SUMMARY_COLUMNS,
         )
@@ -205,7 +198,8 @@ class _Reader:
         if not self._has("session_summaries", "sessionId", "summaryFrom"):
             return None
         got = self.rows(
-            "SELECT * FROM session_summaries WHERE sessionId = ? ORDER BY summaryFrom DESC LIMIT 1",
+            'SELECT * FROM session_summaries WHERE "sessionId" = ?'
+            ' ORDER BY "summaryFrom" DESC LIMIT 1',
             (self.sid,),
             SUMMARY_COLUMNS,
         )
@@ -214,39 +208,41 @@ class _Reader:
     def messages_sql(self, from_seq: int | None, *, condense: bool) -> tuple[str, tuple]:
         """One row per message: its JSON object (columns, `tool_calls`, `images`
         to fill in, `condensed`) and its raw `parts` when it has some."""
+        d = self.dialect
         m = self.have["messages"]
         t = self.have.get("tool_calls") or []
-        where, args = "m.sessionId = ?", (self.sid,)
+        where, args = 'm."sessionId" = ?', (self.sid,)
         if from_seq is not None and "seq" in m:
             where, args = where + " AND m.seq >= ?", (self.sid, from_seq)
         linked = "resultMessageId" in t and "resultSummary" in t and "id" in m
         summary = (
-            "(SELECT t.resultSummary FROM tool_calls AS t WHERE t.resultMessageId = m.id"
-            " AND t.resultSummary <> '' LIMIT 1)"
+            '(SELECT t."resultSummary" FROM tool_calls AS t WHERE t."resultMessageId" = m.id'
+            " AND t.\"resultSummary\" <> '' LIMIT 1)"
             if condense and linked
             else "NULL"
         )
         if "messageId" in t and "id" in m:
-            calls = (
-                "(SELECT json_group_array(json(x.j)) FROM (SELECT json_object("
-                + json_pairs(t, "t", TOOL_CALL_COLUMNS, {"arguments": _json_column(col(t, "t", "arguments"))})
-                + f") AS j FROM tool_calls AS t WHERE t.messageId = m.id"
-                f" ORDER BY {col(t, 't', 'position')}) AS x)"
+            fields = json_fields(
+                t, "t", TOOL_CALL_COLUMNS, {"arguments": d.json_parsed(col(t, "t", "arguments"))}, d
+            )
+            calls = d.json_array(
+                d.json_object(fields), 'FROM tool_calls AS t WHERE t."messageId" = m.id',
+                col(t, "t", "position"),
             )  # fmt: skip
         else:
-            calls = "json('[]')"
-        content = json_value(col(m, "m", "content"))
+            calls = d.empty_json_array
+        content = d.json_value(col(m, "m", "content"))
         overrides = {
             "content": f"coalesce(m.kaja_summary, {content})" if summary != "NULL" else content,
-            "parts": _json_column(col(m, "m", "parts")),
+            "parts": d.json_parsed(col(m, "m", "parts")),
         }
-        pairs = json_pairs(m, "m", MESSAGE_COLUMNS, overrides)
-        pairs += f", 'tool_calls', {calls}, 'images', json('[]')"
+        fields = json_fields(m, "m", MESSAGE_COLUMNS, overrides, d)
+        fields += [("tool_calls", calls), ("images", d.empty_json_array)]
         if condense:
-            pairs += ", 'condensed', json(iif(m.kaja_summary IS NULL, 'false', 'true'))"
+            fields.append(("condensed", d.json_bool("m.kaja_summary IS NOT NULL")))
         order = f"{col(m, 'm', 'seq')}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
         sql = (
-            f"SELECT json_object({pairs}), {col(m, 'm', 'parts')} FROM"
+            f"SELECT {d.json_object(fields)}, {col(m, 'm', 'parts')} FROM"
             f" (SELECT m.*, {summary} AS kaja_summary FROM messages AS m WHERE {where}) AS m"
             f" ORDER BY {order}"
         )
@@ -293,7 +289,7 @@ class _Reader:
         have = self.have["session_events"]
         rows = self.conn.execute(
             f"SELECT {col(have, 'e', 'seq')}, {col(have, 'e', 'type')}, {col(have, 'e', 'payload')}"
-            f" FROM session_events AS e WHERE sessionId = ? ORDER BY {col(have, 'e', 'seq')}",
+            f' FROM session_events AS e WHERE "sessionId" = ? ORDER BY {col(have, "e", "seq")}',
             (self.sid,),
         ).fetchall()
         return [{"seq": s, "type": _plain(t), "payload": parse_json(_plain(p))} for s, t, p in rows]
@@ -303,7 +299,7 @@ class _Reader:
             return []
         order = col(self.have["model_calls"], "c", "createdAt")
         return self.rows(
-            f"SELECT * FROM model_calls AS c WHERE sessionId = ? ORDER BY {order}",
+            f'SELECT * FROM model_calls AS c WHERE "sessionId" = ? ORDER BY {order}',
             (self.sid,),
             MODEL_CALL_COLUMNS,
         )
@@ -319,8 +315,8 @@ class _Reader:
             tc = self.have["tool_calls"]
             row = self.conn.execute(
                 f"SELECT {col(tc, 't', 'name')}, {col(tc, 't', 'arguments')} FROM tool_calls AS t"
-                " JOIN messages AS m ON t.messageId = m.id"
-                " WHERE m.sessionId = ? AND t.callId = ? LIMIT 1",
+                ' JOIN messages AS m ON t."messageId" = m.id'
+                ' WHERE m."sessionId" = ? AND t."callId" = ? LIMIT 1',
                 (self.sid, call_id),
             ).fetchone()
             if row:

@@ -13,6 +13,10 @@ into `sync_outbox`, kaja's or an agent's own) are set aside for the
 transaction, so the reset queues nothing for sync. `sync.after_reset` then
 drops the sync_map rows of deleted imports and keeps reused ids apart on the
 server. Everything else in the file is left as it was.
+
+In cloud mode `report()` reads the ledger tables of kaja's schema on the
+server, when they are there (the same queries, `dialect` spelling the sums);
+a reset is refused there (exit 5): the seed keeps resetting the ledger local.
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core import db, fs, schema, search_index, values
+from kaja_cli.core import db, dialect, fs, schema, search_index, values
 from kaja_cli.core.store import Store
-from kaja_cli.errors import Busy, UsageError
+from kaja_cli.errors import Busy, Refused, UsageError
 
 GROUPINGS = ("model", "day", "source", "engine")
 
@@ -117,9 +121,11 @@ def _window(column: str | None, since: str | None, until: str | None) -> tuple[s
     return " WHERE " + " AND ".join(parts), params
 
 
-def _sum(cols: set[str], column: str, expr: str | None = None) -> str:
+def _sum(
+    cols: set[str], column: str, expr: str | None = None, d: dialect.Dialect = dialect.SQLITE
+) -> str:
     """The column's sum as REAL (never "integer overflow"), NULL without the column."""
-    return values.real_sum(expr or f'"{column}"') if column in cols else "NULL"
+    return d.real_sum(expr or f'"{column}"') if column in cols else "NULL"
 
 
 def report_queries(
@@ -127,6 +133,7 @@ def report_queries(
     by: str = "model",
     since: str | None = None,
     until: str | None = None,
+    d: dialect.Dialect = dialect.SQLITE,
 ) -> tuple[list[Query], list[str]]:
     """The SQL `kaja usage` runs on a file with these tables and columns, and what is missing.
 
@@ -144,10 +151,11 @@ def report_queries(
             key = f'"{by}"' if by in cols else "NULL"
         missing += [f"column calls.{c}" for c in _wanted(by) if c not in cols]
         where, params = _window(at, since, until)
+        failed = "ok = 0" if d is dialect.SQLITE else "CASE WHEN ok = 0 THEN 1 ELSE 0 END"
         sql = (
-            f"SELECT {key} AS k, COUNT(*), {_sum(cols, 'ok', 'ok = 0')},"
-            f" {_sum(cols, 'prompt_tokens')}, {_sum(cols, 'completion_tokens')},"
-            f" {_sum(cols, 'cached_tokens')}, {_sum(cols, 'duration_ms')}"
+            f"SELECT {key} AS k, COUNT(*), {_sum(cols, 'ok', failed, d)},"
+            f" {_sum(cols, 'prompt_tokens', d=d)}, {_sum(cols, 'completion_tokens', d=d)},"
+            f" {_sum(cols, 'cached_tokens', d=d)}, {_sum(cols, 'duration_ms', d=d)}"
             f" FROM calls{where} GROUP BY k"
         )
         queries.append(Query("calls", sql, tuple(params)))
@@ -158,7 +166,7 @@ def report_queries(
         outcome = '"outcome"' if "outcome" in cols else "NULL"
         where, params = _window("at" if "at" in cols else None, since, until)
         ms = (
-            f"{values.real_sum('duration_ms')}, COUNT(duration_ms)"
+            f"{_sum(cols, 'duration_ms', d=d)}, COUNT(duration_ms)"
             if "duration_ms" in cols
             else "NULL, 0"
         )
@@ -191,14 +199,14 @@ def report(
     """Token and call totals grouped `by`, the tools that fail most, runs by status."""
     if by not in GROUPINGS:
         raise UsageError(f"--by: expected one of {', '.join(GROUPINGS)}, not {by!r}")
-    store.require_local()
-    path = store.path()
-    result = UsageReport(location=str(path), exists=path.exists(), by=by, since=since, until=until)
-    if not result.exists:
-        return result
-    with store.reader() as conn:
+    result = UsageReport(location=store.where(), exists=True, by=by, since=since, until=until)
+    with store.maybe_reader() as conn:
+        if conn is None:
+            result.exists = False
+            return result
         conn.execute("BEGIN")  # one snapshot for every query
-        queries, result.missing = report_queries(schema.present_columns(conn), by, since, until)
+        have = _present_columns(conn)
+        queries, result.missing = report_queries(have, by, since, until, dialect.of(conn))
         rows = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
         conn.execute("COMMIT")
     result.groups = group_totals(rows.get("calls", []), by)
@@ -206,6 +214,14 @@ def report(
     result.tools = tool_stats(rows.get("tools", []))
     result.runs = runs_by_status(rows.get("runs", []))
     return result
+
+
+def _present_columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    """Every table's columns: the file's, or those of kaja's schema on the server."""
+    found = dialect.columns(conn, *(t.name for t in schema.LEDGER_TABLES))
+    if found is not None:
+        return {t: set(c) for t, c in found.items()}
+    return schema.present_columns(conn)
 
 
 # The rows of the three queries become the report; `kaja usage --all-machines`
@@ -370,8 +386,19 @@ def reset_queries(have: dict[str, set[str]], before: str | None = None) -> list[
     return [Query(q.name, f"DELETE FROM {q.sql}", q.params) for q in selections(have, before)[0]]
 
 
+def refuse_in_cloud(store: Store) -> None:
+    """Refused (exit 5): a reset is local (the seed), never the server's ledger."""
+    if store.cloud:
+        raise Refused(
+            "usage reset is local: in cloud mode the ledger is on the server, and kaja does"
+            " not reset it",
+            hint="the ledger of this machine's agent is reset where it runs locally",
+        )
+
+
 def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
     """Count what `reset` would delete (read-only); NotFound if there is no store."""
+    refuse_in_cloud(store)
     with store.reader(writing=True) as conn:
         conn.execute("BEGIN")
         picked, skipped = selections(schema.present_columns(conn), before)
@@ -406,6 +433,7 @@ def reset(store: Store, plan: ResetPlan, *, timeout_ms: int = db.BUSY_TIMEOUT_MS
     deleted nothing. The counts are those of the rows really deleted (the
     agent may have written more since the plan was made).
     """
+    refuse_in_cloud(store)
     try:
         with store.writer(timeout_ms=timeout_ms) as conn, db.transaction(conn):
             return _delete(conn, plan)
@@ -486,6 +514,7 @@ def _sync_triggers(conn: sqlite3.Connection, tables: list[str]) -> list[tuple[st
 
 def vacuum(store: Store, *, timeout_ms: int = db.BUSY_TIMEOUT_MS) -> VacuumResult:
     """Rewrite the shared file without its free pages and hand them back to the disk."""
+    refuse_in_cloud(store)
     path = store.require()
     try:
         with store.writer(timeout_ms=timeout_ms) as conn:

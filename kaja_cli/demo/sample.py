@@ -56,10 +56,25 @@ class DemoResult:
 def existing_store(store: Store) -> list[str]:
     """What already lives at the store's location (demo refuses to touch it)."""
     paths = store.paths
-    found = [str(f.path) for f in paths.databases() if f.path.exists() or f.path.is_symlink()]
+    if store.cloud:
+        found = _existing_on_server(store)
+    else:
+        found = [str(f.path) for f in paths.databases() if f.path.exists() or f.path.is_symlink()]
     if paths.files_dir.exists():
         found.append(str(paths.files_dir))
     return found
+
+
+def _existing_on_server(store: Store) -> list[str]:
+    """Kaja's schema on the server, if it holds conversations (or isn't Kaja's)."""
+    from kaja_cli.core.pg import connection, schema
+
+    with connection.connect(store.target()) as conn:
+        state = schema.status(conn)
+        state.require_kaja(conn.target, writing=True)
+        if "sessions" in state.tables and conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
+            return [conn.target.where]
+    return []
 
 
 def _what_is_there(path: Path) -> str | None:
@@ -78,17 +93,16 @@ def _what_is_there(path: Path) -> str | None:
 
 
 def create(store: Store, options: DemoOptions, progress: Progress | None = None) -> DemoResult:
-    store.require_local()
     if options.sessions is not None and options.sessions < 1:
         raise UsageError("--sessions must be at least 1")
     if options.messages is not None and options.messages < 0:
         raise UsageError("--messages must not be negative")
     from kaja_cli.core import wipe
 
-    left = wipe.interrupted(store.paths)
+    left = None if store.cloud else wipe.interrupted(store.paths)
     if left is not None:
         raise Refused(f"an interrupted wipe is not finished: {left.summary}")
-    if wipe.demo_cut_short(store.paths) is not None:
+    if not store.cloud and wipe.demo_cut_short(store.paths) is not None:
         raise Refused(
             f"an earlier `kaja demo` was cut short: a partial store is left at"
             f" {store.paths.shared_db.path}",
@@ -101,7 +115,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
         found += [str(p) for p in legacy.existing(store.paths.state_dir.path)]
     if found:
         first = Path(found[0])
-        what = None if first == store.paths.files_dir else _what_is_there(first)
+        what = None if store.cloud or first == store.paths.files_dir else _what_is_there(first)
         raise Refused(
             f"a Kaja store already exists ({found[0]})"
             if what is None
@@ -117,22 +131,24 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     demo.legacy = options.legacy
     scripted = script.SESSIONS[: options.sessions] if options.sessions else script.SESSIONS
     _plan(options, len(scripted), _count_scripted(scripted))  # bad options: before any file
-    marker = _mark_start(store)
+    # On a server the schema is the store: a demo cut short there leaves
+    # sessions (or images) that the next demo finds, and `kaja wipe` drops.
+    marker = None if store.cloud else _mark_start(store)
     try:
         _write(demo, store, options, rng, base)
     except KeyboardInterrupt:
         raise Interrupted(
-            f"interrupted: a partial demo store is left at {store.paths.shared_db.path}",
+            f"interrupted: a partial demo store is left at {store.where()}",
             hint="`kaja wipe --yes` removes it before another `kaja demo`",
         ) from None
     except BaseException:
-        if not existing_store(store):  # it stopped before writing anything
+        if marker is not None and not existing_store(store):  # it stopped before writing anything
             marker.unlink(missing_ok=True)
         raise
-    # Every file is closed (the -wal folded in): the store is whole.
-    marker.unlink()
-    fs.fsync_dir(marker.parent)
-    demo.result.location = str(store.paths.shared_db.path)
+    if marker is not None:  # every file is closed (the -wal folded in): the store is whole
+        marker.unlink()
+        fs.fsync_dir(marker.parent)
+    demo.result.location = store.where()
     if options.legacy:
         from kaja_cli.demo import legacy
 
@@ -212,6 +228,9 @@ class _Demo:
         self.seed = seed
         self.legacy = False  # --legacy: the older install's files are written beside the store
         self.ledger: GeneratedLedger
+        # The server holds the conversations and the ledger (core.pg.schema):
+        # learning, services, bookkeeping and the side databases stay local.
+        self.cloud = store.cloud
 
     def _tick(self, n: int = 1) -> None:
         self.result.messages += n
@@ -314,10 +333,11 @@ class _Demo:
         if not any(isinstance(s, Compact) for s in steps) and len(steps) >= 8:
             rec.add_model_call(sid, "summarize", model, prompt_tokens=prompt_tokens, completion_tokens=120,
                                latency_ms=1500, at=end)  # fmt: skip
-        rec.insert(
-            "conversation_threads", or_replace=True, resource_id=owner or "terminal", thread_id=sid,
-            count=self._next_seq(sid) - 1, title=spec["title"],
-        )  # fmt: skip
+        if not self.cloud:
+            rec.insert(
+                "conversation_threads", or_replace=True, resource_id=owner or "terminal",
+                thread_id=sid, count=self._next_seq(sid) - 1, title=spec["title"],
+            )  # fmt: skip
 
     def _tool_step(self, sid, spec, step: Tool, when, run_id, prompt_tokens, timeline) -> None:
         rec, rng = self.rec, self.rng
@@ -371,13 +391,13 @@ class _Demo:
     def _call_id(self, tool_id: str) -> str:
         return (
             self.rec.conn()
-            .execute("SELECT callId FROM tool_calls WHERE id = ?", (tool_id,))
+            .execute('SELECT "callId" FROM tool_calls WHERE id = ?', (tool_id,))
             .fetchone()[0]
         )
 
     def _next_seq(self, sid: str) -> int:
         row = self.rec.conn().execute(
-            "SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE sessionId = ?", (sid,)
+            'SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE "sessionId" = ?', (sid,)
         )
         return row.fetchone()[0]
 
@@ -438,9 +458,11 @@ class _Demo:
                 if completed:
                     rec.complete_dataset(topic, owner, version, at=when + timedelta(minutes=5))
             self._ledger_extras()
-            self._learning_and_services()
-            self._bookkeeping()
-        self._side_databases()
+            if not self.cloud:
+                self._learning_and_services()
+                self._bookkeeping()
+        if not self.cloud:
+            self._side_databases()
 
     def _ledger_extras(self) -> None:
         rec, rng, base = self.rec, self.rng, self.base

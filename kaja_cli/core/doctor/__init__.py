@@ -192,7 +192,42 @@ def run(
                 break
             fixes += done
             checks = _run_checks(overrides, selection, thorough, environ, now)
-    return Report(versions=dict(versions()), checks=checks, thorough=thorough, fixes=fixes)
+    return Report(versions=dict(versions()), checks=checks, thorough=thorough, fixes=fixes,
+                  private=_private(overrides, environ))  # fmt: skip
+
+
+def _private(overrides: Overrides | None, environ: dict[str, str] | None) -> dict[str, str]:
+    """Cloud mode's server details that --redact hides (redaction.py)."""
+    paths, _ = locate(overrides, environ)
+    server = paths.server
+    if not paths.cloud or server is None:
+        return {}
+    out: dict[str, str] = {}
+    if server.url.value:
+        from kaja_cli.core.settings_keys import mask
+
+        out[mask(server.url.value)] = "<database url>"
+        out.update(_url_parts(server.url.value))
+    if server.account.value:
+        out[server.account.value] = "<account>"
+    return out
+
+
+def _url_parts(url: str) -> dict[str, str]:
+    """The host, user and database of a libpq URL, each with its stand-in."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    try:
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        found = {
+            "<db-host>": [parts.hostname or "", *query.get("host", [])],
+            "<db-user>": [unquote(parts.username or ""), *query.get("user", [])],
+            "<database>": [unquote(parts.path.lstrip("/")), *query.get("dbname", [])],
+        }
+    except ValueError:
+        return {}
+    return {v: token for token, values in found.items() for v in values if len(v) > 1}
 
 
 def _run_checks(
@@ -384,7 +419,7 @@ def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[Fi
 # Imported last, in the report's order: each module registers its checks with
 # `check` above as it loads.
 # isort: off
-from kaja_cli.core.doctor import environment, locations, restores, settings_file, databases  # noqa: E402
+from kaja_cli.core.doctor import environment, locations, restores, settings_file, server, databases  # noqa: E402
 from kaja_cli.core.doctor import orphans, search, search_cjk, images, side_data  # noqa: E402
 from kaja_cli.core.doctor import query_profile, qdrant  # noqa: E402
 
@@ -422,6 +457,7 @@ __all__ = [
     "run",
     "search",
     "search_cjk",
+    "server",
     "settings_file",
     "side_data",
     "versions",

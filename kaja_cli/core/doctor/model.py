@@ -31,6 +31,7 @@ class Group(StrEnum):
     ENVIRONMENT = "environment"
     PATHS = "paths"
     SETTINGS = "settings"
+    SERVER = "server"  # cloud mode's PostgreSQL
     SHARED_FILE = "shared file"
     SEARCH_INDEX = "search index"
     IMAGES = "images"
@@ -105,6 +106,9 @@ class Report:
     checks: list[Check]
     thorough: bool = False
     fixes: list[FixResult] | None = None  # None: --fix was not asked for
+    # What --redact hides besides the home folder, user and host: cloud mode's
+    # server host, database user, database name and account.
+    private: dict[str, str] = field(default_factory=dict)  # text → what replaces it
 
     @property
     def errors(self) -> int:

@@ -1,5 +1,6 @@
 """`kaja doctor --redact`: the report with the home folder, user name and host
-name replaced, for pasting into a support ticket."""
+name replaced, for pasting into a support ticket; in cloud mode the server's
+host, the database user and name, and the account too (`Report.private`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from pathlib import Path
 from kaja_cli.core.doctor.model import Report
 
 
-def redactor(environ: dict[str, str] | None = None) -> Callable[[str], str]:
-    """A function replacing the home folder (~), user name (<user>) and host name (<host>)."""
+def redactor(
+    environ: dict[str, str] | None = None, private: dict[str, str] | None = None
+) -> Callable[[str], str]:
+    """A function replacing the home folder (~), user name (<user>) and host name
+    (<host>), and each of `private` with its stand-in (longest first)."""
     import getpass
     import socket
 
@@ -49,6 +53,8 @@ def redactor(environ: dict[str, str] | None = None) -> Callable[[str], str]:
     users = {u for u in users if len(u) > 1}
     hosts = {h for h in hosts if len(h) > 1}
     rules: list[tuple[re.Pattern[str], str]] = []
+    for text, token in sorted((private or {}).items(), key=lambda kv: -len(kv[0])):
+        rules.append((re.compile(re.escape(text)), token))
     for home in sorted(homes, key=len, reverse=True):
         rules.append((re.compile(re.escape(home) + r"(?![\w.-])"), "~"))
     for names, token in ((users, "<user>"), (hosts, "<host>")):
@@ -70,7 +76,7 @@ def redactor(environ: dict[str, str] | None = None) -> Callable[[str], str]:
 
 def redacted(report: Report, environ: dict[str, str] | None = None) -> Report:
     """The same report with the home folder, user name and host name replaced everywhere."""
-    fn = redactor(environ)
+    fn = redactor(environ, report.private)
 
     def deep(value):
         if isinstance(value, str):

@@ -19,6 +19,7 @@ class Kind(StrEnum):
     LINK = "link"  # only the link goes; its target stays
     TREE = "tree"  # an image folder, with its files
     FOLDER = "folder"  # removed only if empty by then
+    SCHEMA = "schema"  # cloud mode: kaja's schema on the server, dropped whole
 
 
 class Part(StrEnum):
@@ -57,6 +58,11 @@ class Item:
     group: Database | Part
     size: int = 0
     files: int = 0
+    shown: str | None = None  # how to show it when it is no path (a schema on a server)
+
+    @property
+    def where(self) -> str:
+        return self.shown if self.shown is not None else str(self.path)
 
     @property
     def database(self) -> Database | None:
@@ -111,6 +117,7 @@ class WipePlan:
     marker: Path
     leftovers: Leftovers | None = None
     markers: list[Path] = field(default_factory=list)  # earlier wipes' markers to remove
+    needs_yes: bool = False  # a terminal's answer is not enough (a server's shared store)
 
     @property
     def size(self) -> int:

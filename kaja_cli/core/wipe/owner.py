@@ -141,7 +141,10 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
     NotFound (exit 3) when the owner has nothing here and no interrupted
     wipe of theirs is left to finish: a mistyped id must not look done.
     """
-    store.require_local()
+    if store.cloud:
+        from kaja_cli.core.wipe import cloud
+
+        return cloud.plan_owner(store, owner)
     paths = store.paths
     _no_whole_wipe_pending(paths)
     with store.reader(timeout_ms=READ_TIMEOUT_MS, writing=True) as conn:
@@ -179,6 +182,10 @@ def execute_owner(
     store: Store, owner: Owner, *, timeout_ms: int = db.BUSY_TIMEOUT_MS
 ) -> OwnerResult:
     """Erase one owner in one transaction, then their image folders (the package docstring)."""
+    if store.cloud:
+        from kaja_cli.core.wipe import cloud
+
+        return cloud.execute_owner(store, owner, timeout_ms=timeout_ms)
     paths = store.paths
     _no_whole_wipe_pending(paths)
     marker = _owner_marker(paths, owner)

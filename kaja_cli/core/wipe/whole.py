@@ -114,7 +114,10 @@ def _image_folder_names(paths: Paths) -> set[str]:
 
 def plan(store: Store, *, settings: bool = False) -> WipePlan:
     """What `kaja wipe` would delete, keep and refuse; reads, never writes."""
-    store.require_local()
+    if store.cloud:
+        from kaja_cli.core.wipe import cloud
+
+        return cloud.plan(store, settings=settings)
     paths = store.paths
     items: list[Item] = []
     refusals: list[Refusal] = []
@@ -206,6 +209,10 @@ def _settings_lock(settings_file: Path) -> list[Item]:
 
 def execute(store: Store, plan: WipePlan) -> WipeResult:
     """Delete what `plan` lists, in its order (see the package docstring)."""
+    if store.cloud:
+        from kaja_cli.core.wipe import cloud
+
+        return cloud.execute(store, plan)
     paths = store.paths
     files = {f.path: f for f in reversed(paths.databases())}  # the first file of a path wins
     dbs = list(dict.fromkeys(f.path for f in paths.databases()))

@@ -1,0 +1,244 @@
+"""Cloud mode (issue 14): kaja on the benchmark store loaded into PostgreSQL,
+against `psql` running the same SQL in the same run.
+
+A throwaway server (tests/pg.py's, initdb into a temporary folder) gets the
+benchmark store with COPY (sessions, messages, tool calls, summaries, model
+calls, events, notes, datasets: the conversation tables), through kaja's own
+schema, so the search index is computed as rows arrive; the load time is
+printed. Then, for `sessions`, `sessions --all-owners --limit 0 --json`,
+`resume --json` of the largest session and `search` (a selective and a common
+word), the floor runs exactly the statements kaja sent (recorded from one run
+of kaja's core call, parameters written in as literals by psycopg):
+
+- process rows: `kaja --database-url URL …` against `psql -c '…'`, stdout on
+  /dev/null on both sides;
+- in-process rows: kaja's core call against psycopg running the same
+  statements on a connection opened for the call, as kaja opens one.
+
+Goals: ≤ 1.5× on the process rows, except where start-up (Python, kaja,
+psycopg's import) is most of the time: there the goal is on the in-process
+row, and the process row is printed for information, as in the local rows.
+The common word's best 20 must be local search's best 20 (same messages,
+same scores).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+GOAL = 1.5
+ROOT = Path(__file__).resolve().parents[1]
+# The conversation tables, with the columns COPY fills (the search columns are generated).
+TABLES = ("sessions", "messages", "tool_calls", "session_summaries", "model_calls",
+          "session_events", "notes", "dataset_answers", "dataset_versions")  # fmt: skip
+
+
+def cases(bench) -> None:
+    try:
+        import psycopg  # noqa: F401
+
+        sys.path.insert(0, str(ROOT))
+        from tests.pg import PgServer, find_bindir
+    except ImportError as e:
+        bench.echo(f"(cloud rows skipped: {e}; pip install -e '.[test]')")
+        return
+    bindir = find_bindir()
+    psql = shutil.which("psql") or (str(bindir / "psql") if bindir else None)
+    if bindir is None or psql is None:
+        bench.echo(
+            "(cloud rows skipped: PostgreSQL's initdb and psql are needed: apt-get install postgresql)"
+        )
+        return
+    server = PgServer.start_new(bindir)
+    try:
+        database = server.create_database("kaja_bench")
+        _rows(bench, database.url, psql)
+    finally:
+        server.cleanup()
+
+
+def _rows(bench, url: str, psql: str) -> None:
+    from kaja_cli.core import sessions as core_sessions
+    from kaja_cli.core import transcript
+    from kaja_cli.core.owners import Owner
+    from kaja_cli.core.search import search
+
+    store = _load(bench, url)
+    cloud = ["--database-url", url]
+
+    def kaja(*argv: str) -> list[str]:
+        return bench.kaja(*cloud, *argv)
+
+    terminal = core_sessions.SessionFilter(Owner(), limit=20)
+    everyone = core_sessions.SessionFilter(None, limit=0)
+    sql = _recorded(lambda: core_sessions.listing(store, terminal))
+    bench.process("cloud sessions", kaja("sessions"), _psql(psql, url, sql), PSQL,
+                  note="mostly start-up (Python, kaja, psycopg): the goal is on the next row")  # fmt: skip
+    bench.in_process("cloud sessions: core listing()", lambda: core_sessions.listing(store, terminal),
+                     _psycopg(url, sql), PSYCOPG, goal=GOAL)  # fmt: skip
+    sql = _recorded(lambda: core_sessions.listing_json(store, everyone))
+    bench.process("cloud sessions --all-owners --limit 0 --json",
+                  kaja("sessions", "--all-owners", "--limit", "0", "--json"),
+                  _psql(psql, url, sql), PSQL, goal=GOAL)  # fmt: skip
+
+    sid, owner, count = _largest(bench.db)
+    who = Owner.parse(owner)
+    sql = _recorded(lambda: list(transcript.load_context_json(store, sid, who).items))
+    argv = kaja("resume", sid, "--json", *(["--owner", owner] if owner else []))
+    bench.process(f"cloud resume --json ({count:,} messages)", argv, _psql(psql, url, sql), PSQL,
+                  goal=GOAL)  # fmt: skip
+    bench.in_process("cloud resume --json: core load_context_json()",
+                     lambda: list(transcript.load_context_json(store, sid, who).items),
+                     _psycopg(url, sql), PSYCOPG)  # fmt: skip
+
+    selective, common = _words(bench.db)
+    word, n = selective
+    sql = _recorded(lambda: search(store, word, all_owners=True))
+    bench.process(f"cloud search: selective word ({n} matches)", kaja("search", word, "--all-owners"),
+                  _psql(psql, url, sql), PSQL,
+                  note=f"'{word}', --all-owners; mostly start-up: the goal is on the next row")  # fmt: skip
+    bench.in_process("cloud search: selective word, core search()",
+                     lambda: search(store, word, all_owners=True), _psycopg(url, sql), PSYCOPG,
+                     goal=GOAL, repeat=max(bench.repeat, 15))  # fmt: skip
+    word, n = common
+    sql = _recorded(lambda: search(store, word, all_owners=True))
+    same, detail = _same_as_local(bench, url, word)
+    bench.process(f"cloud search: common word ({n:,} matches), best 20",
+                  kaja("search", word, "--all-owners"), _psql(psql, url, sql), PSQL, goal=GOAL,
+                  holds=same, note=f"'{word}'; top 20 = local search's: {'yes' if same else 'NO'}"
+                                   f" ({detail})")  # fmt: skip
+    bench.in_process("cloud search: common word, core search()",
+                     lambda: search(store, word, all_owners=True), _psycopg(url, sql), PSYCOPG)  # fmt: skip
+
+
+PSQL = "psql: the same statements"
+PSYCOPG = "psycopg: the same statements"
+
+
+# --- the store on the server ---------------------------------------------------------------------
+def _load(bench, url: str):
+    """kaja's schema on the server, then the benchmark store's conversation tables by COPY."""
+    from kaja_cli.core.paths import Overrides
+    from kaja_cli.core.pg import schema
+    from kaja_cli.core.store import Store
+
+    store = Store.locate(Overrides(database_url=url), environ=bench.env)
+    start = time.perf_counter()
+    with store.writer(create=True) as conn:
+        raw = conn.raw
+        rows = 0
+        with (
+            closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as src,
+            raw.transaction(),
+        ):
+            for table in TABLES:
+                columns = next(t for t in schema.CLOUD_TABLES if t.name == table).column_names
+                names = ", ".join(f'"{c}"' for c in columns)
+                with (
+                    raw.cursor() as cur,
+                    cur.copy(f"COPY kaja.{table} ({names}) FROM STDIN") as copy,
+                ):
+                    for row in src.execute(f"SELECT {names} FROM {table}"):
+                        copy.write_row(row)
+                        rows += 1
+        raw.execute("ANALYZE")
+    took = time.perf_counter() - start
+    bench.echo(f"(cloud: loaded {rows:,} rows of the benchmark store into PostgreSQL with COPY in"
+               f" {took:.0f} s, the search index computed as they arrived)")  # fmt: skip
+    return store
+
+
+def _largest(db: Path) -> tuple[str, str | None, int]:
+    with closing(sqlite3.connect(db.as_uri() + "?mode=ro", uri=True)) as conn:
+        return conn.execute(
+            "SELECT m.sessionId, s.owner, count(*) AS n FROM messages AS m"
+            " JOIN sessions AS s ON s.id = m.sessionId GROUP BY m.sessionId ORDER BY n DESC LIMIT 1"
+        ).fetchone()
+
+
+def _words(db: Path) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The terms whose document counts are nearest 100 and 100,000 (as bench_search)."""
+    with closing(sqlite3.connect(db.as_uri() + "?mode=ro", uri=True)) as conn:
+        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
+        rows = conn.execute(
+            "SELECT term, documents FROM temp.terms WHERE col = '*' AND term GLOB '[a-z]*'"
+        ).fetchall()
+    selective = min(rows, key=lambda r: (abs(r[1] - 100), r[0]))
+    common = min(rows, key=lambda r: (abs(r[1] - 100_000), r[0]))
+    return (selective[0], selective[1]), (common[0], common[1])
+
+
+# --- the same statements -------------------------------------------------------------------------
+Statement = tuple[str, object]
+
+
+@contextmanager
+def _recording():
+    """Every statement psycopg sends, with its parameters, while the block runs."""
+    import psycopg
+
+    sent: list[Statement] = []
+    original = psycopg.Connection.execute
+
+    def execute(self, query, params=None, **kw):
+        sent.append((str(query), params))
+        return original(self, query, params, **kw)
+
+    psycopg.Connection.execute = execute  # type: ignore[method-assign]
+    try:
+        yield sent
+    finally:
+        psycopg.Connection.execute = original  # type: ignore[method-assign]
+
+
+def _recorded(call) -> list[Statement]:
+    with _recording() as sent:
+        call()
+    return [s for s in sent if s[0].strip().upper() not in ("ROLLBACK",)]
+
+
+def _psql(psql: str, url: str, statements: list[Statement]) -> list[str]:
+    """psql running the statements, parameters as literals, rows to stdout."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        cur = psycopg.ClientCursor(conn)
+        commands = [c for q, p in statements for c in ("-c", cur.mogrify(q, p) if p else q)]
+    # One -c per statement: psql sends each on its own, as kaja does (a single
+    # string would be one implicit transaction).
+    return [psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, *commands]
+
+
+def _psycopg(url: str, statements: list[Statement]):
+    """psycopg running the statements on a connection opened for the call, every row fetched."""
+    import psycopg
+
+    def run() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            for query, params in statements:
+                cur = conn.execute(query, params)
+                if cur.description is not None:
+                    cur.fetchall()
+
+    return run
+
+
+def _same_as_local(bench, url: str, word: str) -> tuple[bool, str]:
+    """Whether the server's best 20 are local search's, same order, same scores."""
+
+    def top(*cloud: str) -> list[tuple[str, float]]:
+        p = subprocess.run(bench.kaja(*cloud, "search", word, "--all-owners", "--json"),
+                           env=bench.env, capture_output=True, check=True, text=True)  # fmt: skip
+        return [(h["message_id"], h["score"]) for h in json.loads(p.stdout)["results"]]
+
+    got, want = top("--database-url", url), top()
+    same = [g[0] for g in got] == [w[0] for w in want] and len(got) == 20
+    worst = max((abs(g[1] - w[1]) for g, w in zip(got, want, strict=False)), default=0.0)
+    return same, f"largest score difference {worst:.1e}"

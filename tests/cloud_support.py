@@ -1,0 +1,37 @@
+"""Cloud mode in tests: helpers to point `kaja` at a database of tests/pg.py's
+server; the fixtures are in tests/cloud_fixtures.py. A test module uses them with
+
+    pytest_plugins = ["tests.pg", "tests.cloud_fixtures"]
+
+- `cloud`: the `kaja` fixture in cloud mode on a fresh, empty database
+  (settings.toml says `mode = "cloud"` and the database's URL);
+- `cloud_demo`: the same, holding `kaja demo --seed 1 --now DEMO_NOW`
+  written through the write API (the server's copy of `demo_store`): made
+  once per session into a template database, and copied per test
+  (`CREATE DATABASE … TEMPLATE`), its images copied into the state dir.
+
+Both give the Kaja object a `.pg` attribute (the `PgDatabase`).
+"""
+
+from __future__ import annotations
+
+from tests.conftest import DEMO_NOW, Kaja
+
+DEMO = ("demo", "--seed", "1", "--now", DEMO_NOW)
+
+
+def use_server(
+    kaja: Kaja, url: str, *, account: str | None = None, schema: str | None = None
+) -> None:
+    """Write settings.toml for cloud mode on `url`."""
+    lines = ["[memory]", 'mode = "cloud"', f"databaseUrl = {_toml(url)}"]
+    if account is not None:
+        lines.append(f"account = {_toml(account)}")
+    if schema is not None:
+        lines.append(f"databaseSchema = {_toml(schema)}")
+    kaja.config.parent.mkdir(parents=True, exist_ok=True)
+    kaja.config.write_text("\n".join(lines) + "\n")
+
+
+def _toml(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
