@@ -26,6 +26,7 @@ _SESSION_ROWS = (
     ("model_calls", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
     ("session_events", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
     ("conversation_threads", "thread_id IN (SELECT id FROM temp._kaja_ids)"),
+    ("kaja_archived", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
     ("sessions", "id IN (SELECT id FROM temp._kaja_ids)"),
 )
 
