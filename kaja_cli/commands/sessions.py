@@ -350,4 +350,4 @@ def export(
 
 # The care commands (rename, archive, prune, stats) live in their own modules
 # and register themselves on this group.
-from kaja_cli.commands import session_care  # noqa: E402, F401
+from kaja_cli.commands import prune, session_care  # noqa: E402, F401
