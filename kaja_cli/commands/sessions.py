@@ -1,6 +1,5 @@
 """`kaja sessions`: list conversations; `delete` and `export` one or more."""
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -275,79 +274,6 @@ def _rows_text(rows: dict) -> str:
     return ", ".join(parts) or "no messages"
 
 
-@app.command("export")
-def export(
-    ctx: typer.Context,
-    session_id: Annotated[
-        str,
-        typer.Argument(
-            metavar="ID", help="A session id or unique prefix.", autocompletion=hook("session")
-        ),
-    ],
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="md|json",
-            autocompletion=hook("format"),
-            help="Markdown transcript or the full JSON; default: from -o's suffix, else md.",
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write here instead of stdout."),
-    ] = None,
-    owner: opt.ActingOwner = None,
-) -> None:
-    """Export one session: a readable Markdown transcript, or the full JSON.
-
-    Markdown has every message, tool call (arguments, status, duration, full
-    result) and image (as a link to its file). JSON has the session row, all
-    summaries, messages with their tool calls, timeline events and model
-    calls. The file (-o) is written whole or not at all, readable only by you.
-    """
-    from kaja_cli import render
-    from kaja_cli.core import transcript
-    from kaja_cli.core.owners import Owner
-    from kaja_cli.errors import UsageError
-
-    if output is not None and str(output) == "-":
-        output = None
-    if fmt is None:
-        fmt = "json" if output is not None and output.suffix.lower() == ".json" else "md"
-    fmt = fmt.lower()
-    if fmt not in ("md", "markdown", "json"):
-        raise UsageError(f"--format: {fmt!r} is not md or json")
-    if output is not None and output.is_dir():
-        raise UsageError(f"-o: {output} is a folder", hint="give a file name")
-    store, acting = store_of(ctx), Owner.parse(owner)
-    if fmt == "json":
-        doc = transcript.load_transcript_json(store, session_id, acting)
-        if output is None:
-            render.emit_json_document(doc.head, doc.key, doc.items)
-            return
-        text = render.json_document(doc.head, doc.key, doc.items) + "\n"
-    else:
-        from kaja_cli.render import replay
-
-        text = replay.markdown(transcript.load_transcript(store, session_id, acting))
-        if output is None:
-            import sys
-
-            sys.stdout.write(text)
-            return
-    from kaja_cli.core import fs
-
-    try:
-        fs.write_private_file(output, text.encode())
-    except OSError as e:
-        from kaja_cli.errors import Failed
-
-        raise Failed(f"cannot write {output}: {e.strerror or e}") from None
-    render.note(f"wrote {output} ({render.human_size(len(text.encode()))})")
-
-
-# The care commands (rename, archive, prune, stats) live in their own modules
+# Export, and the care commands (prune, rename, archive, stats), live in their own modules
 # and register themselves on this group.
-from kaja_cli.commands import prune, session_care  # noqa: E402, F401
+from kaja_cli.commands import export, prune, session_care  # noqa: E402, F401

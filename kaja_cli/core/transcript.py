@@ -341,6 +341,9 @@ class _Reader:
         return value, not os.path.isfile(path)
 
 
+SessionReader = _Reader  # for the bulk export (core/export.py), which reads the same way
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
