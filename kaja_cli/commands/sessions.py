@@ -276,4 +276,4 @@ def _rows_text(rows: dict) -> str:
 
 # Export, and the care commands (prune, rename, archive, stats), live in their own modules
 # and register themselves on this group.
-from kaja_cli.commands import export, prune, session_care  # noqa: E402, F401
+from kaja_cli.commands import export, prune, session_care, session_stats  # noqa: E402, F401
