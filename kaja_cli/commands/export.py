@@ -137,7 +137,7 @@ def _export_one(
     if target.path is None and fmt == "json":
         _json_to_terminal_or_pipe(next(docs))
         return
-    _stream(target, docs, fmt, embed_images=not redact, count=1)
+    _stream(target, docs, fmt, embed_images=not redact, count=1, single=True)
 
 
 def _json_to_terminal_or_pipe(doc) -> None:
@@ -147,7 +147,8 @@ def _json_to_terminal_or_pipe(doc) -> None:
     if render.stdout_is_terminal():
         import json
 
-        render.emit_json(json.loads("".join(json_chunks(doc))))
+        text = b"".join(c if isinstance(c, bytes) else c.encode() for c in json_chunks(doc))
+        render.emit_json(json.loads(text))
         return
     _to_stdout(json_chunks(doc), end="\n")
 
@@ -165,12 +166,19 @@ def _to_stdout(chunks, end: str = "") -> int:
     return n
 
 
-def _stream(target: "Target", docs, fmt: str, *, embed_images: bool, count: int) -> None:
+def _stream(
+    target: "Target", docs, fmt: str, *, embed_images: bool, count: int, single: bool = False
+) -> None:
+    """Every session into one stream (one session: its document alone)."""
     from kaja_cli import render
     from kaja_cli.core import export as core
-    from kaja_cli.render.export import all_chunks, write
+    from kaja_cli.render.export import all_chunks, session_chunks, write
 
-    chunks = all_chunks(docs, fmt, embed_images=embed_images)
+    if single:
+        chunks = session_chunks(next(docs), "jsonl" if fmt == "json" else fmt,
+                                embed_images=embed_images)  # fmt: skip
+    else:
+        chunks = all_chunks(docs, fmt, embed_images=embed_images)
     if target.path is None:
         _to_stdout(chunks)
         return

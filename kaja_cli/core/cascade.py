@@ -26,7 +26,6 @@ _SESSION_ROWS = (
     ("model_calls", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
     ("session_events", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
     ("conversation_threads", "thread_id IN (SELECT id FROM temp._kaja_ids)"),
-    ("kaja_archived", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
     ("sessions", "id IN (SELECT id FROM temp._kaja_ids)"),
 )
 
@@ -61,6 +60,8 @@ def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) ->
     for table, cond in _SESSION_ROWS:
         if table in present:
             deleted[table] = conn.execute(f"DELETE FROM {table} WHERE {cond}").rowcount
+    if "kaja_archived" in present:  # kaja's own mark, not a row of the conversation
+        conn.execute("DELETE FROM kaja_archived WHERE sessionId IN (SELECT id FROM temp._kaja_ids)")
     conn.execute("DELETE FROM temp._kaja_ids")
     return deleted
 

@@ -46,7 +46,7 @@ class SessionExport(NamedTuple):
 
     head: dict[str, Any]
     message_count: int
-    messages: Iterator[str]
+    messages: Iterator[bytes]  # UTF-8 JSON text, as SQLite made it
 
     @property
     def id(self) -> str:
@@ -123,14 +123,17 @@ def _one(
         "pending": p.to_json() if (p := r.pending(session)) else None,
     }
     count = r.message_count()
-    messages = r.messages_json(condense=False)
+    messages = r.messages_json_bytes(condense=False)
     if redact is not None:
         head = json.loads(redact(json.dumps(head, ensure_ascii=False, default=str)))
-        messages = (redact(text) for text in messages)
+        messages = (
+            redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+            for data in messages
+        )
     return SessionExport(head, count, _then_commit(conn, messages))
 
 
-def _then_commit(conn: sqlite3.Connection, messages: Iterator[str]) -> Iterator[str]:
+def _then_commit(conn: sqlite3.Connection, messages: Iterator[bytes]) -> Iterator[bytes]:
     yield from messages
     if conn.in_transaction:
         conn.execute("COMMIT")

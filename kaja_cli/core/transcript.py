@@ -28,6 +28,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -250,29 +251,45 @@ class _Reader:
 
     def messages_json(self, from_seq: int | None = None, *, condense: bool) -> Iterator[str]:
         """Each message's JSON text, in order; images resolved to their files."""
+        for data in self.messages_json_bytes(from_seq, condense=condense):
+            yield data.decode("utf-8", "surrogateescape")
+
+    def messages_json_bytes(
+        self, from_seq: int | None = None, *, condense: bool
+    ) -> Iterator[bytes]:
+        """Each message's JSON text as UTF-8 bytes, as SQLite made it: a long
+        session goes out without being decoded and encoded again."""
         if not self._has("messages", "sessionId"):
             return
         sql, args = self.messages_sql(from_seq, condense=condense)
+        conn = self.conn
+        factory = conn.text_factory
+        conn.text_factory = bytes  # applies to the rows fetched while it is set
         try:
-            cur = self.conn.execute(sql, args)
-        except sqlite3.OperationalError as e:
-            if "no such function" in str(e):
-                raise Failed(
-                    f"this SQLite ({sqlite3.sqlite_version}) has no JSON functions",
-                    hint="kaja needs SQLite 3.38 or later, or one built with JSON1",
-                ) from None
-            raise
-        for text, parts in cur:
-            if parts is None:
-                yield text
-                continue
-            found = images.image_parts(parse_json(parts))
-            if not found:
-                yield text
-                continue
-            obj = json.loads(text)
-            obj["images"] = [self.image(p) for p in found]
-            yield json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+            try:
+                cur = conn.execute(sql, args)
+            except sqlite3.OperationalError as e:
+                if "no such function" in str(e):
+                    raise Failed(
+                        f"this SQLite ({sqlite3.sqlite_version}) has no JSON functions",
+                        hint="kaja needs SQLite 3.38 or later, or one built with JSON1",
+                    ) from None
+                raise
+            for data, parts in cur:
+                if parts is None:
+                    yield data
+                    continue
+                if isinstance(parts, bytes):
+                    parts = parts.decode("utf-8", "replace")
+                found = images.image_parts(parse_json(parts))
+                if not found:
+                    yield data
+                    continue
+                obj = json.loads(data)
+                obj["images"] = [self.image(p) for p in found]
+                yield json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        finally:
+            conn.text_factory = factory
 
     def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
         # One parse of the whole list: far cheaper than one json.loads per message.
@@ -478,6 +495,36 @@ def context_json(conn: sqlite3.Connection, session_id: str, images_dir: Path) ->
     # Read now: the connection closes when the caller's `with` ends.
     items = list(r.messages_json(start if isinstance(start, int) else None, condense=True))
     return JsonDocument(head, "messages", iter(items))
+
+
+@dataclass
+class JsonStream:
+    """`JsonDocument` whose items are UTF-8 bytes, read as they are written."""
+
+    head: dict[str, Any]
+    key: str
+    items: Iterator[bytes]
+
+
+@contextmanager
+def context_stream(store: Store, ref: str | None, owner: Owner) -> Iterator[JsonStream]:
+    """`kaja resume --json` without holding the messages: the connection stays
+    open while the caller writes them out, in one read transaction."""
+    with store.reader() as conn:
+        conn.execute("BEGIN")
+        s = resolve(conn, ref, owner)
+        r = _Reader(conn, s.id, store.paths.images_dir)
+        session = r.session()
+        summary = r.latest_summary()
+        start = summary.get("summaryFrom") if summary else None
+        head = {
+            "session": session,
+            "summary": summary,
+            "pending": p.to_json() if (p := r.pending(session)) else None,
+        }
+        frm = start if isinstance(start, int) else None
+        yield JsonStream(head, "messages", r.messages_json_bytes(frm, condense=True))
+        conn.execute("COMMIT")
 
 
 def transcript(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> Transcript:

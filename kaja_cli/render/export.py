@@ -17,19 +17,20 @@ EXTENSIONS = {"jsonl": "jsonl", "json": "json", "md": "md", "html": "html"}
 _JOIN = 256  # messages joined into one write
 
 
-def json_chunks(doc: SessionExport) -> Iterator[str]:
-    """One session as the JSON object `sessions export ID -f json` prints, in pieces."""
+def json_chunks(doc: SessionExport) -> Iterator[str | bytes]:
+    """One session as the JSON object `sessions export ID -f json` prints, in
+    pieces; the messages' pieces are the bytes SQLite made, never decoded."""
     head = json.dumps(doc.head, ensure_ascii=False, separators=(",", ":"), default=str)
     yield head[:-1] + ("," if doc.head else "") + '"messages":['
-    first = True
-    batch: list[str] = []
-    for text in doc.messages:
-        batch.append(text)
+    sep = b""
+    batch: list[bytes] = []
+    for data in doc.messages:
+        batch.append(data)
         if len(batch) >= _JOIN:
-            yield ("" if first else ",") + ",".join(batch)
-            first, batch = False, []
+            yield sep + b",".join(batch)
+            sep, batch = b",", []
     if batch:
-        yield ("" if first else ",") + ",".join(batch)
+        yield sep + b",".join(batch)
     yield "]}"
 
 
@@ -57,7 +58,9 @@ def html_chunks(doc: SessionExport, *, embed_images: bool) -> Iterator[str]:
     )  # fmt: skip
 
 
-def session_chunks(doc: SessionExport, fmt: str, *, embed_images: bool = True) -> Iterator[str]:
+def session_chunks(
+    doc: SessionExport, fmt: str, *, embed_images: bool = True
+) -> Iterator[str | bytes]:
     """One session in `fmt` (a JSON Lines record ends with its newline)."""
     if fmt == "jsonl":
         yield from json_chunks(doc)
@@ -70,17 +73,19 @@ def session_chunks(doc: SessionExport, fmt: str, *, embed_images: bool = True) -
         yield from html_chunks(doc, embed_images=embed_images)
 
 
-def write(out: BinaryIO, chunks: Iterator[str]) -> int:
-    """Write the pieces as UTF-8; the bytes written."""
+def write(out: BinaryIO, chunks: Iterator[str | bytes]) -> int:
+    """Write the pieces (text as UTF-8); the bytes written."""
     n = 0
     for chunk in chunks:
-        data = chunk.encode("utf-8", "surrogatepass")
+        data = chunk if isinstance(chunk, bytes) else chunk.encode("utf-8", "surrogateescape")
         out.write(data)
         n += len(data)
     return n
 
 
-def all_chunks(docs: Iterator[SessionExport], fmt: str, *, embed_images: bool) -> Iterator[str]:
+def all_chunks(
+    docs: Iterator[SessionExport], fmt: str, *, embed_images: bool
+) -> Iterator[str | bytes]:
     """Every session in one stream: JSON Lines, one JSON document
     (`{"sessions": [...]}`), or Markdown transcripts separated by a rule."""
     if fmt == "json":
