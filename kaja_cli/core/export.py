@@ -187,7 +187,17 @@ def file_for(folder: Path, sid: str, ext: str) -> Path:
 def private_file(path: Path) -> Iterator[BinaryIO]:
     """A file written whole or not at all: a temporary file beside it (0600),
     flushed to disk, then renamed over `path` (a link there is replaced, never
-    followed)."""
+    followed). A device or FIFO there (`-o /dev/stdout`) is written to as it is."""
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        st = None
+    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
+        with open(path, "wb", buffering=1 << 20) as f:
+            yield f
+        return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, fs.FILE_MODE)
