@@ -222,3 +222,14 @@ def test_memory_stays_flat_however_long_the_session(kaja, tmp_path, fmt):
     big = _peak_rss_kb(kaja, "sessions", "export", "--all", "-f", fmt, "-o", str(tmp_path / "b"))
     assert (tmp_path / "b").stat().st_size > 40_000_000
     assert big - small < 12_000, (small, big)  # kB: far less than the 40 MB it wrote
+
+
+def test_a_device_is_written_to_not_replaced(demo_store, tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    r = demo_store("sessions", "export", "--all", "-f", "jsonl", "-o", str(fifo))
+    out, _ = reader.communicate(timeout=30)
+    assert r.code == 0, r
+    assert len(out.splitlines()) == 7
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)  # still the FIFO, not a file put in its place

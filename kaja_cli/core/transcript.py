@@ -4,10 +4,11 @@ the full export (SPEC §4, §5).
 - `replay()`: what the screen showed, from `session_events`; a session with no
   events (the Telegram bot keeps none, an older agent) is rebuilt from its
   messages and tool calls.
-- `context_json()`: what the agent resumes with (`kaja resume --json`): the
-  session row, the latest summary, the messages from its `summaryFrom` on with
-  their tool calls, and each oversized tool result replaced by its
-  `resultSummary`.
+- `context_stream()` (and `context_json()`, the same held in memory): what
+  the agent resumes with (`kaja resume --json`): the session row, the latest
+  summary, the messages from its `summaryFrom` on with their tool calls, and
+  each oversized tool result replaced by its `resultSummary`; streamed as
+  SQLite's UTF-8 bytes while the connection stays open.
 - `transcript()` / `transcript_json()`: everything (`kaja sessions export`).
 
 Rows are keyed by the seed's column names (a missing column reads as null,
