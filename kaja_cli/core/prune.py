@@ -35,7 +35,7 @@ from kaja_cli.core import cascade, db, fs, images
 from kaja_cli.core.clock import now_iso
 from kaja_cli.core.session_filter import FILTER_TABLES, SessionFilter, when, where
 from kaja_cli.core.sessions import col, columns
-from kaja_cli.errors import Interrupted
+from kaja_cli.errors import Busy, Interrupted
 
 if TYPE_CHECKING:
     from kaja_cli.core.paths import Paths
@@ -44,10 +44,11 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int | None], None]
 MARKER_SUFFIX = ".pruning"
 SAMPLE = 5  # sessions shown in the plan: the oldest and the newest
-# One transaction deletes at most this many sessions, or messages: ~50 ms of
-# the write lock on this machine, so the agent's writes wait no longer.
-BATCH_SESSIONS = 200
-BATCH_MESSAGES = 4000
+# One transaction deletes at most this many sessions, or messages (each
+# message also leaves the search index): about 0.1 s of the write lock on a
+# busy 2-core machine, so the agent's writes never wait longer than that.
+BATCH_SESSIONS = 100
+BATCH_MESSAGES = 2000
 
 
 def _nothing(step: str) -> None:
@@ -220,6 +221,13 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
             except KeyboardInterrupt:
                 raise Interrupted(
                     f"interrupted after deleting {deleted} of {total} sessions",
+                    hint="run the same `kaja sessions prune` again to finish",
+                ) from None
+            except Busy as e:
+                if not deleted:
+                    raise
+                raise Busy(
+                    f"{e.message} after {deleted} of {total} sessions were deleted",
                     hint="run the same `kaja sessions prune` again to finish",
                 ) from None
             for table, k in counts.items():
