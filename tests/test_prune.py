@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from sessions_support import ANA, BACKUP, BUDGET, PRS, RECEIPT, TOMATO
+from conftest import KAJA
+from sessions_support import ANA, BACKUP, BUDGET, PRS, RECEIPT, TOMATO, run_in_pty
 
 from tests.faults import assert_store_sound
 
@@ -93,6 +94,23 @@ def test_what_it_deletes_is_what_the_listing_shows(demo_store):
     assert doc["image_folders_removed"] == 2
     assert demo_store("search", "screenshot", "--all-owners").out == ""
     assert_store_sound(demo_store.state)
+
+
+def test_on_a_terminal_it_shows_a_sample_and_asks(demo_store):
+    argv = [KAJA, "sessions", "prune", "--all-owners", "--before", "2026-11-29T06:00:00Z"]
+    code, screen = run_in_pty(argv, demo_store.env, answer="n")
+    assert code == 1, screen
+    flat = " ".join(screen.split())
+    # the oldest three and the newest two of the ten, with how many between them
+    assert flat.count("2026-11-2") >= 5 and "… and 5 more sessions between them" in flat
+    assert "will delete 10 sessions (" in flat
+    assert "Delete these 10 sessions? This cannot be undone. [y/n] (n):" in flat
+    assert "cancelled: nothing was changed" in flat
+    assert len(session_ids(demo_store)) == 13
+    code, screen = run_in_pty(argv, demo_store.env, answer="y")
+    assert code == 0, screen
+    assert "deleted 10 sessions (" in " ".join(screen.split())
+    assert len(session_ids(demo_store)) == 3
 
 
 def test_without_a_terminal_and_yes_it_refuses(demo_store):
