@@ -20,6 +20,9 @@ app = typer.Typer(name="kaja", no_args_is_help=True)
 sessions = typer.Typer()
 usage = typer.Typer()
 config = typer.Typer(no_args_is_help=True)
+notes = typer.Typer()
+cache = typer.Typer()
+accounts = typer.Typer()
 Json = Annotated[bool, typer.Option("--json")]
 
 
@@ -96,9 +99,62 @@ def demo() -> None:
     """Write a sample store."""
 
 
+@notes.callback(invoke_without_command=True)
+def notes_list(as_json: Json = False) -> None:
+    """List notes."""
+
+
+@notes.command("show")
+def notes_show(key: str, as_json: Json = False) -> None:
+    """Show a note."""
+
+
+@notes.command("forget")
+def notes_forget(keys: list[str], yes: Annotated[bool, typer.Option("--yes")] = False) -> None:
+    """Forget notes."""
+
+
+@notes.command("export")
+def notes_export(as_json: Json = False) -> None:
+    """Export notes."""
+
+
+@cache.callback(invoke_without_command=True)
+def cache_report(as_json: Json = False) -> None:
+    """The cache per namespace."""
+
+
+@cache.command("prune")
+def cache_prune(yes: Annotated[bool, typer.Option("--yes")] = False) -> None:
+    """Drop expired entries."""
+
+
+@cache.command("clear")
+def cache_clear(namespace: Annotated[str | None, typer.Argument()] = None) -> None:
+    """Clear the cache."""
+
+
+@accounts.callback(invoke_without_command=True)
+def accounts_list(as_json: Json = False) -> None:
+    """List accounts."""
+
+
+def _account_command(name: str) -> None:
+    def command(user: str, yes: Annotated[bool, typer.Option("--yes")] = False) -> None:
+        """Change an account."""
+
+    accounts.command(name)(command)
+
+
+for _name in ("sessions", "revoke", "disable", "enable", "remove"):
+    _account_command(_name)
+
 app.add_typer(sessions, name="sessions")
 app.add_typer(usage, name="usage")
 app.add_typer(config, name="config")
+app.add_typer(notes, name="notes")
+app.add_typer(cache, name="cache")
+app.add_typer(accounts, name="accounts")
 
 if __name__ == "__main__":
     app(prog_name="kaja")  # as kaja's main() does: completion reads _KAJA_COMPLETE

@@ -94,7 +94,7 @@ def format_row(r: Row) -> str:
     note = f"  ({r.note})" if r.note else ""
     return (
         f"{r.case:<46} {r.timed:<10} {_figure(r.kaja, unit)} {_figure(r.floor, unit)}"
-        f" {r.ratio:6.2f}×  {r.goal_text:<7} {r.verdict:<6} {r.floor_what}{note}"
+        f" {_ratio(r.ratio):>6}×  {r.goal_text:<7} {r.verdict:<6} {r.floor_what}{note}"
     )
 
 
@@ -213,3 +213,11 @@ class Bench:
         self.rows.append(row)
         self.echo(format_row(row))
         return row
+
+
+def _ratio(ratio: float) -> str:
+    """Two decimals, or as many as it takes to show it is not zero (0.003×)."""
+    decimals = 2
+    while ratio < 10**-decimals and decimals < 9:
+        decimals += 1
+    return f"{ratio:.{decimals}f}"

@@ -24,7 +24,21 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import config, demo, doctor, resume, search, sessions, sync, usage, wipe  # noqa: E402
+from kaja_cli.commands import (  # noqa: E402
+    accounts,
+    cache,
+    config,
+    demo,
+    doctor,
+    notes,
+    resume,
+    search,
+    sessions,
+    sync,
+    typed_path,
+    usage,
+    wipe,
+)
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 app = typer.Typer(
@@ -48,16 +62,29 @@ def root(
     ctx: typer.Context,
     config_path: Annotated[
         Path | None,
-        typer.Option("--config", metavar="PATH", help="settings.toml to use \\[env: KAJA_CONFIG]."),
+        typer.Option(
+            "--config",
+            metavar="PATH",
+            click_type=typed_path(),
+            help="settings.toml to use \\[env: KAJA_CONFIG].",
+        ),
     ] = None,
     state_dir: Annotated[
         Path | None,
-        typer.Option("--state-dir", metavar="DIR", help="State folder \\[env: KAJA_STATE_DIR]."),
+        typer.Option(
+            "--state-dir",
+            metavar="DIR",
+            click_type=typed_path(),
+            help="State folder \\[env: KAJA_STATE_DIR].",
+        ),
     ] = None,
     db: Annotated[
         Path | None,
         typer.Option(
-            "--db", metavar="PATH", help="The shared database file \\[env: KAJA_DB_PATH]."
+            "--db",
+            metavar="PATH",
+            click_type=typed_path(),
+            help="The shared database file \\[env: KAJA_DB_PATH].",
         ),
     ] = None,
     version: Annotated[
@@ -80,13 +107,17 @@ def root(
 
 # Grouped in --help the way people reach for them.
 CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health and deleting", "Setup"
+SIDE = "Side databases"
 app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
 app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
 app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
+app.add_typer(notes.app, name="notes", rich_help_panel=CONVERSATIONS)
 app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
 app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
 app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
 app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
+app.add_typer(cache.app, name="cache", rich_help_panel=SIDE)
+app.add_typer(accounts.app, name="accounts", rich_help_panel=SIDE)
 app.add_typer(config.app, name="config", rich_help_panel=SETUP)
 app.command("demo", rich_help_panel=SETUP)(demo.demo)
 
@@ -96,6 +127,10 @@ def main() -> None:
     from typer import _click
 
     try:
+        if "--install-completion" in sys.argv[1:]:
+            from kaja_cli.completion import install
+
+            sys.exit(install.install(sys.argv[1:]))
         # Not standalone: click's usage errors come here (one line, not a box),
         # and so does every exit code.
         code = app(prog_name="kaja", standalone_mode=False)

@@ -1,14 +1,17 @@
-"""Helpers for the fault-injection tests: integrity checks, kill -9, a full disk."""
+"""Helpers for the fault-injection tests: integrity checks, kill -9 at every point, a full disk."""
 
 from __future__ import annotations
 
+import json
 import os
-import random
+import re
 import shutil
 import signal
 import sqlite3
 import subprocess
-import time
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 DATABASES = ("kaja.db", "cache.db", "db-stats.db", "web-auth.db")
@@ -16,10 +19,11 @@ DATABASES = ("kaja.db", "cache.db", "db-stats.db", "web-auth.db")
 
 def integrity(db: Path, *, fts: bool = True) -> str:
     """PRAGMA integrity_check of a copy (so the check itself cannot repair or
-    change the file under test), plus FTS4's own 'integrity-check' if the
-    search index is there. Returns "ok" or the first problem."""
+    change the file under test: a -wal or a hot -journal is replayed into the
+    copy), plus FTS4's own 'integrity-check' if the search index is there.
+    Returns "ok" or the first problem."""
     tmp = db.with_name(db.name + ".check")
-    for suffix in ("", "-wal"):
+    for suffix in ("", "-wal", "-journal"):  # SQLite rolls a hot journal back in the copy
         src = Path(str(db) + suffix)
         if src.exists():
             shutil.copyfile(src, Path(str(tmp) + suffix))
@@ -56,19 +60,158 @@ def assert_store_sound(state: Path, *, fts: bool = True) -> None:
             assert integrity(db, fts=fts) == "ok", f"{name}: {integrity(db, fts=fts)}"
 
 
-def kill_at_random(
-    argv: list[str], env: dict, seed: int, *, earliest: float, latest: float
-) -> subprocess.Popen:
-    """Start a process and SIGKILL it after a random (seeded) delay, unless it ended first."""
-    delay = random.Random(seed).uniform(earliest, latest)
-    p = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + delay
-    while time.monotonic() < deadline and p.poll() is None:
-        time.sleep(0.005)
-    if p.poll() is None:
-        os.kill(p.pid, signal.SIGKILL)
-    p.wait()
-    return p
+LAUNCHER = Path(__file__).parent / "agents" / "kill_at.py"
+_WRITES = ("write", "pwrite", "pwrite64")
+
+
+@dataclass(frozen=True)
+class Point:
+    """A place where a command changes the files (see tests/agents/kill_at.py)."""
+
+    n: int  # its number, counted from 1 as the command runs
+    kind: str  # the system call or Python operation
+    path: str
+
+    def __str__(self) -> str:
+        return f"#{self.n} {self.kind} {Path(self.path).name}"
+
+    def same(self, other: Point | None) -> bool:
+        """The same point of another run (temporary files carry the pid)."""
+        return other is not None and (self.n, self.kind, _no_pid(self.path)) == (
+            other.n, other.kind, _no_pid(other.path)
+        )  # fmt: skip
+
+
+def _no_pid(path: str) -> str:
+    """A temporary file's name without what differs between runs (a pid, a
+    random part): `.kaja.db.wiping.4242.tmp` → `.kaja.db.wiping.tmp`."""
+    return re.sub(r"\.[^./]+\.tmp$", ".tmp", path)
+
+
+def kill_points(events: list[dict]) -> list[Point]:
+    """The points a kill test stops a command at: all of them, except that of a
+    run of writes to one file (with no statement, and nothing else changed,
+    in between) only the first two are kept.
+
+    Killed anywhere in such a run, the file holds a prefix of what the run
+    writes, and every prefix but the empty one is the same case for SQLite:
+    frames of a transaction without its commit frame (the -wal: ignored on
+    recovery), a checkpoint cut short (the database: some pages copied, the
+    -wal still whole), a journal not yet synced (the database not touched
+    yet). The first write stands for the empty prefix, the second for the
+    others; the point after the run (the next one) for the whole of it.
+    """
+    points: list[Point] = []
+    n, run, run_len = 0, None, 0
+    for e in events:
+        if e["kind"] == "sql":
+            run = None
+            continue
+        n += 1
+        key = (e["path"], e["kind"] in _WRITES)
+        if key[1] and key == run:
+            run_len += 1
+        else:
+            run, run_len = (key if key[1] else None), 1
+        if run_len <= 2:
+            points.append(Point(n, e["kind"], e["path"]))
+    return points
+
+
+@dataclass
+class Launched:
+    status: int  # the exit status; -9 when killed
+    out: str
+    err: str
+    events: list[dict]  # `count`: every point and statement met
+    hit: Point | None  # `kill`: the point it died at
+
+
+class KillLauncher:
+    """tests/agents/kill_at.py serving runs: kaja imported once, each run a forked
+    child of it (a real process, killed for real)."""
+
+    def __init__(self, work: Path):
+        self.work = work
+        work.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KAJA_", "XDG_"))}
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        self.proc = subprocess.Popen([sys.executable, str(LAUNCHER), "serve"], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+
+    def run(self, argv: list[str], env: dict, target: int = 0) -> Launched:
+        """`kaja ARGV`: to its end, counting (target 0), or killed right before point `target`."""
+        report, out, err = (self.work / n for n in ("report", "out", "err"))
+        report.unlink(missing_ok=True)
+        job = {"argv": argv, "env": env, "target": target, "report": str(report),
+               "out": str(out), "err": str(err)}  # fmt: skip
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(job) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise AssertionError("tests/agents/kill_at.py stopped")
+        status = json.loads(line)["status"]
+        lines = report.read_text().splitlines() if report.exists() else []
+        records = [json.loads(x) for x in lines]
+        hit = None
+        if target and records:
+            r = records[0]
+            hit = Point(r["n"], r["kind"], r["path"])
+        return Launched(
+            status, out.read_text(), err.read_text(), records if not target else [], hit
+        )
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def kill_mid_transaction(db: Path) -> Path:
+    """A writer in rollback-journal mode, killed with its change half written
+    into the file (a small cache spills pages before the commit): a hot -journal."""
+    code = (
+        "import os, signal, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('PRAGMA journal_mode = DELETE')\n"
+        "c.execute('PRAGMA cache_size = 2')\n"
+        "c.execute('BEGIN')\n"
+        "c.execute(\"UPDATE messages SET content = content || ' (edited)'\")\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True)
+    assert p.returncode == -signal.SIGKILL, p.stderr
+    journal = db.with_name(db.name + "-journal")
+    assert journal.stat().st_size > 0
+    return journal
+
+
+def kill_at_point(
+    kaja, tmp_path: Path, argv: list[str], pick: Callable[[list[dict]], int]
+) -> Launched:
+    """Run `kaja ARGV` to count its points, then again from the same state,
+    killed right before the point `pick` chooses."""
+    saved = tmp_path / "saved-state"
+    shutil.copytree(kaja.state, saved, symlinks=True)
+    launcher = KillLauncher(tmp_path / "launcher")
+    try:
+        counted = launcher.run(argv, kaja.env)
+        assert counted.status == 0, counted
+        target = pick(counted.events)
+        shutil.rmtree(kaja.state, ignore_errors=True)
+        shutil.copytree(saved, kaja.state, symlinks=True)
+        killed = launcher.run(argv, kaja.env, target)
+        assert killed.status == -signal.SIGKILL, killed
+        return killed
+    finally:
+        launcher.close()
+        shutil.rmtree(saved)
+
+
+def changes(events: list[dict]) -> list[tuple[int, dict]]:
+    """The points (numbered from 1) among the events, statements left out."""
+    return list(enumerate((e for e in events if e["kind"] != "sql"), start=1))
 
 
 def can_mount_tmpfs() -> bool:

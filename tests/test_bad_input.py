@@ -130,3 +130,81 @@ def test_any_search_query(store, query, fts):
     if not fts and any(ch.isalnum() for ch in query):
         assert r.code == 0, r  # plain words never break: punctuation is harmless
     assert fingerprint(store) == store.before
+
+
+# --- validated at the edge: numbers, paths, settings (each a finding once) ---------------------
+def usage_error(r, option: str) -> None:
+    assert r.code == 2, r
+    assert r.err.startswith(f"kaja: Invalid value for '{option}") and r.err.count("\n") == 1, r
+
+
+@pytest.mark.parametrize("wait", ["nan", "NaN", "inf", "-inf", "1e308", "-1", "3601"])
+def test_a_wait_that_is_no_number_of_seconds_is_a_usage_error(store, wait):
+    r = store("usage", "reset", "--wait", wait, "--yes")
+    usage_error(r, "--wait")
+    assert fingerprint(store) == store.before  # nothing was deleted
+
+
+def test_huge_counts_are_usage_errors(store):
+    huge = "99999999999999999999"
+    for argv, option in [
+        (["sessions", "-n", huge], "--limit"),
+        (["sessions", "--limit", "1000000001"], "--limit"),
+        (["search", "shade", "--limit", huge], "--limit"),
+        (["resume", "-c", "--tail", huge], "--tail"),
+        (["usage", "--tools", huge], "--tools"),
+        (["demo", "--sessions", huge], "--sessions"),
+        (["demo", "--messages", huge], "--messages"),
+    ]:
+        usage_error(store(*argv), option)
+    assert store("sessions", "-n", "1000000000").code == 0  # the largest is fine
+
+
+@pytest.mark.parametrize("option", ["--db", "--state-dir", "--config"])
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(store, option):
+    for value in ("", "  "):
+        usage_error(store(option, value, "sessions"), option)
+    r = store("sessions", "export", "x", "-o", "")
+    usage_error(r, "--output")
+
+
+@pytest.mark.parametrize("root", ["/", "/.", "//", "/tmp/.."])
+def test_the_root_folder_as_the_database_is_one_line(kaja, root):
+    for argv, code in [(["wipe", "--yes"], 5), (["wipe", "--dry-run"], 5), (["demo"], 5),
+                       (["sessions"], 1), (["usage", "reset", "--yes"], 5),
+                       (["wipe", "--owner", "telegram:1", "--yes"], 5)]:  # fmt: skip
+        r = kaja("--db", root, *argv)
+        assert r.code == code, (argv, r)
+        assert r.err.startswith("kaja: ") and r.err.count("\n") == 1, (argv, r)
+        assert "internal error" not in r.err
+    r = kaja("--db", root, "wipe", "--yes")
+    assert "is the root folder, not a Kaja database" in r.err
+    r = kaja("--db", root, "doctor")
+    assert r.code == 1 and "is a folder, not a SQLite database" in r.out, r
+    # `config paths` looks at / without walking the whole disk.
+    r = kaja.proc("--db", root, "config", "paths", "--json", timeout=30)
+    assert r.code == 0 and '"size":null' in r.out, r
+
+
+@pytest.mark.parametrize("depth", [40, 500, 5000])
+def test_settings_nested_too_deep_are_one_line(kaja, depth):
+    kaja.config.parent.mkdir(parents=True)
+    kaja.config.write_text("x = " + "[" * depth + "]" * depth + "\n")
+    for argv in (["sessions"], ["config", "paths"], ["config", "show"], ["config", "set",
+                 "memory.mode", "local"], ["doctor", "--check", "settings"]):  # fmt: skip
+        r = kaja(*argv)
+        assert r.code == 1, (argv, r)
+        assert "values nested more than 32 levels deep" in r.out + r.err, (argv, r)
+        assert "internal error" not in r.err and "Recursion" not in r.err
+
+
+def test_a_nul_in_db_path_is_one_line(kaja):
+    kaja.config.parent.mkdir(parents=True)
+    kaja.config.write_text('[memory]\ndbPath = "a\\u0000b"\n')
+    for argv in (["sessions"], ["wipe", "--yes"], ["demo"], ["config", "paths"]):
+        r = kaja(*argv)
+        assert r.code == 1, (argv, r)
+        assert r.err == (
+            f"kaja: {kaja.config}:2: memory.dbPath must be a file path, not 'a\\x00b': fix it with"
+            " `kaja config edit`\n"
+        ), (argv, r)

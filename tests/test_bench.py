@@ -124,7 +124,7 @@ def _rows(stdout: str) -> dict[str, str]:
 
 
 def test_a_slow_kaja_is_reported_missed_and_check_makes_it_exit_1(tmp_path):
-    slow = _fake_kaja(tmp_path, 'case "$1" in --version) sleep 0.4;; esac')
+    slow = _fake_kaja(tmp_path, 'case "$1" in --version) sleep 1.5;; esac')  # slow beyond any load
     p = _run(tmp_path, slow)
     assert p.returncode == 0, p.stderr  # without --check a miss is reported, not an error
     rows = _rows(p.stdout)

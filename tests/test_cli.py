@@ -87,7 +87,7 @@ def test_a_usage_error_is_one_line_naming_the_help(kaja):
     r = kaja("sessions", "--limit", "-1")
     assert r.code == 2
     assert r.err == (
-        "kaja: Invalid value for '--limit' / '-n': -1 is not in the range x>=0. "
+        "kaja: Invalid value for '--limit' / '-n': -1 is not in the range 0<=x<=1000000000. "
         "(see `kaja sessions --help`)\n"
     )
 
@@ -135,6 +135,15 @@ EVERY_GROUP = {
         ["wipe", "--yes"], ["wipe"],
     ],
     "demo": [["demo"], ["--state-dir", "{root}/fresh", "demo", "--seed", "2", "--now", "2026-01-01"]],
+    "notes": [
+        ["notes", "--all-owners"], ["notes", "show", "dieta"], ["notes", "forget", "diet", "--yes"],
+        ["notes", "export", "-f", "json"], ["search", "--notes", "marie"],
+    ],
+    "cache": [["cache"], ["cache", "clear", "nope", "--yes"], ["cache", "clear", "--yes"], ["cache", "prune"]],
+    "accounts": [
+        ["accounts", "--json"], ["accounts", "remove", "marie", "--yes"],
+        ["accounts", "revoke", "marie", "--all", "--yes"], ["accounts", "sessions", "nobody"],
+    ],
 }  # fmt: skip
 
 

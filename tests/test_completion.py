@@ -386,3 +386,29 @@ def test_install_completion_writes_into_home(kaja):
     assert r.code == 0, r
     bashrc = (kaja.home / ".bashrc").read_text()
     assert "kaja" in bashrc
+
+
+@pytest.mark.process  # edits a shell start-up file: only the real command, in its HOME
+def test_install_completion_for_the_shell_named_not_the_one_running(kaja):
+    r = kaja("--install-completion", "zsh", env={"SHELL": "/bin/bash"})
+    assert r.code == 0, r
+    assert r.out.startswith("zsh completion installed in ")
+    assert (kaja.home / ".zfunc" / "_kaja").is_file()  # zsh's way: a function on fpath
+    assert not (kaja.home / ".bashrc").exists()
+
+
+def test_install_completion_without_a_shell_among_the_parents(monkeypatch, capsys):
+    """Run from a service or an IDE: `$SHELL` is the fallback, else one line asking."""
+    import shellingham
+
+    from kaja_cli.completion import install
+
+    def no_shell():
+        raise shellingham.ShellDetectionFailure()
+
+    monkeypatch.setattr(shellingham, "detect_shell", no_shell)
+    monkeypatch.setenv("SHELL", "/usr/bin/fish")
+    assert install.wanted_shell(["--install-completion"]) == "fish"
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    assert install.install(["--install-completion"]) == 2
+    assert "name it, as in `kaja --install-completion bash`" in capsys.readouterr().err

@@ -697,7 +697,7 @@ def test_another_users_file_is_refused(kaja, tmp_path):
     kaja.config.symlink_to(other)
     r = kaja("config", "set", "memory.mode", "cloud")
     assert (r.code, r.err) == (5, f"kaja: {kaja.config} (a link to {other}) belongs to another "
-                                  "user: kaja changes only your own settings\n")  # fmt: skip
+                                  "user: kaja changes only your own files\n")  # fmt: skip
     kaja.config.unlink()
     shutil.copy(other, kaja.config)
     os.chown(kaja.config, 65534, 65534)

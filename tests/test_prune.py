@@ -197,7 +197,7 @@ def killed_at(kaja, step: str, *args: str) -> int:
 def test_killed_before_the_commit_deletes_nothing(demo_store):
     kaja = demo_store
     before, folders = session_ids(kaja), images(kaja)
-    assert killed_at(kaja, "commit", "--title", "Open PRs*") == -signal.SIGKILL
+    assert killed_at(kaja, "prune-commit", "--title", "Open PRs*") == -signal.SIGKILL
     assert session_ids(kaja) == before and images(kaja) == folders
     assert_store_sound(kaja.state)
     # the marker written before the commit lists a folder whose session lives: it stays
@@ -210,7 +210,7 @@ def test_killed_before_the_commit_deletes_nothing(demo_store):
 @pytest.mark.process
 def test_killed_after_the_commit_the_next_prune_removes_the_folders(demo_store):
     kaja = demo_store
-    assert killed_at(kaja, "images", "--title", "Open PRs*") == -signal.SIGKILL
+    assert killed_at(kaja, "prune-images", "--title", "Open PRs*") == -signal.SIGKILL
     assert PRS not in session_ids(kaja)
     assert PRS in images(kaja)  # the commit happened, the folder is left
     assert (kaja.state / "kaja.db.pruning").exists()

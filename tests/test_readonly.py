@@ -58,6 +58,10 @@ def readonly_store():
         ["search", "tomato"],
         ["search", "brulee", "--all-owners", "--json"],
         ["doctor"],
+        ["notes", "--all-owners"],
+        ["search", "--notes", "marie", "--json"],
+        ["cache", "--json"],
+        ["accounts"],
     ],
 )
 def test_reading_a_store_you_cannot_write(readonly_store, argv):

@@ -333,5 +333,5 @@ def test_control_characters_from_the_database_never_reach_the_terminal(kaja):
     conn.close()
     code, screen = run_in_pty([KAJA, "resume", S_EVENTS, "--no-pager"], kaja.env, raw=True)
     assert code == 0, screen
-    assert "hi ]0;pwned there" in screen
+    assert "hi \\x1b]0;pwned\\x07 there" in screen  # shown escaped (render.text), never raw
     assert "\x1b]0;" not in screen and "\x07" not in screen

@@ -17,6 +17,10 @@ READ_COMMANDS = [
     ["wipe", "--owner", "telegram:482913", "--dry-run", "--json"],
     ["search", "scrypt", "--all-owners"], ["search", "token", "--all-owners", "--json"],
     ["doctor"], ["doctor", "--json"], ["doctor", "--thorough", "--json"],
+    ["notes", "--all-owners"], ["notes", "export", "--all-owners", "-f", "json"],
+    ["search", "--notes", "marie", "--all-owners", "--json"], ["cache"], ["cache", "--json"],
+    ["accounts"], ["accounts", "--json"], ["accounts", "sessions", "marie"],
+    ["accounts", "sessions", "marie", "--json"], ["accounts", "remove", "marie", "--force", "--dry-run", "--json"],
 ]  # fmt: skip
 
 

@@ -45,6 +45,11 @@ COMMANDS = [
     "usage reset --dry-run",
     "doctor --list-checks",
     "wipe --dry-run",
+    "notes --all-owners",
+    "search --notes --fts 'salud OR finance OR marie' --all-owners",
+    "cache",
+    "accounts",
+    "accounts sessions marie",
 ]
 MARKS = ("⏸", "✓", "✗", "!")
 START, DONE = "@@start@@", "@@done@@"

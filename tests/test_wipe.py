@@ -553,7 +553,7 @@ def test_a_database_sqlite_cannot_fold_goes_before_its_journal(
     crash_a_writer(kaja.db)
     events: list[str] = []
     real_remove, real_fsync = wipe._remove, fs.fsync_dir
-    monkeypatch.setattr(db, "fold_journal", lambda path, **kw: False)
+    monkeypatch.setattr(db, "fold_journal", lambda path, file, **kw: False)
     monkeypatch.setattr(
         wipe, "_remove", lambda item: events.append(item.path.name) or real_remove(item)
     )

@@ -10,6 +10,7 @@ inside their functions so that start-up (every TAB press) stays cheap.
 from typing import TYPE_CHECKING
 
 import typer
+from typer.models import TyperPath
 
 if TYPE_CHECKING:
     from kaja_cli.core.paths import Overrides
@@ -49,4 +50,35 @@ def store_of(ctx: typer.Context) -> "Store":
 
 
 JSON_HELP = "Print one JSON document on stdout instead of a table."
+
+# Bounds of the numbers typed on the command line (exit 2 beyond them): a
+# count of rows or entries, and a lock wait. SQLite's LIMIT takes at most
+# 2^63 - 1, and a wait is given to SQLite in milliseconds.
+COUNT_MAX = 1_000_000_000
+WAIT_MAX = 3600.0
+
+
+def a_number(value: float | None) -> float | None:
+    """A typer callback: NaN passes every range check (it compares false), so
+    it is refused here, as a usage error (exit 2)."""
+    if value is not None and value != value:
+        raise typer.BadParameter("not a number")
+    return value
+
+
 OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'
+
+
+class _TypedPath(TyperPath):
+    """A path option as typed. An empty one is a mistake (`--db "$UNSET"`), not
+    the current folder, which is what `Path("")` would quietly mean."""
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty: give a path (an unset shell variable?)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def typed_path() -> TyperPath:
+    """The click type of every path option (`click_type=typed_path()`)."""
+    return _TypedPath()

@@ -190,12 +190,12 @@ def set_(
     edited at its target when that is a regular file you own.
     """
     from kaja_cli import render
-    from kaja_cli.core import settings_keys, settings_view, settings_write
+    from kaja_cli.core import guard, settings_keys, settings_view, settings_write
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.set_value(
         paths.settings_file.path, key, value, force=force,
-        protected=settings_view.store_files(paths),
+        protected=guard.store_files(paths),
     )  # fmt: skip
     shown = settings_keys.toml_literal(change.after)
     if not change.changed:
@@ -218,11 +218,11 @@ def unset(
     error (exit 0).
     """
     from kaja_cli import render
-    from kaja_cli.core import settings_keys, settings_view, settings_write
+    from kaja_cli.core import guard, settings_keys, settings_view, settings_write
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.unset_value(
-        paths.settings_file.path, key, protected=settings_view.store_files(paths)
+        paths.settings_file.path, key, protected=guard.store_files(paths)
     )
     if not change.changed:
         render.note(f"{change.key} is not set in {change.file}; nothing to change")
@@ -267,12 +267,10 @@ def edit(
     from pathlib import Path
 
     from kaja_cli import render
-    from kaja_cli.core import settings_view, settings_write
+    from kaja_cli.core import guard, settings_view, settings_write
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
-    draft = settings_write.begin_edit(
-        paths.settings_file.path, protected=settings_view.store_files(paths)
-    )
+    draft = settings_write.begin_edit(paths.settings_file.path, protected=guard.store_files(paths))
     argv = settings_write.editor_command()
     folder = Path(tempfile.mkdtemp(prefix="kaja-settings-"))
     copy = folder / "settings.toml"

@@ -15,13 +15,17 @@ def demo(
     sessions: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Scale up: this many sessions in all (the benchmark store: 10000)."
+            min=1,
+            max=1_000_000,
+            help="Scale up: this many sessions in all (the benchmark store: 10000).",
         ),
     ] = None,
     messages: Annotated[
         int | None,
         typer.Option(
-            min=0, help="Scale up: this many messages in all (the benchmark store: 1000000)."
+            min=0,
+            max=100_000_000,
+            help="Scale up: this many messages in all (the benchmark store: 1000000).",
         ),
     ] = None,
     now: Annotated[

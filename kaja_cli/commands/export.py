@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from kaja_cli.commands import session_options as opt
-from kaja_cli.commands import store_of
+from kaja_cli.commands import store_of, typed_path
 from kaja_cli.commands.sessions import app
 from kaja_cli.completion.hooks import hook
 
@@ -50,6 +50,7 @@ def export(
             "--output",
             "-o",
             metavar="FILE|DIR",
+            click_type=typed_path(),  # an empty -o is a usage error, not the current folder
             help="Write here instead of stdout: a file, or a folder (one file per session).",
         ),
     ] = None,
@@ -84,7 +85,7 @@ def export(
     (`<id>.<ext>`), -o FILE (or stdout) all of them in one. Sessions are
     written as they are read, in constant memory. --redact makes a copy fit
     for a bug report. Files are written whole or not at all, readable only
-    by you.
+    by you; never one of the store's own files, a FIFO or a device (exit 5).
     """
     from kaja_cli.errors import UsageError
 
@@ -125,13 +126,15 @@ def _export_one(
     from kaja_cli.core.owners import Owner
     from kaja_cli.core.transcript import resolve
 
-    with store.reader() as conn:
-        sid = resolve(conn, ref, Owner.parse(owner)).id
+    # Where it writes is decided (exit 5 for the store's files, a FIFO…)
+    # before the store is opened.
     target = core.output_target(store.paths, output, folder_wanted=False)
     if target.folder:
         from kaja_cli.errors import UsageError
 
         raise UsageError(f"-o: {target.path} is a folder", hint="give a file name")
+    with store.reader() as conn:
+        sid = resolve(conn, ref, Owner.parse(owner)).id
     fix = core.redactor(store) if redact else None
     docs = core.sessions(store, [sid], redact=fix)
     if target.path is None and fmt == "json":
@@ -182,7 +185,7 @@ def _stream(
     if target.path is None:
         _to_stdout(chunks)
         return
-    with core.private_file(target.path) as f:
+    with core.private_file(target.real) as f:
         size = write(f, chunks)
     render.note(
         f"wrote {target.path} ({render.plural(count, 'session')}, {render.human_size(size)})"
@@ -210,22 +213,24 @@ def _export_all(
     if not target.folder:
         _stream(target, docs, fmt, embed_images=not redact, count=len(picked.ids))
         return
-    _to_folder(target.path, docs, fmt, embed_images=not redact, count=len(picked.ids))
+    _to_folder(target, docs, fmt, embed_images=not redact, count=len(picked.ids))
 
 
-def _to_folder(folder: Path, docs, fmt: str, *, embed_images: bool, count: int) -> None:
+def _to_folder(target: "Target", docs, fmt: str, *, embed_images: bool, count: int) -> None:
     """One file per session, `<id>.<ext>`; for HTML an `index.html` of them."""
     from kaja_cli import render
     from kaja_cli.core import export as core
     from kaja_cli.render.export import EXTENSIONS, session_chunks, write
 
+    folder = target.path
+    assert folder is not None
     core.ensure_folder(folder)
     ext = EXTENSIONS[fmt]
     index = []
     size = 0
     with render.progress("exporting sessions", count) as bar:
         for n, doc in enumerate(docs, start=1):
-            path = core.file_for(folder, doc.id, ext)
+            path = target.file(core.file_for(doc.id, ext))
             with core.private_file(path) as f:
                 size += write(f, session_chunks(doc, fmt, embed_images=embed_images))
             s = doc.head["session"]
@@ -235,7 +240,7 @@ def _to_folder(folder: Path, docs, fmt: str, *, embed_images: bool, count: int) 
     if fmt == "html":
         from kaja_cli.render.html import index_page
 
-        with core.private_file(folder / "index.html") as f:
+        with core.private_file(target.file("index.html")) as f:
             size += write(f, iter([index_page(index)]))
     render.note(
         f"wrote {render.plural(len(index), 'session')} to {folder} ({render.human_size(size)})"

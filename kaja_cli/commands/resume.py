@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, OWNER_HELP, store_of
 from kaja_cli.completion.hooks import hook
 
 
@@ -23,7 +23,9 @@ def resume(
     ] = False,
     tail: Annotated[
         int | None,
-        typer.Option(metavar="N", min=0, help="Only the last N entries of the timeline."),
+        typer.Option(
+            metavar="N", min=0, max=COUNT_MAX, help="Only the last N entries of the timeline."
+        ),
     ] = None,
     owner: Annotated[
         str | None, typer.Option(metavar="ID", help=OWNER_HELP, autocompletion=hook("owner"))

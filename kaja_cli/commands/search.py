@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
@@ -68,7 +68,10 @@ def search(
         ),
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+        int,
+        typer.Option(
+            "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+        ),
     ] = 20,
     reindex: Annotated[
         bool,
@@ -83,6 +86,10 @@ def search(
     no_pager: Annotated[
         bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
     ] = False,
+    notes: Annotated[
+        bool,
+        typer.Option("--notes", help="Search the notes (the agent's memory) instead of messages."),
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
 ) -> None:
     """Find messages across every past conversation, best match first.
@@ -93,14 +100,18 @@ def search(
     instead. Each hit shows its session, time, role and the words in
     context. Without a search index (a store another program made), kaja
     builds it when it may write the store, and otherwise scans the messages
-    and says so.
+    and says so. --notes searches the notes' keys, tags and content instead.
     """
     from kaja_cli import render
     from kaja_cli.core import search as core_search
     from kaja_cli.errors import UsageError
 
-    store = store_of(ctx)
     text = " ".join(query or [])
+    if notes:
+        _notes(ctx, text, fts, recent, owner, all_owners, session, role, since, limit, reindex,
+               no_pager, as_json)  # fmt: skip
+        return
+    store = store_of(ctx)
     if reindex:
         count = core_search.reindex(store, progress=render.progress)
         render.note(f"reindexed {count} messages in {store.path()}")
@@ -127,6 +138,18 @@ def search(
         render.note(f"no matches for {text!r}{_whose(result)}")
         if result.archived_hidden:
             render.note("archived sessions were left out (--archived searches them too)")
+
+
+def _notes(ctx, text, fts, recent, owner, all_owners, session, role, since, limit, reindex,
+           no_pager, as_json) -> None:  # fmt: skip
+    from kaja_cli.commands import notes
+    from kaja_cli.errors import UsageError
+
+    for name, given in (("--session", session), ("--role", role), ("--reindex", reindex)):
+        if given:
+            raise UsageError(f"{name} is for messages: it does not go with --notes")
+    notes.search(ctx, text, fts=fts, recent=recent, owner=owner, all_owners=all_owners,
+                 since=since, limit=limit, no_pager=no_pager, as_json=as_json)  # fmt: skip
 
 
 def _whose(result: "SearchResult") -> str:

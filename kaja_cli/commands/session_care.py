@@ -47,7 +47,8 @@ def rename(
             {"id": done.session.id, "old_title": done.old_title, "title": done.new_title}
         )
         return
-    render.note(f"renamed {done.session.id}: {done.old_title or '(untitled)'} → {done.new_title}")
+    old, new = render.text(done.old_title), render.text(done.new_title)  # no control character
+    render.note(f"renamed {done.session.id}: {old or '(untitled)'} → {new}")
 
 
 def _archive(ctx: typer.Context, ids: list[str], owner: str | None, as_json: bool, on: bool):
@@ -66,7 +67,7 @@ def _archive(ctx: typer.Context, ids: list[str], owner: str | None, as_json: boo
         )
         return
     for s in done.changed:
-        render.note(f"{verb} {s.id}  {s.title or '(untitled)'}")
+        render.note(f"{verb} {s.id}  {render.text(s.title) or '(untitled)'}")
     for s in done.unchanged:
         render.note(f"{s.id} was already {verb}")
 

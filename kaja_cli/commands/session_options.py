@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
-from kaja_cli.commands import OWNER_HELP
+from kaja_cli.commands import COUNT_MAX, OWNER_HELP
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
@@ -74,7 +74,12 @@ Title = Annotated[
 MaxMessages = Annotated[
     int | None,
     typer.Option(
-        "--max-messages", metavar="N", min=0, help="At most N messages.", rich_help_panel=FILTERS
+        "--max-messages",
+        metavar="N",
+        min=0,
+        max=COUNT_MAX,
+        help="At most N messages.",
+        rich_help_panel=FILTERS,
     ),
 ]
 MinTokens = Annotated[
@@ -83,6 +88,7 @@ MinTokens = Annotated[
         "--min-tokens",
         metavar="N",
         min=0,
+        max=COUNT_MAX,
         help="At least N tokens (prompt + completion).",
         rich_help_panel=FILTERS,
     ),

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, store_of
 from kaja_cli.commands import session_options as opt
 from kaja_cli.completion.hooks import hook
 
@@ -16,7 +16,10 @@ app = typer.Typer(
 # The listing's options: `kaja sessions` alone, `kaja sessions list` and `ls`
 # take them; the filters are shared with prune, export --all and stats.
 Limit = Annotated[
-    int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+    int,
+    typer.Option(
+        "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+    ),
 ]
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Never page long output on a terminal.")]
 Json = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
@@ -174,10 +177,10 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
     now = datetime.now(UTC)
     for s in result.sessions:
         r = s.row
-        kind = (r.get("pendingKind") or "pending") if s.pending else ""
+        kind = (render.text(r.get("pendingKind")) or "pending") if s.pending else ""
         owner = [label(r.get("owner"))] if all_owners else []
         if r.get("title"):
-            title = S(str(r["title"]))
+            title = S(render.text(r["title"]))
         elif s.first_prompt:
             title = S("“" + " ".join(s.first_prompt.split())[:57] + "”", "dim italic")
         else:
@@ -213,10 +216,11 @@ def delete(
     """Delete sessions with everything that hangs off them.
 
     Their messages, tool calls, summaries, model calls, timeline events and
-    search entries go in one transaction, then their image folders. Every id
-    must be the acting owner's (the terminal unless --owner); if one is not,
-    nothing is deleted. Asks first; with no terminal to ask, refuses unless
-    --yes.
+    search entries go in one transaction, then their image folders (run it
+    again if it was interrupted in between: it removes the folders left).
+    Every id must be the acting owner's (the terminal unless --owner); if one
+    is not, nothing is deleted. Asks first; with no terminal to ask, refuses
+    unless --yes.
     """
     from kaja_cli import render
     from kaja_cli.core import sessions as core
@@ -229,6 +233,11 @@ def delete(
     if not yes and len(plan.sessions) > 1:
         for s in plan.sessions:
             render.note(f"will delete {s.id}  {s.title or '(untitled)'}")
+    if plan.images_link is not None:
+        render.note(
+            f"keeping their image folders: {plan.images_link} is a symbolic link,"
+            " and kaja deletes nothing through one"
+        )
     render.confirm(f"Delete {what}?", assume_yes=yes)
     done = core.delete(store, plan, acting)
     if as_json:
@@ -241,16 +250,24 @@ def delete(
                 "image_folders": [str(p) for p in done.image_folders],
             }
         )
-        return
-    n, f = len(done.sessions), len(done.image_folders)
-    folders = f" and {render.plural(f, 'image folder')}" if f else ""
-    render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
+    elif not done.sessions:
+        n = len(done.image_folders)
+        render.note(f"removed {render.plural(n, 'image folder')} an interrupted delete left")
+    else:
+        n, f = len(done.sessions), len(done.image_folders)
+        folders = f" and {render.plural(f, 'image folder')}" if f else ""
+        render.note(f"deleted {render.plural(n, 'session')} ({_rows_text(done.rows)}){folders}")
+    if plan.unknown is not None:  # an id that named nothing (the leftovers are gone now)
+        raise plan.unknown
 
 
 def _describe(plan) -> str:
     from kaja_cli import render
 
     n = len(plan.sessions)
+    if not n:
+        text = f"{render.plural(len(plan.left_over), 'image folder')} an interrupted delete left"
+        return text + f" ({render.plural(plan.image_files, 'image file')})"
     text = render.plural(n, "session")
     if n == 1:
         text += f" “{plan.sessions[0].title or 'untitled'}”"

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, WAIT_MAX, a_number, store_of
 
 if TYPE_CHECKING:
     from kaja_cli.core.sync import MachineTotals
@@ -40,7 +40,11 @@ def usage(
     tools: Annotated[
         int,
         typer.Option(
-            "--tools", min=0, metavar="N", help="Show the N tools that fail most (0 = all)."
+            "--tools",
+            min=0,
+            max=COUNT_MAX,
+            metavar="N",
+            help="Show the N tools that fail most (0 = all).",
         ),
     ] = 10,
     no_pager: Annotated[
@@ -301,7 +305,11 @@ def reset(
     wait: Annotated[
         float,
         typer.Option(
-            min=0, metavar="SECONDS", help="How long to wait for the agent to finish writing."
+            min=0,
+            max=WAIT_MAX,
+            callback=a_number,
+            metavar="SECONDS",
+            help="How long to wait for the agent to finish writing.",
         ),
     ] = 5.0,
     vacuum: Annotated[

@@ -238,6 +238,11 @@ def _show_owner(plan: "OwnerPlan") -> None:
         )
     if plan.leftovers is not None:
         render.note(f"this also finishes: {plan.leftovers.summary}")
+    if plan.images_link is not None:
+        render.note(
+            f"keeping their image folders: {plan.images_link} is a symbolic link,"
+            " and kaja deletes nothing through one"
+        )
 
 
 def _owner_json(
@@ -250,6 +255,7 @@ def _owner_json(
         "done": not dry_run,
         "rows": rows,
         "image_folders": [str(p) for p in folders],
+        "images_link": None if plan.images_link is None else str(plan.images_link),
         **({} if dry_run else {"index_purged": index_purged}),
         "kept_rows": [
             {"table": m.table, "rows": m.rows, "reason": m.reason} for m in plan.mentions

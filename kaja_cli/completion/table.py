@@ -20,8 +20,11 @@ COMMANDS = {
             ('wipe', "Delete Kaja's local data: everything, or...", False),
             ('demo', 'Write a realistic sample store into the...', False),
             ('sessions', 'List your conversations, newest first;...', False),
+            ('notes', 'List what the agent remembers about you;...', False),
             ('usage', 'Show token and call totals from the usage...', False),
             ('sync', 'Share the usage ledger: push this...', False),
+            ('cache', 'Show what the shared cache holds per...', False),
+            ('accounts', "List the web app's accounts; end their...", False),
             ('config', 'Show where Kaja keeps its data; read and...', False),
         ],
         'params': [
@@ -65,6 +68,7 @@ COMMANDS = {
             ('option', 'reindex', ('--reindex',), (), 'Rebuild the search index from every message first (a progress bar).', False, False, False, 1, None),
             ('option', 'archived', ('--archived',), (), 'Search archived sessions too (left out otherwise).', False, False, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'notes', ('--notes',), (), "Search the notes (the agent's memory) instead of messages.", False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -304,6 +308,91 @@ COMMANDS = {
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
+    'notes': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('list', 'List the notes (the same as `kaja notes`).', False),
+            ('ls', 'List the notes (the same as `kaja notes`).', True),
+            ('show', 'Show one note whole: content, importance,...', False),
+            ('forget', 'Delete notes: the agent forgets them.', False),
+            ('export', 'Export notes as Markdown (one section per...', False),
+        ],
+        'params': [
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's notes, with an owner column.", False, False, False, 1, None),
+            ('option', 'tag', ('--tag',), (), 'Only notes with this tag (repeatable: all of them).', False, True, True, 1, ('kaja', 'tag')),
+            ('option', 'importance', ('--importance',), (), 'Only notes of this importance.', False, True, False, 1, ('choice', ('high', 'medium', 'low'), False)),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'notes list': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's notes, with an owner column.", False, False, False, 1, None),
+            ('option', 'tag', ('--tag',), (), 'Only notes with this tag (repeatable: all of them).', False, True, True, 1, ('kaja', 'tag')),
+            ('option', 'importance', ('--importance',), (), 'Only notes of this importance.', False, True, False, 1, ('choice', ('high', 'medium', 'low'), False)),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'notes ls': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's notes, with an owner column.", False, False, False, 1, None),
+            ('option', 'tag', ('--tag',), (), 'Only notes with this tag (repeatable: all of them).', False, True, True, 1, ('kaja', 'tag')),
+            ('option', 'importance', ('--importance',), (), 'Only notes of this importance.', False, True, False, 1, ('choice', ('high', 'medium', 'low'), False)),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'notes show': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'key', 1, ('kaja', 'note')),
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'notes forget': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'keys', -1, ('kaja', 'note')),
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'yes', ('--yes', '-y'), (), "Don't ask first.", False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would be forgotten.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was forgotten as one JSON document.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'notes export': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's notes, with an owner column.", False, False, False, 1, None),
+            ('option', 'tag', ('--tag',), (), 'Only notes with this tag (repeatable: all of them).', False, True, True, 1, ('kaja', 'tag')),
+            ('option', 'importance', ('--importance',), (), 'Only notes of this importance.', False, True, False, 1, ('choice', ('high', 'medium', 'low'), False)),
+            ('option', 'fmt', ('--format', '-f'), (), "Markdown or JSON; default: from -o's suffix, else md.", False, True, False, 1, ('kaja', 'format')),
+            ('option', 'output', ('--output', '-o'), (), 'Write here instead of stdout.', False, True, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
     'usage': {
         'group': True, 'interspersed': False, 'ignore_unknown': False,
         'commands': [
@@ -375,6 +464,113 @@ COMMANDS = {
         'params': [
             ('option', 'url', ('--url',), (), 'PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).', False, True, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'cache': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('prune', 'Drop the expired entries (what the agent...', False),
+            ('clear', 'Clear the cache: one namespace, or all of it.', False),
+        ],
+        'params': [
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'cache prune': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'yes', ('--yes', '-y'), (), "Don't ask first.", False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would be deleted.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'cache clear': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'namespace', 1, ('kaja', 'namespace')),
+            ('option', 'yes', ('--yes', '-y'), (), "Don't ask first.", False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would be deleted.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'accounts': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('sessions', "List an account's sign-in sessions, newest...", False),
+            ('revoke', "End an account's sign-in sessions: it is...", False),
+            ('disable', "Disable an account: it can't sign in, and...", False),
+            ('enable', 'Enable a disabled account again (it signs...', False),
+            ('remove', 'Remove an account and, through the...', False),
+        ],
+        'params': [
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'accounts sessions': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'user', 1, ('kaja', 'account')),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'accounts revoke': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'user', 1, ('kaja', 'account')),
+            ('option', 'every', ('--all',), (), 'Delete the expired sessions too, not only the live ones.', False, False, False, 1, None),
+            ('option', 'yes', ('--yes', '-y'), (), "Don't ask first.", False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would change.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'accounts disable': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'user', 1, ('kaja', 'account')),
+            ('option', 'yes', ('--yes', '-y'), (), "Don't ask first.", False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would change.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'accounts enable': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'user', 1, ('kaja', 'account')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would change.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'accounts remove': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'user', 1, ('kaja', 'account')),
+            ('option', 'force', ('--force',), (), "Remove the legacy owner (web_auth_meta's legacy_owner_id) too.", False, False, False, 1, None),
+            ('option', 'yes', ('--yes', '-y'), (), "Don't ask first.", False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Only show what would change.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
@@ -457,6 +653,7 @@ FIXED = {
         ('paths', 'each location `kaja config paths` shows: its source, existence, owner and permissions'),
         ('legacy-files', 'legacy per-feature files (usage.db, experience.db, …) in the state dir'),
         ('interrupted-wipe', 'what an interrupted `kaja wipe` (or `wipe --owner`) left to finish'),
+        ('interrupted-demo', 'a `kaja demo` cut short (Ctrl-C, kill -9, a full disk): a partial sample store'),
         ('settings', 'settings.toml parses (line and column of an error), its values are allowed, no unknown keys'),
         ('database', 'each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
         ('database.shared', 'shared: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
@@ -464,12 +661,18 @@ FIXED = {
         ('database.cache', 'cache: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
         ('database.stats', 'stats: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
         ('database.auth', 'auth: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
-        ('in-use', 'another process has the file open; a stale -wal or hot -journal with no holder'),
-        ('in-use.shared', 'shared: another process has the file open; a stale -wal or hot -journal with no holder'),
-        ('in-use.artifacts', 'artifacts: another process has the file open; a stale -wal or hot -journal with no holder'),
-        ('in-use.cache', 'cache: another process has the file open; a stale -wal or hot -journal with no holder'),
-        ('in-use.stats', 'stats: another process has the file open; a stale -wal or hot -journal with no holder'),
-        ('in-use.auth', 'auth: another process has the file open; a stale -wal or hot -journal with no holder'),
+        ('recovery', 'an interrupted write (a hot -journal, a -wal a read-only open cannot use) waiting to be rolled back'),
+        ('recovery.shared', 'shared: an interrupted write (a hot -journal, a -wal a read-only open cannot use) waiting to be rolled back'),
+        ('recovery.artifacts', 'artifacts: an interrupted write (a hot -journal, a -wal a read-only open cannot use) waiting to be rolled back'),
+        ('recovery.cache', 'cache: an interrupted write (a hot -journal, a -wal a read-only open cannot use) waiting to be rolled back'),
+        ('recovery.stats', 'stats: an interrupted write (a hot -journal, a -wal a read-only open cannot use) waiting to be rolled back'),
+        ('recovery.auth', 'auth: an interrupted write (a hot -journal, a -wal a read-only open cannot use) waiting to be rolled back'),
+        ('in-use', 'another process has the file open; a stale -wal with no holder'),
+        ('in-use.shared', 'shared: another process has the file open; a stale -wal with no holder'),
+        ('in-use.artifacts', 'artifacts: another process has the file open; a stale -wal with no holder'),
+        ('in-use.cache', 'cache: another process has the file open; a stale -wal with no holder'),
+        ('in-use.stats', 'stats: another process has the file open; a stale -wal with no holder'),
+        ('in-use.auth', 'auth: another process has the file open; a stale -wal with no holder'),
         ('integrity', 'quick_check (integrity_check with --thorough)'),
         ('integrity.shared', 'shared: quick_check (integrity_check with --thorough)'),
         ('integrity.artifacts', 'artifacts: quick_check (integrity_check with --thorough)'),

@@ -139,6 +139,38 @@ def settings_values(params: Params, incomplete: str, described: bool) -> list[It
     return [(v, None) for v in values]
 
 
+def notes(params: Params, incomplete: str, described: bool) -> list[Item]:
+    """Note keys of the acting owner, with the start of each note."""
+    from kaja_cli.core import choices
+
+    given = {str(v) for v in params.get("keys") or () if v and str(v) != incomplete}
+    return [(c.value, c.about if described else None)
+            for c in choices.note_keys(_store_paths(params), _acting(params)) if c.value not in given]  # fmt: skip
+
+
+def tags(params: Params, incomplete: str, described: bool) -> list[Item]:
+    from kaja_cli.core import choices
+
+    return [(c.value, c.about if described else None)
+            for c in choices.note_tags(_store_paths(params), _acting(params))]  # fmt: skip
+
+
+def namespaces(params: Params, incomplete: str, described: bool) -> list[Item]:
+    from kaja_cli.core import choices
+
+    return [
+        (c.value, c.about if described else None) for c in choices.namespaces(_store_paths(params))
+    ]
+
+
+def accounts(params: Params, incomplete: str, described: bool) -> list[Item]:
+    from kaja_cli.core import choices
+
+    return [
+        (c.value, c.about if described else None) for c in choices.accounts(_store_paths(params))
+    ]
+
+
 def _fixed(kind: str) -> Callable[[Params, str, bool], list[Item]]:
     def values(params: Params, incomplete: str, described: bool) -> list[Item]:
         from kaja_cli.completion.table import FIXED
@@ -175,6 +207,10 @@ KINDS: dict[str, Callable[[Params, str, bool], list[Item]]] = {
     "owner": owners,
     "key": keys,
     "value": settings_values,
+    "note": notes,
+    "tag": tags,
+    "namespace": namespaces,
+    "account": accounts,
     "check": _fixed("check"),
     "role": _fixed("role"),
     "format": _fixed("format"),

@@ -1,6 +1,8 @@
 """The storage core: the databases kaja knows (`registry`), where they are
-(`paths`, `settings`), how they open (`db`), what they hold (`schema`), the
-write API (`record`), queries, and the plans of `doctor/` and `wipe/`.
+(`paths`, `settings`), how they open (`db`, `fs`), what kaja may change in
+them (`guard`), what they hold (`schema`) and how a stored value is taken
+(`values`), the write API (`record`), queries, and the plans of `doctor/`
+and `wipe/`.
 
 Everything here returns plain data (dataclasses) and raises `kaja_cli.errors`
 errors. It imports neither typer nor rich, nor anything of kaja above it

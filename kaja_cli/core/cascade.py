@@ -9,61 +9,83 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from kaja_cli.core.db import table_names
+from kaja_cli.core import guard, schema
 from kaja_cli.core.images import session_dir
 
-# (table, condition on the ids in temp._kaja_ids), children before parents.
+# (table, columns it needs, condition on the ids in temp._kaja_ids),
+# children before parents. A table another program left without one of those
+# columns holds nothing that hangs off a session: it is skipped, never a
+# reason to stop (SPEC §4: older and newer files).
 _SESSION_ROWS = (
     (
         "tool_calls",
+        {"tool_calls": {"messageId"}, "messages": {"id", "sessionId"}},
         "messageId IN (SELECT id FROM messages WHERE sessionId IN (SELECT id FROM temp._kaja_ids))",
     ),
-    ("messages", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("session_summaries", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("model_calls", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("session_events", "sessionId IN (SELECT id FROM temp._kaja_ids)"),
-    ("conversation_threads", "thread_id IN (SELECT id FROM temp._kaja_ids)"),
-    ("sessions", "id IN (SELECT id FROM temp._kaja_ids)"),
-)
+    ("messages", {"messages": {"sessionId"}}, "sessionId IN (SELECT id FROM temp._kaja_ids)"),
+    ("session_summaries", {"session_summaries": {"sessionId"}},
+     "sessionId IN (SELECT id FROM temp._kaja_ids)"),
+    ("model_calls", {"model_calls": {"sessionId"}}, "sessionId IN (SELECT id FROM temp._kaja_ids)"),
+    ("session_events", {"session_events": {"sessionId"}},
+     "sessionId IN (SELECT id FROM temp._kaja_ids)"),
+    ("conversation_threads", {"conversation_threads": {"thread_id"}},
+     "thread_id IN (SELECT id FROM temp._kaja_ids)"),
+    ("sessions", {"sessions": {"id"}}, "id IN (SELECT id FROM temp._kaja_ids)"),
+)  # fmt: skip
 
 
-def _load_ids(conn: sqlite3.Connection, session_ids: Iterable[str]) -> None:
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _kaja_ids (id TEXT PRIMARY KEY)")
+def _load_ids(conn: sqlite3.Connection, session_ids: Iterable[object]) -> None:
+    # No declared type: an id is compared as it is stored (TEXT, or an
+    # INTEGER another program wrote).
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _kaja_ids (id PRIMARY KEY)")
     conn.execute("DELETE FROM temp._kaja_ids")
     conn.executemany(
         "INSERT OR IGNORE INTO temp._kaja_ids (id) VALUES (?)", ((i,) for i in session_ids)
     )
 
 
-def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) -> dict[str, int]:
+def _applicable(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    have = schema.present_columns(conn)
+    return [
+        (table, cond)
+        for table, needs, cond in _SESSION_ROWS
+        if all(cols <= have.get(t, set()) for t, cols in needs.items())
+    ]
+
+
+def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
     """How many rows of each table `delete_session_rows` would delete."""
     _load_ids(conn, session_ids)
-    present = table_names(conn)
     return {
         table: conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}").fetchone()[0]
-        for table, cond in _SESSION_ROWS
-        if table in present
+        for table, cond in _applicable(conn)
     }
 
 
-def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[str]) -> dict[str, int]:
+def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
     """Delete the sessions and every row hanging off them (caller's transaction).
 
     The search index follows through its triggers. Returns rows deleted per table.
     """
     _load_ids(conn, session_ids)
-    present = table_names(conn)
     deleted = {}
-    for table, cond in _SESSION_ROWS:
-        if table in present:
-            deleted[table] = conn.execute(f"DELETE FROM {table} WHERE {cond}").rowcount
-    if "kaja_archived" in present:  # kaja's own mark, not a row of the conversation
+    for table, cond in _applicable(conn):
+        deleted[table] = conn.execute(f"DELETE FROM {table} WHERE {cond}").rowcount
+    if "sessionId" in schema.present_columns(conn).get("kaja_archived", ()):
+        # kaja's own mark, not a row of the conversation: not counted
         conn.execute("DELETE FROM kaja_archived WHERE sessionId IN (SELECT id FROM temp._kaja_ids)")
     conn.execute("DELETE FROM temp._kaja_ids")
     return deleted
+
+
+def images_link(images_dir: Path) -> Path | None:
+    """`files/` or `files/images/` when it is a symbolic link: no image folder
+    is deleted through it (SPEC §8), and a plan says so."""
+    return guard.link_between(images_dir, images_dir.parent.parent)
 
 
 def remove_image_folders(images_dir: Path, session_ids: Iterable[str]) -> list[Path]:
@@ -71,21 +93,24 @@ def remove_image_folders(images_dir: Path, session_ids: Iterable[str]) -> list[P
 
     A name that is not a safe single component is skipped; a folder that is a
     symlink loses the link, never its target; nothing outside the images
-    folder is touched.
+    folder is touched, and nothing at all through a symlinked `files/` or
+    `images/` (`images_link`).
     """
-    removed = []
-    try:
-        root = images_dir.resolve(strict=True)
-    except OSError:
+    removed: list[Path] = []
+    if images_link(images_dir) is not None:
         return removed
     for sid in session_ids:
         folder = session_dir(images_dir, sid)
         if folder is None:
             continue
-        if folder.is_symlink():
+        try:
+            st = folder.lstat()
+        except OSError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
             folder.unlink()
             removed.append(folder)
-        elif folder.is_dir() and folder.resolve().parent == root:
+        elif stat.S_ISDIR(st.st_mode):
             shutil.rmtree(folder)
             removed.append(folder)
     return removed

@@ -1,5 +1,6 @@
 """What shell completion offers from the store: session ids (with their title
-and when they were last updated) and owners.
+and when they were last updated), owners, note keys and tags, the cache's
+namespaces and web usernames.
 
 Completion runs on every TAB press, often while the agent writes. So these
 only read, through `db.open_glance`: nothing is written or created, no lock
@@ -115,3 +116,85 @@ def _text(value: object) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else str(value)
+
+
+# --- notes, the cache's namespaces, web accounts ------------------------------------------
+class Choice(NamedTuple):
+    value: str
+    about: str | None
+
+
+def _glance(path, query: str, args: tuple = ()) -> list[tuple]:
+    """Rows of `query` on `path` through `db.open_glance`; [] on any failure."""
+    from kaja_cli.core import db
+
+    try:
+        with db.open_glance(path) as conn:
+            if conn is None:
+                return []
+            return conn.execute(query, args).fetchall()
+    except sqlite3.Error:
+        return []
+
+
+def note_keys(paths: Paths, owner: Owner | None) -> list[Choice]:
+    """The keys of `owner`'s notes (None: anyone's), with the start of each."""
+    if paths.mode is Mode.CLOUD:
+        return []
+    where, args = "1", ()
+    if owner is not None:
+        where, args = (
+            ("(owner = '' OR owner IS NULL)", ())
+            if owner.is_terminal
+            else ("owner = ?", (owner.id,))
+        )
+    rows = _glance(paths.shared_db.path,
+                   f"SELECT key, content FROM notes WHERE {where} ORDER BY key", args)  # fmt: skip
+    return [Choice(str(k), _start(v)) for k, v in rows if k is not None]
+
+
+def note_tags(paths: Paths, owner: Owner | None) -> list[Choice]:
+    """The tags of `owner`'s notes, with how many notes have each."""
+    from kaja_cli.core.notes import parse_tags
+
+    if paths.mode is Mode.CLOUD:
+        return []
+    where, args = "1", ()
+    if owner is not None:
+        where, args = (
+            ("(owner = '' OR owner IS NULL)", ())
+            if owner.is_terminal
+            else ("owner = ?", (owner.id,))
+        )
+    counts: dict[str, int] = {}
+    for (tags,) in _glance(paths.shared_db.path, f"SELECT tags FROM notes WHERE {where}", args):
+        for tag in parse_tags(tags):
+            counts[tag] = counts.get(tag, 0) + 1
+    return [Choice(t, f"{n} note{'s' if n != 1 else ''}") for t, n in sorted(counts.items())]
+
+
+def namespaces(paths: Paths) -> list[Choice]:
+    """The cache's namespaces, with their entry counts."""
+    path = paths.file_of("cache").path
+    rows = _glance(
+        path, "SELECT namespace, count(*) FROM shared_cache GROUP BY namespace ORDER BY namespace"
+    )
+    return [
+        Choice(str(ns), f"{n} entr{'ies' if n != 1 else 'y'}") for ns, n in rows if ns is not None
+    ]
+
+
+def accounts(paths: Paths) -> list[Choice]:
+    """Web usernames, with the display name and role (never a secret)."""
+    path = paths.file_of("auth").path
+    rows = _glance(path, "SELECT username, display_name, role FROM web_users ORDER BY username")
+    return [
+        Choice(str(u), " · ".join(str(x) for x in (d, r) if x) or None) for u, d, r in rows if u
+    ]
+
+
+def _start(text: object, width: int = 48) -> str | None:
+    if not isinstance(text, str):
+        return None
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -34,3 +34,13 @@ def parse_stored(value: object) -> datetime | None:
     except ValueError:
         return None
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def iso_before(column: str, param: str = ":now") -> str:
+    """SQL: `column` holds an ISO 8601 time (text starting YYYY-MM-DD) before
+    `param`. Anything else (a number another writer stored, NULL) is not
+    "before": an expiry kaja can't read never makes a row count as expired."""
+    return (
+        f"({column} < {param} AND typeof({column}) = 'text'"
+        f" AND {column} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*')"
+    )

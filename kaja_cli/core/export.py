@@ -13,8 +13,9 @@ listing's own condition (`session_filter.where`): a session deleted meanwhile
 is skipped. `--redact` (core/redact.py) runs over every JSON text, so every
 format gets the same redacted data.
 
-`output_target()` decides where an export may write: never one of the
-store's databases, journals or image files (SPEC §3).
+`output_target()` decides where an export may write, by `core/guard.py`'s
+rule: never one of the store's databases, journals or image files (SPEC §3),
+a FIFO or a device.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from kaja_cli.core import fs
+from kaja_cli.core import fs, guard
 from kaja_cli.core.session_filter import FILTER_TABLES, SessionFilter, matching_ids
 from kaja_cli.core.sessions import columns
 from kaja_cli.core.transcript import SessionReader
@@ -141,63 +142,54 @@ def _then_commit(conn: sqlite3.Connection, messages: Iterator[bytes]) -> Iterato
 
 # --- where an export writes ------------------------------------------------------------------
 class Target(NamedTuple):
-    path: Path | None  # None: stdout
+    path: Path | None  # None: stdout; else as named (what the messages say)
     folder: bool  # one file per session inside `path`
+    real: Path | None = None  # the file written (a link to a regular file is followed)
+    protected: tuple[Path, ...] = ()  # the store's files (`guard.store_files`)
+
+    def file(self, name: str) -> Path:
+        """A file of the export folder, checked by the same rule (exit 5)."""
+        assert self.path is not None and self.folder
+        return guard.write_target(self.path / name, self.protected, what="transcript").real
 
 
 def output_target(paths: Paths, output: str | None, *, folder_wanted: bool) -> Target:
     """Where `-o` points: stdout, a file, or a folder (an existing one, a
     name ending in `/`, or any name when the format is one file per session).
 
-    Refused (exit 5) when it is one of the store's files or inside `files/`."""
+    `guard.write_target` decides every file (exit 5 for one of the store's
+    files, a FIFO, a device, another user's or a read-only file); a folder is
+    refused when it is, or lies in, the store."""
     if output is None or output == "-":
         return Target(None, False)
-    text = output
-    path = Path(os.path.abspath(os.path.expanduser(text)))
-    folder = path.is_dir() or text.endswith(("/", os.sep)) or folder_wanted
-    _refuse_store_path(paths, path)
-    if not folder and path.is_dir():
-        raise Refused(f"-o: {path} is a folder")
-    return Target(path, folder)
-
-
-def _refuse_store_path(paths: Paths, path: Path) -> None:
-    from kaja_cli.core.settings_view import store_files
-
-    real = Path(os.path.realpath(path))
-    for p in store_files(paths):
-        mine = Path(os.path.realpath(p))
-        if real == mine or mine in real.parents:
+    path = Path(os.path.abspath(os.path.expanduser(output)))
+    protected = tuple(guard.store_files(paths))
+    if path.is_dir() or output.endswith(("/", os.sep)) or folder_wanted:
+        hit = guard.part_of_store(path, protected)
+        if hit is not None:
             raise Refused(
-                f"-o: {path} is {'inside ' if mine in real.parents else ''}the store ({p})",
+                f"-o: {path} is part of Kaja's store ({hit})",
                 hint="export somewhere else: kaja never writes over its own files",
             )
+        return Target(path, True, path, protected)
+    real = guard.write_target(path, protected, what="transcript").real
+    return Target(path, False, real, protected)
 
 
-def file_for(folder: Path, sid: str, ext: str) -> Path:
-    """A session's file in an export folder: `<id>.<ext>` (ids are safe names)."""
+def file_for(sid: str, ext: str) -> str:
+    """A session's file name in an export folder: `<id>.<ext>` (ids are safe names)."""
     from kaja_cli.core import images
 
     if not images.safe_name(sid):
         raise Failed(f"session id {sid!r} is not a safe file name")
-    return folder / f"{sid}.{ext}"
+    return f"{sid}.{ext}"
 
 
 @contextmanager
 def private_file(path: Path) -> Iterator[BinaryIO]:
     """A file written whole or not at all: a temporary file beside it (0600),
-    flushed to disk, then renamed over `path` (a link there is replaced, never
-    followed). A device or FIFO there (`-o /dev/stdout`) is written to as it is."""
-    import stat
-
-    try:
-        st = os.lstat(path)
-    except OSError:
-        st = None
-    if st is not None and (stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)):
-        with open(path, "wb", buffering=1 << 20) as f:
-            yield f
-        return
+    flushed to disk, then renamed over `path` (a `Target`'s `real` file, which
+    `guard.write_target` allowed)."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, fs.FILE_MODE)

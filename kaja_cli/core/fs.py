@@ -1,12 +1,90 @@
-"""Private folders and files: 0700 folders, 0600 files, written atomically."""
+"""Files and folders as kaja touches them: private (0700 folders, 0600 files),
+written atomically, and opened only when they are regular files.
+
+The one file helper of SPEC §3: `open_regular` is how kaja opens any file it
+did not just create. A plain `open()` of a FIFO waits forever for a writer,
+and opening a device can have effects of its own, so the path is looked at
+first (`stat`), opened non-blocking, and looked at again through the
+descriptor (`fstat`: it may have been swapped in between).
+"""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+
+
+_WHAT = {
+    stat.S_IFDIR: "a folder",
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def what_is(st: os.stat_result) -> str:
+    """How a person names what a stat result describes: "a FIFO", "a folder"…"""
+    return _WHAT.get(stat.S_IFMT(st.st_mode), "a regular file")
+
+
+class NotRegularFile(OSError):
+    """A path kaja would open is not a regular file (a FIFO, a device, a folder)."""
+
+    def __init__(self, path: Path, what: str) -> None:
+        super().__init__(f"{path} is {what}, not a regular file")
+        self.filename = str(path)
+        self.strerror = f"{what}, not a regular file"
+        self.what = what
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY) -> int:
+    """A descriptor to `path`, only if it is a regular file (never blocks).
+
+    FileNotFoundError when there is nothing there; NotRegularFile for a FIFO,
+    a device, a socket or a folder, which are never opened at all.
+    """
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(path, what_is(st))
+    fd = os.open(path, flags | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # swapped since the stat
+        os.close(fd)
+        raise NotRegularFile(path, what_is(st))
+    return fd
+
+
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of a regular file; None if there is none (see `open_regular`)."""
+    try:
+        fd = open_regular(path)
+    except FileNotFoundError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def regular_or_missing(path: Path) -> str | None:
+    """None when `path` is a regular file (a link to one counts) or absent; else what it is."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None if not os.path.islink(path) else "a dangling symbolic link"
+    except OSError:
+        return None  # can't be looked at: opening it fails the ordinary way
+    return None if stat.S_ISREG(st.st_mode) else what_is(st)
+
+
+def beside(path: Path, suffix: str) -> Path:
+    """`kaja.db` → `kaja.db-wal`: a sibling named by a suffix. Works for any
+    path a person can type, `/` included (whose name is empty)."""
+    return Path(os.fspath(path) + suffix)
 
 
 def ensure_private_dir(path: Path) -> None:

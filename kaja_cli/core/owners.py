@@ -55,18 +55,29 @@ class Owner(NamedTuple):
     def sessions_where(self, column: str = "owner") -> tuple[str, tuple]:
         """SQL condition and parameters selecting this owner's sessions.
 
-        The terminal matches NULL and, from other writers, the empty string.
+        The terminal matches NULL and, from other writers, the empty string
+        and the word itself ('terminal', which every listing shows as the
+        terminal: what is shown as the terminal's is the terminal's).
         """
         if self.id is None:
-            return f"({column} IS NULL OR {column} = '')", ()
+            return f"({column} IS NULL OR {column} IN ('', '{TERMINAL}'))", ()
         return f"{column} = ?", (self.id,)
 
-    def owns(self, session_owner: str | None) -> bool:
+    def rows_where(self, column: str = "owner") -> tuple[str, tuple]:
+        """The same for `notes` and `dataset_*`, where the terminal is ''."""
         if self.id is None:
-            return session_owner in (None, "")
+            return f"{column} IN ('', '{TERMINAL}')", ()
+        return f"{column} = ?", (self.id,)
+
+    def owns(self, session_owner: object) -> bool:
+        if self.id is None:
+            return session_owner in (None, "", TERMINAL)
         return session_owner == self.id
 
 
-def label(session_owner: str | None) -> str:
-    """How an owner column value is shown: the terminal for NULL or empty."""
-    return session_owner if session_owner else "terminal"
+def label(session_owner: object) -> str:
+    """How an owner column value is shown: the terminal for NULL or empty
+    (a value of another type, an INTEGER say, as its text)."""
+    from kaja_cli.core.values import text
+
+    return text(session_owner) or TERMINAL

@@ -229,7 +229,9 @@ def _place(
 
 def companions(db: Path) -> list[Path]:
     """The -wal, -shm and -journal files SQLite may keep beside `db`."""
-    return [db.with_name(db.name + suffix) for suffix in COMPANION_SUFFIXES]
+    from kaja_cli.core.fs import beside
+
+    return [beside(db, suffix) for suffix in COMPANION_SUFFIXES]
 
 
 class LocationInfo(NamedTuple):
@@ -244,17 +246,27 @@ class LocationInfo(NamedTuple):
     files: int | None  # a folder's file count
 
 
-def inspect(paths: Paths) -> list[LocationInfo]:
-    """Every location with whether it exists and its size; reads, never creates."""
+def _size(path: Path, kind: Kind) -> tuple[int | None, int | None]:
+    """(bytes, files below) of a location, looked at without walking what is
+    not the store's: a folder where a file should be (`--db /`), and the
+    home folder or one above it (`--state-dir ~`), are not walked at all."""
+    from kaja_cli.core import guard
     from kaja_cli.core.fs import tree_size
 
+    if path.is_dir() and (kind == "file" or guard.is_home_or_above(path)):
+        return None, None
+    size, count = tree_size(path)
+    return size, (count if kind == "dir" else None)
+
+
+def inspect(paths: Paths) -> list[LocationInfo]:
+    """Every location with whether it exists and its size; reads, never creates."""
     rows = []
     for name, loc, kind in paths.locations():
         exists = loc.path.exists() or loc.path.is_symlink()
         size = files = None
         if exists:
-            size, count = tree_size(loc.path)
-            files = count if kind == "dir" else None
+            size, files = _size(loc.path, kind)
         rows.append(LocationInfo(name, loc.path, loc.source, kind, exists, size, files))
     for spec in DATABASES.values():  # SPEC §2's last row: the artifacts, in the shared file
         if spec.host is not None and paths.located(spec.name) is None:

@@ -31,10 +31,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kaja_cli.core import cascade, db, fs, images
+from kaja_cli.core import cascade, db, fs, guard, images
 from kaja_cli.core.clock import now_iso
 from kaja_cli.core.session_filter import FILTER_TABLES, SessionFilter, when, where
 from kaja_cli.core.sessions import col, columns
+from kaja_cli.core.wipe import hook
 from kaja_cli.errors import Busy, Interrupted
 
 if TYPE_CHECKING:
@@ -42,22 +43,13 @@ if TYPE_CHECKING:
     from kaja_cli.core.store import Store
 
 Progress = Callable[[int, int | None], None]
-MARKER_SUFFIX = ".pruning"
+MARKER_SUFFIX = guard.PRUNE_SUFFIX
 SAMPLE = 5  # sessions shown in the plan: the oldest and the newest
 # One transaction deletes at most this many sessions, or messages (each
 # message also leaves the search index): about 0.1 s of the write lock on a
 # busy 2-core machine, so the agent's writes never wait longer than that.
 BATCH_SESSIONS = 100
 BATCH_MESSAGES = 2000
-
-
-def _nothing(step: str) -> None:
-    return None
-
-
-# Called at "commit" (before each batch's COMMIT) and "images" (after it,
-# before its image folders); tests replace it to stop a prune there.
-checkpoint: Callable[[str], None] = _nothing
 
 
 class Candidate(NamedTuple):
@@ -235,7 +227,7 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
             deleted += len(gone)
             skipped += len(group) - len(gone)
             try:
-                checkpoint("images")
+                hook.checkpoint("prune-images")
                 r, k = remove_folders(paths, gone)
                 _clear_marker(paths)
             except KeyboardInterrupt:
@@ -279,7 +271,7 @@ def _delete_batch(
             if folders:
                 _write_marker(paths, folders)
                 wrote = True
-            checkpoint("commit")
+            hook.checkpoint("prune-commit")
     except BaseException:
         if wrote:  # rolled back: the folders stay with their sessions
             _clear_marker(paths)
@@ -296,19 +288,6 @@ def _lexists(path: Path) -> bool:
     return True
 
 
-def _linked_parent(paths: Paths) -> Path | None:
-    """`files/` or `files/images/` when either is a symbolic link (or not a folder)."""
-    for folder in (paths.files_dir, paths.images_dir):
-        try:
-            if not stat.S_ISDIR(os.lstat(folder).st_mode):
-                return folder
-        except FileNotFoundError:
-            return None
-        except OSError:
-            return folder
-    return None
-
-
 def remove_folders(paths: Paths, session_ids: list[str]) -> tuple[int, list[tuple[Path, str]]]:
     """Remove `images/<id>/` of these (deleted) sessions: (removed, kept with why).
 
@@ -320,7 +299,7 @@ def remove_folders(paths: Paths, session_ids: list[str]) -> tuple[int, list[tupl
     folders = [d for d in folders if _lexists(d)]
     if not folders:
         return 0, []
-    linked = _linked_parent(paths)
+    linked = cascade.images_link(paths.images_dir)
     for folder in folders:
         if linked is not None:
             kept.append((folder, f"{linked} is a symbolic link: kaja deletes nothing through one"))
@@ -336,8 +315,7 @@ def remove_folders(paths: Paths, session_ids: list[str]) -> tuple[int, list[tupl
 
 # --- the marker an interrupted prune leaves ------------------------------------------------
 def marker_path(paths: Paths) -> Path:
-    shared = paths.shared_db.path
-    return shared.with_name(shared.name + MARKER_SUFFIX)
+    return fs.beside(paths.shared_db.path, MARKER_SUFFIX)
 
 
 def _write_marker(paths: Paths, folders: list[str]) -> None:

@@ -326,6 +326,15 @@ class Recorder:
                 (owner or "", key, content, importance, _json(tags), int(sticky), stamp, stamp),
             )
 
+    def use_note(self, owner: str, key: str, *, at: datetime | None = None, times: int = 1) -> None:
+        """The agent read a note into a conversation (`times` times, the last at `at`)."""
+        with self.transaction() as conn:
+            conn.execute(
+                "UPDATE notes SET useCount = coalesce(useCount, 0) + ?, lastUsedAt = ?"
+                " WHERE owner = ? AND key = ?",
+                (times, iso(self._now(at)), owner or "", key),
+            )
+
     def answer_dataset(
         self,
         topic: str,
@@ -444,16 +453,18 @@ class Recorder:
 
     # -- the side databases ------------------------------------------------------
     def cache_put(
-        self, namespace: str, key: str, value: Any, *, expires_at: str | None = None
-    ) -> None:
+        self, namespace: str, key: str, value: Any, *, expires_at: str | None = None,
+        at: datetime | None = None,
+    ) -> None:  # fmt: skip
+        """A shared cache entry; `at` is its last access (default: now)."""
         self.insert(
             "shared_cache", or_replace=True, namespace=namespace, key=key, value=_json(value),
-            expires_at=expires_at, last_access=iso(self.clock()),
+            expires_at=expires_at, last_access=iso(self._now(at)),
         )  # fmt: skip
 
     def add_web_user(
         self, username: str, password: str, *, role: str = "user", display_name: str | None = None,
-        at: datetime | None = None,
+        at: datetime | None = None, active: bool = True,
     ) -> str:  # fmt: skip
         """A web account; the password is kept only as a scrypt hash with its salt."""
         salt = (self.rng or _sysrand).randbytes(16)
@@ -461,7 +472,7 @@ class Recorder:
         user_id = self.new_id(at)
         self.insert(
             "web_users", id=user_id, username=username, display_name=display_name or username,
-            password_hash=digest.hex(), salt=salt.hex(), role=role, active=1,
+            password_hash=digest.hex(), salt=salt.hex(), role=role, active=int(active),
             created_at=iso(self._now(at)),
         )  # fmt: skip
         return user_id

@@ -14,8 +14,9 @@ of keeping names of their own. Each entry says:
   gives it one of its own (the artifacts, in the shared file);
 - what it holds: its tables (`schema.TABLES_OF[name]`), owners' data
   (`wipe --owner` erases it), the search index, a cache kaja may delete;
-- `telltales`: tables that prove a file is this database (`wipe` deletes
-  nothing that isn't Kaja's);
+- `telltales`: tables *with their columns* that prove a file is this
+  database (`guard.recognise`: kaja writes, converts, indexes, chmods and
+  deletes nothing that isn't Kaja's);
 - `engines`: what may hold it.
 
 The registry is logical. Where the tables are is resolved with the paths
@@ -88,7 +89,7 @@ class DatabaseSpec(NamedTuple):
     owners_data: bool = False  # rows of owners (sessions, notes…): `wipe --owner` erases them
     search_index: bool = False  # holds the search index and the one-off schema steps' record
     disposable: bool = False  # a cache: deleting it loses nothing
-    telltales: tuple[frozenset[str], ...] = ()  # none: any of its own tables proves it
+    telltales: tuple[Telltale, ...] = ()  # any one of them proves a file is this database
     engines: tuple[Engine, ...] = (Engine.SQLITE,)
 
     @property
@@ -103,15 +104,39 @@ class DatabaseSpec(NamedTuple):
         return schema.TABLES_OF[self.name]
 
 
-# Tables only Kaja's shared file has. Names like `notes`, `runs` or `logs` are
-# common in other programs' databases: alone, they prove nothing.
+# A telltale: tables that, each with at least the columns named, prove a file
+# is one of kaja's databases. A name alone proves nothing (`notes`, `runs` or
+# `sessions` are common in other programs' files, `messages(content)` too):
+# the columns are what the agent writes and no one else would, camelCase
+# included. Few columns per table, so a file an older or newer agent wrote
+# (columns missing or added) is still recognised.
+Telltale = tuple[tuple[str, frozenset[str]], ...]
+
+
+def _telltale(*tables: str) -> Telltale:
+    """ "table: col col" specs → a telltale (every table, with those columns)."""
+    out = []
+    for spec in tables:
+        name, _, cols = spec.partition(":")
+        out.append((name.strip(), frozenset(cols.split())))
+    return tuple(out)
+
+
 _SHARED_TELLTALES = (
-    *(frozenset({t}) for t in (
-        "session_summaries", "session_events", "tool_calls", "model_calls", "dataset_versions",
-        "kaja_migrations", "conversation_threads", "experience_recipes", "sync_outbox",
-    )),
-    frozenset({"sessions", "messages"}),
-)  # fmt: skip
+    _telltale("sessions: id", "messages: sessionId role"),
+    _telltale(
+        "runs: agent source started_at status", "calls: model prompt_tokens completion_tokens"
+    ),
+    _telltale("session_summaries: sessionId summaryFrom"),
+    _telltale("session_events: sessionId seq payload"),
+    _telltale("tool_calls: messageId callId resultMessageId"),
+    _telltale("model_calls: sessionId kind promptTokens"),
+    _telltale("dataset_versions: topic owner version completedAt"),
+    _telltale("kaja_migrations: source migrated_at"),
+    _telltale("conversation_threads: resource_id thread_id"),
+    _telltale("experience_recipes: task steps prompt_embedding"),
+    _telltale("sync_outbox: seq tbl key op"),
+)
 
 DATABASES: dict[Database, DatabaseSpec] = {
     spec.name: spec
@@ -124,16 +149,28 @@ DATABASES: dict[Database, DatabaseSpec] = {
         DatabaseSpec(
             Database.ARTIFACTS, "artifacts", "artifacts file", "artifacts_db", None,
             Placement.SETTING, MovedBy(env="KAJA_ARTIFACTS_DB", setting=("memory", "artifactsPath")),
-            host=Database.SHARED,
+            host=Database.SHARED, telltales=(_telltale("artifacts: id kind source fingerprint"),),
         ),
         DatabaseSpec(Database.CACHE, "cache.db", "cache.db", "cache_db", "cache.db",
-                     Placement.STATE_DIR, disposable=True),
+                     Placement.STATE_DIR, disposable=True,
+                     telltales=(_telltale("shared_cache: namespace key value expires_at"),)),
         DatabaseSpec(Database.STATS, "db-stats.db", "db-stats.db", "stats_db", "db-stats.db",
-                     Placement.STATE_DIR),
+                     Placement.STATE_DIR,
+                     telltales=(_telltale("db_query_stats: bucket pid db sql"),
+                                _telltale("db_slow_queries: sql duration_ms"))),
         DatabaseSpec(Database.AUTH, "web-auth.db", "web-auth.db", "auth_db", "web-auth.db",
-                     Placement.STATE_DIR),
+                     Placement.STATE_DIR,
+                     telltales=(_telltale("web_users: username password_hash salt"),
+                                _telltale("web_sessions: token_hash user_id expires_at"))),
     )
 }  # fmt: skip
+
+# Files the agent once kept per feature, imported into the shared file and
+# then left in the state dir as a rollback copy (the seed's legacy files).
+LEGACY_FILES = (
+    "usage.db", "experience.db", "background_tasks.db", "schedules.db", "triggers.db",
+    "artifacts.db",
+)  # fmt: skip
 
 
 class DatabaseFile(NamedTuple):

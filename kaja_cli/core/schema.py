@@ -557,5 +557,15 @@ def missing(conn: sqlite3.Connection, file: DatabaseFile) -> list[str]:
     return out
 
 
+def steps_unknown(conn: sqlite3.Connection) -> list[str]:
+    """One-off steps recorded in the file that this kaja does not have: a newer
+    kaja upgraded it (`counters` rows "schema:<step>")."""
+    if "counters" not in table_names(conn):
+        return []
+    known = {f"schema:{n}" for n, _ in ONE_OFF_STEPS} | {"schema:upgraded"}
+    rows = conn.execute("SELECT name FROM counters WHERE name LIKE 'schema:%' ORDER BY name")
+    return [r[0].removeprefix("schema:") for r in rows if r[0] not in known]
+
+
 def is_current(conn: sqlite3.Connection, file: DatabaseFile) -> bool:
     return not missing(conn, file)

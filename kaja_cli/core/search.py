@@ -38,12 +38,12 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from kaja_cli.core import db, search_index
+from kaja_cli.core import db, search_index, values
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.session_filter import ARCHIVE_TABLE
 from kaja_cli.core.store import Store
 from kaja_cli.core.wording import plural
-from kaja_cli.errors import Busy, KajaError, NotFound, UsageError
+from kaja_cli.errors import Busy, KajaError, NotFound, Refused, UsageError
 
 Progress = Callable[[int, int | None], None]
 # How core shows a long job: `render.progress(description, total)`.
@@ -54,6 +54,7 @@ K1 = 1.2  # FTS5's bm25 constants (sqlite-fts4's rank_bm25 uses the same)
 B = 0.75
 IDF_FLOOR = 1e-6  # FTS5: a phrase in more than half the rows still counts a little
 SNIPPET_TOKENS = 16
+MAX_WORDS = 100  # plain words in one query (SQLite's expression depth is 1000)
 MARK_START, MARK_END = "\x02", "\x03"  # highlight markers inside FTS4's snippet()
 BUILD_WAIT_MS = 1000  # how long search waits for the write lock to build a missing index
 SCAN_TABLE = "kaja_scan"
@@ -182,7 +183,7 @@ def search(
         result.notes.append(f"no Kaja store at {path}: nothing to search")
         return result
 
-    with db.open_read(path) as conn:
+    with db.open_read(path, recover=store.recognise()) as conn:
         have = _columns(conn)
         if "content" not in have.get("messages", ()):
             result.source = "none"
@@ -219,7 +220,7 @@ def search(
             _run(conn, ix, result, filters)
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
-            if "malformed match" in str(e).lower() or "fts expression" in str(e).lower():
+            if _bad_query(e):
                 raise UsageError(
                     f"--fts: {e}",
                     hint='FTS4 syntax: words, "a phrase", OR, NOT, NEAR, prefix*, (groups)',
@@ -233,7 +234,8 @@ def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
     again empty, then batches, then incremental merges (`search_index`).
     Returns how many messages it holds."""
     path = store.require()
-    with db.open_write(path) as conn, _progress(progress, "indexing messages", None) as bar:
+    file = store.paths.file_of("shared")
+    with db.open_write(path, file) as conn, _progress(progress, "indexing messages", None) as bar:
         store.ensure_schema(conn, progress=bar)
         with db.transaction(conn):
             count = search_index.reset(conn)
@@ -253,7 +255,7 @@ def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[
 
     try:
         with (
-            db.open_write(path, timeout_ms=BUILD_WAIT_MS) as conn,
+            db.open_write(path, store.paths.file_of("shared"), timeout_ms=BUILD_WAIT_MS) as conn,
             _progress(progress, "building the search index", None) as bar,
         ):
             with db.transaction(conn):
@@ -263,13 +265,20 @@ def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[
             search_index.finish(conn, bar)
     except Busy:
         return False, "another process is writing to it"
+    except Refused:
+        return False, NOT_KAJAS
     except KajaError as e:
         return False, e.message
     return True, None
 
 
+NOT_KAJAS = "not Kaja's"  # `_build`'s reason when the guard refused the file
+
+
 def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
-    if state == search_index.FOREIGN:
+    if why_not == NOT_KAJAS:
+        reason = "it is not Kaja's store, so kaja adds no search index to it"
+    elif state == search_index.FOREIGN:
         reason = (
             f"its {search_index.FTS_TABLE} is not kaja's search index "
             "(`kaja search --reindex` replaces it)"
@@ -333,6 +342,14 @@ def _progress(factory: ProgressFactory | None, description: str, total: int | No
 
 
 # --- the query -----------------------------------------------------------------------
+def _bad_query(error: sqlite3.OperationalError) -> bool:
+    """SQLite refusing the query itself (a usage error), not the file."""
+    low = str(error).lower()
+    return any(
+        w in low for w in ("malformed match", "fts expression", "expression tree is too large")
+    )
+
+
 def plain_match(text: str) -> str:
     """Plain words as an FTS4 query: one quoted phrase per word.
 
@@ -345,6 +362,11 @@ def plain_match(text: str) -> str:
         word = word.replace('"', " ").strip()
         if any(ch.isalnum() for ch in word):
             phrases.append(f'"{word}"')
+    if len(phrases) > MAX_WORDS:
+        raise UsageError(
+            f"too many words to search for ({len(phrases)}): at most {MAX_WORDS}",
+            hint="a few distinctive words find a message best",
+        )
     if not phrases:
         raise UsageError(
             f"nothing to search for in {text!r}: it has no letters or digits",
@@ -668,7 +690,11 @@ def _details(
         " WHERE m.rowid IN (SELECT value FROM json_each(?))",
         (wanted,),
     )
-    messages = {r[0]: r[1:] for r in rows}
+    # Ids and names of any type another program stored (an INTEGER id): text.
+    messages = {
+        r[0]: (*map(values.text, r[1:3]), values.json_safe(r[3]), *map(values.text, r[4:]))
+        for r in rows
+    }
     if bm25.rows <= _SMALL_MATCH:
         # Few matches: asking the index again for just these is cheap.
         name, table = ix.name, ix.table

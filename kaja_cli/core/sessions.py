@@ -9,7 +9,7 @@ The listing is one query, whatever the number of sessions.
 
 from __future__ import annotations
 
-import re
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -25,12 +25,12 @@ from kaja_cli.core.session_filter import (  # noqa: F401 - part of this module's
     SessionFilter,
     where,
 )
+from kaja_cli.core.values import real_sum
 from kaja_cli.errors import NotFound, Refused, UsageError
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
 
-_ID_CHARS = re.compile(r"^[A-Za-z0-9._:-]+$")
 MAX_CANDIDATES = 10
 
 # The seed's columns of `sessions`, in the seed's order (a public contract).
@@ -79,8 +79,10 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner | None) -> SessionRef:
     if not ref:
         raise UsageError("empty session id")
     have = columns(conn, "sessions").get("sessions")
-    if not have or "id" not in have or not _ID_CHARS.match(ref):
+    if not have or "id" not in have:
         raise NotFound(f"no session {ref!r}", hint="`kaja sessions` lists them")
+    # Any id another program stored can be typed back (`a/b`, spaces…): it is
+    # only ever a bound parameter, never a path (images.session_dir).
     select = f"SELECT id, {col(have, 's', 'owner')}, {col(have, 's', 'title')} FROM sessions AS s"
     if owner is None:
         mine_where, mine_args = "1", ()
@@ -198,10 +200,14 @@ _COMPUTED = ("kaja_prev_id", "kaja_next_id", "kaja_messages", "kaja_prompt_token
 
 
 def json_value(expr: str) -> str:
-    """`expr` as a JSON value: SQLite's json_object refuses BLOBs, shown as hex."""
+    """`expr` as a JSON value: SQLite's json_object refuses BLOBs (shown as hex)
+    and writes an infinite REAL as `Inf`, which is not JSON (shown as text)."""
     if expr == "NULL":
         return expr
-    return f"CASE WHEN typeof({expr}) = 'blob' THEN hex({expr}) ELSE {expr} END"
+    return (
+        f"CASE typeof({expr}) WHEN 'blob' THEN hex({expr}) WHEN 'real' THEN"
+        f" iif(abs({expr}) > 1.7976931348623157e308, CAST({expr} AS TEXT), {expr}) ELSE {expr} END"
+    )
 
 
 def json_pairs(
@@ -267,8 +273,8 @@ def listing_query(
         )
         join = (
             f" LEFT JOIN (SELECT m.sessionId AS sid, count(*) AS n,"
-            f" sum({col(m, 'm', 'promptTokens')}) AS pt,"
-            f" sum({col(m, 'm', 'completionTokens')}) AS ct FROM messages AS m"
+            f" {real_sum(col(m, 'm', 'promptTokens'))} AS pt,"
+            f" {real_sum(col(m, 'm', 'completionTokens'))} AS ct FROM messages AS m"
             " WHERE m.sessionId IN (SELECT id FROM picked) GROUP BY m.sessionId) AS a"
             " ON a.sid = p.id"
         )
@@ -382,6 +388,9 @@ class DeletePlan(NamedTuple):
     image_folders: list[Path]  # existing folders files/images/<sessionId>/
     image_files: int = 0
     image_bytes: int = 0
+    images_link: Path | None = None  # a symlinked files/ or images/: their folders stay
+    left_over: tuple[Path, ...] = ()  # folders an interrupted delete left (sessions gone)
+    unknown: NotFound | None = None  # an id that is nothing: raised once the leftovers are gone
 
 
 class DeleteResult(NamedTuple):
@@ -393,25 +402,69 @@ class DeleteResult(NamedTuple):
 def plan_delete(
     conn: sqlite3.Connection, refs: Iterable[str], owner: Owner, images_dir: Path
 ) -> DeletePlan:
-    """Resolve every id (all must resolve: nothing is deleted otherwise) and count."""
+    """Resolve every id (all must resolve: no session is deleted otherwise) and count.
+
+    An id whose session is gone but whose image folder is still there (a
+    delete cut short after its commit) resolves to that folder: running the
+    delete again removes it, whatever else the ids name."""
     from kaja_cli.core import cascade, fs
     from kaja_cli.core.images import session_dir
 
     found: dict[str, SessionRef] = {}
+    left_over: list[Path] = []
+    unknown: list[NotFound] = []
     for ref in refs:
-        s = find(conn, ref, owner)
+        try:
+            s = find(conn, ref, owner)
+        except NotFound as e:
+            folder = _folder_left_over(conn, ref, images_dir)
+            if folder is None:
+                unknown.append(e)
+            else:
+                left_over.append(folder)
+            continue
         found.setdefault(s.id, s)
+    if unknown:
+        if not left_over:
+            raise unknown[0]
+        found = {}  # every id must resolve, or no session goes; the leftovers still do
     sessions = list(found.values())
     rows = _count_rows(conn, [s.id for s in sessions], cascade)
     folders = []
     files = size = 0
-    for s in sessions:
+    link = cascade.images_link(images_dir)
+    for s in sessions if link is None else ():
         folder = session_dir(images_dir, s.id)
         if folder is not None and (folder.is_dir() or folder.is_symlink()):
             folders.append(folder)
             b, n = fs.tree_size(folder)
             size, files = size + b, files + n
-    return DeletePlan(sessions, rows, folders, files, size)
+    for folder in left_over if link is None else ():  # never through a symlinked images/
+        folders.append(folder)
+        b, n = fs.tree_size(folder)
+        size, files = size + b, files + n
+    return DeletePlan(sessions, rows, folders, files, size, link,
+                      tuple(dict.fromkeys(left_over)), unknown[0] if unknown else None)  # fmt: skip
+
+
+def _folder_left_over(conn: sqlite3.Connection, ref: str, images_dir: Path) -> Path | None:
+    """The image folder a delete cut short after its commit left for `ref`: the
+    one folder whose name is (or starts with) it, whose session is gone. Running
+    the delete again removes it (exit 0) instead of "no session"."""
+    from kaja_cli.core.images import safe_name
+
+    ref = ref.strip()
+    if len(ref) < 8 or not safe_name(ref):
+        return None
+    try:
+        names = [n for n in os.listdir(images_dir) if n.startswith(ref) and safe_name(n)]
+    except OSError:
+        return None
+    if len(names) != 1:
+        return None
+    gone = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (names[0],)).fetchone() is None
+    folder = images_dir / names[0]
+    return folder if gone and (folder.is_dir() or folder.is_symlink()) else None
 
 
 def _count_rows(conn: sqlite3.Connection, ids: list[str], cascade: Any) -> dict[str, int]:
@@ -450,13 +503,14 @@ def delete_sessions(
                 raise Refused(f"session {s.id} now belongs to {label(now[s.id])}")
         keep = [s for s in plan.sessions if s.id in now]
         rows = cascade.delete_session_rows(conn, [s.id for s in keep])
-    removed = cascade.remove_image_folders(images_dir, [s.id for s in plan.sessions])
+    gone = [s.id for s in plan.sessions] + [p.name for p in plan.left_over]
+    removed = cascade.remove_image_folders(images_dir, gone)
     return DeleteResult(keep, rows, removed)
 
 
 def plan_deletion(store: Store, refs: Iterable[str], owner: Owner) -> DeletePlan:
     """Read-only: the question is asked before anything is opened for writing."""
-    with store.reader() as conn:
+    with store.reader(writing=True) as conn:
         return plan_delete(conn, refs, owner, store.paths.images_dir)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -99,27 +98,17 @@ def unknown_paths(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tu
 
 def read_text(path: Path) -> str | None:
     """The text of settings.toml; None if there is none. Opens only a regular
-    file (a FIFO would block, a device has no business here)."""
+    file (`fs.read_regular`: a FIFO would block, a device has no business here)."""
+    from kaja_cli.core import fs
+
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
+        raw = fs.read_regular(path)
+    except fs.NotRegularFile as e:
+        raise SettingsError(f"{path}: is {e.what}, not a regular file") from None
     except OSError as e:
         raise SettingsError(f"{path}: cannot read settings: {e.strerror}") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise SettingsError(f"{path}: is a folder, not a settings file")
-    if not stat.S_ISREG(st.st_mode):
-        raise SettingsError(f"{path}: is not a regular file (a FIFO or a device?)")
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except FileNotFoundError:
+    if raw is None:
         return None
-    except OSError as e:
-        raise SettingsError(f"{path}: cannot read settings: {e.strerror}") from None
-    with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the stat
-            raise SettingsError(f"{path}: is not a regular file (a FIFO or a device?)")
-        raw = f.read()
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -153,13 +142,41 @@ def parse(path: Path, text: str) -> dict[str, Any]:
     import tomllib
 
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         line, col, reason = _locate(text, str(e))
         raise SettingsError(
             f"{path}:{line}:{col}: invalid TOML: {reason}",
             hint="fix that line or move the file aside",
         ) from None
+    except RecursionError:  # tomllib recurses once per level of nesting
+        data = None
+    if data is None or _depth(data) > MAX_DEPTH:
+        raise SettingsError(
+            f"{path}: values nested more than {MAX_DEPTH} levels deep",
+            hint="no setting of kaja's is; fix the file or move it aside",
+        )
+    return data
+
+
+# No setting nests deeper than a few tables; the code that walks values
+# (checks, masking, edits) must never meet a depth that exhausts the stack.
+MAX_DEPTH = 32
+
+
+def _depth(value: Any) -> int:
+    """How deeply tables and arrays nest in `value` (a walk without recursion)."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        node, level = todo.pop()
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            break
+        if isinstance(node, dict):
+            todo.extend((v, level + 1) for v in node.values())
+        elif isinstance(node, list):
+            todo.extend((v, level + 1) for v in node)
+    return deepest
 
 
 def _locate(text: str, message: str) -> tuple[int, int, str]:

@@ -73,17 +73,6 @@ def locate(
     return resolve(overrides, environ, load_settings=load)
 
 
-def store_files(paths: Paths) -> list[Path]:
-    """The store's databases, their journals and the files/ folder: never a
-    settings file (SPEC §3)."""
-    from kaja_cli.core.paths import companions
-
-    out = [paths.files_dir]
-    for db in paths.databases():
-        out += [db.path, *companions(db.path)]
-    return out
-
-
 def view(overrides: Overrides | None, environ: Mapping[str, str] | None = None) -> View:
     env = os.environ if environ is None else environ
     paths = locate(overrides, env)

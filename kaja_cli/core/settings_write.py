@@ -13,16 +13,11 @@ a lock, on a fresh read, and lands atomically:
   folder fsynced: a reader sees the old file or the new one, never a torn one;
 - a file that does not parse is never written (exit 1, untouched).
 
-What is written (SPEC §3: only regular files, never through an unexpected
-symlink, never one of the store's files), refused with exit 5 otherwise:
-
-- a settings path that is a symbolic link (dotfiles kept in a repository)
-  is followed to its target, which is edited in place and the link kept, but
-  only if the target is a regular file you own; a dangling link, a link to a
-  FIFO, a device or another user's file is refused;
-- a settings file that is not a regular file, that belongs to another user,
-  or that is read-only (no owner write bit: someone protected it) is refused;
-- the store's databases, their journals and the files/ folder are refused.
+What is written follows kaja's one rule for files it writes on request
+(`guard.write_target`, exit 5 otherwise): a regular file you own that is
+not read-only, a symbolic link followed only to one (the link is kept), and
+never one of the store's files (`guard.store_files`: its databases, their
+journals, the wipe markers, files/), by real path and by inode.
 
 tomlkit is imported here only, and this module only by the writing commands:
 reading settings (every start-up) never loads it.
@@ -30,6 +25,7 @@ reading settings (every start-up) never loads it.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 import re
@@ -44,22 +40,11 @@ from typing import Any, NamedTuple
 from kaja_cli.core import settings as settings_mod
 from kaja_cli.core import settings_keys
 from kaja_cli.core.fs import ensure_private_dir, fsync_dir
+from kaja_cli.core.guard import Target, write_target
 from kaja_cli.core.settings_keys import KEYS
 from kaja_cli.errors import Busy, Failed, Refused, UsageError
 
 LOCK_WAIT = 5.0  # seconds; like the store's busy timeout
-
-
-class Target(NamedTuple):
-    """The settings file as named (`path`) and the file actually written (`real`)."""
-
-    path: Path
-    real: Path
-    exists: bool
-
-    @property
-    def lock_path(self) -> Path:
-        return self.real.with_name(f".{self.real.name}.lock")
 
 
 class Change(NamedTuple):
@@ -75,53 +60,11 @@ class Change(NamedTuple):
 
 # --- which file, and may kaja write it -----------------------------------------------------------
 def target(path: Path, protected: Iterable[Path] = ()) -> Target:
-    """The file a change to `path` writes; Refused (exit 5) when kaja must not."""
-    try:
-        st = path.lstat()
-    except FileNotFoundError:
-        real = Path(os.path.realpath(path))
-        _not_protected(path, real, protected)
-        return Target(path, real, False)
-    real = path
-    if stat.S_ISLNK(st.st_mode):
-        real = Path(os.path.realpath(path))
-        try:
-            st = real.stat()
-        except OSError:
-            raise Refused(
-                f"{path} is a symbolic link to {real}, which does not exist",
-                hint="kaja does not create files through a dangling link; fix or remove the link",
-            ) from None
-        if not stat.S_ISREG(st.st_mode):
-            raise Refused(f"{path} is a symbolic link to {real}, which is not a regular file")
-    elif not stat.S_ISREG(st.st_mode):
-        kind = (
-            "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file (a FIFO or a device?)"
-        )
-        raise Refused(f"{path} is {kind}: kaja writes settings only to a regular file")
-    else:
-        real = Path(os.path.realpath(path))  # the folder may be a link; the file is not
-    _not_protected(path, real, protected)
-    _check_writable(path, real, st)
-    return Target(path, real, True)
+    """The file a change to `path` writes; Refused (exit 5) when kaja must not.
 
-
-def _check_writable(path: Path, real: Path, st: os.stat_result) -> None:
-    named = f"{path} (a link to {real})" if real != path else str(path)
-    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
-        raise Refused(f"{named} belongs to another user: kaja changes only your own settings")
-    if not st.st_mode & stat.S_IWUSR:
-        raise Refused(
-            f"{named} is read-only (mode {stat.S_IMODE(st.st_mode):04o}): kaja leaves it as it is",
-            hint="make it writable (chmod u+w) to let kaja change it",
-        )
-
-
-def _not_protected(path: Path, real: Path, protected: Iterable[Path]) -> None:
-    for p in protected:
-        p = Path(os.path.realpath(p))
-        if real == p or p in real.parents:
-            raise Refused(f"{path} is part of Kaja's store ({p}), not a settings file")
+    The one rule for every file kaja writes on request (`guard.write_target`):
+    `protected` is the store's files (`guard.store_files`)."""
+    return write_target(path, protected, what="settings file")
 
 
 # --- the lock ------------------------------------------------------------------------------------
@@ -190,6 +133,7 @@ def write_atomic(t: Target, text: str) -> None:
 
     folder = t.real.parent
     ensure_private_dir(folder)
+    _remove_stale_temporaries(t.real)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{t.real.name}.", suffix=".tmp", dir=folder)
     except OSError as e:
@@ -205,6 +149,20 @@ def write_atomic(t: Target, text: str) -> None:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(folder)
+
+
+def _remove_stale_temporaries(real: Path) -> None:
+    """The temporary copies (`.settings.toml.*.tmp`) of writers killed before
+    their rename: under the lock, no other writer has one."""
+    prefix = f".{real.name}."
+    try:
+        names = os.listdir(real.parent)
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(prefix) and name.endswith(".tmp"):
+            with contextlib.suppress(OSError):
+                (real.parent / name).unlink()
 
 
 # --- set and unset -------------------------------------------------------------------------------

@@ -70,14 +70,30 @@ class Store(NamedTuple):
 
     @contextmanager
     def reader(
-        self, name: str = "shared", *, timeout_ms: int | None = None
+        self, name: str = "shared", *, timeout_ms: int | None = None, writing: bool = False
     ) -> Iterator[sqlite3.Connection]:
-        """A read-only connection; NotFound if the file does not exist."""
-        from kaja_cli.core import db
+        """A read-only connection; NotFound if the file does not exist.
+
+        `writing`: the look a writing command takes before it asks and writes
+        (a plan, a count): what its write would refuse is refused here, with
+        the same exit 5 (not a SQLite file, not Kaja's: `guard`)."""
+        from kaja_cli.core import db, guard
 
         wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
-        with db.open_read(self.require(name), timeout_ms=wait) as conn:
+        path = self.require(name)
+        if writing:
+            db.require_database(path, writing=True)
+        with db.open_read(path, timeout_ms=wait, recover=self.recognise(name)) as conn:
+            if writing:
+                guard.require_kajas(conn, path, self.paths.file_of(name))
             yield conn
+
+    def recognise(self, name: str = "shared") -> Callable[[Path], bool]:
+        """Whether kaja may roll back an interrupted write in the file (a
+        write): only in one that is recognisably Kaja's (`guard`)."""
+        from kaja_cli.core import guard
+
+        return guard.may_recover(self.paths.file_of(name))
 
     @contextmanager
     def writer(
@@ -89,7 +105,7 @@ class Store(NamedTuple):
         self.require_local()
         path = self.path(name) if create else self.require(name)
         wait = db.BUSY_TIMEOUT_MS if timeout_ms is None else timeout_ms
-        with db.open_write(path, create=create, timeout_ms=wait) as conn:
+        with db.open_write(path, self.paths.file_of(name), create=create, timeout_ms=wait) as conn:
             self.ensure_schema(conn, name)
             yield conn
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kaja_cli.core import images
+from kaja_cli.core import images, values
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.sessions import (
     SESSION_COLUMNS,
@@ -72,17 +72,21 @@ _TABLES = ("sessions", "messages", "tool_calls", "session_summaries", "session_e
 
 
 def parse_json(value: Any) -> Any:
-    """A JSON column's value: parsed if it is valid JSON text, else as stored."""
+    """A JSON column's value: parsed if it is valid JSON text, else as stored
+    (`NaN` and `Infinity` are not JSON, though Python's parser takes them)."""
     if isinstance(value, str) and value:
         try:
-            return json.loads(value)
+            return json.loads(value, parse_constant=_not_json)
         except ValueError:
             return value
-    return value
+    return _plain(value)
 
 
-def _plain(value: Any) -> Any:
-    return value.hex().upper() if isinstance(value, bytes) else value
+def _not_json(constant: str) -> Any:
+    raise ValueError(constant)
+
+
+_plain = values.json_safe
 
 
 def _json_column(expr: str) -> str:
@@ -327,7 +331,9 @@ class _Reader:
         if not call_id:
             return None
         name = arguments = None
-        if self._has("tool_calls", "messageId", "callId") and self._has("messages", "id"):
+        if self._has("tool_calls", "messageId", "callId") and self._has(
+            "messages", "id", "sessionId"
+        ):
             tc = self.have["tool_calls"]
             row = self.conn.execute(
                 f"SELECT {col(tc, 't', 'name')}, {col(tc, 't', 'arguments')} FROM tool_calls AS t"
@@ -369,13 +375,8 @@ def _text(value: Any) -> str | None:
 
 
 def _int_or_none(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value)
-    return None
+    """A duration as stored: a number, else None (NaN, an infinity, 'slow')."""
+    return None if isinstance(value, bool | str) else values.whole(value)
 
 
 def _from_events(reader: _Reader, events: list[dict[str, Any]]) -> list[Entry]:

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core import db, schema, search_index
+from kaja_cli.core import db, fs, schema, search_index, values
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, UsageError
 
@@ -118,7 +118,8 @@ def _window(column: str | None, since: str | None, until: str | None) -> tuple[s
 
 
 def _sum(cols: set[str], column: str, expr: str | None = None) -> str:
-    return f"SUM({expr or chr(34) + column + chr(34)})" if column in cols else "NULL"
+    """The column's sum as REAL (never "integer overflow"), NULL without the column."""
+    return values.real_sum(expr or f'"{column}"') if column in cols else "NULL"
 
 
 def report_queries(
@@ -156,7 +157,11 @@ def report_queries(
         tool = '"tool"' if "tool" in cols else "NULL"
         outcome = '"outcome"' if "outcome" in cols else "NULL"
         where, params = _window("at" if "at" in cols else None, since, until)
-        ms = "SUM(duration_ms), COUNT(duration_ms)" if "duration_ms" in cols else "NULL, 0"
+        ms = (
+            f"{values.real_sum('duration_ms')}, COUNT(duration_ms)"
+            if "duration_ms" in cols
+            else "NULL, 0"
+        )
         sql = (
             f"SELECT {tool} AS tool, {outcome} AS outcome, COUNT(*) AS calls, {ms}"
             f" FROM tools{where} GROUP BY tool, outcome"
@@ -207,13 +212,14 @@ def report(
 # (core/sync.py) runs the same queries on the server and shares these.
 def runs_by_status(rows: Iterable[tuple]) -> dict[str, int]:
     return {
-        str(s) if s is not None else "unknown": n
-        for s, n in sorted(rows, key=lambda r: (-r[1], str(r[0])))
+        values.text(s) or "unknown": n for s, n in sorted(rows, key=lambda r: (-r[1], str(r[0])))
     }
 
 
 def group_totals(rows: Iterable[tuple], by: str) -> list[Totals]:
-    groups = [Totals(None if k is None else str(k), *rest) for k, *rest in rows]
+    groups = [
+        Totals(values.text(k), calls, *(values.whole(v) for v in sums)) for k, calls, *sums in rows
+    ]
     if by == "day":
         groups.sort(key=lambda g: (g.key is None, g.key or ""))
     else:
@@ -224,9 +230,9 @@ def group_totals(rows: Iterable[tuple], by: str) -> list[Totals]:
 def add_up(groups: list[Totals]) -> Totals:
     total = Totals(None)
     for name in ("failed", "prompt_tokens", "completion_tokens", "cached_tokens", "duration_ms"):
-        values = [getattr(g, name) for g in groups]
-        known = [v for v in values if v is not None]
-        setattr(total, name, sum(known) if known or not values else None)
+        found = [getattr(g, name) for g in groups]
+        known = [v for v in found if v is not None]
+        setattr(total, name, sum(known) if known or not found else None)
     total.calls = sum(g.calls for g in groups)
     return total
 
@@ -234,20 +240,25 @@ def add_up(groups: list[Totals]) -> Totals:
 def tool_stats(rows: Iterable[tuple]) -> list[ToolStats]:
     by_tool: dict[str | None, ToolStats] = {}
     ms_sums: dict[str | None, list[int]] = {}
-    for tool, outcome, calls, ms_sum, ms_count in rows:
+    for raw_tool, outcome, calls, raw_sum, ms_count in rows:
+        tool, ms_sum = values.text(raw_tool), values.whole(raw_sum)
         stats = by_tool.setdefault(tool, ToolStats(tool))
-        key = "unknown" if outcome is None else str(outcome)
+        key = values.text(outcome) or "unknown"
         stats.calls += calls
         stats.outcomes[key] = stats.outcomes.get(key, 0) + calls
-        stats.outcome_ms[key] = round(ms_sum / ms_count) if ms_count else None
+        stats.outcome_ms[key] = _average(ms_sum, ms_count)
         acc = ms_sums.setdefault(tool, [0, 0])
         acc[0] += ms_sum or 0
         acc[1] += ms_count
     for tool, (ms_sum, ms_count) in ms_sums.items():
-        by_tool[tool].avg_ms = round(ms_sum / ms_count) if ms_count else None
+        by_tool[tool].avg_ms = _average(ms_sum, ms_count)
     return sorted(
         by_tool.values(), key=lambda t: (-t.failures, -t.calls, t.tool is None, t.tool or "")
     )
+
+
+def _average(total: int | None, count: int) -> int | None:
+    return None if total is None or not count else round(total / count)
 
 
 # --- kaja usage reset --------------------------------------------------------------
@@ -361,7 +372,7 @@ def reset_queries(have: dict[str, set[str]], before: str | None = None) -> list[
 
 def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
     """Count what `reset` would delete (read-only); NotFound if there is no store."""
-    with store.reader() as conn:
+    with store.reader(writing=True) as conn:
         conn.execute("BEGIN")
         picked, skipped = selections(schema.present_columns(conn), before)
         plan = ResetPlan(location=str(store.path()), before=before, skipped=skipped)
@@ -513,7 +524,7 @@ def _on_disk(path: Path) -> int:
     total = 0
     for suffix in ("", "-wal"):
         try:
-            total += path.with_name(path.name + suffix).stat().st_size
+            total += fs.beside(path, suffix).stat().st_size
         except FileNotFoundError:
             pass
     return total

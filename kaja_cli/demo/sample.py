@@ -11,12 +11,15 @@ The same seed and base time give the same rows.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from kaja_cli.core.clock import iso
+from kaja_cli.core import fs
+from kaja_cli.core.clock import iso, now_iso
 from kaja_cli.core.record import Recorder
 from kaja_cli.core.store import Store
 from kaja_cli.demo import png, script
@@ -57,6 +60,21 @@ def existing_store(store: Store) -> list[str]:
     return found
 
 
+def _what_is_there(path: Path) -> str | None:
+    """None for a file that may be a store (demo says one exists); else what it is."""
+    from kaja_cli.core import db, fs
+
+    kind = db.classify(path) if not path.is_symlink() else "link"
+    if kind in ("sqlite", "empty", "missing"):
+        return None
+    if kind == "other":
+        return "a file that is not a SQLite database"
+    try:
+        return fs.what_is(path.lstat())
+    except OSError:
+        return None
+
+
 def create(store: Store, options: DemoOptions, progress: Progress | None = None) -> DemoResult:
     store.require_local()
     if options.sessions is not None and options.sessions < 1:
@@ -68,16 +86,31 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     left = wipe.interrupted(store.paths)
     if left is not None:
         raise Refused(f"an interrupted wipe is not finished: {left.summary}")
+    if wipe.demo_cut_short(store.paths) is not None:
+        raise Refused(
+            f"an earlier `kaja demo` was cut short: a partial store is left at"
+            f" {store.paths.shared_db.path}",
+            hint="`kaja wipe --yes` removes it, then run `kaja demo` again",
+        )
     found = existing_store(store)
     if found:
+        first = Path(found[0])
+        what = None if first == store.paths.files_dir else _what_is_there(first)
         raise Refused(
-            f"a Kaja store already exists ({found[0]})",
-            hint="demo only writes a fresh one: use another --state-dir, or `kaja wipe` first",
+            f"a Kaja store already exists ({found[0]})"
+            if what is None
+            else f"{found[0]} is {what}",
+            hint="demo only writes a fresh one: use another --state-dir, or `kaja wipe` first"
+            if what is None
+            else "demo writes a new store only where there is nothing: use another --db or --state-dir",
         )
     rng = random.Random(options.seed)
     base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
     demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
+    scripted = script.SESSIONS[: options.sessions] if options.sessions else script.SESSIONS
+    _plan(options, len(scripted), _count_scripted(scripted))  # bad options: before any file
+    marker = _mark_start(store)
     try:
         _write(demo, store, options, rng, base)
     except KeyboardInterrupt:
@@ -85,8 +118,27 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
             f"interrupted: a partial demo store is left at {store.paths.shared_db.path}",
             hint="`kaja wipe --yes` removes it before another `kaja demo`",
         ) from None
+    except BaseException:
+        if not existing_store(store):  # it stopped before writing anything
+            marker.unlink(missing_ok=True)
+        raise
+    # Every file is closed (the -wal folded in): the store is whole.
+    marker.unlink()
+    fs.fsync_dir(marker.parent)
     demo.result.location = str(store.paths.shared_db.path)
     return demo.result
+
+
+def _mark_start(store: Store) -> Path:
+    """`kaja.db.demo`, made durable before the first file: until it goes, the
+    store is a demo cut short (doctor says so, `kaja wipe` removes both)."""
+    from kaja_cli.core import wipe
+
+    marker = wipe.demo_marker(store.paths)
+    fs.ensure_private_dir(marker.parent)
+    wipe.write_marker(marker, {"version": wipe.MARKER_VERSION, "action": "demo",
+                               "started_at": now_iso(), "pid": os.getpid()})  # fmt: skip
+    return marker
 
 
 def _write(
@@ -365,6 +417,8 @@ class _Demo:
             for owner, key, content, importance, tags, sticky in script.NOTES:
                 rec.put_note(owner, key, content, importance=importance, tags=tags, sticky=sticky,
                              at=base - timedelta(days=rng.randint(1, 60)))  # fmt: skip
+            for (owner, key), (times, ago) in script.NOTE_USES.items():
+                rec.use_note(owner, key, at=base - ago, times=times)
             for topic, owner, version, answers, completed in script.DATASETS:
                 when = base - timedelta(days=rng.randint(1, 90))
                 for fld, value in answers.items():
@@ -555,12 +609,13 @@ class _Demo:
             for i in range(8):
                 expires = base + timedelta(hours=6) if i % 3 else base - timedelta(hours=2)
                 rec.cache_put("web_fetch", f"https://example.org/page/{i}", {"status": 200, "bytes": 1000 + i},
-                              expires_at=iso(expires))  # fmt: skip
+                              expires_at=iso(expires), at=base - timedelta(minutes=35 * i))  # fmt: skip
             rec.cache_put(
                 "embeddings",
                 "all-minilm:tomato leaves curling",
                 [0.12, -0.03, 0.44],
                 expires_at=None,
+                at=base - timedelta(days=3),
             )
         with rec.transaction("stats"):
             for i in range(5):
@@ -578,6 +633,13 @@ class _Demo:
             rec.add_web_session(user, "token-%032x" % rng.getrandbits(128), expires_at=iso(base - timedelta(days=2)),
                                 at=base - timedelta(days=32))  # fmt: skip
             rec.insert("web_auth_meta", or_replace=True, key="legacy_owner_id", value=user)
+            # Accounts made later: one signed in, one disabled (`kaja accounts`).
+            ana = rec.add_web_user("ana", "mi contraseña %d" % rng.getrandbits(32), display_name="Ana García",
+                                   at=base - timedelta(days=20))  # fmt: skip
+            rec.add_web_session(ana, "token-%032x" % rng.getrandbits(128), expires_at=iso(base + timedelta(days=30)),
+                                at=base - timedelta(days=2))  # fmt: skip
+            rec.add_web_user("guest", "guest password %d" % rng.getrandbits(32), display_name="Guest",
+                             at=base - timedelta(days=9), active=False)  # fmt: skip
 
     # -- the scaled-up store -----------------------------------------------------------
     def generate(self, sessions: int, messages: int) -> None:

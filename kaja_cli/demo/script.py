@@ -15,6 +15,7 @@ here as tuples (a readable table) and read as the NamedTuples below (`steps()`):
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, NamedTuple
 
 Color = tuple[int, int, int]
@@ -589,6 +590,17 @@ SESSIONS: list[dict] = [
         ],
     },
 ]
+
+# How often the agent has used each note, and how long ago it last did.
+NOTE_USES: dict[tuple[str, str], tuple[int, timedelta]] = {
+    ("", "name"): (31, timedelta(hours=3)),
+    ("", "diet"): (6, timedelta(hours=20)),
+    ("", "budget-q4"): (4, timedelta(hours=9)),
+    ("", "code-style"): (12, timedelta(hours=2)),
+    (TELEGRAM_ANA, "dieta"): (9, timedelta(hours=5)),
+    (TELEGRAM_ANA, "dentista"): (2, timedelta(hours=22)),
+    (TELEGRAM_BJORN, "running"): (3, timedelta(hours=12)),
+}
 
 NOTES: list[tuple[str, str, str, str, list[str], bool]] = [
     # (owner, key, content, importance, tags, sticky)

@@ -40,7 +40,6 @@ bold, dim and italic; `TERM=dumb` drops every style.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -50,7 +49,15 @@ from typing import Any
 from kaja_cli.core.fs import human_size  # noqa: F401 - one definition, shared with the core
 from kaja_cli.core.wording import noun, plural  # noqa: F401 - the same wording as the core
 from kaja_cli.errors import Declined, Refused
-from kaja_cli.render.layout import Bar, Col, Marked, Run, Styled  # noqa: F401 - tables' vocabulary
+from kaja_cli.render.layout import (  # noqa: F401 - tables' vocabulary; the one escaping of controls
+    _LINES,
+    _ONE_LINE,
+    Bar,
+    Col,
+    Marked,
+    Run,
+    Styled,
+)
 
 
 def stdout_is_terminal() -> bool:
@@ -161,10 +168,21 @@ def _stderr_width() -> int | None:
         return None
 
 
-def _plain(value: Any) -> str:
+def text(value: Any, *, lines: bool = False) -> str:
+    """Any value from the store as text: the one place a stored value becomes
+    something printed (table cells, tab-separated rows, replays, Markdown
+    headings). NULL is empty, a BLOB its hex, a number its digits; control
+    characters are escaped (`\x00`), and tabs and line breaks become spaces
+    (with `lines`, line breaks and tabs stay)."""
     if value is None:
         return ""
-    return str(value).replace("\t", " ").replace("\r", " ").replace("\n", " ")
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex().upper()  # as SQLite's hex() and --json show it
+    return str(value).translate(_LINES if lines else _ONE_LINE)
+
+
+def _plain(value: Any) -> str:
+    return text(value)
 
 
 def table(
@@ -262,10 +280,20 @@ def confirm(question: str, *, assume_yes: bool) -> None:
 
 
 # --- friendly values ---------------------------------------------------------
-def human_count(n: int | None) -> str:
-    """950, 12.3k, 1.2M: a count at a glance."""
+def _number(value: Any) -> int | float | None:
+    """A stored number as one, or None (NULL, 'slow', NaN, an infinity)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value if isinstance(value, int) or math.isfinite(value) else None
+
+
+def human_count(value: Any) -> str:
+    """950, 12.3k, 1.2M: a count at a glance (anything else shown as it is)."""
+    n = _number(value)
     if n is None:
-        return "-"
+        return "-" if value is None else text(value)
     for limit, div, unit in ((1_000_000_000, 1_000_000_000, "G"), (1_000_000, 1_000_000, "M"),
                              (1000, 1000, "k")):  # fmt: skip
         if abs(n) >= limit:
@@ -273,7 +301,7 @@ def human_count(n: int | None) -> str:
     return str(n)
 
 
-def relative_time(value: str | None, now: datetime | None = None) -> str:
+def relative_time(value: Any, now: datetime | None = None) -> str:
     """ "3h ago", "2d ago", or the date for anything older than a month."""
     if now is not None and value and value.endswith("Z") and value[10:11] == "T":
         # Most of a big store is older than a month: its date is the text's
@@ -282,9 +310,9 @@ def relative_time(value: str | None, now: datetime | None = None) -> str:
             return value[:10]
     from kaja_cli.core.clock import parse_stored
 
-    dt = parse_stored(value)
+    dt = parse_stored(value) if isinstance(value, str) else None
     if dt is None:
-        return value or "-"
+        return text(value) or "-"
     seconds = ((now or datetime.now(UTC)) - dt).total_seconds()
     if seconds < 0:
         return dt.strftime("%Y-%m-%d %H:%M")
@@ -318,10 +346,11 @@ def color_enabled() -> bool:
     return "NO_COLOR" not in os.environ and stdout_is_terminal()
 
 
-def human_duration(ms: int | float | None) -> str:
-    """ "850 ms", "12.4 s", "7m 05s", "3h 12m", "4d 02h" """
+def human_duration(value: Any) -> str:
+    """ "850 ms", "12.4 s", "7m 05s", "3h 12m", "4d 02h" (anything else shown as it is)"""
+    ms = _number(value)
     if ms is None:
-        return "-"
+        return "-" if value is None else text(value)
     if ms < 1000:
         return f"{int(ms)} ms"
     seconds = ms / 1000
@@ -349,24 +378,23 @@ def print_lines(lines: Iterable[Line], *, pager: bool = True) -> None:
     Styles are a few words Rich also understands ("bold cyan", "dim italic"),
     written as escape codes here: Rich takes ~0.1 ms a line, and a long
     conversation is 100,000 lines. Control characters from the database are
-    never written to a terminal.
+    never written raw, to a terminal or a pipe: they are escaped (`text`).
     """
     if not stdout_is_terminal():
         out = sys.stdout
         for line in lines:
-            out.write("".join(text for text, _ in line) + "\n")
+            out.write("".join(part.translate(_LINES) for part, _ in line) + "\n")
         return
     from kaja_cli.render import layout
 
     with paged(pager) as screen:
         width = screen.width
         for line in lines:
-            for part in layout.prose_lines([(_CONTROL.sub("", t), s) for t, s in line], width):
+            for part in layout.prose_lines([(t.translate(_LINES), s) for t, s in line], width):
                 if not screen.line(part):
                     return
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _SGR = {"bold": "1", "dim": "2", "italic": "3", "underline": "4", "red": "31", "green": "32",
         "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36", "white": "37"}  # fmt: skip
 

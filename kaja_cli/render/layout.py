@@ -86,13 +86,25 @@ class Bar(NamedTuple):
 
 # --- widths ------------------------------------------------------------------------------
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Control characters a value from the store may hold (a NUL, an escape
+# sequence) are shown as `\x00`, never written raw to a terminal or a pipe;
+# `_ONE_LINE` also makes tabs and line breaks spaces, `_LINES` keeps them.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_ONE_LINE = str.maketrans({**_CONTROLS, **dict.fromkeys(map(ord, "\t\n\r\v\f"), " ")})
+_LINES = str.maketrans({c: e for c, e in _CONTROLS.items() if c not in (0x09, 0x0A)})
 
 
 def clean(text: str) -> str:
-    """A cell's text on one line: no control characters from the database."""
+    """A cell's text on one line: control characters from the database escaped."""
     if text.isprintable():
         return text
-    return _CONTROL.sub(" ", text.replace("\r\n", " "))
+    return text.replace("\r\n", " ").translate(_ONE_LINE)
+
+
+def clean_keeping_offsets(text: str) -> str:
+    """`clean` for text with marked spans: each control character becomes one
+    space, so the spans' offsets still point at the same characters."""
+    return text if text.isprintable() else _CONTROL.sub(" ", text)
 
 
 def cells(text: str) -> int:
@@ -214,7 +226,9 @@ class _Cell(NamedTuple):
 def _text(value: Any) -> str:
     if value is None or isinstance(value, Bar):
         return ""
-    text = value.text if isinstance(value, Styled | Marked) else str(value)
+    if isinstance(value, Marked):
+        return clean_keeping_offsets(value.text)
+    text = value.text if isinstance(value, Styled) else str(value)
     return text if text.isprintable() else clean(text)
 
 

@@ -44,13 +44,14 @@ def _block(first: list[tuple[str, str]], text: str | None, style: str = "") -> l
 
 
 def header(session: dict[str, Any], message_count: int) -> list[render.Line]:
-    title = session.get("title") or "(untitled)"
-    facts = [str(session.get("id")), label(session.get("owner"))]
-    facts += [str(session[k]) for k in ("model", "persona") if session.get(k)]
+    one = render.text
+    title = one(session.get("title")) or "(untitled)"
+    facts = [one(session.get("id")), label(session.get("owner"))]
+    facts += [one(session[k]) for k in ("model", "persona") if session.get(k)]
     facts.append(plural(message_count, "message"))
     if session.get("updatedAt"):
-        facts.append(f"updated {session['updatedAt']}")
-    return [[(str(title), "bold")], [(" · ".join(facts), "dim")]]
+        facts.append(f"updated {one(session['updatedAt'])}")
+    return [[(title, "bold")], [(" · ".join(facts), "dim")]]
 
 
 def entry_lines(e: Entry) -> list[render.Line]:
@@ -96,10 +97,10 @@ def entry_lines(e: Entry) -> list[render.Line]:
 
 def pending_lines(p: Pending) -> list[render.Line]:
     what = p.name or "a tool call"
-    line = [("⏸ Waiting on you: ", "bold yellow"), (what, "bold")]
+    line = [("⏸ Waiting on you: ", "bold yellow"), (render.text(what), "bold")]
     if p.kind:
-        line.append((f" ({p.kind})", "yellow"))
-    line.append((f" · call {p.call_id}", "dim"))
+        line.append((f" ({render.text(p.kind)})", "yellow"))
+    line.append((f" · call {render.text(p.call_id)}", "dim"))
     out = [line]
     if p.arguments not in (None, "", {}):
         out.append([("  " + _compact(p.arguments), "dim")])
@@ -138,8 +139,8 @@ def _fence(text: str, info: str = "") -> str:
     return f"{fence}{info}\n{text}\n{fence}"
 
 
-def _inline(text: Any) -> str:
-    text = str(text)
+def _inline(value: Any) -> str:
+    text = render.text(value)
     ticks = "``" if "`" in text else "`"
     pad = " " if text.startswith("`") or text.endswith("`") else ""
     return f"{ticks}{pad}{text}{pad}{ticks}"
@@ -180,14 +181,15 @@ def markdown_chunks(
 
     A tool result names its call from the calls seen so far: the assistant
     message that made a call comes before its result."""
-    out = [f"# {s.get('title') or 'Untitled session'}", ""]
+    one = render.text  # every stored value is printed through it: any type, no control character
+    out = [f"# {one(s.get('title')) or 'Untitled session'}", ""]
     facts = [
         ("id", _inline(s.get("id"))),
         ("owner", label(s.get("owner"))),
-        ("model", s.get("model")),
-        ("persona", s.get("persona")),
-        ("created", s.get("createdAt")),
-        ("updated", s.get("updatedAt")),
+        ("model", one(s.get("model"))),
+        ("persona", one(s.get("persona"))),
+        ("created", one(s.get("createdAt"))),
+        ("updated", one(s.get("updatedAt"))),
         ("messages", str(message_count)),
     ]
     out += [f"- **{k}:** {v}" for k, v in facts if v]
@@ -195,10 +197,10 @@ def markdown_chunks(
     if p:
         out += ["", _quote(
             f"**Waiting on you:** {_inline(p.name or 'a tool call')}"
-            + (f" ({p.kind})" if p.kind else "") + f", call {_inline(p.call_id)}"
+            + (f" ({one(p.kind)})" if p.kind else "") + f", call {_inline(p.call_id)}"
         )]  # fmt: skip
     if s.get("systemPrompt"):
-        out += ["", "<details><summary>System prompt</summary>", "", _fence(str(s["systemPrompt"])),
+        out += ["", "<details><summary>System prompt</summary>", "", _fence(one(s["systemPrompt"], lines=True)),
                 "", "</details>"]  # fmt: skip
     yield "\n".join(out)
 
@@ -215,7 +217,7 @@ def markdown_chunks(
         ):
             x = pending_summaries.pop(0)
             lines += ["", _quote(
-                f"**Compacted** (messages before #{x['summaryFrom']}):\n\n{x.get('summary') or ''}"
+                f"**Compacted** (messages before #{x['summaryFrom']}):\n\n{one(x.get('summary'), lines=True)}"
             )]  # fmt: skip
         return lines
 
@@ -232,30 +234,31 @@ def markdown_chunks(
 
 
 def _message_md(m: dict[str, Any], calls: dict[Any, dict[str, Any]]) -> list[str]:
+    one = render.text
     out: list[str] = []
-    role = m["role"] or "message"
-    when = f" · {m['createdAt']}" if m.get("createdAt") else ""
+    role = one(m["role"]) or "message"
+    when = f" · {one(m['createdAt'])}" if m.get("createdAt") else ""
     if role == "tool":
         c = calls.get(m["id"]) or calls.get(("call", m["toolCallId"]))
         name = _inline(c["name"]) if c and c.get("name") else _inline(m["toolCallId"] or "?")
         out += ["", f"### Tool result · {name}{when}", ""]
         if m["content"] is not None:
-            out.append(_fence(str(m["content"])))
+            out.append(_fence(one(m["content"], lines=True)))
         if c and c.get("resultSummary"):
             out += ["", "*Too long for the model; it was sent this instead:*", "",
-                    _quote(str(c["resultSummary"]))]  # fmt: skip
+                    _quote(one(c["resultSummary"], lines=True))]  # fmt: skip
     else:
         who = {"user": "You", "assistant": "Kaja"}.get(role, role.capitalize())
-        model = f" · {m['model']}" if role == "assistant" and m.get("model") else ""
+        model = f" · {one(m['model'])}" if role == "assistant" and m.get("model") else ""
         out += ["", f"### {who}{model}{when}"]
         if m["reasoning"]:
-            out += ["", _quote("*Thinking:* " + str(m["reasoning"]))]
+            out += ["", _quote("*Thinking:* " + one(m["reasoning"], lines=True))]
         if m["content"]:
-            out += ["", str(m["content"])]
+            out += ["", one(m["content"], lines=True)]
         for c in m["tool_calls"]:
-            status = c.get("status") or "no result"
+            status = one(c.get("status")) or "no result"
             took = f" · {render.human_duration(c['durationMs'])}" if c.get("durationMs") else ""
-            approval = f" · {c['approval']}" if c.get("approval") else ""
+            approval = f" · {one(c['approval'])}" if c.get("approval") else ""
             out += [
                 "",
                 f"**Tool call** {_inline(c.get('name') or '?')} — {status}{took}{approval}",

@@ -66,6 +66,7 @@ class Spec:
     run: Callable
     per_database: bool = False  # run once per database file: `integrity.shared`, …
     needs_shared: bool = False  # skipped (silently, in a full run) without a readable shared file
+    unopened: bool = False  # per database: runs even when the file cannot be opened
 
 
 CHECKS: list[Spec] = []
@@ -78,6 +79,7 @@ def check(
     *,
     per_database: bool = False,
     needs_shared: bool = False,
+    unopened: bool = False,
 ) -> Callable:
     """Register a check function (see the module docstring)."""
     if group not in GROUPS:
@@ -86,7 +88,7 @@ def check(
     def register(fn: Callable) -> Callable:
         if any(s.id == id for s in CHECKS):
             raise ValueError(f"check {id!r} registered twice")
-        CHECKS.append(Spec(id, Group(group), about, fn, per_database, needs_shared))
+        CHECKS.append(Spec(id, Group(group), about, fn, per_database, needs_shared, unopened))
         return fn
 
     return register
@@ -180,8 +182,14 @@ def run(
     _require_results(selection, checks)
     fixes = None
     if fix:
-        fixes = apply_repairs(checks)
-        if fixes:
+        fixes, tried = [], set()
+        # A file rolled back (or recovered) can be checked only then: the
+        # checks run again, and what they find now is repaired in turn.
+        for _ in range(3):
+            done = apply_repairs(checks, tried)
+            if not done:
+                break
+            fixes += done
             checks = _run_checks(overrides, selection, thorough, environ, now)
     return Report(versions=dict(versions()), checks=checks, thorough=thorough, fixes=fixes)
 
@@ -291,7 +299,7 @@ def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...])
         for spec in wanted:
 
             def one(spec: Spec = spec, name: str = name) -> list[Check]:
-                if spec is not first and ctx.conn(name) is None:
+                if spec is not first and not spec.unopened and ctx.conn(name) is None:
                     return []
                 return _checks_of(spec.run(ctx, name))
 
@@ -314,10 +322,15 @@ def _hold_back_writes_to_damaged(ctx: Context, checks: list[Check]) -> list[Chec
     for c in checks:
         held = [r for r in c.repairs if r.database in damaged]
         if held:
-            name = ctx.db_path(held[0].database or "shared").name
+            database = held[0].database or "shared"
+            name = ctx.db_path(database).name
             rest = tuple(r for r in c.repairs if r.database not in damaged)
-            c = replace(c, repairs=rest, fixable=bool(rest),
-                        fix=f"recover {name} first (see its integrity check); then run kaja doctor --fix again")  # fmt: skip
+            fix = (
+                f"none: {name} is not Kaja's, and kaja changes nothing in it"
+                if ctx.foreign(database)
+                else f"recover {name} first (see its integrity check); then run kaja doctor --fix again"
+            )
+            c = replace(c, repairs=rest, fixable=bool(rest), fix=fix)
         out.append(c)
     return out
 
@@ -342,12 +355,16 @@ def _not_checked(ctx: Context, spec: Spec) -> Check:
     return Check(spec.id, spec.group, OK, f"not checked: {reason}")
 
 
-def apply_repairs(checks: list[Check]) -> list[FixResult]:
-    """Run every distinct repair the checks attached, cheapest first."""
+def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[FixResult]:
+    """Run every distinct repair the checks attached, cheapest first; none
+    whose key is in `tried` (which gains the keys of those run)."""
+    tried = set() if tried is None else tried
     seen: dict[str, tuple[Repair, str]] = {}
     for c in checks:
         for r in c.repairs:
-            seen.setdefault(r.key, (r, c.id))
+            if r.key not in tried:
+                seen.setdefault(r.key, (r, c.id))
+    tried |= seen.keys()
     results = []
     for repair, check_id in sorted(seen.values(), key=lambda rc: rc[0].order):
         try:

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kaja_cli.core import db
+from kaja_cli.core import db, guard
 from kaja_cli.core.doctor.context import raise_if_interrupted
 from kaja_cli.core.doctor.model import ERROR, WARN, Check, Group
+from kaja_cli.core.paths import Paths
 from kaja_cli.core.registry import DATABASES, Database
 
 MAX_LISTED = 20  # paths or ids listed in details before "… and N more"
@@ -55,12 +56,15 @@ def in_use(pid: int) -> str:
     return f"in use by {who}: Kaja is running"
 
 
-def _tighten(path: Path) -> str | None:
-    """chmod go-rwx, nothing else (never adds a bit); None if the file has gone.
+def _tighten(path: Path, paths: Paths) -> str | None:
+    """chmod go-rwx, nothing else (never adds a bit); None if the file has gone
+    or is not kaja's to tighten (`guard.why_not_tighten`, asked again now).
 
     Through a symlink the target's mode is read and changed (a link's own
     mode is always 0777 and means nothing).
     """
+    if guard.why_not_tighten(path, paths) is not None:
+        return None
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -70,9 +74,9 @@ def _tighten(path: Path) -> str | None:
     return f"{path}: {mode:04o} → {mode & ~0o077:04o}"
 
 
-def tighten_all(paths: list[Path]) -> Callable[[], str]:
+def tighten_all(paths: list[Path], store: Paths) -> Callable[[], str]:
     def run() -> str:
-        done = [d for d in map(_tighten, paths) if d is not None]
+        done = [d for d in (_tighten(p, store) for p in paths) if d is not None]
         if not done:
             return "the files to tighten are gone"
         if len(done) == 1:
@@ -96,6 +100,10 @@ def safe(fn: Callable[[], Check | list[Check] | None], id: str, group: str, what
         low = text.lower()
         if "locked" in low or "busy" in low:
             return Check(id, group, WARN, f"{what}: not checked, the file is busy ({text})")
+        if low.startswith(("no such column", "no such table")):
+            # An older or newer schema: the schema check names what is missing.
+            return Check(id, group, WARN, f"{what}: not checked: {text}",
+                         ["written by an older or newer program: see the schema check"])  # fmt: skip
         return Check(id, group, ERROR, f"{what}: could not be read: {text}")
 
 
@@ -108,6 +116,9 @@ class Header:
     page_count: int | None  # None when the header's count is not valid
     freelist: int
     version: str
+    read_version: int = 1  # the file format: above 2, no SQLite of today reads it
+    write_version: int = 1  # above 2: readable, not writable
+    schema_format: int = 4  # above 4: a newer SQLite's schema format
 
     @classmethod
     def read(cls, path: Path) -> Header | None:
@@ -122,6 +133,7 @@ class Header:
         change, pages = struct.unpack(">II", raw[24:32])
         (freelist,) = struct.unpack(">I", raw[36:40])
         valid_for, number = struct.unpack(">II", raw[92:100])
+        (schema_format,) = struct.unpack(">I", raw[44:48])
         version = f"{number // 1000000}.{number // 1000 % 1000}.{number % 1000}"
         return cls(
             page_size=page_size,
@@ -129,6 +141,9 @@ class Header:
             page_count=pages if pages and valid_for == change else None,
             freelist=freelist,
             version=version,
+            read_version=raw[19],
+            write_version=raw[18],
+            schema_format=schema_format,
         )
 
 

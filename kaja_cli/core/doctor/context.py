@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from kaja_cli.core import clock, db, images
+from kaja_cli.core import clock, db, guard, images
 from kaja_cli.core.paths import Paths, companions
 from kaja_cli.core.registry import Database, DatabaseFile
 from kaja_cli.core.settings import Mode
@@ -103,6 +103,7 @@ class Context:
         self._background: dict[str, _Background] = {}
         self._image_scan: ImageScan | None = None
         self._holders: dict[str, int | None] = {}
+        self._verdicts: dict[str, guard.Verdict | None] = {}
         # The -wal/-shm/-journal files as they were before doctor opened
         # anything: reading a closed WAL file makes SQLite create a pair for
         # the time of the read, and those are doctor's own, not findings.
@@ -154,6 +155,24 @@ class Context:
                 conn = None
         self._conns[name] = conn
         return conn
+
+    def verdict(self, name: str) -> guard.Verdict | None:
+        """Whose the database is, by its tables and columns (`guard.recognise`);
+        None when it cannot be read."""
+        if name not in self._verdicts:
+            conn, found = self.conn(name), None
+            if conn is not None:
+                try:
+                    found = guard.recognise(conn, self.file(name))
+                except sqlite3.Error:
+                    found = None
+            self._verdicts[name] = found
+        return self._verdicts[name]
+
+    def foreign(self, name: str) -> bool:
+        """Another program's database where one of Kaja's should be: read, never changed."""
+        found = self.verdict(name)
+        return found is not None and not found.kajas
 
     def open_error(self, name: str) -> KajaError | None:
         self.conn(name)

@@ -5,11 +5,12 @@ sha256 name."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import sqlite3
 from pathlib import Path
 
-from kaja_cli.core import db, images
+from kaja_cli.core import db, fs, images
 from kaja_cli.core.doctor import check
 from kaja_cli.core.doctor.common import MAX_LISTED, listed, quote, safe
 from kaja_cli.core.doctor.context import Context, ImageScan
@@ -105,7 +106,7 @@ def _image_content(scan: ImageScan) -> Check:
             unnamed.append(path)
             continue
         try:
-            with open(path, "rb") as f:
+            with os.fdopen(fs.open_regular(path), "rb") as f:  # never a FIFO swapped in
                 digest = hashlib.file_digest(f, "sha256").hexdigest()
         except OSError:
             unnamed.append(path)

@@ -11,27 +11,17 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kaja_cli.core import db, fs, guard
 from kaja_cli.core.doctor import check
 from kaja_cli.core.doctor.common import listed, owner_name, quote, tighten_all
 from kaja_cli.core.doctor.context import Context
 from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group, Repair, RepairOrder
 from kaja_cli.core.fs import human_size
 from kaja_cli.core.paths import LABELS, Location, companions
-from kaja_cli.core.registry import DATABASES
+from kaja_cli.core.registry import DATABASES, LEGACY_FILES
 
-# The seed's legacy per-feature files, imported into the shared file and then
-# kept as a rollback copy.
-LEGACY_FILES = (
-    "usage.db",
-    "experience.db",
-    "background_tasks.db",
-    "schedules.db",
-    "triggers.db",
-    "artifacts.db",
-)
-
-
-_DATABASE_LOCATIONS = {spec.location for spec in DATABASES.values()}
+_DATABASE_OF_LOCATION = {spec.location: spec.name for spec in DATABASES.values()}
+_DATABASE_LOCATIONS = set(_DATABASE_OF_LOCATION)
 
 
 def _exposure(mode: int) -> str | None:
@@ -71,13 +61,18 @@ def _path_check(ctx: Context, location: Location) -> Check:
         return _not_there(cid, head, name, e)
     is_dir, mode = stat.S_ISDIR(st.st_mode), stat.S_IMODE(st.st_mode)
     if kind == "dir" and not is_dir:
-        return Check(cid, Group.PATHS, ERROR, f"{head}: a file, where a folder should be",
+        return Check(cid, Group.PATHS, ERROR, f"{head}: {fs.what_is(st)}, where a folder should be",
                      fix=f"move it aside: mv -- {quote(path)} {quote(str(path) + '.bak')}")  # fmt: skip
+    if kind == "file" and not is_dir and not stat.S_ISREG(st.st_mode):
+        return Check(cid, Group.PATHS, ERROR, f"{head}: {fs.what_is(st)}, where a file should be",
+                     ["kaja never opens it (a FIFO would block, a device is not a file)"],
+                     fix=f"move it aside, or point {LABELS.get(name, name)} elsewhere")  # fmt: skip
     found = _Findings([f"mode {mode:04o}, owner {owner_name(st.st_uid)}"])
     if path.is_symlink():
         found.details.append(f"a symlink to {path.resolve()}")
-    _look_at_mode_and_owner(ctx, path, st, found)
-    if name in _DATABASE_LOCATIONS and not is_dir:
+    leave = _leave_alone(ctx, name, path)
+    _look_at_mode_and_owner(ctx, path, st, found, leave)
+    if name in _DATABASE_LOCATIONS and not is_dir and leave is None:
         _look_at_database_file(ctx, path, mode, found)
     if name == "state_dir" and is_dir and not mode & 0o200:
         found.problems.append("not writable by its owner: Kaja cannot create files in it")
@@ -87,7 +82,7 @@ def _path_check(ctx: Context, location: Location) -> Check:
     if not found.problems:
         what = "folder" if is_dir else human_size(st.st_size)
         return Check(cid, Group.PATHS, OK, f"{head}: {what}, mode {mode:04o}", found.details)
-    return _warning(cid, head, path, found, ctx.uid)
+    return _warning(ctx, cid, head, path, found)
 
 
 def _not_there(cid: str, head: str, name: str, error: OSError) -> Check:
@@ -103,10 +98,36 @@ def _not_there(cid: str, head: str, name: str, error: OSError) -> Check:
     return Check(cid, Group.PATHS, OK, f"{head}: not created yet")
 
 
-def _look_at_mode_and_owner(ctx: Context, path: Path, st: os.stat_result, found: _Findings) -> None:
+def _leave_alone(ctx: Context, name: str, path: Path) -> str | None:
+    """Why kaja must not tighten this location (`guard.why_not_tighten`), or,
+    for a database, why it is not Kaja's to change; None: it may."""
+    if name in _DATABASE_LOCATIONS:
+        database = _DATABASE_OF_LOCATION[name]
+        known = {f.name for f in ctx.databases()}
+        if database in known and ctx.foreign(database):
+            return "not Kaja's database: kaja changes nothing in it"
+        if db.classify(path) not in ("sqlite", "empty"):
+            return "not a SQLite database: kaja changes nothing in it"
+    why = guard.why_not_tighten(path, ctx.paths)
+    return None if why == OTHER_USER else why
+
+
+OTHER_USER = "it belongs to another user"  # a finding of its own (chown), not a reason to be quiet
+
+
+def _loose(ctx: Context, path: Path) -> bool:
+    """Whether --fix may tighten `path` (the guard's rule), else why not is said."""
+    return guard.why_not_tighten(path, ctx.paths) in (None, OTHER_USER)
+
+
+def _look_at_mode_and_owner(
+    ctx: Context, path: Path, st: os.stat_result, found: _Findings, leave: str | None
+) -> None:
     mode = stat.S_IMODE(st.st_mode)
     exposure = _exposure(mode)
-    if exposure:
+    if exposure and leave is not None:
+        found.details.append(f"{exposure}: kaja leaves its mode as it is ({leave})")
+    elif exposure:
         found.problems.append(f"mode {mode:04o}: {exposure}")
         found.loose.append(path)
     if ctx.uid is not None and st.st_uid != ctx.uid:
@@ -126,7 +147,7 @@ def _look_at_database_file(ctx: Context, path: Path, mode: int, found: _Findings
     for extra in filter(ctx.companion, companions(path)):
         with contextlib.suppress(OSError):
             exposure = _exposure(m := stat.S_IMODE(extra.stat().st_mode))
-            if exposure:
+            if exposure and _loose(ctx, extra):
                 found.details.append(f"{extra.name}: mode {m:04o}, {exposure}")
                 found.loose.append(extra)
                 if not found.problems:
@@ -139,13 +160,14 @@ def _look_below_images(ctx: Context, path: Path, found: _Findings) -> None:
     files_dir = ctx.paths.files_dir
     with contextlib.suppress(OSError):
         exposure = _exposure(m := stat.S_IMODE(files_dir.stat().st_mode))
-        if exposure:
+        if exposure and _loose(ctx, files_dir):
             found.loose.append(files_dir)
             found.details.append(f"{files_dir}: mode {m:04o}, {exposure}")
-    if scan.loose:
-        found.loose.extend(scan.loose)
-        found.problems.append(f"{len(scan.loose)} files and folders below are readable by others")
-        found.details.extend(listed(scan.loose, lambda p: f"open: {p}"))
+    loose = [p for p in scan.loose if _loose(ctx, p)]
+    if loose:
+        found.loose.extend(loose)
+        found.problems.append(f"{len(loose)} files and folders below are readable by others")
+        found.details.extend(listed(loose, lambda p: f"open: {p}"))
     if scan.foreign:
         found.problems.append(f"{len(scan.foreign)} files and folders below belong to another user")
         found.manual.append(f"sudo chown -R {owner_name(ctx.uid or 0)} {quote(path)}")
@@ -153,10 +175,10 @@ def _look_below_images(ctx: Context, path: Path, found: _Findings) -> None:
         found.problems.append(f"{len(found.loose)} folders are readable by others")
 
 
-def _warning(cid: str, head: str, path: Path, found: _Findings, uid: int | None) -> Check:
+def _warning(ctx: Context, cid: str, head: str, path: Path, found: _Findings) -> Check:
     """The finding, with `chmod go-rwx` for what is ours (--fix does it) and the
     rest for a person to do."""
-    mine = [p for p in found.loose if _owned(p, uid)]
+    mine = [p for p in found.loose if _owned(p, ctx.uid)]
     fixes = []
     if len(mine) > 3:
         fixes.append(f"chmod -R go-rwx {quote(path)}")
@@ -164,7 +186,7 @@ def _warning(cid: str, head: str, path: Path, found: _Findings, uid: int | None)
         fixes.append("chmod go-rwx " + " ".join(quote(p) for p in mine))
     if found.manual:
         fixes.append(("and by hand: " if mine else "") + "; ".join(dict.fromkeys(found.manual)))
-    repairs = (Repair(f"chmod:{path}", RepairOrder.PERMISSIONS, tighten_all(mine)),)
+    repairs = (Repair(f"chmod:{path}", RepairOrder.PERMISSIONS, tighten_all(mine, ctx.paths)),)
     return Check(
         cid, Group.PATHS, WARN, f"{head}: {found.problems[0]}", found.details + found.problems[1:],
         fix="; ".join(fixes) or None, fixable=bool(mine), repairs=repairs if mine else (),
@@ -241,4 +263,24 @@ def check_interrupted_wipe(ctx: Context) -> Check:
         "interrupted-wipe", Group.PATHS, ERROR if orphan_wal else WARN, left.summary,
         [*left.details, *(f"left: {p}" for p in left.remaining)],
         fix=" and ".join(f"`{c}`" for c in left.commands),
+    )  # fmt: skip
+
+
+@check(
+    "interrupted-demo",
+    Group.PATHS,
+    "a `kaja demo` cut short (Ctrl-C, kill -9, a full disk): a partial sample store",
+)
+def check_interrupted_demo(ctx: Context) -> Check:
+    from kaja_cli.core import wipe
+
+    started = wipe.demo_cut_short(ctx.paths)
+    if started is None:
+        return Check("interrupted-demo", Group.PATHS, OK, "no demo store cut short")
+    marker = wipe.demo_marker(ctx.paths)
+    return Check(
+        "interrupted-demo", Group.PATHS, WARN,
+        f"`kaja demo` (started {started}) was cut short: the store holds part of the sample",
+        [f"left: {marker}", "what it wrote is sound, but conversations, tables or side databases are missing"],
+        fix="`kaja wipe --yes`, then `kaja demo`",
     )  # fmt: skip

@@ -45,9 +45,10 @@ class RepairOrder(IntEnum):
     """The order `--fix` runs repairs in: what others build on goes first."""
 
     PERMISSIONS = 0  # a file kaja cannot write stops every later repair
-    SCHEMA = 1  # tables, columns, indexes, WAL mode: the search index needs them
-    SEARCH_INDEX = 2  # rebuilt over the messages as they now are
-    CHECKPOINT = 3  # last: the repairs above wrote to the -wal
+    RECOVERY = 1  # an interrupted write rolled back: the file reads as it is again
+    SCHEMA = 2  # tables, columns, indexes, WAL mode: the search index needs them
+    SEARCH_INDEX = 3  # rebuilt over the messages as they now are
+    CHECKPOINT = 4  # last: the repairs above wrote to the -wal
 
 
 @dataclass(frozen=True)

@@ -65,14 +65,10 @@ def check_orphans(ctx: Context) -> list[Check]:
                 out.append(safe(lambda c=cid, t=table, w=what: _session_orphans(conn, c, t, w),
                                  cid, Group.SHARED_FILE, what))  # fmt: skip
     if "tool_calls" in tables and "messages" in tables:
-        out.extend(
-            safe(
-                lambda: _tool_call_orphans(conn),
-                "orphans.tool_calls",
-                Group.SHARED_FILE,
-                "tool calls",
-            )
+        found = safe(
+            lambda: _tool_call_orphans(conn), "orphans.tool_calls", Group.SHARED_FILE, "tool calls"
         )
+        out.extend(found if isinstance(found, list) else [found])  # a finding, or the reason
     return out
 
 

@@ -1,5 +1,6 @@
-"""The repairs `--fix` may apply to a database: bring its schema up to date
-(and switch it to WAL), checkpoint its -wal, rebuild the search index.
+"""The repairs `--fix` may apply to a database: roll back an interrupted
+write, bring its schema up to date (and switch it to WAL), checkpoint its
+-wal, rebuild the search index.
 
 Each is a `Repair` a check attaches to its finding; none runs unless asked.
 They write through `db.open_write` with a slightly longer lock wait, so a
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kaja_cli.core import db, search_index
+from kaja_cli.core import db, fs, search_index
 from kaja_cli.core.doctor.common import Header, in_use, size_of
 from kaja_cli.core.doctor.context import Context
 from kaja_cli.core.doctor.model import Repair, RepairOrder
@@ -25,9 +26,28 @@ FIX_TIMEOUT_MS = 3000
 
 
 @contextmanager
-def _writing(path: Path) -> Iterator[sqlite3.Connection]:
-    with db.open_write(path, timeout_ms=FIX_TIMEOUT_MS) as conn:
+def _writing(ctx: Context, name: str) -> Iterator[sqlite3.Connection]:
+    """The one way a repair writes: `db.open_write`, which refuses (exit 5) a
+    file that is not Kaja's before anything in it changes."""
+    with db.open_write(ctx.db_path(name), ctx.file(name), timeout_ms=FIX_TIMEOUT_MS) as conn:
         yield conn
+
+
+def recovery_repair(ctx: Context, name: str, leftover: Path) -> Repair:
+    """Roll back the interrupted write that left `leftover` (a hot -journal),
+    or recover a -wal, as a read-write SQLite connection does on its first read."""
+    from kaja_cli.core import guard
+
+    path = ctx.db_path(name)
+
+    def run() -> str:
+        recognise = guard.may_recover(ctx.file(name))
+        db.recover_interrupted(path, leftover, recognise, timeout_ms=FIX_TIMEOUT_MS)
+        if leftover.name.endswith("-journal"):
+            return f"{path.name}: rolled back the interrupted write ({leftover.name})"
+        return f"{path.name}: recovered the committed changes in {leftover.name}"
+
+    return Repair(f"recover:{name}", RepairOrder.RECOVERY, run, name)
 
 
 def schema_repair(ctx: Context, name: str) -> Repair:
@@ -37,7 +57,7 @@ def schema_repair(ctx: Context, name: str) -> Repair:
 
     def run() -> str:
         header = Header.read(path)
-        with _writing(path) as conn:  # opening for writing switches the file to WAL
+        with _writing(ctx, name) as conn:  # opening for writing switches the file to WAL
             report = Store(paths).ensure_schema(conn, name)
         done = _squash(report.changes)
         if header is None or not header.wal:
@@ -76,8 +96,8 @@ def checkpoint_repair(ctx: Context, name: str) -> Repair:
         # waiting for it (PASSIVE); otherwise fold the whole -wal in and
         # truncate it (TRUNCATE waits at most the busy timeout).
         mode = "PASSIVE" if in_use else "TRUNCATE"
-        before = size_of(path.with_name(path.name + "-wal")) or 0
-        with _writing(path) as conn:
+        before = size_of(fs.beside(path, "-wal")) or 0
+        with _writing(ctx, name) as conn:
             blocked, frames, done = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
         if blocked or (frames > 0 and done < frames):
             return f"{path.name}: checkpointed {done} of {frames} pages; Kaja is using the rest"
@@ -98,7 +118,7 @@ def rebuild_repair(ctx: Context) -> Repair:
                 f"{path.name}: not rebuilding the search index while it is {in_use(pid)}",
                 hint="close Kaja and the Telegram bot, then run kaja doctor --fix again",
             )
-        with _writing(path) as conn:
+        with _writing(ctx, "shared") as conn:
             with db.transaction(conn):
                 search_index.rebuild(conn)
             n = conn.execute("SELECT count(*) FROM messages").fetchone()[0]

@@ -30,7 +30,7 @@ def check_side_data(ctx: Context) -> list[Check]:
 
         def cache_counts() -> Check:
             total, expired = cache.execute(
-                "SELECT count(*), coalesce(sum(expires_at IS NOT NULL AND expires_at < ?), 0) FROM shared_cache",
+                f"SELECT count(*), coalesce(sum({clock.iso_before('expires_at', '?')}), 0) FROM shared_cache",
                 (now,),
             ).fetchone()
             return Check("side-data.cache", Group.SIDE_DATABASES, OK,
@@ -44,7 +44,7 @@ def check_side_data(ctx: Context) -> list[Check]:
         def auth_counts() -> Check:
             users = auth.execute("SELECT count(*) FROM web_users").fetchone()[0]
             sessions, expired = auth.execute(
-                "SELECT count(*), coalesce(sum(expires_at IS NOT NULL AND expires_at < ?), 0) FROM web_sessions",
+                f"SELECT count(*), coalesce(sum({clock.iso_before('expires_at', '?')}), 0) FROM web_sessions",
                 (now,),
             ).fetchone()
             return Check("side-data.auth", Group.SIDE_DATABASES, OK,

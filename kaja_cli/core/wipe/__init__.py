@@ -37,7 +37,8 @@ whole store or a state the next `kaja wipe` finishes:
    cut can leave a database without the journal it needed.
 4. The marker goes last (before the now empty state dir).
 The next `kaja wipe` deletes what the marker still lists along with
-whatever exists now. `interrupted(paths)` describes such leftovers for
+whatever exists now. The marker of a demo cut short (`kaja.db.demo`) goes
+with the wipe's own. `interrupted(paths)` describes such leftovers for
 `kaja doctor`.
 
 `--owner` is one ordinary transaction (it waits for the agent's lock like
@@ -59,7 +60,15 @@ to delete), `markers` (what an interrupted wipe left), `whole` (`plan`,
 `execute`), `owner` (`plan_owner`, `execute_owner`), `hook`.
 """
 
-from kaja_cli.core.wipe.markers import MARKER_SUFFIX, MARKER_VERSION, interrupted, marker_path
+from kaja_cli.core.wipe.markers import (
+    MARKER_SUFFIX,
+    MARKER_VERSION,
+    demo_cut_short,
+    demo_marker,
+    interrupted,
+    marker_path,
+    write_marker,
+)
 from kaja_cli.core.wipe.model import (
     Item,
     Kept,
@@ -95,10 +104,13 @@ __all__ = [
     "Stage",
     "WipePlan",
     "WipeResult",
+    "demo_cut_short",
+    "demo_marker",
     "execute",
     "execute_owner",
     "interrupted",
     "marker_path",
     "plan",
     "plan_owner",
+    "write_marker",
 ]

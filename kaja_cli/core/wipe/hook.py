@@ -3,7 +3,12 @@
 `checkpoint(step)` runs right before a whole wipe deletes the path whose file
 name is `step` (the marker's name: before removing the marker), and for
 `--owner` at "commit" (before COMMIT) and "images" (after it, before the
-image folders). It does nothing unless a test replaced it: the kill tests run
+image folders). The other destructive commands call it too: before their
+COMMIT ("notes-commit", "cache-commit", "accounts-commit", "prune-commit" for
+each batch of `kaja sessions prune`), `sessions prune` after each batch's
+COMMIT and before its image folders ("prune-images"), and, for `kaja cache
+clear`, at "cache.db" (folded, not yet deleted). It does nothing unless a test
+replaced it: the kill tests run
 kaja through `tests/wipe_paused.py`, which sets it before `kaja_cli.app.main()`
 to write the process id to a file and sleep until killed.
 """

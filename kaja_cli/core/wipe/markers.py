@@ -6,29 +6,60 @@ plan, made durable before the first deletion) and removes it last; `wipe
 --owner` writes `kaja.db.wiping-owner-<hash>` (their image folders) before
 its commit and removes it after the folders. `interrupted()` describes what
 such markers, and journals that outlived their database, left to finish.
+
+`kaja demo` leaves one too: `kaja.db.demo`, written before its first file and
+removed after its last, so a demo cut short (Ctrl-C, kill -9, a full disk) is
+told from a store that is whole (`demo_cut_short()`); a wipe removes it last.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 from pathlib import Path
 
-from kaja_cli.core import fs, images
+from kaja_cli.core import fs, guard, images
 from kaja_cli.core.paths import Paths, companions
 from kaja_cli.core.registry import Database
 from kaja_cli.core.wipe.model import Leftovers
 from kaja_cli.core.wipe.reach import lstat_or_none, read_database, why_unsafe
 from kaja_cli.errors import Failed
 
-MARKER_SUFFIX = ".wiping"
+MARKER_SUFFIX = guard.MARKER_SUFFIX
 MARKER_VERSION = 1
+DEMO_SUFFIX = ".demo"
 
 
 def marker_path(paths: Paths) -> Path:
     """The whole wipe's marker: `kaja.db.wiping` beside the shared file."""
-    shared = paths.shared_db.path
-    return shared.with_name(shared.name + MARKER_SUFFIX)
+    return fs.beside(paths.shared_db.path, MARKER_SUFFIX)
+
+
+def stale_temporaries(marker: Path) -> list[Path]:
+    """`.kaja.db.wiping.<pid>.tmp` and the like: a marker's temporary copy
+    (`fs.write_private_file`) that a run killed before its rename left."""
+    pattern = re.compile(rf"^\.{re.escape(marker.name)}(-owner-[0-9a-f]+)?\.\d+\.tmp$")
+    try:
+        names = os.listdir(marker.parent)
+    except OSError:
+        return []
+    return [marker.parent / n for n in sorted(names) if pattern.match(n)]
+
+
+def demo_marker(paths: Paths) -> Path:
+    """`kaja.db.demo` beside the shared file: a `kaja demo` is (or was) writing."""
+    return fs.beside(paths.shared_db.path, DEMO_SUFFIX)
+
+
+def demo_cut_short(paths: Paths) -> str | None:
+    """When the `kaja demo` that was cut short started (None: none was)."""
+    marker = demo_marker(paths)
+    if lstat_or_none(marker) is None:
+        return None
+    started = read_marker(marker).get("started_at")
+    return started if isinstance(started, str) else "at an unknown time"
 
 
 def markers_of(paths: Paths) -> list[Path]:
@@ -43,15 +74,27 @@ def markers_of(paths: Paths) -> list[Path]:
 
 
 def read_marker(path: Path) -> dict:
-    """A marker's content; {} when it cannot be read (still a marker)."""
+    """A marker's content; {} when it cannot be read (still a marker). Only a
+    regular file is read: a FIFO would block (`fs.read_regular`)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(fs.read_regular(path) or b"")
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
+def not_a_marker(path: Path) -> str | None:
+    """What is at a marker's path when it is not a file kaja could have written
+    (a FIFO, a folder, a device); None for a regular file or nothing."""
+    st = lstat_or_none(path)
+    if st is None or stat.S_ISREG(st.st_mode):
+        return None
+    return fs.what_is(st)
+
+
 def write_marker(path: Path, data: dict) -> None:
+    for stale in stale_temporaries(path):  # of a run killed while writing it
+        stale.unlink(missing_ok=True)
     try:
         fs.write_private_file(path, json.dumps(data, indent=1).encode())
     except OSError as e:
@@ -133,6 +176,10 @@ def interrupted(paths: Paths) -> Leftovers | None:
 
 def describe(marker: Path, paths: Paths, live: set[str] | None) -> tuple[str, str, list[Path]]:
     """(one line, the command that finishes it, the paths it left) for one marker."""
+    what = not_a_marker(marker)
+    if what is not None:
+        aside = f"mv -- {marker} {marker}.aside"
+        return f"{what} at the wipe marker's path {marker}: kaja did not write it", aside, []
     data = read_marker(marker)
     started = data.get("started_at") or "at an unknown time"
     left = listed_paths(marker, paths, live)

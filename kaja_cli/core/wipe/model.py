@@ -148,6 +148,7 @@ class OwnerPlan:
     image_folders: list[Item]
     mentions: list[Mention]
     leftovers: Leftovers | None = None
+    images_link: Path | None = None  # a symlinked files/ or images/: their folders stay
 
     @property
     def total_rows(self) -> int:

@@ -8,8 +8,9 @@ import json
 import os
 import sqlite3
 from pathlib import Path
+from typing import Any
 
-from kaja_cli.core import cascade, db, fs, images
+from kaja_cli.core import cascade, db, fs, images, schema, values
 from kaja_cli.core.clock import now_iso
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.paths import Paths
@@ -59,33 +60,63 @@ def _resource_ids(owner: Owner) -> str:
     return json.dumps(["terminal", ""] if owner.is_terminal else [owner.id])
 
 
-def _session_ids(conn: sqlite3.Connection, owner: Owner) -> list[str]:
+def _session_ids(conn: sqlite3.Connection, owner: Owner) -> list[Any]:
+    """The owner's session ids as stored (of any type); a NULL id is left out:
+    nothing hangs off it, and `_owner_rows` erases its row by the owner."""
+    have = db.column_names(conn, "sessions")
+    if "id" not in have or "owner" not in have:
+        return []
     where, args = owner.sessions_where()
-    return [r[0] for r in conn.execute(f"SELECT id FROM sessions WHERE {where}", args)]
+    return [
+        r[0]
+        for r in conn.execute(f"SELECT id FROM sessions WHERE {where}", args)
+        if r[0] is not None
+    ]
+
+
+def _id_texts(ids: list[Any]) -> str:
+    """The ids as a JSON list of text, for json_each() (a BLOB id as its hex)."""
+    return json.dumps([values.text(i) for i in ids])
 
 
 def _owner_rows(
-    conn: sqlite3.Connection, owner: Owner, ids: list[str], *, delete: bool
+    conn: sqlite3.Connection, owner: Owner, ids: list[Any], *, delete: bool
 ) -> dict[str, int]:
-    """Count (or delete, in the caller's transaction) everything of the owner's."""
-    present = db.table_names(conn)
+    """Count (or delete, in the caller's transaction) everything of the owner's.
+
+    Tables are taken as they are: one another program left without a column
+    this needs is skipped (nothing of theirs can be found in it), never a
+    reason to stop; a session row whose id is NULL goes by its owner."""
+    have = schema.present_columns(conn)
     rows = (cascade.delete_session_rows if delete else cascade.count_session_rows)(conn, ids)
     verb = "DELETE" if delete else "SELECT COUNT(*)"
-    wheres = [(t, "owner = ?", (owner.notes_value,)) for t in _OWNER_TABLES]
+    wheres = [(t, {"owner"}, *owner.rows_where()) for t in _OWNER_TABLES]
+    wheres.append(("sessions", {"id", "owner"}, "id IS NULL AND " + owner.sessions_where()[0],
+                   owner.sessions_where()[1]))  # fmt: skip
     # Search threads of theirs beyond their sessions' (whose session is gone).
     wheres.append(
         (
             "conversation_threads",
+            {"resource_id", "thread_id"},
             "resource_id IN (SELECT value FROM json_each(?))"
             " AND thread_id NOT IN (SELECT value FROM json_each(?))",
-            (_resource_ids(owner), json.dumps(ids)),
+            (_resource_ids(owner), _id_texts(ids)),
         )
     )
-    for table, where, args in wheres:
-        if table in present:
+    for table, needs, where, args in wheres:
+        if needs <= have.get(table, set()):
             cur = conn.execute(f"{verb} FROM {table} WHERE {where}", args)
             rows[table] = rows.get(table, 0) + (cur.rowcount if delete else cur.fetchone()[0])
     return {t: rows[t] for t in ROW_ORDER if t in rows}
+
+
+def _count(conn: sqlite3.Connection, table: str, cond: str, args: dict) -> int:
+    """Rows of `table` that mention the owner; 0 when an older or newer table
+    lacks a column the question needs (what is kept is only counted)."""
+    try:
+        return conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}", args).fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
 
 
 def _owner_marker(paths: Paths, owner: Owner) -> Path:
@@ -113,22 +144,20 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
     store.require_local()
     paths = store.paths
     _no_whole_wipe_pending(paths)
-    with store.reader(timeout_ms=READ_TIMEOUT_MS) as conn:
+    with store.reader(timeout_ms=READ_TIMEOUT_MS, writing=True) as conn:
         ids = _session_ids(conn, owner)
         rows = _owner_rows(conn, owner, ids, delete=False)
         present = db.table_names(conn)
-        args = {"ids": json.dumps(ids), "res": _resource_ids(owner)}
+        args = {"ids": _id_texts(ids), "res": _resource_ids(owner)}
         mentions = [
             Mention(table, n, reason)
             for table, cond, reason in _MENTIONS
-            if table in present
-            and (
-                n := conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}", args).fetchone()[0]
-            )
+            if table in present and (n := _count(conn, table, cond, args))
         ]
+    link = cascade.images_link(paths.images_dir)
     folders = [
         i
-        for sid in ids
+        for sid in (map(values.text, ids) if link is None else ())
         if (d := images.session_dir(paths.images_dir, sid)) and (i := image_item(d))
     ]
     leftovers = None
@@ -137,13 +166,13 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
         detail, command, left = describe(marker, paths, live_sessions(paths))
         leftovers = Leftovers(detail, (detail,), (command,), (*left, marker))
         have = {i.path for i in folders}
-        folders += [i for p in left if p not in have and (i := image_item(p))]
+        folders += [i for p in left if p not in have and link is None and (i := image_item(p))]
     if not sum(rows.values()) and not folders and leftovers is None:
         raise NotFound(
             f"nothing stored for owner {owner.label}",
             hint="`kaja sessions --all-owners` lists the owners",
         )
-    return OwnerPlan(owner, rows, folders, mentions, leftovers)
+    return OwnerPlan(owner, rows, folders, mentions, leftovers, link)
 
 
 def execute_owner(
@@ -162,7 +191,7 @@ def execute_owner(
                 rows = _owner_rows(conn, owner, ids, delete=True)
                 # An earlier run's folders whose sessions are gone count too.
                 earlier = listed_paths(marker, paths, set()) if lstat_or_none(marker) else []
-                names = set(ids) | {p.name for p in earlier}
+                names = {t for i in ids if (t := values.text(i))} | {p.name for p in earlier}
                 if earlier:
                     live = conn.execute(
                         "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
@@ -174,6 +203,8 @@ def execute_owner(
                     for sid in sorted(names)
                     if (d := images.session_dir(paths.images_dir, sid)) and lstat_or_none(d)
                 ]
+                if cascade.images_link(paths.images_dir) is not None:
+                    folders = []  # nothing is deleted through a link (the plan said so)
                 if folders:
                     write_marker(
                         marker,

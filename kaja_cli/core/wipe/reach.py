@@ -1,8 +1,8 @@
 """Where things are, and whether they are Kaja's to delete.
 
 A database path is refused when it is a symlink, a folder (your home folder),
-not a regular file, not SQLite, or SQLite without Kaja's tables (the
-registry's telltales), and while another process has it open. Reads are
+not a regular file, not SQLite, or SQLite that is not Kaja's (`guard.recognise`:
+its tables and their columns), and while another process has it open. Reads are
 read-only with a short lock wait.
 """
 
@@ -12,7 +12,8 @@ import os
 import stat
 from pathlib import Path
 
-from kaja_cli.core import db, fs
+from kaja_cli.core import db, fs, guard
+from kaja_cli.core.guard import is_home_or_above  # noqa: F401 - wipe's plan asks it too
 from kaja_cli.core.registry import DatabaseFile
 from kaja_cli.core.wipe.model import Item, Kind, Part, Refusal
 from kaja_cli.errors import ExitStatus, KajaError
@@ -34,13 +35,6 @@ def size_of(path: Path) -> tuple[int, int]:
         return 0, 0
 
 
-def is_home_or_above(path: Path) -> bool:
-    """The home folder, one of its ancestors, or a filesystem root."""
-    home = Path(os.path.normpath(Path.home()))
-    path = Path(os.path.normpath(path))
-    return path == path.parent or path == home or path in home.parents
-
-
 def why_unsafe(path: Path) -> Refusal | None:
     """Why `path` may not be deleted as a database (None: it may, or it is missing)."""
     st = lstat_or_none(path)
@@ -53,22 +47,13 @@ def why_unsafe(path: Path) -> Refusal | None:
             f" (point --db at {os.path.realpath(path)} to wipe that)",
         )
     if stat.S_ISDIR(st.st_mode):
-        what = "your home folder" if is_home_or_above(path) else "a folder"
+        what = guard.home_or_above(path) if guard.is_home_or_above(path) else "a folder"
         return Refusal(path, f"{path} is {what}, not a Kaja database")
     if not stat.S_ISREG(st.st_mode):
-        return Refusal(path, f"{path} is not a regular file, not a Kaja database")
+        return Refusal(path, f"{path} is {fs.what_is(st)}, not a Kaja database")
     if db.classify(path) == "other":
         return Refusal(path, f"{path} is not a SQLite database")
     return None
-
-
-def _looks_like_kajas(tables: set[str], file: DatabaseFile) -> bool:
-    """Whether a file's tables are Kaja's: its telltales (a common name such
-    as `notes` alone proves nothing), else any of the tables it should hold."""
-    telltales = file.spec.telltales
-    if telltales:
-        return any(t <= tables for t in telltales)
-    return bool(tables & {t.name for t in file.tables})
 
 
 def read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[str] | None]:
@@ -80,19 +65,25 @@ def read_database(path: Path, file: DatabaseFile) -> tuple[Refusal | None, set[s
     if db.classify(path) != "sqlite":
         return None, set()
     try:
-        with db.open_read(path, timeout_ms=READ_TIMEOUT_MS) as conn:
-            tables = db.table_names(conn)
-            if tables and not _looks_like_kajas(tables, file):
-                return Refusal(
-                    path, f"{path} is a SQLite database, but not Kaja's (none of its tables is)"
-                ), None
+        # An interrupted write is rolled back first (in a file that is Kaja's):
+        # until then its sessions, and so their image folders, can't be known.
+        recover = guard.may_recover(file)
+        with db.open_read(path, timeout_ms=READ_TIMEOUT_MS, recover=recover) as conn:
+            verdict = guard.recognise(conn, file)
+            if not verdict.kajas:
+                return Refusal(path, str(guard.not_kajas(path, verdict, file).message)), None
+            tables = set(verdict.tables)
             ids: set[str] = set()
             if "sessions" in tables:
                 ids |= {r[0] for r in conn.execute("SELECT id FROM sessions")}
             if "messages" in tables:
                 ids |= {r[0] for r in conn.execute("SELECT DISTINCT sessionId FROM messages")}
-            return None, {i for i in ids if isinstance(i, str)}
+            # An INTEGER id another program wrote names its folder as its digits.
+            return None, {str(i) for i in ids if isinstance(i, str | int)}
     except KajaError:
+        verdict = guard.recognised_as_found(path, file)  # not rolled back: whose is it?
+        if verdict is not None and not verdict.kajas:
+            return Refusal(path, str(guard.not_kajas(path, verdict, file).message)), None
         return None, None
 
 

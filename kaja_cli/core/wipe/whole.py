@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kaja_cli.core import db, fs, images
+from kaja_cli.core import db, fs, guard, images
 from kaja_cli.core.clock import now_iso
 from kaja_cli.core.paths import Paths, companions
 from kaja_cli.core.registry import DATABASES, Database
@@ -20,10 +20,13 @@ from kaja_cli.core.store import Store
 from kaja_cli.core.wipe import hook
 from kaja_cli.core.wipe.markers import (
     MARKER_VERSION,
+    demo_marker,
     interrupted,
     listed_paths,
     marker_path,
     markers_of,
+    not_a_marker,
+    stale_temporaries,
     write_marker,
 )
 from kaja_cli.core.wipe.model import Item, Kept, Kind, Part, Refusal, WipePlan, WipeResult
@@ -102,6 +105,13 @@ def _files_items(
     return items, kept
 
 
+def _image_folder_names(paths: Paths) -> set[str]:
+    try:
+        return {n for n in os.listdir(paths.images_dir) if images.safe_name(n)}
+    except OSError:
+        return set()
+
+
 def plan(store: Store, *, settings: bool = False) -> WipePlan:
     """What `kaja wipe` would delete, keep and refuse; reads, never writes."""
     store.require_local()
@@ -129,11 +139,24 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
         refusals += db_refusals
 
     markers = markers_of(paths)
+    for m in markers:
+        if (what := not_a_marker(m)) is not None:
+            refusals.append(
+                Refusal(m, f"{m} is {what}, not a wipe marker kaja wrote: move it aside")
+            )
     live = set(known) if known is not None else None
+    demo = demo_marker(paths)
+    leftover_markers = markers + ([demo] if lstat_or_none(demo) is not None else [])
+    pruning = fs.beside(paths.shared_db.path, guard.PRUNE_SUFFIX)  # a prune cut short
+    leftover_markers += [pruning] if lstat_or_none(pruning) is not None else []
+    leftover_markers += [*stale_temporaries(marker_path(paths)), *stale_temporaries(demo)]
     listed = [p for m in markers for p in listed_paths(m, paths, live)]
-    file_items, kept = _files_items(
-        paths, known, {p.name for p in listed if p.parent == paths.images_dir}
-    )
+    listed_names = {p.name for p in listed if p.parent == paths.images_dir}
+    if lstat_or_none(demo) is not None:
+        # A demo cut short: it wrote the whole store, images before the
+        # sessions that name them were committed.
+        listed_names |= _image_folder_names(paths)
+    file_items, kept = _files_items(paths, known, listed_names)
     items += file_items
     have = {i.path for i in items}
     sp = paths.settings_file.path
@@ -152,7 +175,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
     # Folders that end up empty: files/images and files/, then (after the
     # marker) the state dir and, with the settings, their folder.
     marker = marker_path(paths)
-    gone = {i.path for i in items} | set(markers) | {marker}
+    gone = {i.path for i in items} | set(leftover_markers) | {marker}
     folders = [
         (paths.images_dir, "files/images/ (empty by then)", Part.FILES),
         (paths.files_dir, "files/ (empty by then)", Part.FILES),
@@ -167,12 +190,13 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
         gone.add(folder)
 
     items.sort(key=lambda i: i.stage)
-    return WipePlan(items, kept, refusals, marker, interrupted(paths), markers)
+    return WipePlan(items, kept, refusals, marker, interrupted(paths), leftover_markers)
 
 
 def execute(store: Store, plan: WipePlan) -> WipeResult:
     """Delete what `plan` lists, in its order (see the package docstring)."""
     paths = store.paths
+    files = {f.path: f for f in reversed(paths.databases())}  # the first file of a path wins
     dbs = list(dict.fromkeys(f.path for f in paths.databases()))
     # It may have been minutes since the plan (the question): look again.
     for path in dbs:
@@ -182,7 +206,7 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
     # damaged or read-only one can't be: step 3's order still keeps it safe).
     for path in dbs:
         if db.classify(path) == "sqlite" and not path.is_symlink():
-            db.fold_journal(path)
+            db.fold_journal(path, files[path])
     # 2. The marker, durable before the first deletion.
     wrote = bool(plan.items) and plan.marker.parent.is_dir()
     if wrote:
