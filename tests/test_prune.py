@@ -277,3 +277,16 @@ def test_prune_beside_a_running_agent(demo_store):
     left = count(kaja, "SELECT count(*) FROM sessions WHERE owner = 'telegram:999'")
     assert 0 < left <= committed["sessions"]  # the agent kept writing after the prune
     assert_store_sound(kaja.state)
+
+
+@pytest.mark.process
+def test_a_whole_wipe_after_an_interrupted_prune_leaves_nothing(demo_store):
+    """The marker is one of the store's files: the wipe removes it with the rest."""
+    kaja = demo_store
+    assert killed_at(kaja, "prune-images", "--title", "Open PRs*") == -signal.SIGKILL
+    assert (kaja.state / "kaja.db.pruning").exists()
+    r = kaja("sessions", "export", "--all", "-o", str(kaja.state / "kaja.db.pruning"))
+    assert r.code == 5 and "part of Kaja's store" in r.err, r
+    r = kaja("wipe", "--yes")
+    assert r.code == 0, r
+    assert not kaja.state.exists(), (r, sorted(p.name for p in kaja.state.rglob("*")))
