@@ -43,7 +43,7 @@ def _prune_script(ids: list[str]) -> str:
         "CREATE TEMP TABLE _kaja_ids (id TEXT PRIMARY KEY);",
         f"INSERT INTO temp._kaja_ids (id) VALUES {rows};",
     ]
-    lines += [f"DELETE FROM {table} WHERE {cond};" for table, cond in cascade._SESSION_ROWS]
+    lines += [f"DELETE FROM {table} WHERE {cond};" for table, _needs, cond in cascade._SESSION_ROWS]
     lines.append("COMMIT;")
     return "\n".join(lines)
 
