@@ -240,3 +240,27 @@ def test_a_fifo_is_refused_and_a_link_is_followed(demo_store, tmp_path):
     assert link.is_symlink() and len(real.read_text().splitlines()) == 7
     r = demo_store("sessions", "export", "--all", "-f", "jsonl", "-o", "")
     assert r.code == 2 and "Invalid value for '--output'" in r.err and "is empty" in r.err, r
+
+
+def test_text_that_is_not_utf8_is_shown_with_a_replacement_character(kaja):
+    """Another program stored bytes that are not UTF-8 as TEXT: every format
+    is still UTF-8 (U+FFFD in their place), as every other read shows them."""
+    kaja.db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(kaja.db)
+    conn.executescript(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, createdAt, updatedAt, title, owner);"
+        "CREATE TABLE messages (id TEXT PRIMARY KEY, sessionId, seq INTEGER, role, content);"
+        "INSERT INTO sessions VALUES ('s1', '2026-11-01', '2026-11-01', 'Bytes', NULL);"
+        "INSERT INTO messages VALUES ('m1', 's1', 1, 'user', CAST(x'6361e4' AS TEXT));"
+        "INSERT INTO messages VALUES ('m2', 's1', 2, 'assistant', 'ça va');"
+    )
+    conn.commit()
+    conn.close()
+    for argv in (["resume", "s1", "--json"], ["sessions", "export", "s1", "-f", "json"],
+                 ["sessions", "export", "--all", "-f", "jsonl"]):  # fmt: skip
+        r = kaja.proc(*argv)
+        assert r.code == 0, (argv, r)
+        doc = json.loads(r.out)
+        assert [m["content"] for m in doc["messages"]] == ["ca\ufffd", "ça va"], argv
+    r = kaja.proc("sessions", "export", "s1")
+    assert r.code == 0 and "ca\ufffd" in r.out and "ça va" in r.out, r

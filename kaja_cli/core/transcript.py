@@ -96,6 +96,16 @@ def _json_column(expr: str) -> str:
     return f"CASE WHEN json_valid({expr}) THEN json({expr}) ELSE {json_value(expr)} END"
 
 
+def _valid_utf8(data: bytes) -> bytes:
+    """SQLite's UTF-8 as it is, unless another program stored TEXT that is not
+    UTF-8: then with U+FFFD, as `db._text` reads every other value."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace").encode("utf-8")
+    return data
+
+
 # --- the data ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Entry:
@@ -281,6 +291,8 @@ class _Reader:
                     ) from None
                 raise
             for data, parts in cur:
+                if not data.isascii():
+                    data = _valid_utf8(data)
                 if parts is None:
                     yield data
                     continue
