@@ -335,6 +335,17 @@ def test_settings_file_goes_with_settings(kaja: Kaja):
     assert (kaja.config.parent / "other.toml").exists()  # its folder is not empty: it stays
 
 
+def test_wipe_settings_takes_the_lock_config_set_left_and_the_folder_goes(kaja: Kaja):
+    assert kaja("config", "set", "memory.dbPath", str(kaja.root / "k.db")).code == 0
+    lock = kaja.config.with_name(".settings.toml.lock")
+    assert lock.is_file()  # left by `config set` (a sidecar flock)
+    r = kaja("wipe", "--yes", "--settings", "--json")
+    assert r.code == 0, r
+    kinds = {p["path"]: p["kind"] for p in json.loads(r.out)["paths"]}
+    assert kinds[str(lock)] == "file"
+    assert not lock.exists() and not kaja.config.parent.exists()
+
+
 # --- files/ ------------------------------------------------------------------------------
 def test_a_symlinked_files_folder_loses_the_link_and_keeps_its_target(demo_store: Kaja):
     kaja = demo_store

@@ -170,6 +170,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
                 items.append(Item(sp, f"settings file {_LINK}", Kind.LINK, Part.SETTINGS))
             elif stat.S_ISREG(st.st_mode):
                 items.append(Item(sp, "settings file", Kind.FILE, Part.SETTINGS, st.st_size, 1))
+                items += _settings_lock(sp)
             else:
                 refusals.append(Refusal(sp, f"{sp} is not a file, not a settings file"))
     elif lstat_or_none(sp) is not None:
@@ -194,6 +195,18 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
 
     items.sort(key=lambda i: i.stage)
     return WipePlan(items, kept, refusals, marker, interrupted(paths), leftover_markers)
+
+
+def _settings_lock(settings_file: Path) -> list[Item]:
+    """`.settings.toml.lock`, the sidecar `kaja config set` locks: it goes with
+    the file it guards (only a regular file; a link's target's lock stays)."""
+    lock = settings_file.with_name(f".{settings_file.name}.lock")
+    st = lstat_or_none(lock)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return []
+    return [
+        Item(lock, "settings lock (of `kaja config set`)", Kind.FILE, Part.SETTINGS, st.st_size, 1)
+    ]
 
 
 def execute(store: Store, plan: WipePlan) -> WipeResult:
