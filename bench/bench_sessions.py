@@ -111,6 +111,11 @@ def cases(bench) -> None:
     argv = bench.kaja("resume", sid, "--json", *(["--owner", owner] if owner else []))
     bench.process(f"resume --json ({count:,} messages)", argv, bench.sqlite(script(context)),
                   "sqlite3 CLI: the same 4 queries", goal=RESUME_GOAL)  # fmt: skip
-    bench.in_process("resume --json: core load_context_json()",
-                     lambda: list(transcript.load_context_json(store, sid, who).items),
+
+    def streamed() -> None:
+        with transcript.context_stream(store, sid, who) as doc:
+            for _ in doc.items:
+                pass
+
+    bench.in_process("resume --json: core context_stream()", streamed,
                      _through_module(bench, context), "sqlite3 module: the same 4 queries")  # fmt: skip

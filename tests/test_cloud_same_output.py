@@ -85,6 +85,11 @@ def session_ids(kaja) -> list[tuple[str, str | None]]:
 
 
 SESSIONS = [
+    # The one filter model (core/session_filter.py) in both dialects: GLOB, counts, sums.
+    ["sessions", "--json", "--all-owners", "--title", "*a*", "-n", "0"],
+    ["sessions", "--json", "--all-owners", "--title", "[A-M]*", "--max-messages", "12"],
+    ["sessions", "--json", "--all-owners", "--min-tokens", "500", "--model", "GPT-4O"],
+    ["sessions", "--json", "--all-owners", "--before", "2026-11-28", "--empty"],
     ["sessions", "--json"],
     ["sessions", "--all-owners", "-n", "0", "--json"],
     ["sessions", "--owner", "telegram:482913", "--json"],

@@ -71,7 +71,17 @@ def commands(demo_sessions: list[str]):
         (READING, ["usage", "--json"], {0}),
         (READING, ["usage", "--by", "day"], {0}),
         (READING, ["config", "paths", "--json"], {0}),
+        (READING, ["sessions", "export", "--all", "--all-owners", "-f", "jsonl"], {0}),
+        (READING, ["sessions", "stats", "--json"], {0}),
         (WRITING, ["usage", "reset", "--yes"], {0, 4}),
+        # the demo's other owners: the writers' own rows are counted afterwards
+        (
+            WRITING,
+            ["sessions", "prune", "--owner", "telegram:771204", "--before", "now", "--yes"],
+            {0, 4},
+        ),
+        (WRITING, ["sessions", "archive", "01a2248a", "--owner", "widget:ab12"], {0, 4}),
+        (WRITING, ["sessions", "unarchive", "01a2248a", "--owner", "widget:ab12"], {0, 4}),
         (WRITING, ["wipe", "--owner", "telegram:482913", "--yes"], {0, 3, 4}),
     ]
     if victim:

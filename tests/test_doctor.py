@@ -633,7 +633,7 @@ def test_empty_file_is_filled_by_fix(kaja: Kaja) -> None:
     fixed = kaja("doctor", "--fix")
     assert fixed.code == 0, fixed
     assert fixed.out.splitlines()[1].startswith(
-        "  ✓ kaja.db: switched to WAL mode; created 32 tables notes, sessions, messages, …; "
+        "  ✓ kaja.db: switched to WAL mode; created 33 tables notes, sessions, messages, …; "
     )
     assert fixed.out.splitlines()[-1] == "no problems"
 

@@ -58,6 +58,8 @@ SEED_COLUMNS = {
     "sync_map": "origin tbl key local_id seq",
     "sync_state": "name value updated_at",
     "sync_flags": "name value",
+    # kaja's own (issue 19): archive state, kept out of the agent's `sessions`
+    "kaja_archived": "sessionId archivedAt",
 }
 SIDE_COLUMNS = {
     "cache.db": {"shared_cache": "namespace key value expires_at last_access"},

@@ -150,6 +150,7 @@ def test_json_has_every_column_counts_and_tokens(demo_store):
     assert json.loads(r.out) == {
         "owner": "terminal",
         "all_owners": False,
+        "archived": False,
         "total": 7,
         "left_out": 6,
         "sessions": [
@@ -217,7 +218,8 @@ def test_no_store_lists_nothing_and_says_where_it_looked(kaja):
     assert r.err == f"kaja: no sessions: there is no Kaja store at {kaja.db}\n"
     r = kaja("sessions", "--json")
     assert json.loads(r.out) == {
-        "owner": "terminal", "all_owners": False, "total": 0, "left_out": 0, "sessions": [],
+        "owner": "terminal", "all_owners": False, "archived": False, "total": 0, "left_out": 0,
+            "sessions": [],
     }  # fmt: skip
     assert not kaja.state.exists()  # nothing created
 
@@ -481,7 +483,7 @@ def test_export_markdown_to_a_file_and_bad_usage(demo_store, tmp_path):
     assert demo_store("sessions", "export", TOMATO, "-o", str(out)).code == 0
     assert out.read_text().startswith("# Tomato leaves curling in the heat\n")
     r = demo_store("sessions", "export", TOMATO, "--format", "pdf")
-    assert (r.code, r.err) == (2, "kaja: --format: 'pdf' is not md or json\n")
+    assert (r.code, r.err) == (2, "kaja: --format: 'pdf' is not md, json, jsonl or html\n")
     r = demo_store("sessions", "export", TOMATO, "-o", str(tmp_path))
     assert r.code == 2 and "is a folder" in r.err
     r = demo_store("sessions", "export", RECEIPT)

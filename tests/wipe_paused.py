@@ -1,10 +1,10 @@
-"""`kaja`, stopping a wipe at a chosen step so a test can kill it there.
+"""`kaja`, stopping a wipe (or another destructive command) at a chosen step so a test can kill it there.
 
     python tests/wipe_paused.py STEP FLAG [SECONDS] -- wipe --yes …
 
 Sets `kaja_cli.core.wipe.hook.checkpoint` so that, at STEP (a path's file
 name, "commit"/"images" for `--owner`, or another command's step named in
-core/wipe/hook.py, e.g. "notes-commit"), the process writes its pid to FLAG
+core/wipe/hook.py, e.g. "notes-commit" or "prune-images"), the process writes its pid to FLAG
 and sleeps SECONDS (default 600), then runs kaja with the arguments after
 `--`, exactly as the console script does. Production code reads no
 environment variable for this: the hook is set here, in the test's process.

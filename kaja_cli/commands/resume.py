@@ -60,8 +60,8 @@ def resume(
     if as_json:
         if tail is not None:
             raise UsageError("--tail shapes the replay; --json prints the whole resume context")
-        doc = transcript.load_context_json(store, session_id, acting)
-        render.emit_json_document(doc.head, doc.key, doc.items)
+        with transcript.context_stream(store, session_id, acting) as doc:
+            render.emit_json_stream(doc.head, doc.key, doc.items)
         return
     from kaja_cli.render import replay
 

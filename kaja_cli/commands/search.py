@@ -79,6 +79,10 @@ def search(
             "--reindex", help="Rebuild the search index from every message first (a progress bar)."
         ),
     ] = False,
+    archived: Annotated[
+        bool,
+        typer.Option("--archived", help="Search archived sessions too (left out otherwise)."),
+    ] = False,
     no_pager: Annotated[
         bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
     ] = False,
@@ -123,6 +127,7 @@ def search(
     result = core_search.search(
         store, text, fts=fts, owner=owner, all_owners=all_owners, session=session,
         roles=role or (), since=since, limit=limit, recent=recent, progress=render.progress,
+        archived=archived,
     )  # fmt: skip
     if as_json:
         render.emit_json(_as_json(result))
@@ -132,6 +137,8 @@ def search(
         render.note(line)
     if not result.hits and result.source != "none":
         render.note(f"no matches for {text!r}{_whose(result)}")
+        if result.archived_hidden:
+            render.note("archived sessions were left out (--archived searches them too)")
 
 
 def _notes(ctx, text, fts, recent, owner, all_owners, session, role, since, limit, reindex,

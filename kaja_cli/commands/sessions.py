@@ -1,38 +1,25 @@
 """`kaja sessions`: list conversations; `delete` and `export` one or more."""
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of, typed_path
+from kaja_cli.commands import COUNT_MAX, JSON_HELP, store_of
+from kaja_cli.commands import session_options as opt
 from kaja_cli.completion.hooks import hook
 
 app = typer.Typer(
-    help="List your conversations, newest first; delete or export them.",
+    help="List your conversations, newest first; prune, export, archive or rename them.",
     invoke_without_command=True,
 )
 
-# The listing's options: `kaja sessions` alone, `kaja sessions list` and `ls` take them.
-OwnerOpt = Annotated[
-    str | None, typer.Option(metavar="ID", help=OWNER_HELP, autocompletion=hook("owner"))
-]
-AllOwners = Annotated[
-    bool, typer.Option("--all-owners", help="Everyone's sessions, with an owner column.")
-]
+# The listing's options: `kaja sessions` alone, `kaja sessions list` and `ls`
+# take them; the filters are shared with prune, export --all and stats.
 Limit = Annotated[
     int,
     typer.Option(
         "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
     ),
-]
-Since = Annotated[
-    str | None,
-    typer.Option(metavar="WHEN", help="Updated since: 2026-11-01, 2026-11-01T08:00, 3d, 12h."),
-]
-Model = Annotated[str | None, typer.Option(metavar="NAME", help="Only sessions with this model.")]
-Persona = Annotated[
-    str | None, typer.Option(metavar="NAME", help="Only sessions with this persona.")
 ]
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Never page long output on a terminal.")]
 Json = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
@@ -41,22 +28,30 @@ Json = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 @app.callback(invoke_without_command=True)
 def sessions(
     ctx: typer.Context,
-    owner: OwnerOpt = None,
-    all_owners: AllOwners = False,
+    owner: opt.OwnerOpt = None,
+    all_owners: opt.AllOwners = False,
     limit: Limit = 20,
-    since: Since = None,
-    model: Model = None,
-    persona: Persona = None,
+    since: opt.Since = None,
+    before: opt.Before = None,
+    older_than: opt.OlderThan = None,
+    model: opt.Model = None,
+    persona: opt.Persona = None,
+    title: opt.Title = None,
+    max_messages: opt.MaxMessages = None,
+    min_tokens: opt.MinTokens = None,
+    empty: opt.Empty = False,
+    archived: opt.ArchivedOpt = False,
     no_pager: NoPager = False,
     as_json: Json = False,
 ) -> None:
-    """List your conversations, newest first; delete or export them.
+    """List your conversations, newest first; prune, export, archive, rename them.
 
     Without a subcommand (or with `list`, `ls`): the acting owner's sessions
     (the terminal unless --owner) with a short id you can pass to `kaja
     resume`, when each was last updated, title, persona, model, messages,
-    tokens, and a mark for a tool call waiting on you. Piped, the rows are
-    tab-separated with full ids and ISO times.
+    tokens, and a mark for a tool call waiting on you. Archived sessions are
+    left out (--archived lists them). Piped, the rows are tab-separated with
+    full ids and ISO times.
     """
     if ctx.invoked_subcommand is not None:
         given = [p.opts[0] for p in ctx.command.params
@@ -69,18 +64,27 @@ def sessions(
                 hint=f"put the options after it: kaja sessions {ctx.invoked_subcommand} …",
             )
         return
-    _list(ctx, owner, all_owners, limit, since, model, persona, no_pager, as_json)
+    args = opt.FilterArgs(owner, all_owners, since, before, older_than, model, persona, title,
+                          max_messages, min_tokens, empty, archived)  # fmt: skip
+    _list(ctx, args, limit, no_pager, as_json)
 
 
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    owner: OwnerOpt = None,
-    all_owners: AllOwners = False,
+    owner: opt.OwnerOpt = None,
+    all_owners: opt.AllOwners = False,
     limit: Limit = 20,
-    since: Since = None,
-    model: Model = None,
-    persona: Persona = None,
+    since: opt.Since = None,
+    before: opt.Before = None,
+    older_than: opt.OlderThan = None,
+    model: opt.Model = None,
+    persona: opt.Persona = None,
+    title: opt.Title = None,
+    max_messages: opt.MaxMessages = None,
+    min_tokens: opt.MinTokens = None,
+    empty: opt.Empty = False,
+    archived: opt.ArchivedOpt = False,
     no_pager: NoPager = False,
     as_json: Json = False,
 ) -> None:
@@ -89,32 +93,28 @@ def list_(
     The acting owner's sessions (the terminal unless --owner) with a short id
     you can pass to `kaja resume`, when each was last updated, title,
     persona, model, messages, tokens, and a mark for a tool call waiting on
-    you. Piped, the rows are tab-separated with full ids and ISO times.
+    you. The filters are those of `sessions prune` and `export --all`:
+    `list FILTERS -n 0` shows what they would take. Archived sessions are
+    left out (--archived lists them). Piped, the rows are tab-separated with
+    full ids and ISO times.
     """
-    _list(ctx, owner, all_owners, limit, since, model, persona, no_pager, as_json)
+    args = opt.FilterArgs(owner, all_owners, since, before, older_than, model, persona, title,
+                          max_messages, min_tokens, empty, archived)  # fmt: skip
+    _list(ctx, args, limit, no_pager, as_json)
 
 
 app.command("ls", hidden=True)(list_)
 
 
 def _list(
-    ctx: typer.Context, owner: str | None, all_owners: bool, limit: int, since: str | None,
-    model: str | None, persona: str | None, no_pager: bool, as_json: bool,
-) -> None:  # fmt: skip
+    ctx: typer.Context, args: opt.FilterArgs, limit: int, no_pager: bool, as_json: bool
+) -> None:
     from kaja_cli import render
     from kaja_cli.core import sessions as core
-    from kaja_cli.errors import UsageError
 
-    if all_owners and owner is not None:
-        raise UsageError("--owner and --all-owners can't be combined")
     store = store_of(ctx)
-    acting = None if all_owners else store.owner(owner)
-    since_iso = None
-    if since is not None:
-        from kaja_cli.core.timeparse import parse_when
-
-        since_iso = parse_when(since)
-    flt = core.SessionFilter(acting, since_iso, model, persona, limit)
+    flt = args.to_filter(store, limit=limit)
+    acting = flt.owner
     result = core.listing_json(store, flt) if as_json else core.listing(store, flt)
 
     if not result.store_exists:
@@ -123,8 +123,14 @@ def _list(
         render.note(f"no sessions: {result.location} has no sessions table")
     elif not result.sessions:
         whose = "anyone" if acting is None else acting.label
+        archived = " archived" if args.archived else ""
         render.note(
-            f"no sessions for {whose}" + (" matching the filters" if _filtered(flt) else "")
+            f"no{archived} sessions for {whose}"
+            + (
+                " matching the filters"
+                if flt.narrowed and flt.described() != ["--archived"]
+                else ""
+            )
         )
     more = f"{result.left_out} more not shown (--limit 0 shows all)" if result.left_out else None
 
@@ -132,6 +138,7 @@ def _list(
         head = {
             "owner": acting.label if acting else None,
             "all_owners": acting is None,
+            "archived": args.archived,
             "total": result.total,
             "left_out": result.left_out,
         }
@@ -140,10 +147,6 @@ def _list(
     if result.sessions:
         with render.paged(not no_pager):
             _table(result, all_owners=acting is None, caption=more)
-
-
-def _filtered(flt) -> bool:
-    return bool(flt.since or flt.model or flt.persona)
 
 
 def _table(result, *, all_owners: bool, caption: str | None) -> None:
@@ -204,7 +207,7 @@ def delete(
             metavar="ID...", help="Session ids or unique prefixes.", autocompletion=hook("session")
         ),
     ],
-    owner: OwnerOpt = None,
+    owner: opt.ActingOwner = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Don't ask first.")] = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print what was deleted as one JSON document.")
@@ -296,87 +299,6 @@ def _rows_text(rows: dict) -> str:
     return ", ".join(parts) or "no messages"
 
 
-@app.command("export")
-def export(
-    ctx: typer.Context,
-    session_id: Annotated[
-        str,
-        typer.Argument(
-            metavar="ID", help="A session id or unique prefix.", autocompletion=hook("session")
-        ),
-    ],
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="md|json",
-            autocompletion=hook("format"),
-            help="Markdown transcript or the full JSON; default: from -o's suffix, else md.",
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            click_type=typed_path(),
-            help="Write here instead of stdout.",
-        ),
-    ] = None,
-    owner: OwnerOpt = None,
-) -> None:
-    """Export one session: a readable Markdown transcript, or the full JSON.
-
-    Markdown has every message, tool call (arguments, status, duration, full
-    result) and image (as a link to its file). JSON has the session row, all
-    summaries, messages with their tool calls, timeline events and model
-    calls. The file (-o) is written whole or not at all, readable only by you;
-    it is never one of the store's own files, a FIFO or a device (exit 5).
-    """
-    from kaja_cli import render
-    from kaja_cli.core import transcript
-    from kaja_cli.errors import UsageError
-
-    if output is not None and str(output) == "-":
-        output = None
-    if fmt is None:
-        fmt = "json" if output is not None and output.suffix.lower() == ".json" else "md"
-    fmt = fmt.lower()
-    if fmt not in ("md", "markdown", "json"):
-        raise UsageError(f"--format: {fmt!r} is not md or json")
-    if output is not None and output.is_dir():
-        raise UsageError(f"-o: {output} is a folder", hint="give a file name")
-    store = store_of(ctx)
-    acting = store.owner(owner)
-    target = None
-    if output is not None:  # refused (exit 5) before anything is read: the store, a FIFO…
-        from kaja_cli.core import guard
-
-        target = guard.write_target(output, guard.store_files(store.paths), what="transcript")
-    if fmt == "json":
-        doc = transcript.load_transcript_json(store, session_id, acting)
-        if output is None:
-            render.emit_json_document(doc.head, doc.key, doc.items)
-            return
-        text = render.json_document(doc.head, doc.key, doc.items) + "\n"
-    else:
-        from kaja_cli.render import replay
-
-        text = replay.markdown(transcript.load_transcript(store, session_id, acting))
-        if output is None:
-            import sys
-
-            sys.stdout.write(text)
-            return
-    from kaja_cli.core import fs
-
-    assert target is not None
-    try:
-        fs.write_private_file(target.real, text.encode())
-    except OSError as e:
-        from kaja_cli.errors import Failed
-
-        raise Failed(f"cannot write {output}: {e.strerror or e}") from None
-    render.note(f"wrote {output} ({render.human_size(len(text.encode()))})")
+# Export, and the care commands (prune, rename, archive, stats), live in their own modules
+# and register themselves on this group.
+from kaja_cli.commands import export, prune, session_care, session_stats  # noqa: E402, F401

@@ -193,7 +193,12 @@ def fixed() -> dict[str, list[Item]]:
     return {
         "check": checks,
         "role": [(r, None) for r in ROLES],
-        "format": [("md", "a Markdown transcript"), ("json", "the full JSON")],
+        "format": [
+            ("md", "a Markdown transcript"),
+            ("json", "the full JSON"),
+            ("jsonl", "one JSON line per session"),
+            ("html", "a self-contained page per session"),
+        ],
     }
 
 

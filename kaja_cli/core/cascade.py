@@ -86,7 +86,10 @@ def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object])
         deleted[table] = conn.execute(
             f"DELETE FROM {table} WHERE {cond.format(ids=ids)}", args
         ).rowcount
-    if not args:
+    if not args:  # SQLite (the server has no archive marks: archiving is local)
+        if "sessionId" in schema.present_columns(conn).get("kaja_archived", ()):
+            # kaja's own mark, not a row of the conversation: not counted
+            conn.execute(f"DELETE FROM kaja_archived WHERE sessionId IN {ids}")
         conn.execute("DELETE FROM temp._kaja_ids")
     return deleted
 

@@ -35,6 +35,11 @@ class Dialect:
         """`expr` equal to the next `?`, ASCII letters compared without case."""
         return f"{expr} = ? COLLATE NOCASE"
 
+    def glob_ignoring_case(self, expr: str, pattern: str) -> tuple[str, str]:
+        """`expr` matching the GLOB `pattern` (`*`, `?`, `[…]`), ASCII letters
+        without case: the condition and its one parameter."""
+        return f"lower({expr}) GLOB lower(?)", pattern
+
     def json_value(self, expr: str) -> str:
         """A column as a JSON value: SQLite's json_object refuses BLOBs (shown as
         hex) and writes an infinite REAL as `Inf`, which is not JSON (shown as text)."""
@@ -93,6 +98,10 @@ class Postgres(Dialect):
     def json_value(self, expr: str) -> str:
         return expr
 
+    def glob_ignoring_case(self, expr: str, pattern: str) -> tuple[str, str]:
+        # PostgreSQL has no GLOB: the same pattern as an anchored regular expression.
+        return f"lower({expr}) ~ ?", _glob_regex(pattern.lower())
+
     def no_index(self, expr: str) -> str:
         return expr  # unary + is for numbers only; PostgreSQL's planner needs no hint here
 
@@ -122,6 +131,29 @@ class Postgres(Dialect):
             f"(SELECT coalesce('[' || string_agg(x.j, ',' ORDER BY x.o) || ']', '[]')::json"
             f" FROM (SELECT {item} AS j, {order} AS o {source}) AS x)"
         )
+
+
+def _glob_regex(pattern: str) -> str:
+    """SQLite's GLOB as a POSIX regular expression: `*`, `?`, `[…]` (`[^…]`
+    negated), everything else literal."""
+    out, i = ["^"], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "*":
+            out.append(".*")
+        elif c == "?":
+            out.append(".")
+        elif c == "[" and (end := pattern.find("]", i + 2)) != -1:
+            body = pattern[i + 1 : end]
+            negate = body.startswith("^")
+            body = body[1:] if negate else body
+            body = body.replace("\\", "\\\\")
+            out.append("[" + ("^" if negate else "") + body + "]")
+            i = end
+        else:
+            out.append(c if c.isalnum() else "\\" + c)
+        i += 1
+    return "".join(out) + "$"
 
 
 def _quote_text(value: str) -> str:

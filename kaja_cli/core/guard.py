@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 MARKER_SUFFIX = ".wiping"  # `kaja.db.wiping`, `kaja.db.wiping-owner-…`: wipe's markers
 RESTORE_MARKER_SUFFIX = ".restoring"  # `kaja.db.restoring`: an interrupted restore's
+PRUNE_SUFFIX = ".pruning"  # `kaja.db.pruning`: the image folders a prune's batch will remove
 MAX_NAMED = 5  # tables named in a refusal
 
 
@@ -159,6 +160,7 @@ def store_files(paths: Paths) -> list[Path]:
             ]
         except OSError:
             pass
+    out.append(fs.beside(paths.shared_db.path, PRUNE_SUFFIX))
     return out
 
 
@@ -342,6 +344,7 @@ def _own_names(folder: Path, paths: Paths) -> set[str]:
         names.add(paths.files_dir.name)
         names |= {n for n in _listing(folder)
                   if n.startswith((shared.name + MARKER_SUFFIX, shared.name + RESTORE_MARKER_SUFFIX))}  # fmt: skip
+        names.add(shared.name + PRUNE_SUFFIX)
     if paths.files_dir == folder:
         names.add(paths.images_dir.name)
     if paths.state_dir.path == folder:

@@ -271,6 +271,9 @@ BOOKKEEPING_TABLES = (
     ),
     T("sync_state", "name TEXT PRIMARY KEY, value, updated_at"),
     T("sync_flags", "name TEXT PRIMARY KEY, value"),
+    # Sessions archived with `kaja sessions archive`: kaja's own table, not a
+    # column of `sessions`, whose columns are the agent's contract.
+    T("kaja_archived", "sessionId TEXT PRIMARY KEY, archivedAt"),
 )
 
 # The usage ledger `kaja usage reset` clears (not `counters`: internal markers).

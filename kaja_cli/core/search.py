@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from kaja_cli.core import db, search_index, values
 from kaja_cli.core.owners import Owner
+from kaja_cli.core.session_filter import ARCHIVE_TABLE
 from kaja_cli.core.store import Store
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, NotFound, Refused, UsageError
@@ -133,6 +134,7 @@ class SearchResult:
         self.more = False  # more messages match than `limit` showed
         self.source = "index"  # "index", "scan" (no usable index), "none" (nothing to search)
         self.notes: list[str] = []  # what to say on stderr
+        self.archived_hidden = False  # archived sessions' messages were left out
 
 
 # --- the command's entry points ------------------------------------------------
@@ -149,14 +151,17 @@ def search(
     limit: int = 20,
     recent: bool = False,
     progress: ProgressFactory | None = None,
+    archived: bool = False,
 ) -> SearchResult:
     """Find the messages matching `query` (plain words, or FTS4 syntax with
     `fts`), best first or with `recent` newest first; see the module docstring.
 
     `owner` is --owner as typed (None: the terminal), `session` an id or unique
     prefix, `since` a date, ISO time or age, `limit` 0 for all. `progress`
-    (`render.progress`) shows an index build or a scan. In cloud mode the
-    server answers (`core.pg.search`): the same matches, ranked the same way."""
+    (`render.progress`) shows an index build or a scan. Archived sessions'
+    messages are left out unless `archived` or the `session` is named. In cloud
+    mode the server answers (`core.pg.search`): the same matches, ranked the
+    same way."""
     if all_owners and owner is not None:
         raise UsageError("--owner and --all-owners can't be used together")
     acting = None if all_owners else store.owner(owner)
@@ -206,6 +211,8 @@ def search(
         filters = _Filters(acting, wanted_roles, after, None, have)
         if session:
             filters.session_id = _find_session(conn, session, acting, have)
+        elif not archived:
+            filters.hide_archived = result.archived_hidden = _any_archived(conn)
         try:
             conn.execute("BEGIN")  # one snapshot for every query below
             _run(conn, ix, result, filters, terms)
@@ -426,11 +433,17 @@ class _Filters:
         self.since = since
         self.session_id = session_id
         self.have = have
+        self.hide_archived = False  # leave out archived sessions' messages
 
     @property
     def narrows(self) -> bool:
         """Whether the filters checked after ranking can reject a match."""
-        return self.owner is not None or bool(self.roles) or self.since is not None
+        return (
+            self.owner is not None
+            or bool(self.roles)
+            or self.since is not None
+            or self.hide_archived
+        )
 
     def col(self, alias: str, table: str, column: str) -> str:
         return f'{alias}."{column}"' if column in self.have.get(table, ()) else "NULL"
@@ -463,6 +476,11 @@ class _Filters:
         if self.session_id:
             parts.append(f"{self.col('m', 'messages', 'sessionId')} = ?")
             params.append(self.session_id)
+        if self.hide_archived:
+            parts.append(
+                f"NOT EXISTS (SELECT 1 FROM main.{ARCHIVE_TABLE} AS ka"
+                f" WHERE ka.sessionId = {self.col('m', 'messages', 'sessionId')})"
+            )
         return (" AND ".join(parts) or "1"), params
 
 
@@ -851,6 +869,14 @@ def _roles(values: Iterable[str]) -> tuple[str, ...]:
             if role not in out:
                 out.append(role)
     return tuple(out)
+
+
+def _any_archived(conn: sqlite3.Connection) -> bool:
+    """Whether any session is archived (`kaja sessions archive`)."""
+    try:
+        return conn.execute(f"SELECT 1 FROM main.{ARCHIVE_TABLE} LIMIT 1").fetchone() is not None
+    except sqlite3.OperationalError:  # no such table: a store no kaja archived in
+        return False
 
 
 def _columns(conn: sqlite3.Connection) -> dict[str, set[str]]:

@@ -18,13 +18,20 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kaja_cli.core import dialect
 from kaja_cli.core.ids import SHORT_ID_MIN, short_id  # noqa: F401 - part of this module's interface
 from kaja_cli.core.owners import Owner, label
+from kaja_cli.core.session_filter import (  # noqa: F401 - part of this module's interface
+    ARCHIVE_TABLE,
+    DEFAULT_LIMIT,
+    FILTER_TABLES,
+    Archived,
+    SessionFilter,
+    where,
+)
 from kaja_cli.errors import NotFound, Refused, UsageError
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
 
 MAX_CANDIDATES = 10
-DEFAULT_LIMIT = 20
 
 # The seed's columns of `sessions`, in the seed's order (a public contract).
 SESSION_COLUMNS = (
@@ -126,18 +133,26 @@ def find(conn: sqlite3.Connection, ref: str, owner: Owner | None) -> SessionRef:
 
 
 def latest(conn: sqlite3.Connection, owner: Owner) -> SessionRef:
-    """The acting owner's most recently updated session (`kaja resume -c`)."""
-    have = columns(conn, "sessions").get("sessions")
-    if not have or "id" not in have:
+    """The acting owner's most recently updated session that is not archived
+    (`kaja resume -c`)."""
+    have = columns(conn, *FILTER_TABLES)
+    s = have.get("sessions")
+    if not s or "id" not in s:
         raise NotFound(f"no sessions for {owner.label}", hint="this store has no sessions table")
-    who, args = owner.sessions_where(col(have, "s", "owner"))
-    when = f"coalesce({col(have, 's', 'updatedAt')}, {col(have, 's', 'createdAt')})"
+    cond, args = where(have, SessionFilter(owner))
+    when = f"coalesce({col(s, 's', 'updatedAt')}, {col(s, 's', 'createdAt')})"
     row = conn.execute(
-        f"SELECT id, {col(have, 's', 'owner')}, {col(have, 's', 'title')} FROM sessions AS s"
-        f" WHERE {who} ORDER BY {when} DESC, id DESC LIMIT 1",
+        f"SELECT id, {col(s, 's', 'owner')}, {col(s, 's', 'title')} FROM sessions AS s"
+        f" WHERE {cond} ORDER BY {when} DESC, id DESC LIMIT 1",
         args,
     ).fetchone()
     if row is None:
+        cond, args = where(have, SessionFilter(owner, archived=Archived.ONLY))
+        if conn.execute(f"SELECT 1 FROM sessions AS s WHERE {cond} LIMIT 1", args).fetchone():
+            raise NotFound(
+                f"{owner.label} has only archived sessions",
+                hint="`kaja sessions --archived` lists them; resume one by its id",
+            )
         raise NotFound(
             f"{owner.label} has no sessions",
             hint="`kaja sessions --all-owners` lists everyone's",
@@ -146,16 +161,6 @@ def latest(conn: sqlite3.Connection, owner: Owner) -> SessionRef:
 
 
 # --- the listing ----------------------------------------------------------------------
-class SessionFilter(NamedTuple):
-    """What `kaja sessions` was asked for; `owner` None = every owner."""
-
-    owner: Owner | None = Owner()
-    since: str | None = None  # ISO 8601 UTC: updated at or after
-    model: str | None = None
-    persona: str | None = None
-    limit: int = DEFAULT_LIMIT  # 0 = all
-
-
 class SessionSummary(NamedTuple):
     """One row of the listing: the session's columns and what hangs off it."""
 
@@ -251,29 +256,16 @@ def listing_query(
     if not s or "id" not in s:
         return None
     m = have.get("messages")
-    where, args = [], []
-    if flt.owner is not None:
-        # `+` keeps SQLite off the owner index: with it, the planner expects
-        # a few sessions and scans the per-session counts once for each
-        # (4,674 sessions: 1 s); a scan of the table costs ~5 ms per 10,000.
-        cond, cargs = flt.owner.sessions_where(d.no_index(col(s, "s", "owner")))
-        where.append(cond)
-        args.extend(cargs)
+    # Off the owner index: with it, the planner expects a few sessions and
+    # scans the per-session counts once for each (4,674 sessions: 1 s); a
+    # scan of the table costs ~5 ms per 10,000.
+    cond, args = where(have, flt, alias="s", owner_index=False, d=d)
     when = f"coalesce({col(s, 's', 'updatedAt')}, {col(s, 's', 'createdAt')})"
-    if flt.since:
-        where.append(f"{when} >= ?")
-        args.append(flt.since)
-    if flt.model:
-        where.append(d.equals_ignoring_case(col(s, "s", "model")))
-        args.append(flt.model)
-    if flt.persona:
-        where.append(d.equals_ignoring_case(col(s, "s", "persona")))
-        args.append(flt.persona)
     limit = str(int(flt.limit)) if flt.limit and flt.limit > 0 else d.limit_all
     picked = (
         f"SELECT s.*, {when} AS kaja_when, count(*) OVER () AS kaja_total FROM sessions AS s"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + f" ORDER BY kaja_when DESC, s.id DESC LIMIT {limit}"
+        f" WHERE {cond}"
+        f" ORDER BY kaja_when DESC, s.id DESC LIMIT {limit}"
     )
     neighbours = (
         "(SELECT max(x.id) FROM sessions AS x WHERE x.id < p.id) AS kaja_prev_id,"
@@ -330,7 +322,7 @@ def _int(value: Any) -> int:
 
 def list_sessions(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
     """The sessions `flt` selects, newest first, with their counts: one query."""
-    have = columns(conn, "sessions", "messages")
+    have = columns(conn, *FILTER_TABLES)
     query = listing_query(have, flt, d=dialect.of(conn))
     if query is None:
         return Listing([], has_sessions_table=False)
@@ -367,9 +359,7 @@ def list_sessions_json(conn: sqlite3.Connection, flt: SessionFilter) -> Listing:
     would spend most of their time in Python's dict and JSON code)."""
     import json
 
-    query = listing_query(
-        columns(conn, "sessions", "messages"), flt, as_json=True, d=dialect.of(conn)
-    )
+    query = listing_query(columns(conn, *FILTER_TABLES), flt, as_json=True, d=dialect.of(conn))
     if query is None:
         return Listing([], has_sessions_table=False)
     out = []

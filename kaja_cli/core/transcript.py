@@ -4,10 +4,11 @@ the full export (SPEC §4, §5).
 - `replay()`: what the screen showed, from `session_events`; a session with no
   events (the Telegram bot keeps none, an older agent) is rebuilt from its
   messages and tool calls.
-- `context_json()`: what the agent resumes with (`kaja resume --json`): the
-  session row, the latest summary, the messages from its `summaryFrom` on with
-  their tool calls, and each oversized tool result replaced by its
-  `resultSummary`.
+- `context_stream()` (and `context_json()`, the same held in memory): what
+  the agent resumes with (`kaja resume --json`): the session row, the latest
+  summary, the messages from its `summaryFrom` on with their tool calls, and
+  each oversized tool result replaced by its `resultSummary`; streamed as
+  SQLite's UTF-8 bytes while the connection stays open.
 - `transcript()` / `transcript_json()`: everything (`kaja sessions export`).
 
 Rows are keyed by the seed's column names (a missing column reads as null,
@@ -28,6 +29,7 @@ import json
 import os
 import sqlite3
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,6 +86,16 @@ def _not_json(constant: str) -> Any:
 
 
 _plain = values.json_safe
+
+
+def _valid_utf8(data: bytes) -> bytes:
+    """SQLite's UTF-8 as it is, unless another program stored TEXT that is not
+    UTF-8: then with U+FFFD, as `db._text` reads every other value."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace").encode("utf-8")
+    return data
 
 
 # --- the data ---------------------------------------------------------------------------
@@ -250,29 +262,52 @@ class _Reader:
 
     def messages_json(self, from_seq: int | None = None, *, condense: bool) -> Iterator[str]:
         """Each message's JSON text, in order; images resolved to their files."""
+        for data in self.messages_json_bytes(from_seq, condense=condense):
+            yield data.decode("utf-8", "surrogateescape")
+
+    def messages_json_bytes(
+        self, from_seq: int | None = None, *, condense: bool
+    ) -> Iterator[bytes]:
+        """Each message's JSON text as UTF-8 bytes, as SQLite made it: a long
+        session goes out without being decoded and encoded again."""
         if not self._has("messages", "sessionId"):
             return
         sql, args = self.messages_sql(from_seq, condense=condense)
+        conn = self.conn
+        local = isinstance(conn, sqlite3.Connection)  # the server's rows arrive as text
+        factory = conn.text_factory if local else None
+        if local:
+            conn.text_factory = bytes  # applies to the rows fetched while it is set
         try:
-            cur = self.conn.execute(sql, args)
-        except sqlite3.OperationalError as e:
-            if "no such function" in str(e):
-                raise Failed(
-                    f"this SQLite ({sqlite3.sqlite_version}) has no JSON functions",
-                    hint="kaja needs SQLite 3.38 or later, or one built with JSON1",
-                ) from None
-            raise
-        for text, parts in cur:
-            if parts is None:
-                yield text
-                continue
-            found = images.image_parts(parse_json(parts))
-            if not found:
-                yield text
-                continue
-            obj = json.loads(text)
-            obj["images"] = [self.image(p) for p in found]
-            yield json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+            try:
+                cur = conn.execute(sql, args)
+            except sqlite3.OperationalError as e:
+                if "no such function" in str(e):
+                    raise Failed(
+                        f"this SQLite ({sqlite3.sqlite_version}) has no JSON functions",
+                        hint="kaja needs SQLite 3.38 or later, or one built with JSON1",
+                    ) from None
+                raise
+            for data, parts in cur:
+                if isinstance(data, str):
+                    data = data.encode("utf-8")
+                elif not data.isascii():
+                    data = _valid_utf8(data)
+                if parts is None:
+                    yield data
+                    continue
+                if isinstance(parts, bytes):
+                    parts = parts.decode("utf-8", "replace")
+                found = images.image_parts(parse_json(parts))
+                if not found:
+                    yield data
+                    continue
+                obj = json.loads(data)
+                obj["images"] = [self.image(p) for p in found]
+                yield json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        finally:
+            if local:
+                conn.text_factory = factory
 
     def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
         # One parse of the whole list: far cheaper than one json.loads per message.
@@ -341,6 +376,9 @@ class _Reader:
         if not path.is_absolute():  # relative to the shared file's folder
             path = self.images_dir.parent.parent / path
         return value, not os.path.isfile(path)
+
+
+SessionReader = _Reader  # for the bulk export (core/export.py), which reads the same way
 
 
 def _text(value: Any) -> str | None:
@@ -472,6 +510,36 @@ def context_json(conn: sqlite3.Connection, session_id: str, images_dir: Path) ->
     # Read now: the connection closes when the caller's `with` ends.
     items = list(r.messages_json(start if isinstance(start, int) else None, condense=True))
     return JsonDocument(head, "messages", iter(items))
+
+
+@dataclass
+class JsonStream:
+    """`JsonDocument` whose items are UTF-8 bytes, read as they are written."""
+
+    head: dict[str, Any]
+    key: str
+    items: Iterator[bytes]
+
+
+@contextmanager
+def context_stream(store: Store, ref: str | None, owner: Owner) -> Iterator[JsonStream]:
+    """`kaja resume --json` without holding the messages: the connection stays
+    open while the caller writes them out, in one read transaction."""
+    with store.reader() as conn:
+        conn.execute("BEGIN")
+        s = resolve(conn, ref, owner)
+        r = _Reader(conn, s.id, store.paths.images_dir)
+        session = r.session()
+        summary = r.latest_summary()
+        start = summary.get("summaryFrom") if summary else None
+        head = {
+            "session": session,
+            "summary": summary,
+            "pending": p.to_json() if (p := r.pending(session)) else None,
+        }
+        frm = start if isinstance(start, int) else None
+        yield JsonStream(head, "messages", r.messages_json_bytes(frm, condense=True))
+        conn.execute("COMMIT")
 
 
 def transcript(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> Transcript:

@@ -115,6 +115,33 @@ def emit_json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> 
     sys.stdout.write(json_document(head, key, items) + "\n")
 
 
+def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[bytes]) -> None:
+    """`emit_json_document` for items that are UTF-8 JSON already, written as
+    they come, a few hundred at a time, without decoding them (piped); on a
+    terminal, indented for a person."""
+    import json
+
+    if stdout_is_terminal():
+        emit_json(head | {key: [json.loads(i) for i in items]})
+        return
+    text = json.dumps(head, ensure_ascii=False, separators=(",", ":"), default=str)
+    out = sys.stdout
+    out.flush()
+    raw = out.buffer
+    raw.write((text[:-1] + ("," if head else "") + json.dumps(key) + ":[").encode())
+    batch: list[bytes] = []
+    sep = b""
+    for item in items:
+        batch.append(item)
+        if len(batch) >= 256:
+            raw.write(sep + b",".join(batch))
+            sep, batch = b",", []
+    if batch:
+        raw.write(sep + b",".join(batch))
+    raw.write(b"]}\n")
+    raw.flush()
+
+
 def note(message: str) -> None:
     """A diagnostic line on stderr (never mixed into what a script parses);
     on a terminal, wrapped at words like any prose."""

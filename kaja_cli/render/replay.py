@@ -9,6 +9,7 @@ export as one Markdown string. Nothing here touches a database.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from kaja_cli import render
@@ -163,7 +164,23 @@ def _image_md(img: dict[str, Any], alt: str = "image") -> str:
 
 
 def markdown(t: Transcript) -> str:
-    s = t.session
+    return "".join(
+        markdown_chunks(t.session, t.summaries, t.pending, len(t.messages), iter(t.messages))
+    )
+
+
+def markdown_chunks(
+    s: dict[str, Any],
+    summaries: list[dict[str, Any]],
+    pending: Pending | dict[str, Any] | None,
+    message_count: int,
+    messages: Iterator[dict[str, Any]],
+) -> Iterator[str]:
+    """The Markdown transcript in pieces, one per message: a session of any
+    length is written without being held whole (`sessions export --all`).
+
+    A tool result names its call from the calls seen so far: the assistant
+    message that made a call comes before its result."""
     one = render.text  # every stored value is printed through it: any type, no control character
     out = [f"# {one(s.get('title')) or 'Untitled session'}", ""]
     facts = [
@@ -173,11 +190,11 @@ def markdown(t: Transcript) -> str:
         ("persona", one(s.get("persona"))),
         ("created", one(s.get("createdAt"))),
         ("updated", one(s.get("updatedAt"))),
-        ("messages", str(len(t.messages))),
+        ("messages", str(message_count)),
     ]
     out += [f"- **{k}:** {v}" for k, v in facts if v]
-    if t.pending:
-        p = t.pending
+    p = Pending(**pending) if isinstance(pending, dict) else pending
+    if p:
         out += ["", _quote(
             f"**Waiting on you:** {_inline(p.name or 'a tool call')}"
             + (f" ({one(p.kind)})" if p.kind else "") + f", call {_inline(p.call_id)}"
@@ -185,61 +202,72 @@ def markdown(t: Transcript) -> str:
     if s.get("systemPrompt"):
         out += ["", "<details><summary>System prompt</summary>", "", _fence(one(s["systemPrompt"], lines=True)),
                 "", "</details>"]  # fmt: skip
+    yield "\n".join(out)
 
     calls: dict[Any, dict[str, Any]] = {}
-    for m in t.messages:
-        for c in m["tool_calls"]:
-            if c["resultMessageId"]:
-                calls[c["resultMessageId"]] = c
-            if c["callId"]:
-                calls.setdefault(("call", c["callId"]), c)
-    summaries = [x for x in t.summaries if isinstance(x.get("summaryFrom"), int)]
-    summaries.sort(key=lambda x: x["summaryFrom"])
+    pending_summaries = sorted(
+        (x for x in summaries if isinstance(x.get("summaryFrom"), int)),
+        key=lambda x: x["summaryFrom"],
+    )
 
     def summaries_before(seq: Any) -> list[str]:
         lines = []
-        while summaries and (not isinstance(seq, int) or summaries[0]["summaryFrom"] <= seq):
-            x = summaries.pop(0)
+        while pending_summaries and (
+            not isinstance(seq, int) or pending_summaries[0]["summaryFrom"] <= seq
+        ):
+            x = pending_summaries.pop(0)
             lines += ["", _quote(
                 f"**Compacted** (messages before #{x['summaryFrom']}):\n\n{one(x.get('summary'), lines=True)}"
             )]  # fmt: skip
         return lines
 
-    for m in t.messages:
-        out += summaries_before(m["seq"])
-        role = one(m["role"]) or "message"
-        when = f" · {one(m['createdAt'])}" if m.get("createdAt") else ""
-        if role == "tool":
-            c = calls.get(m["id"]) or calls.get(("call", m["toolCallId"]))
-            name = _inline(c["name"]) if c and c.get("name") else _inline(m["toolCallId"] or "?")
-            out += ["", f"### Tool result · {name}{when}", ""]
-            if m["content"] is not None:
-                out.append(_fence(one(m["content"], lines=True)))
-            if c and c.get("resultSummary"):
-                out += ["", "*Too long for the model; it was sent this instead:*", "",
-                        _quote(one(c["resultSummary"], lines=True))]  # fmt: skip
-        else:
-            who = {"user": "You", "assistant": "Kaja"}.get(role, role.capitalize())
-            model = f" · {one(m['model'])}" if role == "assistant" and m.get("model") else ""
-            out += ["", f"### {who}{model}{when}"]
-            if m["reasoning"]:
-                out += ["", _quote("*Thinking:* " + one(m["reasoning"], lines=True))]
-            if m["content"]:
-                out += ["", one(m["content"], lines=True)]
-            for c in m["tool_calls"]:
-                status = one(c.get("status")) or "no result"
-                took = f" · {render.human_duration(c['durationMs'])}" if c.get("durationMs") else ""
-                approval = f" · {one(c['approval'])}" if c.get("approval") else ""
-                out += [
-                    "",
-                    f"**Tool call** {_inline(c.get('name') or '?')} — {status}{took}{approval}",
-                ]
-                if c.get("arguments") not in (None, "", {}):
-                    text, info = _json_text(c["arguments"])
-                    out += ["", _fence(text, info)]
-        if isinstance(m["parts"], str) and not m["images"]:
-            out += ["", f"*parts (not valid JSON):* {_inline(m['parts'])}"]
-        for img in m["images"]:
-            out += ["", _image_md(img)]
-    out += summaries_before(None)
-    return "\n".join(out) + "\n"
+    for m in messages:
+        for c in m["tool_calls"]:
+            if c["resultMessageId"]:
+                calls[c["resultMessageId"]] = c
+            if c["callId"]:
+                calls.setdefault(("call", c["callId"]), c)
+        out = summaries_before(m["seq"]) + _message_md(m, calls)
+        yield "\n" + "\n".join(out)
+    tail = summaries_before(None)
+    yield ("\n" + "\n".join(tail) if tail else "") + "\n"
+
+
+def _message_md(m: dict[str, Any], calls: dict[Any, dict[str, Any]]) -> list[str]:
+    one = render.text
+    out: list[str] = []
+    role = one(m["role"]) or "message"
+    when = f" · {one(m['createdAt'])}" if m.get("createdAt") else ""
+    if role == "tool":
+        c = calls.get(m["id"]) or calls.get(("call", m["toolCallId"]))
+        name = _inline(c["name"]) if c and c.get("name") else _inline(m["toolCallId"] or "?")
+        out += ["", f"### Tool result · {name}{when}", ""]
+        if m["content"] is not None:
+            out.append(_fence(one(m["content"], lines=True)))
+        if c and c.get("resultSummary"):
+            out += ["", "*Too long for the model; it was sent this instead:*", "",
+                    _quote(one(c["resultSummary"], lines=True))]  # fmt: skip
+    else:
+        who = {"user": "You", "assistant": "Kaja"}.get(role, role.capitalize())
+        model = f" · {one(m['model'])}" if role == "assistant" and m.get("model") else ""
+        out += ["", f"### {who}{model}{when}"]
+        if m["reasoning"]:
+            out += ["", _quote("*Thinking:* " + one(m["reasoning"], lines=True))]
+        if m["content"]:
+            out += ["", one(m["content"], lines=True)]
+        for c in m["tool_calls"]:
+            status = one(c.get("status")) or "no result"
+            took = f" · {render.human_duration(c['durationMs'])}" if c.get("durationMs") else ""
+            approval = f" · {one(c['approval'])}" if c.get("approval") else ""
+            out += [
+                "",
+                f"**Tool call** {_inline(c.get('name') or '?')} — {status}{took}{approval}",
+            ]
+            if c.get("arguments") not in (None, "", {}):
+                text, info = _json_text(c["arguments"])
+                out += ["", _fence(text, info)]
+    if isinstance(m["parts"], str) and not m["images"]:
+        out += ["", f"*parts (not valid JSON):* {_inline(m['parts'])}"]
+    for img in m["images"]:
+        out += ["", _image_md(img)]
+    return out

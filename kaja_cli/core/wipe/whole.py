@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from kaja_cli.core import db, fs, images
+from kaja_cli.core import db, fs, guard, images
 from kaja_cli.core.clock import now_iso
 from kaja_cli.core.paths import Paths, companions
 from kaja_cli.core.registry import DATABASES, Database
@@ -142,16 +142,21 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
         refusals += db_refusals
 
     markers = markers_of(paths)
-    for m in markers:
+    # A prune cut short after a commit: its marker lists image folders of gone sessions.
+    pruning = fs.beside(paths.shared_db.path, guard.PRUNE_SUFFIX)
+    pruned = [pruning] if lstat_or_none(pruning) is not None else []
+    for m in markers + pruned:
         if (what := not_a_marker(m)) is not None:
+            kind = "prune" if m in pruned else "wipe"
             refusals.append(
-                Refusal(m, f"{m} is {what}, not a wipe marker kaja wrote: move it aside")
+                Refusal(m, f"{m} is {what}, not a {kind} marker kaja wrote: move it aside")
             )
     live = set(known) if known is not None else None
     demo = demo_marker(paths)
     leftover_markers = markers + ([demo] if lstat_or_none(demo) is not None else [])
+    leftover_markers += pruned
     leftover_markers += [*stale_temporaries(marker_path(paths)), *stale_temporaries(demo)]
-    listed = [p for m in markers for p in listed_paths(m, paths, live)]
+    listed = [p for m in markers + pruned for p in listed_paths(m, paths, live)]
     listed_names = {p.name for p in listed if p.parent == paths.images_dir}
     if lstat_or_none(demo) is not None:
         # A demo cut short: it wrote the whole store, images before the

@@ -1,0 +1,56 @@
+"""`sessions export --all -f jsonl` of every session of the benchmark store
+(issue 19), against the `sqlite3` command line running, for every session,
+the queries `core/export.py` runs (the session row, summaries, timeline,
+model calls, the message count, and one row of JSON per message), taken from
+kaja's own query builders, from a script file, output to /dev/null.
+
+Goal: at most 1.3× its floor (issue 19).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+
+from bench_sessions import inline
+
+from kaja_cli.core import transcript
+
+EXPORT_GOAL = 1.3
+
+
+def _export_script(conn: sqlite3.Connection, ids: list[str], images_dir) -> str:
+    """The statements `sessions export --all -f jsonl` runs, for every session."""
+    out = []
+    for sid in ids:
+        r = transcript.SessionReader(conn, sid, images_dir)
+        out += [
+            inline("SELECT 1 FROM sessions WHERE id = ?", (sid,)),
+            inline("SELECT * FROM sessions WHERE id = ?", (sid,)),
+            inline("SELECT * FROM session_summaries AS s WHERE sessionId = ? ORDER BY s.\"summaryFrom\"",
+                   (sid,)),
+            inline('SELECT e."seq", e."type", e."payload" FROM session_events AS e WHERE sessionId = ?'
+                   ' ORDER BY e."seq"', (sid,)),
+            inline('SELECT * FROM model_calls AS c WHERE sessionId = ? ORDER BY c."createdAt"', (sid,)),
+            inline("SELECT count(*) FROM messages WHERE sessionId = ?", (sid,)),
+            inline(*r.messages_sql(None, condense=False)),
+        ]  # fmt: skip
+    return "\n".join(out)
+
+
+def cases(bench) -> None:
+    store = bench.store()
+    with closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as conn:
+        everyone = [r[0] for r in conn.execute(
+            "SELECT id FROM sessions ORDER BY coalesce(updatedAt, createdAt) DESC, id DESC")]  # fmt: skip
+        messages = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+        export_sql = _export_script(conn, everyone, store.paths.images_dir)
+    script = bench.state_dir.parent / "export-floor.sql"
+    script.write_text(export_sql)
+    try:
+        argv = bench.kaja("sessions", "export", "--all", "--all-owners", "-f", "jsonl")
+        bench.process(f"sessions export --all -f jsonl ({len(everyone):,} sessions)", argv,
+                      bench.sqlite(f".read {script}"), "sqlite3 CLI: the same queries per session",
+                      goal=EXPORT_GOAL, note=f"{messages:,} messages")  # fmt: skip
+    finally:
+        script.unlink(missing_ok=True)

@@ -1,0 +1,214 @@
+"""A session as one self-contained HTML page (`kaja sessions export -f html`).
+
+Self-contained: the style is inline, images are embedded as `data:` URIs
+(when the file is there and at most `MAX_IMAGE` bytes; left out under
+`--redact`, since a screenshot can show anything), and a Content Security
+Policy forbids the page to load anything else, so whatever a conversation
+holds (a `<script>`, an `<img src=http…>`) is shown as text and never
+fetched or run. Every value from the store is escaped. Written in pieces,
+one per message, like the Markdown export.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from collections.abc import Iterator
+from html import escape
+from typing import Any
+
+from kaja_cli.core.owners import label
+from kaja_cli.core.wording import plural
+from kaja_cli.render.replay import STATUS_MARKS
+
+MAX_IMAGE = 5 * 1024 * 1024
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+_STYLE = """
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;max-width:52rem;margin:2rem auto;
+padding:0 1rem;color:#1d1d1f;background:#fff}
+h1{font-size:1.5rem;margin-bottom:.25rem}
+.facts{color:#666;font-size:.85rem;margin:0 0 1.5rem;padding:0;list-style:none}
+.facts li{display:inline;margin-right:1rem}
+.msg{border-left:3px solid #ddd;margin:1rem 0;padding:.25rem .75rem}
+.msg.user{border-color:#2a7ae2}.msg.assistant{border-color:#2ea44f}.msg.tool{border-color:#d29922}
+.who{font-weight:600;font-size:.85rem}.when{color:#888;font-weight:400;margin-left:.5rem}
+.text,pre{white-space:pre-wrap;word-wrap:break-word;overflow-wrap:anywhere}
+pre{background:#f6f8fa;padding:.5rem;border-radius:4px;font-size:.85rem;max-height:40rem;overflow:auto}
+.call{font-size:.9rem;margin:.25rem 0}.thinking{color:#666;font-style:italic}
+.summary,.pending{background:#fff8e1;border:1px solid #f0d58c;padding:.5rem .75rem;margin:1rem 0}
+img{max-width:100%;border:1px solid #ddd}.missing{color:#b00}
+"""
+
+
+def _e(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def page_chunks(
+    s: dict[str, Any],
+    summaries: list[dict[str, Any]],
+    pending: dict[str, Any] | None,
+    message_count: int,
+    messages: Iterator[dict[str, Any]],
+    *,
+    embed_images: bool = True,
+) -> Iterator[str]:
+    """The page in pieces: the head, then one piece per message, then the end."""
+    title = s.get("title") or "Untitled session"
+    facts = [("id", s.get("id")), ("owner", label(s.get("owner"))), ("model", s.get("model")),
+             ("persona", s.get("persona")), ("created", s.get("createdAt")),
+             ("updated", s.get("updatedAt")), ("messages", message_count)]  # fmt: skip
+    head = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f'<meta name="generator" content="kaja">\n<title>{_e(title)}</title>',
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        '<ul class="facts">'
+        + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in facts if v not in (None, ""))
+        + "</ul>",
+    ]
+    if pending:
+        what = pending.get("name") or "a tool call"
+        kind = f" ({_e(pending['kind'])})" if pending.get("kind") else ""
+        head.append(
+            f'<p class="pending">⏸ Waiting on you: <code>{_e(what)}</code>{kind},'
+            f" call <code>{_e(pending.get('call_id'))}</code></p>"
+        )
+    if s.get("systemPrompt"):
+        head.append(
+            f"<details><summary>System prompt</summary><pre>{_e(s['systemPrompt'])}</pre></details>"
+        )
+    yield "\n".join(head) + "\n"
+    ordered = sorted(
+        (x for x in summaries if isinstance(x.get("summaryFrom"), int)),
+        key=lambda x: x["summaryFrom"],
+    )
+    calls: dict[Any, dict[str, Any]] = {}
+    for m in messages:
+        parts = []
+        while ordered and (
+            not isinstance(m.get("seq"), int) or ordered[0]["summaryFrom"] <= m["seq"]
+        ):
+            parts.append(_summary(ordered.pop(0)))
+        for c in m.get("tool_calls") or ():
+            if c.get("resultMessageId"):
+                calls[c["resultMessageId"]] = c
+            if c.get("callId"):
+                calls.setdefault(("call", c["callId"]), c)
+        parts.append(_message(m, calls, embed_images))
+        yield "".join(parts)
+    yield "".join(_summary(x) for x in ordered) + "</body></html>\n"
+
+
+def _summary(x: dict[str, Any]) -> str:
+    return (
+        f'<div class="summary"><strong>Compacted</strong> (messages before #{_e(x["summaryFrom"])}):'
+        f'<div class="text">{_e(x.get("summary"))}</div></div>\n'
+    )
+
+
+def _message(m: dict[str, Any], calls: dict[Any, dict[str, Any]], embed: bool) -> str:
+    role = m.get("role") if isinstance(m.get("role"), str) and m.get("role") else "message"
+    when = f'<span class="when">{_e(m.get("createdAt"))}</span>' if m.get("createdAt") else ""
+    css = role if role in ("user", "assistant", "tool") else "other"
+    out = [f'<section class="msg {css}">']
+    if role == "tool":
+        c = calls.get(m.get("id")) or calls.get(("call", m.get("toolCallId")))
+        name = (c or {}).get("name") or m.get("toolCallId") or "?"
+        out.append(f'<div class="who">Tool result · <code>{_e(name)}</code>{when}</div>')
+        if m.get("content") is not None:
+            out.append(f"<pre>{_e(_text(m['content']))}</pre>")
+        if c and c.get("resultSummary"):
+            out.append(
+                "<p><em>Too long for the model; it was sent this instead:</em></p>"
+                f'<div class="text">{_e(c["resultSummary"])}</div>'
+            )
+    else:
+        who = {"user": "You", "assistant": "Kaja"}.get(role, role.capitalize())
+        model = f" · {_e(m['model'])}" if role == "assistant" and m.get("model") else ""
+        out.append(f'<div class="who">{_e(who)}{model}{when}</div>')
+        if m.get("reasoning"):
+            out.append(
+                f'<details class="thinking"><summary>Thinking</summary>'
+                f'<div class="text">{_e(m["reasoning"])}</div></details>'
+            )
+        if m.get("content"):
+            out.append(f'<div class="text">{_e(_text(m["content"]))}</div>')
+        for c in m.get("tool_calls") or ():
+            out.append(_call(c))
+    for img in m.get("images") or ():
+        out.append(_image(img, embed))
+    out.append("</section>\n")
+    return "".join(out)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _call(c: dict[str, Any]) -> str:
+    status = c.get("status") or "no result"
+    mark = STATUS_MARKS.get(status, ("", ""))[0]
+    took = f" · {_e(c['durationMs'])} ms" if c.get("durationMs") else ""
+    approval = f" · {_e(c['approval'])}" if c.get("approval") else ""
+    line = (
+        f'<div class="call">→ <code>{_e(c.get("name") or "?")}</code>'
+        f" {_e(mark)} {_e(status)}{took}{approval}</div>"
+    )
+    args = c.get("arguments")
+    if args in (None, "", {}):
+        return line
+    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=2)
+    return f"{line}<details><summary>arguments</summary><pre>{_e(text)}</pre></details>"
+
+
+def _image(img: dict[str, Any], embed: bool) -> str:
+    path = img.get("path")
+    name = os.path.basename(path) if isinstance(path, str) else img.get("sha256")
+    if not embed:
+        return f'<p class="missing">[image {_e(name)} left out (--redact)]</p>'
+    data = _read_image(path) if isinstance(path, str) and img.get("exists") else None
+    if data is None:
+        why = "file missing" if not img.get("exists") else f"over {MAX_IMAGE // 1048576} MB"
+        return f'<p class="missing">[image {_e(name)}: {why}]</p>'
+    mime = img.get("mime") if isinstance(img.get("mime"), str) else "application/octet-stream"
+    uri = f"data:{_e(mime)};base64,{base64.b64encode(data).decode()}"
+    return f'<p><img alt="{_e(name)}" src="{uri}"></p>'
+
+
+def _read_image(path: str) -> bytes | None:
+    """The image file's bytes: a regular file, not through a link, not too big."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_IMAGE:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(MAX_IMAGE + 1)
+    finally:
+        os.close(fd)
+
+
+def index_page(entries: list[tuple[str, str | None, str | None, str | None, int]]) -> str:
+    """`index.html` of an export folder: (file name, title, owner, updated, messages)."""
+    rows = "".join(
+        f'<tr><td><a href="{_e(f)}">{_e(t or "Untitled session")}</a></td><td>{_e(label(o))}</td>'
+        f"<td>{_e(u)}</td><td>{n}</td></tr>\n"
+        for f, t, o, u, n in entries
+    )
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        f"<title>Kaja sessions</title><style>{_STYLE}td{{padding:.2rem .6rem}}</style></head><body>"
+        f"<h1>Kaja sessions</h1><p>{_e(plural(len(entries), 'session'))}</p>"
+        "<table><thead><tr><th>title</th><th>owner</th><th>updated</th><th>messages</th></tr></thead>"
+        f"<tbody>\n{rows}</tbody></table></body></html>\n"
+    )
