@@ -38,8 +38,12 @@ def backup(
     (exit 5). Settings stay out. `kaja restore FILE` puts it back.
     """
     from kaja_cli import render
+    from kaja_cli.core import profiler
     from kaja_cli.core.backup.create import backup as run
 
+    # No profile of its own: the archive is the store as it was copied, and
+    # the copy's own statements written afterwards would make the two differ.
+    profiler.discard()
     store = store_of(ctx)
     with render.progress("backing up") as progress:
         result = run(store, output, progress=progress)
@@ -159,8 +163,10 @@ def restore(
     then `kaja doctor` reports it.
     """
     from kaja_cli import render
+    from kaja_cli.core import profiler
     from kaja_cli.core.backup import restore as core
 
+    profiler.discard()  # the restored store is the archive's, db-stats.db included
     _check_options(archive, finish=finish, dry_run=dry_run)
     store = store_of(ctx)
     store.require_local()
