@@ -34,7 +34,11 @@ def optimize(
     """
     from kaja_cli import render
     from kaja_cli.core import optimize as core
+    from kaja_cli.core import profiler
 
+    # No profile of its own: writing it would undo the checkpoint just made
+    # (db-stats.db's -wal grows again), and a refusal changes no file.
+    profiler.discard()
     store = store_of(ctx)
     result = core.optimize(store, vacuum=vacuum)
     if as_json:

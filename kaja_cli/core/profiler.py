@@ -25,7 +25,7 @@ same for its own commands:
   db-stats.db does not exist yet, or after `discard()` (doctor, which leaves
   every file as it found it; demo, whose store is reproducible; wipe, which
   deletes db-stats.db; backup and restore, whose archive and store must be
-  the same). Writing gives up quietly after a short lock wait:
+  the same; optimize, whose checkpoint the write would undo). Writing gives up quietly after a short lock wait:
   profiling never fails a command (KAJA_DEBUG=1 shows why it was dropped).
 
 Nothing here imports sqlite3 until a connection is opened: `begin()` is on

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kaja_cli.core import db, settings_keys
+from kaja_cli.core import settings_keys
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.paths import Paths
 from kaja_cli.core.settings import expand
@@ -186,8 +186,11 @@ def owner_sessions(store: Store, owner: Owner) -> list[str]:
     """The owner's session ids, as `wipe --owner` will erase them."""
     if not store.exists():
         return []
+    from kaja_cli.core import schema
+
     with store.reader() as conn:
-        if "sessions" not in db.table_names(conn):
+        have = schema.present_columns(conn).get("sessions", ())
+        if "id" not in have or "owner" not in have:  # a store another program made
             return []
         where, args = owner.sessions_where()
         return [str(r[0]) for r in conn.execute(f"SELECT id FROM sessions WHERE {where}", args)]
