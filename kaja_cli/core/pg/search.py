@@ -32,15 +32,13 @@ from kaja_cli.core.owners import Owner
 from kaja_cli.core.pg import fts4
 from kaja_cli.core.pg import schema as pg_schema
 from kaja_cli.core.search import (
-    IDF_FLOOR,
-    K1,
     SNIPPET_TOKENS,
-    B,
     Hit,
     SearchResult,
     _parse_snippet,
     plain_match,
 )
+from kaja_cli.core.search_rank import IDF_FLOOR, K1, B
 from kaja_cli.errors import Failed
 
 if TYPE_CHECKING:
@@ -171,7 +169,7 @@ def _counts(conn: Connection, phrases: list[str]) -> list[int]:
 
 def _score_sql(count: int) -> str:
     """FTS5's bm25 over ts_rank_cd's hits and kaja_words, as local search
-    computes it (core.search.Bm25.sql), in the same order of operations."""
+    computes it (core.search_rank.Bm25.sql), in the same order of operations."""
     return " + ".join(
         f"CAST(? AS float8) * ((f{i} * CAST(? AS float8)) / (f{i} + CAST(? AS float8)"
         f" * (CAST(? AS float8) + CAST(? AS float8) * dl / CAST(? AS float8))))"
