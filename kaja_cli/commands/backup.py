@@ -170,7 +170,9 @@ def restore(
     _check_options(archive, finish=finish, dry_run=dry_run)
     store = store_of(ctx)
     store.require_local()
-    done = None if dry_run else core.finish(store, archive)
+    from kaja_cli.core.backup import interrupted
+
+    done = None if dry_run else interrupted.finish(store, archive)
     if _finished(done, finish=finish, as_json=as_json):
         return
     assert archive is not None

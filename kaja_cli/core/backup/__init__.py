@@ -5,8 +5,9 @@
   writes (SQLite's online backup API), the image files, one archive written
   atomically;
 - `restore`: `plan_restore()`, `extract()` (into a staging folder, verified),
-  `execute()` (the swap), `finish()` and `interrupted()` for a restore that
-  was stopped half way;
+  `execute()` (the swap);
+- `interrupted`: `interrupted()` and `finish()` for a restore that was
+  stopped half way;
 - `guarding`: what these commands may write and replace (the archive is
   never one of the store's files; another program's database is refused);
 - `hook`: the test hook that stops a restore at a chosen step.

@@ -11,9 +11,9 @@ ID = "interrupted-restore"
 
 @check(ID, Group.PATHS, "what an interrupted `kaja restore` left to finish")
 def check_interrupted_restore(ctx: Context) -> Check:
-    from kaja_cli.core.backup import restore
+    from kaja_cli.core.backup import interrupted
 
-    left = restore.interrupted(ctx.paths)
+    left = interrupted.interrupted(ctx.paths)
     if left is None:
         return Check(ID, Group.PATHS, OK, "no unfinished restore")
     details = [f"marker: {left.marker}", f"started: {left.started_at}", *left.details]
