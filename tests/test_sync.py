@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kaja_cli.core import sync, sync_server
+from kaja_cli.core import sync, sync_health, sync_server
 from kaja_cli.core.record import Recorder
 from tests.conftest import KAJA as KAJA_BIN
 from tests.conftest import Kaja
@@ -343,7 +343,7 @@ def test_a_stale_import_flag_is_cleared_and_history_sent_again(two, pg):
         "INSERT INTO calls (run_id, model) VALUES ('run_a1', 'unqueued')",
     )
     assert outbox(a.db) == 0  # the flag kept it out
-    checks = {c[0]: c for c in sync.doctor_checks(store_of(a), None)}
+    checks = {c[0]: c for c in sync_health.doctor_checks(store_of(a), None)}
     assert checks["sync-flags"][1] == "error"
     r = a("sync")
     assert r.code == 0, r
@@ -372,7 +372,7 @@ def test_doctor_checks_of_sync(two, pg):
     for k in (a, b, a):
         assert k("sync").code == 0
     url = sync.Url(pg.url, "test")
-    checks = {c[0]: c for c in sync.doctor_checks(store_of(b), url)}
+    checks = {c[0]: c for c in sync_health.doctor_checks(store_of(b), url)}
     assert {k: c[1] for k, c in checks.items()} == {
         "sync-progress": "ok", "sync-lease": "ok", "sync-map": "ok", "sync-flags": "ok"
     }  # fmt: skip
@@ -385,7 +385,7 @@ def test_doctor_checks_of_sync(two, pg):
         " VALUES ('runs', 'run_b1', 'upsert', '2020-01-01T00:00:00.000Z')",
         ("INSERT INTO sync_state (name, value) VALUES ('lease', ?)", (json.dumps(lease),)),
     )
-    checks = {c[0]: c for c in sync.doctor_checks(store_of(b), url)}
+    checks = {c[0]: c for c in sync_health.doctor_checks(store_of(b), url)}
     assert checks["sync-map"][1:3] == ("warn", "2 sync_map rows name imported rows that are gone")
     assert checks["sync-lease"][1] == "warn" and "expired" in checks["sync-lease"][2]
     assert checks["sync-progress"][1] == "warn"

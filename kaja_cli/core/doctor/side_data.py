@@ -90,8 +90,8 @@ def check_sync_outbox(ctx: Context) -> Check | None:
 )
 def check_sync(ctx: Context) -> Check | list[Check] | None:
     """Nothing where sync was never used; the server is asked only when changes
-    have waited long (core/sync.py decides, with a 3 s connect timeout)."""
-    from kaja_cli.core import sync
+    have waited long (core/sync_health.py decides, with a 3 s connect timeout)."""
+    from kaja_cli.core import sync, sync_health
     from kaja_cli.core.store import Store
     from kaja_cli.errors import KajaError
 
@@ -104,7 +104,7 @@ def check_sync(ctx: Context) -> Check | list[Check] | None:
                       fix="kaja config set usage.postgres_url postgresql://…")]  # fmt: skip
 
     def look() -> list[Check]:
-        found = sync.doctor_checks_on(conn, url, now=ctx.now)
+        found = sync_health.doctor_checks_on(conn, url, now=ctx.now)
         return [Check(cid, Group.SYNC, Status(status), summary, list(details))
                 for cid, status, summary, details in found]  # fmt: skip
 
