@@ -274,7 +274,7 @@ class _Reader:
             return
         sql, args = self.messages_sql(from_seq, condense=condense)
         conn = self.conn
-        local = isinstance(conn, sqlite3.Connection)  # the server's rows arrive as text
+        local = self.dialect is dialect.SQLITE  # the server's rows arrive as text
         factory = conn.text_factory if local else None
         if local:
             conn.text_factory = bytes  # applies to the rows fetched while it is set

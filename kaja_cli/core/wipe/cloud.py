@@ -48,6 +48,7 @@ from kaja_cli.core.wipe.model import (
     WipePlan,
     WipeResult,
 )
+from kaja_cli.core.wipe.owner import remove_folders
 from kaja_cli.core.wipe.reach import image_item, lstat_or_none
 from kaja_cli.errors import Busy, ExitStatus, Interrupted, NotFound
 
@@ -177,17 +178,7 @@ def execute_owner(
         if wrote and not committed:  # rolled back: the folders stay with their sessions
             marker.unlink(missing_ok=True)
         raise
-    try:
-        hook.checkpoint("images")
-        removed = cascade.remove_image_folders(paths.images_dir, [p.name for p in folders])
-        if lstat_or_none(marker) is not None:
-            marker.unlink()
-            fs.fsync_dir(marker.parent)
-    except KeyboardInterrupt:
-        raise Interrupted(
-            f"interrupted after erasing {owner.label}'s rows, before all their image folders",
-            hint=f"run `kaja wipe --owner {owner.label}` again to finish",
-        ) from None
+    removed = remove_folders(paths, owner, marker, folders)
     return OwnerResult(owner, rows, removed, purged)
 
 

@@ -231,6 +231,13 @@ def execute_owner(
         if wrote and not committed:  # rolled back: the folders stay with their sessions
             marker.unlink(missing_ok=True)
         raise
+    removed = remove_folders(paths, owner, marker, folders)
+    return OwnerResult(owner, rows, removed, _purge_index(store, timeout_ms))
+
+
+def remove_folders(paths: Paths, owner: Owner, marker: Path, folders: list[Path]) -> list[Path]:
+    """After the commit (here or on a server): the owner's image folders, then
+    the marker that named them; Ctrl-C says how to finish."""
     try:
         hook.checkpoint("images")
         removed = cascade.remove_image_folders(paths.images_dir, [p.name for p in folders])
@@ -242,7 +249,7 @@ def execute_owner(
             f"interrupted after erasing {owner.label}'s rows, before all their image folders",
             hint=f"run `kaja wipe --owner {owner.label}` again to finish",
         ) from None
-    return OwnerResult(owner, rows, removed, _purge_index(store, timeout_ms))
+    return removed
 
 
 def _purge_index(store: Store, timeout_ms: int) -> bool:
