@@ -210,8 +210,11 @@ def _run() -> None:
 
             error = translate(e, Path("the store"))
             _fail(str(error), error.status)
+        from kaja_cli.core.masking import mask_text  # a driver's words may quote a URL
+
         _fail(
-            f"internal error: {type(e).__name__}: {e} (rerun with KAJA_DEBUG=1 for details)",
+            f"internal error: {type(e).__name__}: {mask_text(str(e))}"
+            " (rerun with KAJA_DEBUG=1 for details)",
             ExitStatus.FAILED,
         )
     if code == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent exit 130

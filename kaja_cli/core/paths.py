@@ -311,7 +311,7 @@ class BackendInfo(NamedTuple):
 def backend(paths: Paths) -> list[BackendInfo]:
     """Local or cloud, and where that came from; in cloud mode the server (its
     password masked), the account and the schema. Never connects."""
-    from kaja_cli.core.settings_keys import mask
+    from kaja_cli.core.masking import mask
 
     rows = [BackendInfo("mode", str(paths.mode), paths.mode_source)]
     if paths.cloud and paths.server is not None:

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kaja_cli.core import settings_keys
+from kaja_cli.core import masking, settings_keys
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.paths import Paths
 from kaja_cli.core.settings import expand
@@ -52,7 +52,7 @@ class Target(NamedTuple):
     @property
     def where(self) -> str:
         """As a person reads it (a URL's password masked)."""
-        return settings_keys.mask(self.url) if self.url else f"the Qdrant folder {self.path}"
+        return masking.mask(self.url) if self.url else f"the Qdrant folder {self.path}"
 
 
 def target(paths: Paths) -> Target | None:
@@ -110,6 +110,7 @@ def client(where: Target) -> Iterator[Any]:
 
 def _unreachable(where: Target, error: Exception) -> Failed:
     reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    reason = masking.scrub(reason, where.url) if where.url else masking.mask_text(reason)
     return Failed(f"Qdrant at {where.where} does not answer ({reason})",
                   hint="start it, or check memory.qdrant.url")  # fmt: skip
 

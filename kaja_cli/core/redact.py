@@ -9,8 +9,9 @@ and paths alike:
 - home folders (yours, and any `/home/NAME`, `/Users/NAME`, `C:\\Users\\NAME`)
   → `~`;
 - e-mail addresses → `[email]`;
-- passwords in URLs (`postgresql://kaja:***@…`) and `password=`, `token=`,
-  `secret=`, `api_key=` values → `***`;
+- passwords in URLs (`postgresql://kaja:***@…`, as `core.masking` hides
+  them everywhere) and `password=`, `token=`, `secret=`, `api_key=` values
+  → `***`;
 - strings that look like tokens → `[token]`: the well-known key shapes
   (`sk-…`, `ghp_…`, `github_pat_…`, `xoxb-…`, `AKIA…`, `AIza…`, `glpat-…`,
   JWTs, `Bearer …`) and any other run of 24 or more letters, digits, `_`,
@@ -29,6 +30,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from kaja_cli.core.masking import mask_urls
+
 _KEY_SHAPES = (
     r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}",
     r"sk_(?:live|test)_[A-Za-z0-9]{16,}",
@@ -46,7 +49,6 @@ _ASSIGNED = re.compile(
     r"(?i)\b((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[=:]\s*)"
     r"(?!\*\*\*)[^\s\"\\&,;]{3,}"
 )
-_URL_PASSWORD = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^\s/:@\"\\]+:)[^\s@/\"\\]+(@)", re.I)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _RUN = re.compile(r"(?<![A-Za-z0-9_+=-])[A-Za-z0-9_+=-]{24,}(?![A-Za-z0-9_+=-])")
 _HOMES = re.compile(r"(?:/home/|/Users/|[A-Za-z]:\\\\?Users\\\\?)[^/\\\s\"]+(?=[/\\]|\b|$)")
@@ -80,7 +82,7 @@ class Redactor:
         for pattern in self.homes:
             text = pattern.sub("~", text)
         text = _HOMES.sub("~", text)
-        text = _URL_PASSWORD.sub(r"\1***\2", text)
+        text = mask_urls(text)  # a password holding `/ ? # @` too
         text = _EMAIL.sub("[email]", text)
         text = _KEYS.sub("[token]", text)
         text = _BEARER.sub(r"\1[token]", text)

@@ -223,34 +223,15 @@ def parse_free(text: str) -> Any:
 
 
 # --- secrets ------------------------------------------------------------------
-MASK = "***"
-_SECRET_NAME = r"(?i)(password|passwd|pwd|secret|token|api[_-]?key|credential)"
-_SECRET_PARAM = r"(?i)\b(password|passwd|pwd|secret|token|api[_-]?key)=([^&;\s]+)"
-
-
-def mask(value: str) -> str:
-    """A secret-bearing value as it may be printed: a URL keeps its scheme, user,
-    host and database and loses its password (and any password= parameter);
-    anything else is replaced whole."""
-    scheme, sep, rest = value.partition("://")
-    if not sep:
-        masked = re.sub(_SECRET_PARAM, lambda m: f"{m.group(1)}={MASK}", value)
-        return masked if masked != value else MASK
-    # The password runs to the last "@": people write "/" or "@" in it
-    # unencoded, and masking too much beats printing part of a password.
-    at = rest.rfind("@")
-    if at >= 0 and ":" in rest[:at]:
-        rest = f"{rest[:at].partition(':')[0]}:{MASK}{rest[at:]}"
-    rest = re.sub(_SECRET_PARAM, lambda m: f"{m.group(1)}={MASK}", rest)
-    return f"{scheme}://{rest}"
-
-
 def public(key: Key | None, value: Any, name: str = "") -> Any:
-    """`value` with any secret in it masked: what kaja may print.
+    """`value` with any secret in it masked (`core.masking`): what kaja may print.
 
-    A known secret key is masked as `mask` says; a key kaja does not know is
-    masked whole when its name sounds secret (token, password, api_key…), and
-    any URL in it loses its password."""
+    A known secret key shows its address with the password as ***; a key kaja
+    does not know is masked whole when its name sounds secret (token,
+    password, api_key…), and otherwise loses any password written in it (a
+    URL's, a `password=` value's)."""
+    from kaja_cli.core import masking
+
     if isinstance(value, dict):
         return {k: public(None, v, f"{name}.{k}") for k, v in value.items()}
     if isinstance(value, list):
@@ -258,12 +239,14 @@ def public(key: Key | None, value: Any, name: str = "") -> Any:
     if not isinstance(value, str):
         return value
     if key is not None:
-        if key.secret or (key.kind == URL and "://" in value):
-            return mask(value)  # any URL loses a password written into it
+        if key.secret:
+            return masking.mask(value)
+        if key.kind == URL:  # any URL loses a password written into it
+            return masking.mask(value) if masking.is_url(value) else masking.mask_text(value)
         return value
-    if re.search(_SECRET_NAME, name.rpartition(".")[2]):
-        return MASK
-    return mask(value) if "://" in value else value
+    if masking.secret_name(name.rpartition(".")[2]):
+        return masking.MASK
+    return masking.mask(value) if masking.is_url(value) else masking.mask_text(value)
 
 
 def _quote(key: Key, value: Any) -> str:

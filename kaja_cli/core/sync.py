@@ -111,9 +111,9 @@ class Url(NamedTuple):
 
     @property
     def shown(self) -> str:
-        from kaja_cli.core.sync_server import redact
+        from kaja_cli.core.masking import mask
 
-        return redact(self.value)
+        return mask(self.value)
 
 
 def find_url(store: Store, flag: str | None = None, environ: dict | None = None) -> Url | None:

@@ -27,7 +27,6 @@ used: never at start-up.
 
 from __future__ import annotations
 
-import re
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kaja_cli.core.masking import mask, scrub
 from kaja_cli.errors import Failed
 
 if TYPE_CHECKING:
@@ -69,28 +69,6 @@ CREATE TABLE IF NOT EXISTS andromeda_origins (
 _SETUP_LOCK = 0x6B616A61  # "kaja"
 
 
-# --- the URL, never with its password ------------------------------------------------
-_URL = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<rest>[^\s'\"]*)", re.I)
-_PASSWORD_PARAM = re.compile(r"(?P<head>\bpassword\s*=\s*)('[^']*'|[^\s&]*)", re.I)
-
-
-def redact(text: str) -> str:
-    """`text` with any password in it (in a URL, or a `password=` parameter) shown as ***."""
-
-    def url(m: re.Match) -> str:
-        rest = m.group("rest")
-        end = min([i for i in (rest.find(c) for c in "/?#") if i >= 0] or [len(rest)])
-        netloc = rest[:end]
-        if "@" in netloc:
-            userinfo, host = netloc.rsplit("@", 1)  # a password may hold an @
-            if ":" in userinfo:
-                netloc = userinfo.split(":", 1)[0] + ":***@" + host
-        return m.group("scheme") + netloc + rest[end:]
-
-    text = _URL.sub(url, text)
-    return _PASSWORD_PARAM.sub(lambda m: m.group("head") + "***", text)
-
-
 def _psycopg() -> Any:
     try:
         import psycopg
@@ -99,10 +77,11 @@ def _psycopg() -> Any:
     return psycopg
 
 
-def _one_line(error: BaseException) -> str:
+def _one_line(error: BaseException, url: str) -> str:
+    """The driver's first line, without the URL or any piece of its password."""
     diag = getattr(error, "diag", None)
     text = (getattr(diag, "message_primary", None) or str(error)).strip()
-    return redact(text.splitlines()[0] if text else type(error).__name__)
+    return scrub(text.splitlines()[0] if text else type(error).__name__, url)
 
 
 def connect(url: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> psycopg.Connection:
@@ -113,10 +92,14 @@ def connect(url: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> psycopg.Connec
             url, autocommit=True, connect_timeout=max(1, round(timeout_s)),
             options=f"-c lock_timeout={LOCK_TIMEOUT}",
         )  # fmt: skip
+    except psycopg.ProgrammingError as e:  # libpq could not parse the URL
+        raise Failed(
+            f"the PostgreSQL URL {mask(url)} does not parse: {_one_line(e, url)}"
+        ) from None
     except psycopg.Error as e:
-        raise Failed(f"cannot reach PostgreSQL at {redact(url)}: {_one_line(e)}") from None
-    except Exception as e:  # a malformed URL is a ProgrammingError or a ValueError
-        raise Failed(f"cannot use the PostgreSQL URL {redact(url)}: {_one_line(e)}") from None
+        raise Failed(f"cannot reach PostgreSQL at {mask(url)}: {_one_line(e, url)}") from None
+    except Exception as e:  # a malformed URL may be a ValueError
+        raise Failed(f"cannot use the PostgreSQL URL {mask(url)}: {_one_line(e, url)}") from None
     return conn
 
 
@@ -128,11 +111,11 @@ def errors_of(url: str, doing: str) -> Iterator[None]:
         yield
     except psycopg.OperationalError as e:
         raise Failed(
-            f"lost the connection to PostgreSQL at {redact(url)} while {doing}: {_one_line(e)}",
+            f"lost the connection to PostgreSQL at {mask(url)} while {doing}: {_one_line(e, url)}",
             hint="nothing is lost: the next `kaja sync` picks up where this one stopped",
         ) from None
     except psycopg.Error as e:
-        raise Failed(f"PostgreSQL at {redact(url)} refused {doing}: {_one_line(e)}") from None
+        raise Failed(f"PostgreSQL at {mask(url)} refused {doing}: {_one_line(e, url)}") from None
 
 
 # --- the tables ---------------------------------------------------------------------------

@@ -204,7 +204,7 @@ def _private(overrides: Overrides | None, environ: dict[str, str] | None) -> dic
         return {}
     out: dict[str, str] = {}
     if server.url.value:
-        from kaja_cli.core.settings_keys import mask
+        from kaja_cli.core.masking import mask
 
         out[mask(server.url.value)] = "<database url>"
         out.update(_url_parts(server.url.value))
@@ -217,8 +217,11 @@ def _url_parts(url: str) -> dict[str, str]:
     """The host, user and database of a libpq URL, each with its stand-in."""
     from urllib.parse import parse_qs, unquote, urlsplit
 
+    from kaja_cli.core.masking import mask
+
     try:
-        parts = urlsplit(url)
+        # Split as masked: a password holding `/ ? #` no longer hides the host.
+        parts = urlsplit(mask(url))
         query = parse_qs(parts.query)
         found = {
             "<db-host>": [parts.hostname or "", *query.get("host", [])],

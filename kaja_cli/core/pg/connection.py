@@ -49,7 +49,7 @@ class Target(NamedTuple):
     @property
     def shown(self) -> str:
         """The URL as kaja may print it: the password as ***."""
-        from kaja_cli.core.settings_keys import mask
+        from kaja_cli.core.masking import mask
 
         return mask(self.url)
 
@@ -93,8 +93,10 @@ def driver() -> Any:
 def translate(error: Exception, where: Target, *, connecting: bool = False) -> KajaError:
     """A psycopg error as the one line a user should read (never the password).
     `connecting`: the error came before there was a connection to lose."""
+    from kaja_cli.core.masking import scrub
+
     state = getattr(error, "sqlstate", None) or ""
-    text = _primary(error)
+    text = scrub(_primary(error), where.url)  # libpq may quote the URL, or a piece of it
     server = where.shown
     low = text.lower()
     if connecting and not state:  # libpq's words are all there is before a connection
@@ -291,7 +293,10 @@ def _params(url: str) -> dict[str, Any]:
     try:
         given = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as e:
-        raise Failed(f"the database URL does not parse: {_primary(e)}") from None
+        from kaja_cli.core.masking import mask, scrub
+
+        reason = scrub(_primary(e), url)  # libpq quotes the URL, or the piece it choked on
+        raise Failed(f"the database URL {mask(url)} does not parse: {reason}") from None
     extra: dict[str, Any] = {}
     if "connect_timeout" not in given:
         extra["connect_timeout"] = CONNECT_TIMEOUT
