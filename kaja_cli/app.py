@@ -167,6 +167,10 @@ def _run() -> None:
             from kaja_cli.completion import install
 
             sys.exit(install.install(sys.argv[1:]))
+        if "_KAJA_COMPLETE" in os.environ:  # what the fast path left to Typer
+            from kaja_cli.completion import shells
+
+            sys.exit(shells.answer(app))
         # Not standalone: click's usage errors come here (one line, not a box),
         # and so does every exit code.
         code = app(prog_name="kaja", standalone_mode=False)

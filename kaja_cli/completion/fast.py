@@ -348,16 +348,14 @@ def _values(spec: tuple | None, chain: list[Level], incomplete: str, described: 
 
 # --- 4. the shells' formats --------------------------------------------------------------------
 def render(shell: str, items: list[Item], env: Mapping[str, str]) -> tuple[str, int]:
-    """What Typer's BashComplete, ZshComplete and FishComplete print, and the exit status."""
+    """What each shell's script reads, and the exit status: Typer's formats, but
+    every value and description quoted so that no shell evaluates any of it."""
     if shell == "bash":
-        return "\n".join(v for v, _ in items) + "\n", 0
+        return "".join(_bash(v) + "\n" for v, _ in items) or "\n", 0
     if shell == "zsh":
         if not items:
             return "_files\n", 0
-        lines = "\n".join(
-            f'"{_zsh(v)}":"{_zsh(h)}"' if h else f'"{_zsh(v)}"' for v, h in items
-        )  # fmt: skip
-        return f"_arguments '*: :(({lines}))'\n", 0
+        return f"_arguments {_zsh(f'*: :(({_zsh_items(items)}))')}\n", 0
     action = env.get("_TYPER_COMPLETE_FISH_ACTION", "")
     if action == "is-args":
         return "", 0 if items else 1
@@ -366,11 +364,51 @@ def render(shell: str, items: list[Item], env: Mapping[str, str]) -> tuple[str, 
     return "\n", 0
 
 
+# zsh evaluates what kaja prints (`eval $(kaja)`), then `_arguments` evaluates
+# the list inside `((…))` (`eval ws=( … )`), then `_describe` splits each item
+# at its first colon not after a backslash and drops a backslash before any
+# character. So each item is quoted three times: its colons and backslashes
+# escaped with a backslash, the item one $'…' word, the whole spec one $'…'
+# word. In a $'…' word every quote, backslash and control character is a \xHH
+# escape, and so is a space beside another (`$(kaja)` is split at spaces and
+# joined again with one): whatever a value holds, the shell reads it as text.
+_ZSH = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x27, 0x5C, 0x7F)}
+_ZSH_ITEM = {0x3A: "\\:", 0x5C: "\\\\"}
+
+
 def _zsh(s: str) -> str:
-    return (
-        s.replace('"', '""').replace("'", "''").replace("$", "\\$").replace("`", "\\`")
-        .replace(":", r"\\:")
-    )  # fmt: skip
+    s = s.translate(_ZSH).replace("  ", "\\x20\\x20")
+    if not s.isprintable():  # beyond ASCII: C1 controls, line separators, format characters
+        s = "".join(c if c.isprintable() else _unicode(c) for c in s)
+    return f"$'{s}'"
+
+
+def _unicode(c: str) -> str:
+    return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
+
+
+def _zsh_items(items: list[Item]) -> str:
+    return " ".join(
+        _zsh(f"{v.translate(_ZSH_ITEM)}:{h.translate(_ZSH_ITEM)}" if h else v.translate(_ZSH_ITEM))
+        for v, h in items
+    )
+
+
+# bash inserts a candidate on the line as it is: each is written the way it
+# would be typed, a character the shell would act on after a backslash, a
+# control character as $'\xHH'.
+_BASH = {
+    c: "\\" + chr(c) if 0x20 <= c < 0x7F else f"$'\\x{c:02x}'"
+    for c in range(0x80)
+    if not (chr(c).isalnum() or chr(c) in "_@%+=:,./-")
+}
+
+
+def _bash(s: str) -> str:
+    s = s.translate(_BASH)
+    if not s.isprintable():  # beyond ASCII
+        s = "".join(c if c.isprintable() else f"$'{_unicode(c)}'" for c in s)
+    return s or "''"
 
 
 def _fish(s: str) -> str:
