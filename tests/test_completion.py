@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 from conftest import KAJA, Kaja
-from sessions_support import BACKUP, TOMATO
+from sessions_support import BACKUP, RECEIPT, TOMATO
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "completions"
@@ -398,6 +398,10 @@ def test_install_completion_writes_into_home(kaja):
     assert r.code == 0, r
     bashrc = (kaja.home / ".bashrc").read_text()
     assert "kaja" in bashrc
+    # kaja's script, which joins the words bash breaks at `:` and `=`, not Typer's
+    installed = (kaja.home / ".bash_completions" / "kaja.sh").read_text()
+    assert installed.strip() == (SCRIPTS / "kaja.bash").read_text().strip()
+    assert "mapfile -t COMPREPLY" in installed
 
 
 @pytest.mark.process  # edits a shell start-up file: only the real command, in its HOME
@@ -674,3 +678,26 @@ def test_fish_tab_shows_the_store_as_text(hostile, tmp_path):
     finally:
         pane.close()
     nothing_ran_nor_reached_the_terminal(hostile, pane)
+
+
+@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+def test_bash_completes_an_owner_id_past_its_colon(demo_store, tmp_path):
+    """bash breaks words at `:` and `=` (COMP_WORDBREAKS): the script joins them again."""
+    pane = shell_pane("bash", demo_store, tmp_path)
+    try:
+        for typed, shows in [
+            ("kaja wipe --owner telegram:4", "kaja wipe --owner telegram:482913"),
+            ("kaja wipe --owner=telegram:48", "kaja wipe --owner=telegram:482913"),
+            ("kaja wipe --owner tele", "kaja wipe --owner telegram:"),
+            (f"kaja resume --owner telegram:482913 {RECEIPT[:6]}",
+             f"kaja resume --owner telegram:482913 {RECEIPT[:8]}"),
+            ("kaja search --role=as", "kaja search --role=assistant"),
+        ]:  # fmt: skip
+            pane.keys("C-u", typed, "Tab")
+            screen = pane.screen(lambda s, shows=shows: prompt_line(s) == f"> {shows}")
+            assert prompt_line(screen) == f"> {shows}", (typed, screen)
+        pane.keys("C-u", "kaja wipe --owner telegram:", "Tab")
+        screen = pane.screen(lambda s: "771204" in s)
+        assert "482913" in screen and "telegram:telegram" not in screen, screen
+    finally:
+        pane.close()
