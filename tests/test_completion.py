@@ -630,7 +630,14 @@ def a_value_on_the_line_is_the_value(pane: Tmux) -> None:
 def test_zsh_tab_runs_nothing_found_in_the_store(hostile, tmp_path):
     pane = shell_pane("zsh", hostile.kaja, tmp_path)
     try:
-        pane.keys("kaja resume 0fff000", "Tab")
+        # The issue's title, owner, note and account, each on its own: all at once, the
+        # attacks leave a quote unmatched and zsh's eval stops before running any.
+        for typed in ["resume 0fff0000", "notes show t", "accounts disable t", "wipe --owner t"]:
+            pane.keys("C-u", f"kaja {typed}", "Tab")
+        pane.keys("C-u", "echo done-$((6 * 7))", "Enter")  # once shown, every TAB was answered
+        pane.screen(lambda s: "done-42" in s)
+        assert not list((hostile.kaja.root / "ran").iterdir())
+        pane.keys("C-u", "kaja resume 0fff000", "Tab")
         screen = pane.screen(lambda s: "0fff0009" in s)
         assert row(screen, "0fff0000", "-- t\\'$(touch ran/title1) · "), screen
         assert row(screen, "0fff0008", r"-- \x1b]52;c;SGFja2Vk\x07\x1b]2;PWNED\x07"), screen
