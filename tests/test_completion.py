@@ -18,6 +18,7 @@ import functools
 import io
 import json
 import os
+import random
 import re
 import shlex
 import shutil
@@ -708,3 +709,26 @@ def test_bash_completes_an_owner_id_past_its_colon(demo_store, tmp_path):
         assert "482913" in screen and "telegram:telegram" not in screen, screen
     finally:
         pane.close()
+
+
+def test_zsh_and_bash_read_any_text_back_as_it_was(tmp_path):
+    """Whatever a value or description holds (quotes, backslashes, colons, runs of
+    spaces, control characters but NUL, line separators, emoji), zsh reads back
+    exactly it through its evaluations, and bash parses each value's line as that
+    one word. (No argument can hold a NUL; `values` offers no control character.)"""
+    from kaja_cli.completion import fast
+
+    rng = random.Random(26)
+    pieces = [*"ab:\\'\"$`;()[]{}*?!#~&|<> =%-,.é·…\u00a0\u2028\u200b🙂", "  ", "$(", "\\'", "''",
+              '""', "\\\\", "\\:", "\t", "\n", "\x1b]52;", "\x85", "\x7f"]  # fmt: skip
+
+    def text() -> str:
+        return "".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+
+    items = [(text(), text() if rng.random() < 0.7 else None) for _ in range(500)]
+    assert zsh_reads(fast.render("zsh", items, {})[0], tmp_path) == items
+    bash = subprocess.run(["bash", "-c", """while IFS= read -r l; do eval "printf '%s\\0' $l"; done"""],
+                          input=fast.render("bash", items, {})[0], capture_output=True, text=True,
+                          cwd=tmp_path)  # fmt: skip
+    assert not list(tmp_path.iterdir())  # and wrote nothing (a `>` evaluated would)
+    assert bash.stdout.split("\0")[:-1] == [v for v, _ in items], bash.stderr

@@ -23,6 +23,7 @@ read) returns None and Typer answers as before.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import deque
 from collections.abc import Mapping
@@ -372,42 +373,43 @@ def render(shell: str, items: list[Item], env: Mapping[str, str]) -> tuple[str, 
 # word. In a $'…' word every quote, backslash and control character is a \xHH
 # escape, and so is a space beside another (`$(kaja)` is split at spaces and
 # joined again with one): whatever a value holds, the shell reads it as text.
-_ZSH = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x27, 0x5C, 0x7F)}
-_ZSH_ITEM = {0x3A: "\\:", 0x5C: "\\\\"}
-
-
 def _zsh(s: str) -> str:
-    s = s.translate(_ZSH).replace("  ", "\\x20\\x20")
-    if not s.isprintable():  # beyond ASCII: C1 controls, line separators, format characters
-        s = "".join(c if c.isprintable() else _unicode(c) for c in s)
+    s = s.replace("\\", "\\x5c").replace("'", "\\x27").replace("  ", "\\x20\\x20")
+    if not s.isprintable():  # control characters; beyond ASCII, line separators and the like
+        s = "".join(c if c.isprintable() else _escape(c) for c in s)
     return f"$'{s}'"
 
 
-def _unicode(c: str) -> str:
-    return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
-
-
 def _zsh_items(items: list[Item]) -> str:
-    return " ".join(
-        _zsh(f"{v.translate(_ZSH_ITEM)}:{h.translate(_ZSH_ITEM)}" if h else v.translate(_ZSH_ITEM))
-        for v, h in items
-    )
+    def item(s: str) -> str:
+        return s.replace("\\", "\\\\").replace(":", "\\:")
+
+    return " ".join(_zsh(f"{item(v)}:{item(h)}" if h else item(v)) for v, h in items)
+
+
+def _escape(c: str) -> str:
+    """A character as $'…' writes it in zsh and bash (`\\xHH` is a byte: beyond ASCII, `\\u`)."""
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x80 else f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
 
 
 # bash inserts a candidate on the line as it is: each is written the way it
 # would be typed, a character the shell would act on after a backslash, a
 # control character as $'\xHH'.
+_BASH_PLAIN = re.compile(r"[\w@%+=:,./-]+", re.ASCII)
 _BASH = {
     c: "\\" + chr(c) if 0x20 <= c < 0x7F else f"$'\\x{c:02x}'"
     for c in range(0x80)
-    if not (chr(c).isalnum() or chr(c) in "_@%+=:,./-")
+    if not _BASH_PLAIN.fullmatch(chr(c))
 }
 
 
 def _bash(s: str) -> str:
+    if _BASH_PLAIN.fullmatch(s):
+        return s
     s = s.translate(_BASH)
     if not s.isprintable():  # beyond ASCII
-        s = "".join(c if c.isprintable() else f"$'{_unicode(c)}'" for c in s)
+        s = "".join(c if c.isprintable() else f"$'{_escape(c)}'" for c in s)
     return s or "''"
 
 
