@@ -167,7 +167,7 @@ def _run() -> None:
             from kaja_cli.completion import install
 
             sys.exit(install.install(sys.argv[1:]))
-        if "_KAJA_COMPLETE" in os.environ:  # what the fast path left to Typer
+        if os.environ.get("_KAJA_COMPLETE"):  # what the fast path left to Typer
             from kaja_cli.completion import shells
 
             sys.exit(shells.answer(app))
