@@ -46,14 +46,16 @@ BASH_SCRIPT = r"""
                              %(autocomplete_var)s=complete_bash "$1")
     [[ ${COMPREPLY[*]} ]] || COMPREPLY=()  # nothing (a line end alone): files
     # bash replaces only the text after the word's last ':' or '=': take what
-    # it keeps off the front of each candidate.
+    # it keeps (the longest end of it a candidate starts with: most often the
+    # same for all of them) off the front of each candidate.
     [[ $piece == *[!:=]* ]] || piece=
-    head=${words[n]%%"$piece"}
+    head=${words[n]%%"$piece"} k=0
     if [[ $head ]]; then
         for i in "${!COMPREPLY[@]}"; do
-            for (( k = 0; k < ${#head}; k++ )); do
-                [[ ${COMPREPLY[i]} == "${head:k}"* ]] && break
-            done
+            [[ ${COMPREPLY[i]} == "${head:k}"* ]] ||
+                for (( k = 0; k < ${#head}; k++ )); do
+                    [[ ${COMPREPLY[i]} == "${head:k}"* ]] && break
+                done
             COMPREPLY[i]=${COMPREPLY[i]#"${head:k}"}
         done
     fi
