@@ -5,7 +5,7 @@ and the table the fast path answers from (kaja_cli/completion/table.py).
     python completions/generate.py --check  # exit 1 if any is out of date
 
 The scripts come from the installed `kaja` itself (typer's completion
-machinery); the table from kaja's Typer app: every command, subcommand,
+machinery, with kaja's bash script: kaja_cli/completion/shells.py); the table from kaja's Typer app: every command, subcommand,
 option and argument as Click sees it, with what each completes, and the fixed
 value lists (check ids, roles, formats). tests/test_completion.py fails when
 any of them is stale, and compares the fast path's answers with Typer's.

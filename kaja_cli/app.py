@@ -167,6 +167,14 @@ def _run() -> None:
             from kaja_cli.completion import install
 
             sys.exit(install.install(sys.argv[1:]))
+        if os.environ.get("_KAJA_COMPLETE"):  # what the fast path left to Typer
+            from kaja_cli.completion import shells
+
+            sys.exit(shells.answer(app))
+        if "--show-completion" in sys.argv[1:]:
+            from kaja_cli.completion import shells
+
+            shells.register()  # kaja's bash script, not Typer's
         # Not standalone: click's usage errors come here (one line, not a box),
         # and so does every exit code.
         code = app(prog_name="kaja", standalone_mode=False)

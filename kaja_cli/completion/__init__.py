@@ -17,8 +17,13 @@ Typer is imported, and answered here:
 - `hooks`: the same values for Typer (`autocompletion=` on the options), so
   Typer's own completion answers exactly what the fast path does
   (tests/test_completion.py compares the two for every command, option and
-  value kind).
+  value kind);
+- `shells`: when Typer answers, kaja's Click completion classes (printing as
+  the fast path does: values and descriptions quoted so that no shell
+  evaluates them) and kaja's bash script (which joins the words bash breaks
+  at `:` and `=`).
 
 Only the answer is fast-pathed: `source_*` (printing the scripts),
-`--install-completion` and shells other than bash, zsh and fish go to Typer.
+`--install-completion`, `--show-completion` and shells other than bash, zsh
+and fish go to Typer (through `shells`).
 """

@@ -23,6 +23,7 @@ read) returns None and Typer answers as before.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections import deque
 from collections.abc import Mapping
@@ -348,16 +349,14 @@ def _values(spec: tuple | None, chain: list[Level], incomplete: str, described: 
 
 # --- 4. the shells' formats --------------------------------------------------------------------
 def render(shell: str, items: list[Item], env: Mapping[str, str]) -> tuple[str, int]:
-    """What Typer's BashComplete, ZshComplete and FishComplete print, and the exit status."""
+    """What each shell's script reads, and the exit status: Typer's formats, but
+    every value and description quoted so that no shell evaluates any of it."""
     if shell == "bash":
-        return "\n".join(v for v, _ in items) + "\n", 0
+        return "".join(_bash(v) + "\n" for v, _ in items) or "\n", 0
     if shell == "zsh":
         if not items:
             return "_files\n", 0
-        lines = "\n".join(
-            f'"{_zsh(v)}":"{_zsh(h)}"' if h else f'"{_zsh(v)}"' for v, h in items
-        )  # fmt: skip
-        return f"_arguments '*: :(({lines}))'\n", 0
+        return f"_arguments {_zsh(f'*: :(({_zsh_items(items)}))')}\n", 0
     action = env.get("_TYPER_COMPLETE_FISH_ACTION", "")
     if action == "is-args":
         return "", 0 if items else 1
@@ -366,11 +365,52 @@ def render(shell: str, items: list[Item], env: Mapping[str, str]) -> tuple[str, 
     return "\n", 0
 
 
+# zsh evaluates what kaja prints (`eval $(kaja)`), then `_arguments` evaluates
+# the list inside `((…))` (`eval ws=( … )`), then `_describe` splits each item
+# at its first colon not after a backslash and drops a backslash before any
+# character. So each item is quoted three times: its colons and backslashes
+# escaped with a backslash, the item one $'…' word, the whole spec one $'…'
+# word. In a $'…' word every quote, backslash and control character is a \xHH
+# escape, and so is a space beside another (`$(kaja)` is split at spaces and
+# joined again with one): whatever a value holds, the shell reads it as text.
 def _zsh(s: str) -> str:
-    return (
-        s.replace('"', '""').replace("'", "''").replace("$", "\\$").replace("`", "\\`")
-        .replace(":", r"\\:")
-    )  # fmt: skip
+    s = s.replace("\\", "\\x5c").replace("'", "\\x27").replace("  ", "\\x20\\x20")
+    if not s.isprintable():  # control characters; beyond ASCII, line separators and the like
+        s = "".join(c if c.isprintable() else _escape(c) for c in s)
+    return f"$'{s}'"
+
+
+def _zsh_items(items: list[Item]) -> str:
+    def item(s: str) -> str:
+        return s.replace("\\", "\\\\").replace(":", "\\:")
+
+    return " ".join(_zsh(f"{item(v)}:{item(h)}" if h else item(v)) for v, h in items)
+
+
+def _escape(c: str) -> str:
+    """A character as $'…' writes it in zsh and bash (`\\xHH` is a byte: beyond ASCII, `\\u`)."""
+    n = ord(c)
+    return f"\\x{n:02x}" if n < 0x80 else f"\\u{n:04x}" if n <= 0xFFFF else f"\\U{n:08x}"
+
+
+# bash inserts a candidate on the line as it is: each is written the way it
+# would be typed, a character the shell would act on after a backslash, a
+# control character as $'\xHH'.
+_BASH_PLAIN = re.compile(r"[\w@%+=:,./-]+", re.ASCII)
+_BASH = {
+    c: "\\" + chr(c) if 0x20 <= c < 0x7F else f"$'\\x{c:02x}'"
+    for c in range(0x80)
+    if not _BASH_PLAIN.fullmatch(chr(c))
+}
+
+
+def _bash(s: str) -> str:
+    if _BASH_PLAIN.fullmatch(s):
+        return s
+    s = s.translate(_BASH)
+    if not s.isprintable():  # beyond ASCII
+        s = "".join(c if c.isprintable() else f"$'{_escape(c)}'" for c in s)
+    return s or "''"
 
 
 def _fish(s: str) -> str:

@@ -21,12 +21,20 @@ def hook(kind: str) -> Callable[..., list]:
             items = [i for i in values.fixed()[kind] if i[0].startswith(incomplete)]
         else:
             items = values.complete(kind, params, incomplete)
-        from rich.markup import escape
-
-        return [(v, escape(h)) if h else v for v, h in items]
+        return [(v, _escaped(h)) if h else v for v, h in items]
 
     complete.kaja_values = kind  # type: ignore[attr-defined]  # read by completions/generate.py
     return complete
 
 
 FIXED_KINDS = ("check", "role", "format")
+
+
+def _escaped(text: str) -> str:
+    """`text` as Rich markup that Typer renders back to `text`: Rich's `escape`
+    adds a backslash after one that ends the text (for markup that might
+    follow), which rendering keeps."""
+    from rich.markup import escape
+
+    out = escape(text)
+    return out[:-1] if text.endswith("\\") and not text.endswith("\\\\") else out

@@ -32,6 +32,9 @@ def install(argv: list[str]) -> int:
     """Write the completion set-up into the shell's start-up file; the exit code."""
     from typer import _completion_shared
 
+    from kaja_cli.completion import shells
+
+    shells.register()  # kaja's bash script, not Typer's
     shell = wanted_shell(argv)
     if shell is None:
         print(

@@ -14,6 +14,7 @@ the test comparing the two also finds a stale table.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,12 +24,35 @@ TITLE_WIDTH = 48  # a session's title beside its id, cut beyond this
 
 
 def complete(kind: str, params: Params, incomplete: str, *, described: bool = True) -> list[Item]:
-    """The values of `kind` starting with `incomplete`; [] on any failure."""
+    """The values of `kind` starting with `incomplete`; [] on any failure.
+
+    What the store holds reaches a terminal here, so a value with a control
+    character in it (an escape sequence, a line break) is not offered: no
+    shell shows it without the terminal acting on it, and no one types it.
+    In a description, control characters are shown escaped (`\\x1b`), line
+    breaks and tabs as spaces, as kaja's tables show them.
+    """
     try:
         items = KINDS[kind](params, incomplete, described)
     except Exception:  # a TAB press never fails: a bad settings file, a typo'd --owner
         return []
-    return [(v, h) for v, h in items if v.startswith(incomplete)]
+    return [(v, _shown(h)) for v, h in items
+            if v.startswith(incomplete) and v and not _CONTROL.search(v)]  # fmt: skip
+
+
+# As kaja_cli/render/layout.py escapes them (importing it would cost a TAB press
+# the render package): C0 and C1 controls and DEL.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_ONE_LINE = str.maketrans(
+    {**{c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))},
+     **dict.fromkeys(map(ord, "\t\n\r\v\f"), " ")}
+)  # fmt: skip
+
+
+def _shown(text: str | None) -> str | None:
+    if text is None or text.isprintable():
+        return text
+    return text.replace("\r\n", " ").translate(_ONE_LINE)
 
 
 def _store_paths(params: Params):

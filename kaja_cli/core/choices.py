@@ -185,11 +185,14 @@ def namespaces(paths: Paths) -> list[Choice]:
 
 
 def accounts(paths: Paths) -> list[Choice]:
-    """Web usernames, with the display name and role (never a secret)."""
+    """Web usernames, with the display name (a site visitor chooses it: cut as
+    a note is) and role (never a secret)."""
     path = paths.file_of("auth").path
     rows = _glance(path, "SELECT username, display_name, role FROM web_users ORDER BY username")
     return [
-        Choice(str(u), " · ".join(str(x) for x in (d, r) if x) or None) for u, d, r in rows if u
+        Choice(str(u), " · ".join(x for x in (_start(_text(d)), _text(r)) if x) or None)
+        for u, d, r in rows
+        if u
     ]
 
 
