@@ -45,6 +45,28 @@ from kaja_cli.commands import (  # noqa: E402
 )
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
+
+def _help_by_the_layout_rule() -> None:
+    """Every help screen drawn through kaja_cli/render/help.py (the layout rule at
+    any width), imported only when one is drawn."""
+    from typer import core
+
+    for cls in (core.TyperCommand, core.TyperGroup):
+        if getattr(cls.format_help, "kaja", False):
+            continue  # this module run a second time
+
+        def format_help(self, ctx, formatter, _typers=cls.format_help):
+            from kaja_cli.render import help
+
+            help.patch()
+            return _typers(self, ctx, formatter)
+
+        format_help.kaja = True
+        cls.format_help = format_help
+
+
+_help_by_the_layout_rule()
+
 app = typer.Typer(
     name="kaja",
     help="Administer the local storage of Kaja, your personal AI agent.",

@@ -186,6 +186,38 @@ def test_same_seed_and_time_give_the_same_store(kaja, tmp_path):
     assert norm(_dump(tmp_path / "c"), tmp_path / "c") != norm(da, a)
 
 
+def _ids(k):
+    """Every session's full id and every account's id, as kaja lists them."""
+    sessions = k("sessions", "--all-owners", "-n", "0", "--json")
+    accounts = k("accounts", "--json")
+    assert sessions.code == 0 and accounts.code == 0, (sessions, accounts)
+    return (
+        sorted((s["id"], s["title"]) for s in json.loads(sessions.out)["sessions"]),
+        sorted((a["id"], a["username"]) for a in json.loads(accounts.out)["accounts"]),
+    )
+
+
+def test_the_demo_writes_the_same_ids_whenever_it_runs(demo_store, tmp_path):
+    """The README's examples (`kaja resume 01a226e4`) work on a plain `kaja demo`:
+    its ids come from the seed (default 1, the tests' store) alone, not from the clock;
+    the rows' times do follow --now."""
+    from tests.conftest import Kaja
+
+    expected = _ids(demo_store)  # --seed 1 --now DEMO_NOW
+    plain = Kaja(tmp_path / "plain")
+    assert plain("demo").code == 0
+    assert _ids(plain) == expected
+    assert plain("resume", "01a226e4", "--tail", "1").code == 0
+    earlier = Kaja(tmp_path / "earlier")
+    assert earlier("demo", "--seed", "1", "--now", "2025-03-01T08:00:00Z").code == 0
+    assert _ids(earlier) == expected
+    latest = json.loads(earlier("sessions", "-n", "1", "--json").out)["sessions"][0]
+    assert latest["id"].startswith("01a226e4") and latest["updatedAt"].startswith("2025-0")
+    other = Kaja(tmp_path / "other")
+    assert other("demo", "--seed", "2").code == 0
+    assert _ids(other)[0] != expected[0]  # another seed, other ids
+
+
 def test_scaled_up_store_has_the_counts_asked_for(kaja):
     r = kaja("demo", "--sessions", "40", "--messages", "3000", "--json")
     assert r.code == 0, r

@@ -1,5 +1,6 @@
 """The README's two commands are what CI runs: CI proves the README; and every
-kaja example in it runs against the demo store (its ids and owners exist there)."""
+kaja example in it runs against the store the README's own `kaja demo` writes
+(its ids and owners exist there, whenever that demo runs)."""
 
 from __future__ import annotations
 
@@ -56,9 +57,66 @@ def test_the_readme_has_its_examples():
     assert "kaja wipe --owner telegram:482913 --dry-run" in found
 
 
+def readme_demo_command() -> str:
+    """The `kaja demo …` of the README's first command, as a new user runs it."""
+    (demo,) = [c.strip() for c in sh_blocks()[0].split("&&") if c.strip().startswith("kaja demo")]
+    return demo
+
+
+@pytest.fixture(scope="module")
+def readme_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The state dir the README's own demo command fills, now (its times follow the clock)."""
+    import subprocess
+
+    from conftest import KAJA, Kaja
+
+    k = Kaja(tmp_path_factory.mktemp("readme-demo"))
+    p = subprocess.run(
+        ["bash", "-c", readme_demo_command()], env=dict(k.env, PATH=f"{Path(KAJA).parent}:{k.env['PATH']}"),
+        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    return k.state
+
+
+def readme_ids() -> set[str]:
+    """Every session, message or account id (or prefix of one) and tool call id the README
+    shows: 8+ hex digits with a digit and a letter among them, or `call_` and 12 of them."""
+    text = (ROOT / "README.md").read_text()
+    ids = set(re.findall(r"\bcall_[0-9a-f]{12}\b", text))
+    for token in re.findall(r"(?<![\w-])[0-9a-f]{8}(?:-[0-9a-f]{4}){0,4}(?![\w-])", text):
+        if re.search(r"[0-9]", token) and re.search(r"[a-f]", token):
+            ids.add(token)
+    return ids
+
+
+def test_every_id_in_the_readme_exists_after_its_demo_command(readme_store, tmp_path):
+    """Not only in the examples that run: the sample outputs too (`kaja search`'s,
+    `kaja accounts`'), so a reader can find each one in the demo store."""
+    import shutil
+    import sqlite3
+
+    copy = tmp_path / "state"  # opening the files writes beside them: not in the template
+    shutil.copytree(readme_store, copy, symlinks=True)
+
+    found = readme_ids()
+    assert {"01a226e4", "01a125af", "call_7327e5920673"} <= found  # the pattern finds them
+    known: list[str] = []
+    with sqlite3.connect(copy / "kaja.db") as c:
+        for query in ("SELECT id FROM sessions", "SELECT id FROM messages",
+                      'SELECT id FROM tool_calls', 'SELECT "callId" FROM tool_calls'):  # fmt: skip
+            known += [r[0] for r in c.execute(query)]
+    with sqlite3.connect(copy / "web-auth.db") as c:
+        known += [r[0] for r in c.execute("SELECT id FROM web_users")]
+    missing = sorted(i for i in found if not any(k.startswith(i) for k in known))
+    assert missing == [], f"ids in README.md that `{readme_demo_command()}` does not write"
+
+
 @pytest.mark.parametrize("line", examples())
-def test_each_readme_example_runs_against_the_demo_store(line, demo_store, tmp_path, request):
-    """Each on its own copy of `kaja demo --seed 1 --now 2026-11-29T12:00:00Z`:
+def test_each_readme_example_runs_against_the_readme_demo_store(
+    line, kaja, readme_store, tmp_path, request
+):
+    """Each on its own copy of the store the README's own demo command writes:
     the ids and owners the README uses exist there. Sync's examples get a real
     PostgreSQL of their own (USAGE_POSTGRES_URL, as the README sets it up)."""
     import shutil
@@ -68,7 +126,8 @@ def test_each_readme_example_runs_against_the_demo_store(line, demo_store, tmp_p
 
     if "| jq" in line and not shutil.which("jq"):
         pytest.skip("jq is not installed")
-    env = dict(demo_store.env, PATH=f"{Path(KAJA).parent}:{demo_store.env['PATH']}",
+    shutil.copytree(readme_store, kaja.state, symlinks=True)
+    env = dict(kaja.env, PATH=f"{Path(KAJA).parent}:{kaja.env['PATH']}",
                VISUAL="true", EDITOR="true")  # fmt: skip
     if line.startswith("kaja sync") or "--all-machines" in line:
         env["USAGE_POSTGRES_URL"] = request.getfixturevalue("pg").url

@@ -8,7 +8,13 @@ the same command at 200 columns, where nothing needs to give way:
 - no number, id or word cut or split: every word on the narrow screen is a
   word of the wide one, or a piece of one broken after a hyphen or a slash;
 - no mark lost: as many ⏸ ✓ ! ✗ as on the wide screen, and every matched
-  word of a search.
+  word of a search;
+- no number parted from its unit (`294.9` at the end of a line, `kB` on the next).
+
+`--help` of every command gets the same checks at 50 columns, and its option
+names and ranges are on the screen whole. `sessions` and `stats queries` at 80
+have checks of their own: the title gets the room (a column empty in every row
+is left out), and no two statements look the same for want of their db.
 
 One tmux server, one window per width, the commands typed into all of them
 at once.
@@ -16,6 +22,7 @@ at once.
 
 from __future__ import annotations
 
+import itertools
 import re
 import shutil
 import subprocess
@@ -53,7 +60,9 @@ COMMANDS = [
     "cache",
     "accounts",
     "accounts sessions marie",
+    "sessions --owner telegram:482913",  # no persona in any row
 ]
+UNITS = ("B", "kB", "MB", "GB", "TB", "ms")
 MARKS = ("⏸", "✓", "✗", "!")
 START, DONE = "@@start@@", "@@done@@"
 
@@ -61,13 +70,15 @@ START, DONE = "@@start@@", "@@done@@"
 class Terminal:
     """A tmux server with one window (one bash) per width."""
 
-    def __init__(self, root: Path, env: dict, widths: tuple[int, ...]) -> None:
+    def __init__(
+        self, root: Path, env: dict, widths: tuple[int, ...], commands: list[str] = COMMANDS
+    ) -> None:
         self.tmux = ["tmux", "-S", str(root / "tmux.sock")]
         self.windows = {}
         # Short lines to type: `r N` runs the Nth command (a typed line longer
         # than the screen would itself wrap).
         runner = root / "r"
-        cases = "\n".join(f"  {n}) kaja {c};;" for n, c in enumerate(COMMANDS))
+        cases = "\n".join(f"  {n}) kaja {c};;" for n, c in enumerate(commands))
         runner.write_text(f'clear\necho {START}$1\ncase "$1" in\n{cases}\nesac\necho {DONE}$1\n')
         env = dict(env, PS1="$ ", KAJA_PAGER="", PATH=f"{Path(KAJA).parent}:{env['PATH']}")
         for n, width in enumerate(widths):
@@ -147,6 +158,38 @@ def too_long(words: list[str], width: int) -> set[str]:
     return out
 
 
+def parted(lines: list[str]) -> list[str]:
+    """Numbers whose unit went to the next line (`294.9` / `kB`)."""
+    out = []
+    for line, after in itertools.pairwise(lines):
+        last, first = line.strip(BOX).split()[-1:], after.strip(BOX).split()[:1]
+        if last and first and re.fullmatch(r"[\d.,]*\d", last[0]):
+            if first[0].rstrip(",.;:)") in UNITS:
+                out.append(f"{last[0]} / {first[0]}")
+    return out
+
+
+BOX = " │╭╮╰╯─"  # the frame of a --help panel
+
+
+def check_screen(command, wide, screens, widths, problems) -> None:
+    """The rule's checks of each narrow screen against the wide one."""
+    assert any(line.strip() for line in wide), command
+    allowed = set()
+    for word in words_of(wide):
+        allowed |= pieces(word)
+    for width in widths:
+        lines, joined = screens[width]
+        if len(joined) != len(lines):
+            problems.append((command, width, "a line went past the right edge"))
+        fits = allowed | too_long(words_of(wide), width)
+        cut = [w for w in words_of(lines) if w not in fits]
+        if cut:
+            problems.append((command, width, f"cut or split: {cut[:5]}"))
+        if parted(lines):
+            problems.append((command, width, f"a number parted from its unit: {parted(lines)}"))
+
+
 def test_screens_fit(demo_store, tmp_path):
     term = Terminal(tmp_path, demo_store.env, (WIDE, *WIDTHS))
     problems = []
@@ -155,19 +198,10 @@ def test_screens_fit(demo_store, tmp_path):
             # doctor and wipe would see the other windows' kaja holding the store
             screens = term.run(n, one_by_one=command.split()[0] in ("doctor", "wipe"))
             wide, _ = screens[WIDE]
-            assert any(line.strip() for line in wide), command
-            allowed = set()
-            for word in words_of(wide):
-                allowed |= pieces(word)
+            check_screen(command, wide, screens, WIDTHS, problems)
             for width in WIDTHS:
-                lines, joined = screens[width]
+                lines, _ = screens[width]
                 text = "\n".join(lines)
-                if len(joined) != len(lines):
-                    problems.append((command, width, "a line went past the right edge"))
-                fits = allowed | too_long(words_of(wide), width)
-                cut = [w for w in words_of(lines) if w not in fits]
-                if cut:
-                    problems.append((command, width, f"cut or split: {cut[:5]}"))
                 for mark in MARKS:
                     if words_of(lines).count(mark) != words_of(wide).count(mark):
                         problems.append((command, width, f"{mark} lost"))
@@ -178,3 +212,132 @@ def test_screens_fit(demo_store, tmp_path):
     finally:
         term.close()
     assert not problems, "\n".join(map(str, problems))
+
+
+def help_commands() -> list[tuple[str, list[str]]]:
+    """`--help` of kaja and of every command, with the option names and the
+    ranges its help shows."""
+    import typer
+
+    from kaja_cli.app import app
+
+    out = []
+
+    def walk(command, path):
+        names, ranges = [], []
+        for param in command.params:
+            if getattr(param, "hidden", False):
+                continue
+            names += [o for o in (*param.opts, *param.secondary_opts) if o.startswith("--")]
+            describe = getattr(param.type, "_describe_range", None)
+            if describe is not None and param.param_type_name == "option":
+                ranges.append(f"[{describe()}]")
+        out.append((" ".join([*path, "--help"]), names + ranges))
+        for name, sub in getattr(command, "commands", {}).items():
+            if not sub.hidden:
+                walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+HELP_WIDTH = 50
+
+
+def test_help_fits_at_50_columns(kaja, tmp_path):
+    """Option names and ranges whole, no help text cut, nothing past the edge."""
+    helps = help_commands()
+    assert len(helps) > 40 and any("[0<=x<=1000000000]" in whole for _, whole in helps)
+    term = Terminal(tmp_path, kaja.env, (WIDE, HELP_WIDTH), [c for c, _ in helps])
+    problems: list = []
+    try:
+        for n, (command, whole) in enumerate(helps):
+            screens = term.run(n)
+
+            # A narrow screen lists an option's names as `--limit, -n`: commas
+            # ending a word are not compared.
+            def bare(lines):
+                return [re.sub(r",(?= |$)", "", line.strip(BOX)) for line in lines]
+
+            wide = bare(screens[WIDE][0])
+            narrow = {HELP_WIDTH: (bare(screens[HELP_WIDTH][0]), screens[HELP_WIDTH][1])}
+            check_screen(command, wide, narrow, (HELP_WIDTH,), problems)
+            words = " ".join(narrow[HELP_WIDTH][0]).split()
+            missing = [w for w in whole if not any(w in word for word in words)]
+            if missing:
+                problems.append((command, HELP_WIDTH, f"not whole: {missing}"))
+    finally:
+        term.close()
+    assert not problems, "\n".join(map(str, problems))
+
+
+def test_sessions_at_80_give_the_title_the_room(demo_store, tmp_path):
+    """At 80 columns the title keeps 20 or more (not twelve, on four lines):
+    persona goes first. A column empty in every row (the Telegram user's
+    personas) is left out at any width; one with something in it stays."""
+    commands = ["sessions", "sessions --owner telegram:482913", "sessions --all-owners"]
+    term = Terminal(tmp_path, demo_store.env, (80, 120), commands)
+    try:
+        screens = [term.run(n) for n in range(len(commands))]
+    finally:
+        term.close()
+    for screen in (s[80][0] for s in screens):
+        starts = [n for n, line in enumerate(screen) if re.match(r"[0-9a-f]{8}\b", line)]
+        assert len(starts) >= 3, screen
+        heights = [b - a for a, b in zip(starts, [*starts[1:], len(screen)], strict=True)]
+        assert max(heights) <= 3, "\n".join(screen)
+        header = screen[0]
+        after = re.search(r"title +(\S)", header)
+        room = (after.start(1) if after else len(header)) - header.index("title") - 2
+        assert room >= 20, "\n".join(screen)
+    mine, telegram, _ = screens
+    assert "model" in mine[80][0][0].split() and "persona" in mine[120][0][0].split()
+    for width in (80, 120):
+        assert "persona" not in telegram[width][0][0].split(), telegram[width][0]
+        assert "model" in telegram[width][0][0].split()
+
+
+def test_stats_queries_at_80_keeps_the_db(demo_store, tmp_path):
+    """The same statement on two databases is two rows: the db column stays,
+    so no two rows look the same."""
+    term = Terminal(tmp_path, demo_store.env, (80,), ["stats queries -n 0"])
+    try:
+        screen, _ = term.run(0)[80]
+    finally:
+        term.close()
+    assert "db" in screen[0].split() and "statement" in screen[0].split(), screen
+    rows = [line for line in screen[1:] if re.match(r"\s*[\d,]+\s+[\d.,]+\s", line)]
+    assert len(rows) >= 3
+    assert len(set(rows)) == len(rows), "\n".join(screen)
+
+
+def test_doctor_at_80_keeps_a_size_with_its_unit(demo_store, tmp_path):
+    """`294.9 kB` stays on one line: the store moves to a folder whose name puts
+    the end of the shared file's size exactly at column 80, the one place a
+    line could end between the number and its unit."""
+    import tempfile
+
+    short = Path(tempfile.mkdtemp(prefix="k", dir="/tmp"))  # tmp_path is too long a path
+    try:
+
+        def doctor_in(folder: Path, width: int) -> list[str]:
+            shutil.copytree(demo_store.state, folder, symlinks=True)
+            (tmp_path / folder.name).mkdir()
+            env = dict(demo_store.env, KAJA_STATE_DIR=str(folder))
+            term = Terminal(tmp_path / folder.name, env, (width,), ["doctor"])
+            try:
+                return term.run(0)[width][0]
+            finally:
+                term.close()
+
+        wide = doctor_in(short / "s", WIDE)
+        (line,) = [line for line in wide if "shared file:" in line]
+        size = re.search(r"(\d[\d.,]*) (kB|MB)\b", line)
+        assert size is not None, line
+        pad = 80 - size.end(1)
+        assert pad >= 0, line
+        screen = doctor_in(short / ("s" + "x" * pad), 80)
+    finally:
+        shutil.rmtree(short)
+    assert not parted(screen), "\n".join(screen)
+    assert any(f"{size[1]} {size[2]}" in line for line in screen), "\n".join(screen)

@@ -10,8 +10,12 @@ from kaja_cli.commands import store_of
 def demo(
     ctx: typer.Context,
     seed: Annotated[
-        int, typer.Option(help="Random seed: the same seed and --now give the same rows.")
-    ] = 0,
+        int,
+        typer.Option(
+            help="Random seed: the same seed and --now give the same rows"
+            " (the ids depend on the seed alone)."
+        ),
+    ] = 1,
     sessions: Annotated[
         int | None,
         typer.Option(

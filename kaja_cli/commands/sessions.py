@@ -149,6 +149,9 @@ def _list(
             _table(result, all_owners=acting is None, caption=more)
 
 
+TITLE_ROOM = 20  # a listing's title wraps to two lines, not four, before columns go
+
+
 def _table(result, *, all_owners: bool, caption: str | None) -> None:
     from datetime import UTC, datetime
 
@@ -158,13 +161,14 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
     S, Col = render.Styled, render.Col
     # The id (you type it), the counts and the mark never give way; the title,
     # persona and model wrap; on a narrow terminal persona, model, the message
-    # count and the time go, in that order (README, "Conversations").
+    # count and the time go, in that order (README, "Conversations"), before
+    # the title, what a row is, gets narrower than TITLE_ROOM.
     text = "text"
     cols = [Col("id", style="cyan", kind="whole"), Col("updated", kind="whole", drop=4)]
     if all_owners:
         cols.append(Col("owner", kind="whole"))
     cols += [
-        Col("title", kind=text),
+        Col("title", kind=text, min=TITLE_ROOM),
         Col("persona", kind=text, drop=1),
         Col("model", kind=text, drop=2),
         Col("msgs", justify="right", drop=3),

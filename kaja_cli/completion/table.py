@@ -146,7 +146,7 @@ COMMANDS = {
         'commands': [
         ],
         'params': [
-            ('option', 'seed', ('--seed',), (), 'Random seed: the same seed and --now give the same rows.', False, True, False, 1, None),
+            ('option', 'seed', ('--seed',), (), 'Random seed: the same seed and --now give the same rows (the ids depend on the seed alone).', False, True, False, 1, None),
             ('option', 'sessions', ('--sessions',), (), 'Scale up: this many sessions in all (the benchmark store: 10000).', False, True, False, 1, None),
             ('option', 'messages', ('--messages',), (), 'Scale up: this many messages in all (the benchmark store: 1000000).', False, True, False, 1, None),
             ('option', 'now', ('--now',), (), 'Base time for every timestamp (ISO 8601); default: this hour.', False, True, False, 1, None),

@@ -27,7 +27,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from kaja_cli.core import dialect, fs, images, schema
@@ -71,11 +71,19 @@ class Recorder:
     """A write connection to a store's files, with the schema brought up to date."""
 
     def __init__(
-        self, store: Store, *, clock: Clock | None = None, rng: random.Random | None = None
+        self,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        rng: random.Random | None = None,
+        id_shift: timedelta = timedelta(0),
     ):
         self.store = store
         self.clock: Clock = clock or now
         self.rng = rng
+        # The ids' time part is the row's time moved by this much: `kaja demo`
+        # writes the same ids whenever it runs (the README's examples use them).
+        self.id_shift = id_shift
         self._stack: ExitStack | None = None
         self._conns: dict[str, sqlite3.Connection] = {}
         self._depth: dict[str, int] = {}
@@ -123,7 +131,7 @@ class Recorder:
         return at or self.clock()
 
     def new_id(self, at: datetime | None = None) -> str:
-        return uuid7(self._now(at), self.rng)
+        return uuid7(self._now(at) + self.id_shift, self.rng)
 
     # -- generic rows ---------------------------------------------------------
     def insert(self, table: str, /, *, or_replace: bool = False, **columns: Any) -> int:
@@ -166,7 +174,7 @@ class Recorder:
         session_id: str | None = None,
     ) -> str:
         now = self._now(at)
-        sid = session_id or uuid7(now, self.rng)
+        sid = session_id or self.new_id(now)
         if not images.safe_name(sid):
             raise UsageError(f"unsafe session id {sid!r}")
         self.insert(
@@ -200,7 +208,7 @@ class Recorder:
         """Append a message (next `seq` in its session) and touch the session."""
         now = self._now(at)
         stamp = iso(now)
-        mid = uuid7(now, self.rng)
+        mid = self.new_id(now)
         with self.transaction() as conn:
             if seq is None:
                 seq = conn.execute(
@@ -388,7 +396,7 @@ class Recorder:
         host: str | None = None,
     ) -> str:
         now = self._now(at)
-        run_id = run_id or "run_" + uuid7(now, self.rng).replace("-", "")[-20:]  # 80 random bits
+        run_id = run_id or "run_" + self.new_id(now).replace("-", "")[-20:]  # 80 random bits
         self.insert(
             "runs", id=run_id, parent_id=parent_id, agent=agent, source=source,
             thread_id=thread_id, prompt=prompt, started_at=iso(now), status="running",

@@ -9,6 +9,8 @@ The layout rule, for every table and every page of prose on a terminal:
 
 - Numbers and ids are never cut or wrapped (`whole` columns: ids, counts,
   tokens, times, sizes), and neither are the marks: `⏸ approval`, ✓ ! ✗.
+  Wrapped text never parts a number from its unit (`294.9 kB`, `12 ms`).
+- A column with nothing in any row is left out (its header alone says nothing).
 - Text columns (title, snippet, path, message, model) give way first: each
   narrows in proportion to the room it has over its narrowest, and wraps at
   word boundaries (a space, or after a hyphen or a slash), its continuation

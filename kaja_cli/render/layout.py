@@ -123,10 +123,23 @@ def _char_cells(ch: str) -> int:
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
+# A number and its unit are one word to wrapping: `294.9 kB` never ends a line at `294.9`.
+UNITS = ("B", "kB", "MB", "GB", "TB", "ms")
+_UNIT = re.compile(r"(?:%s)(?![\w])" % "|".join(UNITS))
+_GLUED = re.compile(r"(?<=\d) (?=(?:%s)(?![\w]))" % "|".join(UNITS))
+
+
+def _glued(text: str, i: int) -> bool:
+    """The space at `i` joins a number to its unit (no line breaks there)."""
+    return i > 0 and text[i - 1].isdigit() and _UNIT.match(text, i + 1) is not None
+
+
 def _longest_word(text: str) -> int:
     """The widest piece of `text` that wrapping keeps whole: words split at
-    spaces, and after a hyphen or a slash."""
+    spaces (not between a number and its unit), and after a hyphen or a slash."""
     best = 0
+    if " " in text and _GLUED.search(text):
+        text = _GLUED.sub("\u00a0", text)  # measured as one word, as `break_text` keeps it
     for word in text.split(" "):
         if len(word) > best or not word.isascii():
             for piece in _PIECES.findall(word):
@@ -142,9 +155,10 @@ def break_text(text: str, width: int, hang: int) -> list[tuple[int, int]]:
     """Where `text` breaks into lines at most `width` columns wide, the
     continuation lines `hang` narrower: (start, end) offsets of each line.
 
-    Lines break at spaces (the spaces at a break are dropped); a word longer
-    than a line breaks after a hyphen or a slash when it can, else where the
-    line ends. Leading spaces (an indented line) stay on the first line.
+    Lines break at spaces (the spaces at a break are dropped), never between
+    a number and its unit (`294.9 kB`); a word longer than a line breaks after
+    a hyphen or a slash when it can, else where the line ends. Leading spaces
+    (an indented line) stay on the first line.
     """
     width = max(width, 1)
     if cells(text) <= width:
@@ -175,7 +189,7 @@ def _line_end(text: str, start: int, avail: int) -> int:
         if used + w > avail:
             break
         used += w
-        if ch == " ":
+        if ch == " " and not _glued(text, i):
             last_space = i
         elif ch == "/" and i + 1 < n and text[i + 1] != " ":
             last_slash = i + 1
@@ -184,7 +198,7 @@ def _line_end(text: str, start: int, avail: int) -> int:
         i += 1
     else:
         return n
-    if i < n and text[i] == " ":
+    if i < n and text[i] == " " and not _glued(text, i):
         return i  # the line ends exactly at a space
     if last_space > start and text[start:last_space].strip():
         return last_space
@@ -262,16 +276,20 @@ def _cell(value: Any, col: Col) -> _Cell:
 
 
 class _Stats(NamedTuple):
-    """A column's widths over all its rows: on one line, and the narrowest the rule allows."""
+    """A column's widths over all its rows: on one line, and the narrowest the rule
+    allows; `empty`: no row has anything in it (the column is left out)."""
 
     natural: int
     least: int
+    empty: bool = False
 
 
 def _stats(col: Col, values: Sequence[Any]) -> _Stats:
     """One pass of string operations a column (10,000 rows in a few ms)."""
     texts = [_text(v) for v in values]
     joined = "".join(texts)
+    if not joined and values and col.fit != CHART:
+        return _Stats(0, 0, empty=True)
     ascii_only = joined.isascii()
     wide = max([cells(col.header), *map(len if ascii_only else cells, texts)])
     if col.fit == WHOLE:
@@ -279,7 +297,10 @@ def _stats(col: Col, values: Sequence[Any]) -> _Stats:
     if col.fit == CHART:
         return _Stats(max(cells(col.header), 30), max(_longest_word(col.header), CHART_MIN))
     if ascii_only:
-        pieces = " ".join(texts).replace("-", "- ").replace("/", "/ ").split(" ")
+        spaced = " ".join(texts)
+        if _GLUED.search(spaced):
+            spaced = _GLUED.sub("\u00a0", spaced)  # a number and its unit: one word
+        pieces = spaced.replace("-", "- ").replace("/", "/ ").split(" ")
         longest = max(map(len, pieces), default=0)
     else:
         longest = max(map(_longest_word, texts), default=0)
@@ -293,7 +314,7 @@ def plan(cols: Sequence[Col], stats: Sequence[_Stats], total: int) -> list[int |
     docstring); None when no columns fit side by side."""
     natural = [s.natural for s in stats]
     least = [s.least for s in stats]
-    shown = [True] * len(cols)
+    shown = [not s.empty for s in stats]
     for order in sorted({c.drop for c in cols if c.drop} | {0}):
         if order:
             for i, col in enumerate(cols):
