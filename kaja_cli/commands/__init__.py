@@ -72,6 +72,15 @@ def a_number(value: float | None) -> float | None:
 OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'
 
 
+def nothing_written(path: object) -> str:
+    """What an export that matched nothing says instead of writing an empty file:
+    no file is created, and one already there is not emptied."""
+    import os
+
+    there = os.path.lexists(os.fspath(path))  # type: ignore[call-overload]
+    return f"nothing written to {path}" + (" (it is left as it was)" if there else "")
+
+
 class _TypedPath(TyperPath):
     """A path option as typed. An empty one is a mistake (`--db "$UNSET"`), not
     the current folder, which is what `Path("")` would quietly mean."""
