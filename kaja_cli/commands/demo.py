@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import store_of
+from kaja_cli.commands import count, store_of
 
 
 def demo(
@@ -15,16 +15,14 @@ def demo(
     sessions: Annotated[
         int | None,
         typer.Option(
-            min=1,
-            max=1_000_000,
+            click_type=count(1, 1_000_000),
             help="Scale up: this many sessions in all (the benchmark store: 10000).",
         ),
     ] = None,
     messages: Annotated[
         int | None,
         typer.Option(
-            min=0,
-            max=100_000_000,
+            click_type=count(0, 100_000_000),
             help="Scale up: this many messages in all (the benchmark store: 1000000).",
         ),
     ] = None,

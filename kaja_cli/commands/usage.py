@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import COUNT_MAX, JSON_HELP, WAIT_MAX, a_number, store_of
+from kaja_cli.commands import JSON_HELP, count, seconds, store_of
 
 if TYPE_CHECKING:
     from kaja_cli.core.sync import MachineTotals
@@ -41,8 +41,7 @@ def usage(
         int,
         typer.Option(
             "--tools",
-            min=0,
-            max=COUNT_MAX,
+            click_type=count(),
             metavar="N",
             help="Show the N tools that fail most (0 = all).",
         ),
@@ -305,9 +304,7 @@ def reset(
     wait: Annotated[
         float,
         typer.Option(
-            min=0,
-            max=WAIT_MAX,
-            callback=a_number,
+            click_type=seconds(),
             metavar="SECONDS",
             help="How long to wait for the agent to finish writing.",
         ),
