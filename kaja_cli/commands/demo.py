@@ -87,12 +87,15 @@ def demo(
             }
         )
         return
+    plural = render.plural
+    counts = [plural(result.sessions, "session"), plural(result.messages, "message"),
+              plural(result.tool_calls, "tool call")]  # fmt: skip
     render.note(
-        f"wrote {result.sessions} sessions, {result.messages} messages, {result.tool_calls} tool calls "
-        f"and {result.images} images for {len(result.owners)} owners into {result.location}"
+        f"wrote {', '.join(counts)} and {plural(result.images, 'image')} for"
+        f" {plural(len(result.owners), 'owner')} into {result.location}"
     )
     if legacy:
         render.note(
-            f"and {result.legacy_files} legacy files of an older install beside it:"
+            f"and {plural(result.legacy_files, 'legacy file')} of an older install beside it:"
             " `kaja migrate` imports them"
         )

@@ -115,7 +115,7 @@ def search(
     store = store_of(ctx)
     if reindex:
         count = core_search.reindex(store, progress=render.progress)
-        render.note(f"reindexed {count} messages in {store.where()}")
+        render.note(f"reindexed {render.plural(count, 'message')} in {store.where()}")
         if not text:
             if as_json:
                 render.emit_json({"reindexed": {"path": store.where(), "messages": count}})
