@@ -140,7 +140,8 @@ def _show_items(items: "list[Item]") -> None:
                 [
                     f"images of {render.plural(n, 'session')}",
                     str(item.path.parent),
-                    f"{render.human_size(sum(t.size for t in trees))} ({files} files)",
+                    f"{render.human_size(sum(t.size for t in trees))}"
+                    f" ({render.plural(files, 'file')})",
                 ]
             )
         elif item not in trees:
