@@ -116,7 +116,9 @@ def test_revoke_ends_the_live_sessions_and_all_of_them_with_all(demo_store):
     r = demo_store("accounts", "revoke", "marie")
     assert r.code == 5 and "--yes" in r.err
     r = demo_store("accounts", "revoke", "marie", "--dry-run")
-    assert r.err == "kaja: would: end 1 live sign-in session of marie\n"
+    assert r.err == (
+        "kaja: dry run: would end 1 live sign-in session of marie; nothing was changed\n"
+    )
     assert len(sessions_of(demo_store, MARIE)) == 2
     r = demo_store("accounts", "revoke", "marie", "--yes")
     assert (r.code, r.err) == (0, "kaja: ended 1 sign-in session of marie\n")

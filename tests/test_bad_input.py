@@ -165,6 +165,36 @@ def test_huge_counts_are_usage_errors(store):
     assert store("sessions", "-n", "1000000000").code == 0  # the largest is fine
 
 
+COUNT_OPTIONS = [
+    (("sessions", "-n"), "--limit' / '-n", "sessions"),
+    (("search", "shade", "--limit"), "--limit' / '-n", "search"),
+    (("resume", "-c", "--tail"), "--tail", "resume"),
+    (("usage", "--tools"), "--tools", "usage"),
+    (("sessions", "--max-messages"), "--max-messages", "sessions"),
+    (("sessions", "prune", "--min-tokens"), "--min-tokens", "sessions prune"),
+    (("stats", "queries", "-n"), "--limit' / '-n", "stats queries"),
+    (("demo", "--sessions"), "--sessions", "demo"),
+    (("demo", "--messages"), "--messages", "demo"),
+]
+
+
+@pytest.mark.parametrize("value", ["abc", "2.5", "1e3"])
+def test_a_count_that_is_no_whole_number_says_so(store, value):
+    """Every count option in the same words, not Click's "not a valid int range"."""
+    for argv, option, command in COUNT_OPTIONS:
+        r = store(*argv, value)
+        assert (r.code, r.err) == (2, f"kaja: Invalid value for '{option}': {value!r} is not a"
+                                      f" whole number (see `kaja {command} --help`)\n"), argv  # fmt: skip
+    r = store("sessions", "-n", "-1")
+    assert r.err.startswith(
+        "kaja: Invalid value for '--limit' / '-n': -1 is too small (at least 0)"
+    )
+    r = store("usage", "reset", "--wait", f"{value}s", "--yes")  # and a wait, in its own words
+    assert (r.code, r.err) == (2, f"kaja: Invalid value for '--wait': '{value}s' is not a number of"
+                                  " seconds (see `kaja usage reset --help`)\n")  # fmt: skip
+    assert fingerprint(store) == store.before
+
+
 @pytest.mark.parametrize("option", ["--db", "--state-dir", "--config"])
 def test_an_empty_path_is_a_usage_error_not_the_current_folder(store, option):
     for value in ("", "  "):

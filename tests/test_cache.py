@@ -111,7 +111,9 @@ def test_clear_one_namespace(demo_store):
 def test_clear_deletes_the_file_when_nobody_holds_it(demo_store):
     path = cache_db(demo_store)
     r = demo_store("cache", "clear", "--dry-run")
-    assert r.err == f"kaja: would: delete {path} (9 entries, 20.5 kB)\n"
+    assert (
+        r.err == f"kaja: dry run: would delete {path} (9 entries, 20.5 kB); nothing was deleted\n"
+    )
     assert path.exists()
     r = demo_store("cache", "clear", "--yes", "--json")
     doc = json.loads(r.out)

@@ -87,7 +87,7 @@ def test_a_usage_error_is_one_line_naming_the_help(kaja):
     r = kaja("sessions", "--limit", "-1")
     assert r.code == 2
     assert r.err == (
-        "kaja: Invalid value for '--limit' / '-n': -1 is not in the range 0<=x<=1000000000. "
+        "kaja: Invalid value for '--limit' / '-n': -1 is too small (at least 0) "
         "(see `kaja sessions --help`)\n"
     )
 

@@ -146,7 +146,7 @@ def test_show_lists_unknown_keys_with_a_guess(kaja):
             "settings file line 2",
             "unknown key: did you mean memory.dbPath?",
         ],
-        ["telegram", '{"token": "***"}', "settings file line 4", "unknown key"],
+        ["telegram.token", "***", "settings file line 5", "unknown key"],
     ]
     assert "123:ABC" not in r.out + r.err
 
@@ -539,6 +539,62 @@ def test_unset_removes_a_misspelt_key(kaja):
     assert kaja.config.read_text() == '[memory]\nmode = "local"\n'
 
 
+@pytest.mark.parametrize(
+    ("text", "left"),
+    [
+        ("[logging]\nretention_days = 3\n\n[logging.databse]\n# mine\nslow_ms = 5\nenabled = false\n",
+         "[logging]\nretention_days = 3\n"),
+        ("[logging.databse]\nslow_ms = 5\n", ""),
+        ("logging.databse.slow_ms = 5\nlogging.retention_days = 3\nlogging.databse.enabled = false\n",
+         "logging.retention_days = 3\n"),
+    ],
+)  # fmt: skip
+def test_unset_removes_a_misspelt_table(kaja, text, left):
+    """What `show` lists as unknown, `unset` removes: the table with its keys."""
+    write(kaja, text)
+    shown = [u["key"] for u in show_json(kaja)["unknown"]]
+    assert set(shown) == {"logging.databse.slow_ms", "logging.databse.enabled"} & set(
+        shown) and "logging.databse.slow_ms" in shown  # fmt: skip
+    r = kaja("config", "unset", "logging.databse")
+    assert (r.code, r.err) == (0, f"kaja: removed logging.databse from {kaja.config}\n")
+    assert kaja.config.read_text() == left
+    assert show_json(kaja)["unknown"] == []
+
+
+def test_set_and_show_give_a_key_in_an_unknown_table_the_same_line(kaja):
+    r = kaja("config", "set", "--force", "logging.databse.slow_ms", "5")
+    assert r.err == f"kaja: logging.databse.slow_ms = 5 in {kaja.config} line 2\n"
+    assert kaja.config.read_text() == "[logging.databse]\nslow_ms = 5\n"
+    assert show_json(kaja)["unknown"] == [
+        {"key": "logging.databse.slow_ms", "line": 2, "value": 5,
+         "did_you_mean": "logging.database.slow_ms"},
+    ]  # fmt: skip
+    row = kaja("config", "show").out.splitlines()[-1].split("\t")
+    assert row[:3] == ["logging.databse.slow_ms", "5", "settings file line 2"]
+    assert kaja("config", "unset", "logging.databse.slow_ms").code == 0
+    assert kaja.config.read_text() == ""
+
+
+def test_a_file_that_starts_with_a_byte_order_mark(kaja):
+    """Notepad's UTF-8 starts with one; TOML has no place for it ("Empty key")."""
+    kaja.config.parent.mkdir(parents=True)
+    kaja.config.write_bytes(
+        b'\xef\xbb\xbf[memory]\nmode = "local"\n\n[logging.database]\nslow_ms = 7\n'
+    )
+    assert kaja("config", "get", "logging.database.slow_ms").out == "7\n"
+    s = show_json(kaja)
+    assert s["settings"]["logging.database.slow_ms"]["source"] == "settings file line 5"
+    assert kaja("sessions").code == 0
+    r = kaja("config", "set", "logging.database.slow_ms", "9")
+    assert (r.code, r.err) == (
+        0, f"kaja: logging.database.slow_ms = 9 in {kaja.config} line 5 (was 7)\n"
+    )  # fmt: skip
+    # Written back without the mark, every other byte as it was.
+    assert (
+        kaja.config.read_bytes() == b'[memory]\nmode = "local"\n\n[logging.database]\nslow_ms = 9\n'
+    )
+
+
 # --- nested and unusual layouts -----------------------------------------------------------------
 @pytest.mark.parametrize(
     ("text", "key", "value", "expected"),
@@ -665,6 +721,20 @@ def test_edit_without_changes_or_with_a_failing_editor_writes_nothing(kaja, tmp_
     assert r.code == 1 and "cannot run the editor 'no-such-editor'" in r.err
     assert kaja.config.stat().st_mtime_ns == before.st_mtime_ns
     assert list(tmp.iterdir()) == []  # the copies are gone
+
+
+@pytest.mark.process  # a hang is what is tested: a real process, with a timeout
+def test_edit_when_the_editor_leaves_a_fifo_fails_instead_of_waiting(kaja, tmp_path):
+    write(kaja, REAL_WORLD)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    ed = editor(tmp_path, "import os\np.unlink()\nos.mkfifo(p)\n")
+    r = kaja.proc("config", "edit", env={"EDITOR": ed, "TMPDIR": str(tmp)}, timeout=60)
+    assert (r.code, r.err) == (
+        1, f"kaja: the editor left a FIFO where its copy of {kaja.config.name} was: nothing was saved\n"
+    )  # fmt: skip
+    assert kaja.config.read_text() == REAL_WORLD
+    assert list(tmp.iterdir()) == []  # the copy's folder, FIFO and all, is gone
 
 
 def test_edit_never_overwrites_a_change_made_meanwhile(kaja, tmp_path):

@@ -230,6 +230,13 @@ def test_scaled_up_store_has_the_counts_asked_for(kaja):
     assert rows(kaja.db, "SELECT COUNT(*) FROM conversation_text_docsize")[0][0] == 3000
 
 
+def test_a_store_of_one_session_says_so_in_the_singular(kaja):
+    r = kaja("demo", "--sessions", "1", "--messages", "1", "--seed", "1")
+    assert r.code == 0, r
+    assert r.err.startswith("kaja: wrote 1 session, ")
+    assert f" for 1 owner into {kaja.db}\n" in r.err
+
+
 def test_bad_options(kaja):
     assert kaja("demo", "--sessions", "0").code == 2
     r = kaja("demo", "--now", "yesterday-ish")

@@ -123,6 +123,31 @@ def test_html_needs_a_folder_and_filters_need_all(demo_store, tmp_path):
     assert r.code == 0 and r.out.startswith("<!DOCTYPE html>")
 
 
+@pytest.mark.parametrize("fmt", ["md", "json", "jsonl", "html"])
+def test_an_export_that_matches_nothing_writes_no_file(demo_store, tmp_path, fmt):
+    """Not an empty file (or folder) in its place, and one already there is not emptied."""
+    out = tmp_path / ("pages" if fmt == "html" else f"out.{fmt}")
+    args = ("sessions", "export", "--all", "--title", "no such title", "-f", fmt, "-o", str(out))
+    r = demo_store(*args)
+    assert (r.code, r.out, r.err) == (
+        0, "", f"kaja: no sessions match the filters: nothing written to {out}\n"
+    )  # fmt: skip
+    assert not out.exists()
+    if fmt != "html":
+        out.write_text("last week's export\n")
+        r = demo_store(*args)
+        assert r.err == (
+            f"kaja: no sessions match the filters: nothing written to {out} (it is left as it was)\n"
+        )
+        assert out.read_text() == "last week's export\n"
+    r = demo_store("sessions", "export", "--all", "--title", "no such title", "-f", "json")
+    assert (r.code, r.out) == (0, '{"sessions":[]}\n')  # on stdout, the empty document still
+    bare = demo_store("--state-dir", str(tmp_path / "none"), *args)
+    assert bare.err.endswith(f": nothing written to {out}" + (
+        " (it is left as it was)\n" if fmt != "html" else "\n"))  # fmt: skip
+    assert "there is no Kaja store" in bare.err
+
+
 def test_never_over_the_stores_own_files(demo_store):
     for target in ("kaja.db", "kaja.db-wal", "files/images/x.md", "files/"):
         r = demo_store("sessions", "export", "--all", "-o", str(demo_store.state / target))

@@ -249,6 +249,23 @@ def test_export_markdown_and_json(demo_store, tmp_path):
     assert demo_store("notes", "export", "-o", str(tmp_path)).code == 2
 
 
+def test_an_export_of_no_notes_writes_no_file(demo_store, tmp_path):
+    """As `sessions export --all`: no file saying "No notes.", none emptied."""
+    out = tmp_path / "notes.md"
+    r = demo_store("notes", "export", "--owner", "telegram:1", "-o", str(out))
+    assert (r.code, r.err) == (0, f"kaja: no notes for telegram:1: nothing written to {out}\n")
+    assert not out.exists()
+    out.write_text("kept\n")
+    r = demo_store("notes", "export", "--tag", "no-such-tag", "-o", str(out))
+    assert r.err == (
+        f"kaja: no notes for terminal matching the filters: nothing written to {out}"
+        " (it is left as it was)\n"
+    )
+    assert out.read_text() == "kept\n"
+    r = demo_store("notes", "export", "--owner", "telegram:1", "-f", "json")  # stdout: the document
+    assert (r.code, json.loads(r.out)["notes"]) == (0, [])
+
+
 # --- kaja search --notes ----------------------------------------------------------------------
 def search(kaja, *args: str) -> dict:
     r = kaja("search", "--notes", *args, "--json")

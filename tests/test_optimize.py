@@ -113,6 +113,35 @@ def test_piped_output_is_one_row_per_database_and_notes_on_stderr(demo_store: Ka
     )
 
 
+def test_a_second_run_has_nothing_to_do_and_changes_no_byte(demo_store: Kaja):
+    kaja = demo_store
+    first = kaja("optimize")
+    assert first.code == 0, first
+    # Why the first run grows the files: said, with the free space it leaves inside them.
+    assert "kaja: the files grew: new statistics, and the merged index written before" in first.err
+    files = {name: (kaja.state / name).read_bytes() for name in DATABASES}
+    stamps = {name: (kaja.state / name).stat().st_mtime_ns for name in DATABASES}
+    r = kaja("optimize")
+    assert r.code == 0, r
+    assert r.err == (
+        "kaja: nothing to do: 4 databases already optimized (the search index in one segment,"
+        " the statistics current, no -wal to fold in); no file was changed\n"
+    )
+    assert {name: (kaja.state / name).read_bytes() for name in DATABASES} == files
+    assert {name: (kaja.state / name).stat().st_mtime_ns for name in DATABASES} == stamps
+    doc = optimize(kaja)
+    assert doc["changed"] is False and doc["bytes_before"] == doc["bytes_after"]
+    assert [(d["analyzed"], d["search_index"]) for d in doc["databases"]] == [
+        (False, {"segments_before": 1, "segments_after": 1, "merge_steps": 0, "optimized": False}),
+        (False, None), (False, None), (False, None),
+    ]  # fmt: skip
+    assert {name: (kaja.state / name).read_bytes() for name in DATABASES} == files
+    # A new message is something to do again: indexed into a segment of its own, merged.
+    add_messages(kaja.db, 1, word="wallabyjam")
+    doc = optimize(kaja)
+    assert doc["changed"] is True and doc["databases"][0]["search_index"]["optimized"] is True
+
+
 def test_vacuum_gives_free_pages_back_and_search_still_finds(demo_store: Kaja):
     kaja = demo_store
     add_messages(kaja.db, 300, word="x" * 20 + " lentilharbor")

@@ -78,3 +78,14 @@ def test_no_store_has_nothing_to_count(kaja):
     assert r.code == 0
     assert json.loads(r.out)["total"]["sessions"] == 0
     assert "no Kaja store" in r.err and not kaja.db.exists()
+
+
+def test_one_image_file_is_one_file_on_a_terminal(kaja):
+    from conftest import KAJA
+    from sessions_support import run_in_pty
+
+    assert kaja("demo", "--sessions", "1", "--messages", "1", "--seed", "1").code == 0
+    code, screen = run_in_pty([KAJA, "sessions", "stats"], kaja.env)
+    assert code == 0, screen
+    images = next(line for line in screen.splitlines() if line.strip().startswith("images"))
+    assert images.rstrip().endswith("(1 file)"), images

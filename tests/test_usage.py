@@ -383,13 +383,39 @@ def test_dry_run_counts_and_deletes_nothing(ledger):
     r = ledger("usage", "reset", "--dry-run")
     assert r.code == 0, r
     assert r.out == "".join(f"{t}\t{n}\n" for t, n in PLAN.items()) + "sync_outbox (pending)\t2\n"
-    assert r.err == "kaja: dry run: would delete 23 usage rows; nothing was deleted\n"
+    assert r.err == (
+        "kaja: dry run: would delete 23 usage rows and 2 pending sync rows; nothing was deleted\n"
+    )
     data = json.loads(ledger("usage", "reset", "--dry-run", "--json").out)
     assert data == {
         "store": str(ledger.db), "dry_run": True, "before": None, "tables": PLAN, "total": 23,
         "sync_outbox": 2, "skipped": {}, "vacuum": None,
     }  # fmt: skip
     assert counts(ledger.db) == before
+
+
+def test_the_dry_run_total_on_a_terminal_is_the_sum_of_its_rows(ledger):
+    code, out = run_in_terminal(ledger, "usage", "reset", "--dry-run")
+    assert code == 0, out
+    shown = {
+        line.split()[0]: int(line.split()[-1])
+        for line in out.splitlines()
+        if line.split() and line.split()[-1].isdigit()
+    }
+    assert shown.pop("total") == sum(shown.values()) == 25  # 23 usage rows, 2 pending sync rows
+    assert "would delete 23 usage rows and 2 pending sync rows; nothing was deleted" in out
+
+
+def test_one_row_is_one_row(ledger):
+    conn = sqlite3.connect(ledger.db)
+    for table in LEDGER:
+        conn.execute(f"DELETE FROM {table}")
+    conn.execute("DELETE FROM sync_outbox WHERE tbl != 'schedules'")
+    conn.execute("INSERT INTO calls (id, at, model) VALUES (1, '2026-11-01T00:00:00Z', 'x')")
+    conn.commit()
+    conn.close()
+    r = ledger("usage", "reset", "--dry-run")
+    assert r.err == "kaja: dry run: would delete 1 usage row; nothing was deleted\n", r
 
 
 def test_without_a_terminal_or_yes_it_refuses(ledger):

@@ -693,6 +693,15 @@ def test_owner_dry_run_erases_nothing_and_json_counts_per_table(demo_store: Kaja
     assert f"kaja: keeping 4 runs rows that refer to {ANA} (usage ledger)" in r.err
 
 
+def test_owner_counts_of_one_read_in_the_singular(demo_store: Kaja):
+    r = demo_store("wipe", "--owner", ANA, "--dry-run")
+    assert r.code == 0, r
+    kept = [line for line in r.err.splitlines() if line.startswith("kaja: keeping ")]
+    assert f"kaja: keeping 1 tools row that refers to {ANA} (usage ledger)" in kept
+    assert f"kaja: keeping 4 runs rows that refer to {ANA} (usage ledger)" in kept
+    assert not [line for line in kept if line.startswith("kaja: keeping 1 ") and " rows " in line]
+
+
 def test_owner_terminal_erases_the_terminals_rows_only(demo_store: Kaja):
     kaja = demo_store
     before = snapshot(kaja.db, kaja.root / "s1")

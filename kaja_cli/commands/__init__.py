@@ -10,6 +10,7 @@ inside their functions so that start-up (every TAB press) stays cheap.
 from typing import TYPE_CHECKING
 
 import typer
+from typer._click.types import FloatRange, IntRange
 from typer.models import TyperPath
 
 if TYPE_CHECKING:
@@ -61,15 +62,65 @@ COUNT_MAX = 1_000_000_000
 WAIT_MAX = 3600.0
 
 
-def a_number(value: float | None) -> float | None:
-    """A typer callback: NaN passes every range check (it compares false), so
-    it is refused here, as a usage error (exit 2)."""
-    if value is not None and value != value:
-        raise typer.BadParameter("not a number")
-    return value
+class _Count(IntRange):
+    """A count typed on the command line, in words a person reads: "'abc' is
+    not a whole number", "-1 is too small (at least 0)", rather than Click's
+    "'abc' is not a valid int range" (exit 2 either way)."""
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        if isinstance(value, int) and not isinstance(value, bool):
+            n = value  # a default
+        else:
+            try:
+                n = int(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not a whole number", param, ctx)
+        if self.min is not None and n < self.min:
+            self.fail(f"{n} is too small (at least {self.min})", param, ctx)
+        if self.max is not None and n > self.max:
+            self.fail(f"{n} is too large (at most {self.max})", param, ctx)
+        return n
+
+
+def count(min: int = 0, max: int = COUNT_MAX) -> IntRange:
+    """The click type of every count option (`--limit/-n`, `--tail`, `--tools`…):
+    `click_type=count()`, instead of typer's `min=`/`max=`."""
+    return _Count(min=min, max=max)
+
+
+class _Seconds(FloatRange):
+    """A wait in seconds, said as `_Count` says a count. NaN passes every range
+    check (it compares false), so it is refused here too."""
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        try:
+            n = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if n != n:
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if self.min is not None and n < self.min:
+            self.fail(f"{value} is too small (at least {self.min:g})", param, ctx)
+        if self.max is not None and n > self.max:
+            self.fail(f"{value} is too large (at most {self.max:g})", param, ctx)
+        return n
+
+
+def seconds(max: float = WAIT_MAX) -> FloatRange:
+    """The click type of a wait option (`--wait SECONDS`): 0 to `max`."""
+    return _Seconds(min=0, max=max)
 
 
 OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'
+
+
+def nothing_written(path: object) -> str:
+    """What an export that matched nothing says instead of writing an empty file:
+    no file is created, and one already there is not emptied."""
+    import os
+
+    there = os.path.lexists(os.fspath(path))  # type: ignore[call-overload]
+    return f"nothing written to {path}" + (" (it is left as it was)" if there else "")
 
 
 class _TypedPath(TyperPath):

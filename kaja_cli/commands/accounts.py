@@ -230,7 +230,8 @@ def _out(action: "Action", ended: int, *, dry_run: bool, as_json: bool) -> None:
                                                       or action.verb == "remove")})  # fmt: skip
         return
     if dry_run:
-        render.note(f"would: {_describe(action)[0].lower()}{_describe(action)[1:]}")
+        what = _describe(action)
+        render.note(f"dry run: would {what[:1].lower()}{what[1:]}; nothing was changed")
         return
     sessions = render.plural(ended, "sign-in session")
     if action.verb == "revoke":

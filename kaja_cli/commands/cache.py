@@ -230,7 +230,8 @@ def _clear_out(
     if how is How.NOTHING:
         return
     if dry_run:
-        render.note(f"would: {_clear_question(plan)[0].lower()}{_clear_question(plan)[1:]}")
+        what = _clear_question(plan)
+        render.note(f"dry run: would {what[:1].lower()}{what[1:]}; nothing was deleted")
         return
     count = render.plural(sum(entries.values()), "entry", "entries")
     if how is How.FILE:

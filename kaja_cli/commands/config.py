@@ -309,16 +309,23 @@ def edit(
 def _edit_until_valid(argv: list[str], copy, draft, force: bool) -> str | None:
     """Run the editor until the copy is valid; None if it was left unchanged."""
     from kaja_cli import render
-    from kaja_cli.core import settings_write
+    from kaja_cli.core import fs, settings_write
     from kaja_cli.errors import Declined, Failed
 
     path = draft.target.path
     while True:
         settings_write.run_editor(argv, copy)
         try:
-            text = copy.read_bytes().decode("utf-8")
+            raw = fs.read_regular(copy)  # a FIFO left in its place would block a plain read
+            if raw is None:
+                raise FileNotFoundError(copy)
+            text = raw.decode("utf-8")
         except FileNotFoundError:
             raise Failed(f"the editor removed its copy of {path.name}: nothing was saved") from None
+        except fs.NotRegularFile as e:
+            raise Failed(
+                f"the editor left {e.what} where its copy of {path.name} was: nothing was saved"
+            ) from None
         except UnicodeDecodeError as e:
             text, problem = None, f"not UTF-8 text (byte {e.start})"
         else:

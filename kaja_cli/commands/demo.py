@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import store_of
+from kaja_cli.commands import count, store_of
 
 
 def demo(
@@ -19,16 +19,14 @@ def demo(
     sessions: Annotated[
         int | None,
         typer.Option(
-            min=1,
-            max=1_000_000,
+            click_type=count(1, 1_000_000),
             help="Scale up: this many sessions in all (the benchmark store: 10000).",
         ),
     ] = None,
     messages: Annotated[
         int | None,
         typer.Option(
-            min=0,
-            max=100_000_000,
+            click_type=count(0, 100_000_000),
             help="Scale up: this many messages in all (the benchmark store: 1000000).",
         ),
     ] = None,
@@ -93,12 +91,15 @@ def demo(
             }
         )
         return
+    plural = render.plural
+    counts = [plural(result.sessions, "session"), plural(result.messages, "message"),
+              plural(result.tool_calls, "tool call")]  # fmt: skip
     render.note(
-        f"wrote {result.sessions} sessions, {result.messages} messages, {result.tool_calls} tool calls "
-        f"and {result.images} images for {len(result.owners)} owners into {result.location}"
+        f"wrote {', '.join(counts)} and {plural(result.images, 'image')} for"
+        f" {plural(len(result.owners), 'owner')} into {result.location}"
     )
     if legacy:
         render.note(
-            f"and {result.legacy_files} legacy files of an older install beside it:"
+            f"and {plural(result.legacy_files, 'legacy file')} of an older install beside it:"
             " `kaja migrate` imports them"
         )

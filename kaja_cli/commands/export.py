@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kaja_cli.commands import nothing_written, store_of, typed_path
 from kaja_cli.commands import session_options as opt
-from kaja_cli.commands import store_of, typed_path
 from kaja_cli.commands.sessions import app
 from kaja_cli.completion.hooks import hook
 
@@ -205,9 +205,14 @@ def _export_all(
     target = core.output_target(store.paths, output, folder_wanted=fmt == "html")
     picked = core.select(store, flt)
     if not picked.store_exists:
-        render.note(f"no sessions: there is no Kaja store at {picked.location}")
-    elif not picked.ids:
-        render.note("no sessions match the filters")
+        none = f"no sessions: there is no Kaja store at {picked.location}"
+    else:
+        none = "no sessions match the filters"
+    if not picked.ids and target.path is not None:  # no empty file, no empty folder
+        render.note(f"{none}: {nothing_written(target.path)}")
+        return
+    if not picked.ids:
+        render.note(none)
     fix = core.redactor(store) if redact and picked.ids else None
     docs = core.sessions(store, picked.ids, redact=fix) if picked.ids else iter(())
     if not target.folder:

@@ -49,9 +49,24 @@ def migrate(
         legacy.execute(store, plan)
     if as_json:
         render.emit_json(_as_json(plan, dry_run))
-        return
-    _show(plan)
-    _say(plan, dry_run)
+    else:
+        _show(plan)
+        _say(plan, dry_run)
+    if plan.skipped:
+        _fail_for(plan.skipped, dry_run)
+
+
+def _fail_for(skipped: list, dry_run: bool) -> None:
+    """Exit 1 when a file was (or would be) skipped: the import is not complete
+    until it is fixed or moved aside, and a script should know."""
+    from kaja_cli import render
+    from kaja_cli.errors import Failed
+
+    files = render.plural(len(skipped), "file")
+    it = "it" if len(skipped) == 1 else "them"
+    done = "would not be imported" if dry_run else "not imported"
+    raise Failed(f"{files} skipped, {done}",
+                 hint=f"fix {it} or move {it} aside, then run `kaja migrate` again")  # fmt: skip
 
 
 def _rows(plan: "Plan") -> tuple[list, list]:
@@ -83,7 +98,7 @@ def _rows(plan: "Plan") -> tuple[list, list]:
                     ", ".join(f.unknown_tables),
                     "",
                     "",
-                    "left out: kaja has no such table",
+                    "left out: not a table kaja imports from this file",
                 ]
             )
     for t in plan.threads:

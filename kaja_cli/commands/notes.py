@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import JSON_HELP, OWNER_HELP, nothing_written, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
@@ -114,6 +114,19 @@ def _filter(owner: str | None, all_owners: bool, tag: list[str] | None, importan
     return core.NoteFilter(acting, tags, importance.value if importance else None)
 
 
+def _none_found(result, flt) -> str | None:
+    """Why there are no notes to show, when there are none."""
+    if not result.store_exists:
+        return f"no notes: there is no Kaja store at {result.location}"
+    if not result.has_table:
+        return f"no notes: {result.location} has no notes table"
+    if not result.notes:
+        whose = "anyone" if flt.owner is None else flt.owner.label
+        filtered = " matching the filters" if flt.tags or flt.importance else ""
+        return f"no notes for {whose}{filtered}"
+    return None
+
+
 def _list(
     ctx: typer.Context, owner: str | None, all_owners: bool, tag: list[str] | None,
     importance: Level | None, no_pager: bool, as_json: bool,
@@ -123,14 +136,9 @@ def _list(
 
     flt = _filter(owner, all_owners, tag, importance)
     result = core.listing(store_of(ctx), flt)
-    if not result.store_exists:
-        render.note(f"no notes: there is no Kaja store at {result.location}")
-    elif not result.has_table:
-        render.note(f"no notes: {result.location} has no notes table")
-    elif not result.notes:
-        whose = "anyone" if flt.owner is None else flt.owner.label
-        filtered = " matching the filters" if flt.tags or flt.importance else ""
-        render.note(f"no notes for {whose}{filtered}")
+    none = _none_found(result, flt)
+    if none is not None:
+        render.note(none)
     if as_json:
         render.emit_json(
             {
@@ -343,6 +351,10 @@ def export(
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
     flt = _filter(owner, all_owners, tag, importance)
     result = core.listing(store_of(ctx), flt)
+    none = _none_found(result, flt)
+    if none is not None and output is not None:  # no file holding "No notes."
+        render.note(f"{none}: {nothing_written(output)}")
+        return
     if not result.store_exists:
         render.note(f"no notes: there is no Kaja store at {result.location}")
     if fmt == "json":

@@ -67,8 +67,15 @@ def _table(result: "OptimizeResult") -> None:
 def _notes(result: "OptimizeResult") -> None:
     from kaja_cli import render
 
+    if not result.changed:
+        render.note(
+            f"nothing to do: {render.plural(len(result.files), 'database')} already optimized"
+            " (the search index in one segment, the statistics current, no -wal to fold in);"
+            " no file was changed"
+        )
+        return
     for f in result.files:
-        if f.index is not None:
+        if f.index is not None and (f.index.merge_steps or f.index.optimized):
             i = f.index
             how = (
                 "into one (optimize)"
@@ -91,6 +98,13 @@ def _notes(result: "OptimizeResult") -> None:
                 f"{f.path.name}: another process is reading it: its -wal keeps"
                 f" {render.human_size(f.wal_bytes)} until it is done"
             )
+    free = sum(f.free_bytes for f in result.files)
+    if result.bytes_after > result.bytes_before and free:
+        render.note(
+            f"the files grew: new statistics, and the merged index written before the old"
+            f" segments were freed; {render.human_size(free)} inside them is free for new rows"
+            " (`kaja optimize --vacuum` gives it back to the disk)"
+        )
     steps = "search index, ANALYZE, " + ("VACUUM, " if result.vacuum else "") + "checkpoint"
     render.note(
         f"optimized {render.plural(len(result.files), 'database')} ({steps}): "
@@ -116,7 +130,9 @@ def _json(result: "OptimizeResult") -> dict:
                 "analyzed": f.analyzed, "vacuumed": f.vacuumed,
                 "search_index_after_vacuum": f.vacuum_index,
                 "checkpointed": f.checkpointed, "wal_bytes": f.wal_bytes,
+                "wal_pages": f.wal_frames, "free_bytes": f.free_bytes, "changed": f.changed,
             }
             for f in result.files
         ],
+        "changed": result.changed,
     }  # fmt: skip

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import COUNT_MAX, OWNER_HELP, store_of
+from kaja_cli.commands import OWNER_HELP, count, store_of
 from kaja_cli.completion.hooks import hook
 
 
@@ -24,7 +24,7 @@ def resume(
     tail: Annotated[
         int | None,
         typer.Option(
-            metavar="N", min=0, max=COUNT_MAX, help="Only the last N entries of the timeline."
+            metavar="N", click_type=count(), help="Only the last N entries of the timeline."
         ),
     ] = None,
     owner: Annotated[

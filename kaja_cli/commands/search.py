@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import COUNT_MAX, JSON_HELP, OWNER_HELP, store_of
+from kaja_cli.commands import JSON_HELP, OWNER_HELP, count, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def search(
     limit: Annotated[
         int,
         typer.Option(
-            "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
+            "--limit", "-n", click_type=count(), help="Show at most this many; 0 shows all."
         ),
     ] = 20,
     reindex: Annotated[
@@ -115,7 +115,7 @@ def search(
     store = store_of(ctx)
     if reindex:
         count = core_search.reindex(store, progress=render.progress)
-        render.note(f"reindexed {count} messages in {store.where()}")
+        render.note(f"reindexed {render.plural(count, 'message')} in {store.where()}")
         if not text:
             if as_json:
                 render.emit_json({"reindexed": {"path": store.where(), "messages": count}})

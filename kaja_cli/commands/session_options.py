@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
-from kaja_cli.commands import COUNT_MAX, OWNER_HELP
+from kaja_cli.commands import OWNER_HELP, count
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
@@ -77,8 +77,7 @@ MaxMessages = Annotated[
     typer.Option(
         "--max-messages",
         metavar="N",
-        min=0,
-        max=COUNT_MAX,
+        click_type=count(),
         help="At most N messages.",
         rich_help_panel=FILTERS,
     ),
@@ -88,8 +87,7 @@ MinTokens = Annotated[
     typer.Option(
         "--min-tokens",
         metavar="N",
-        min=0,
-        max=COUNT_MAX,
+        click_type=count(),
         help="At least N tokens (prompt + completion).",
         rich_help_panel=FILTERS,
     ),

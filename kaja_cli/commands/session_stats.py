@@ -100,7 +100,7 @@ def _text(r: "Stats") -> None:
     render.table(
         [Col("", style="bold"), Col("", "right")],
         [["sessions", n(t.sessions)], ["messages", n(t.messages)], ["tokens", n(t.tokens)],
-         ["text", size(t.bytes)], ["images", f"{size(r.image_bytes)} ({r.image_files} files)"],
+         ["text", size(t.bytes)], ["images", f"{size(r.image_bytes)} ({render.plural(r.image_files, 'file')})"],
          ["search index", size(r.index_bytes) if r.index_bytes is not None else "-"],
          ["database file", size(r.database_bytes)]],
         plain_rows=[["total", t.sessions, t.messages, t.prompt_tokens, t.completion_tokens, t.bytes,

@@ -4,7 +4,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import COUNT_MAX, JSON_HELP, store_of
+from kaja_cli.commands import JSON_HELP, count, store_of
 from kaja_cli.commands import session_options as opt
 from kaja_cli.completion.hooks import hook
 
@@ -17,9 +17,7 @@ app = typer.Typer(
 # take them; the filters are shared with prune, export --all and stats.
 Limit = Annotated[
     int,
-    typer.Option(
-        "--limit", "-n", min=0, max=COUNT_MAX, help="Show at most this many; 0 shows all."
-    ),
+    typer.Option("--limit", "-n", click_type=count(), help="Show at most this many; 0 shows all."),
 ]
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Never page long output on a terminal.")]
 Json = Annotated[bool, typer.Option("--json", help=JSON_HELP)]

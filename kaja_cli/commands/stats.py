@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import JSON_HELP, count, store_of
 
 if TYPE_CHECKING:
     from kaja_cli.core.query_stats import Profile
@@ -41,7 +41,8 @@ DbOpt = Annotated[
     typer.Option("--db", case_sensitive=False, help="Only queries on this database's file."),
 ]
 Limit = Annotated[
-    int, typer.Option("--limit", "-n", min=0, help="Show at most this many; 0 shows all.")
+    int,
+    typer.Option("--limit", "-n", click_type=count(), help="Show at most this many; 0 shows all."),
 ]
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Never page long output on a terminal.")]
 Json = Annotated[bool, typer.Option("--json", help=JSON_HELP)]

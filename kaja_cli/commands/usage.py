@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import COUNT_MAX, JSON_HELP, WAIT_MAX, a_number, store_of
+from kaja_cli.commands import JSON_HELP, count, seconds, store_of
 
 if TYPE_CHECKING:
     from kaja_cli.core.sync import MachineTotals
@@ -41,8 +41,7 @@ def usage(
         int,
         typer.Option(
             "--tools",
-            min=0,
-            max=COUNT_MAX,
+            click_type=count(),
             metavar="N",
             help="Show the N tools that fail most (0 = all).",
         ),
@@ -305,9 +304,7 @@ def reset(
     wait: Annotated[
         float,
         typer.Option(
-            min=0,
-            max=WAIT_MAX,
-            callback=a_number,
+            click_type=seconds(),
             metavar="SECONDS",
             help="How long to wait for the agent to finish writing.",
         ),
@@ -358,8 +355,17 @@ def reset(
 
 def _question(plan: "ResetPlan") -> str:
     older = f" older than {plan.before}" if plan.before else ""
-    sync = f" and {plan.outbox:,} pending sync rows" if plan.outbox else ""
-    return f"Delete {plan.total:,} usage rows{older}{sync} from {plan.location}?"
+    return f"Delete {_rows(plan.total, plan.outbox, older)} from {plan.location}?"
+
+
+def _rows(total: int, outbox: int, older: str = "", *, always_outbox: bool = False) -> str:
+    """'229 usage rows and 4 pending sync rows': what the table's total counts."""
+    from kaja_cli import render
+
+    text = f"{total:,} {render.noun(total, 'usage row')}{older}"
+    if outbox or always_outbox:
+        text += f" and {outbox:,} {render.noun(outbox, 'pending sync row')}"
+    return text
 
 
 def _plan_table(tables: dict[str, int], outbox: int) -> None:
@@ -368,7 +374,8 @@ def _plan_table(tables: dict[str, int], outbox: int) -> None:
     rows = [[t, n] for t, n in tables.items()] + [["sync_outbox (pending)", outbox]]
     render.table(
         [render.Col("table", style="bold"), render.Col("rows", "right")],
-        [[t, f"{n:,}"] for t, n in rows] + [["total", f"{sum(tables.values()):,}"]],
+        # The total is the sum of the rows above it, the pending sync rows included.
+        [[t, f"{n:,}"] for t, n in rows] + [["total", f"{sum(n for _, n in rows):,}"]],
         plain_rows=rows,
     )
 
@@ -397,12 +404,12 @@ def _reset_out(
         _plan_table(tables, outbox)
     older = f" older than {plan.before}" if plan.before else ""
     if dry_run:
-        render.note(f"dry run: would delete {total:,} usage rows{older}; nothing was deleted")
+        render.note(f"dry run: would delete {_rows(total, outbox, older)}; nothing was deleted")
     elif not total and not outbox and freed is None:
         render.note(f"the usage ledger has no rows{older}: nothing to delete")
     else:
         render.note(
-            f"deleted {total:,} usage rows{older} and {outbox:,} pending sync rows;"
+            f"deleted {_rows(total, outbox, older, always_outbox=True)};"
             " conversations, learning, services and counters were kept"
         )
     if plan.synced and not dry_run:

@@ -140,7 +140,8 @@ def _show_items(items: "list[Item]") -> None:
                 [
                     f"images of {render.plural(n, 'session')}",
                     str(item.path.parent),
-                    f"{render.human_size(sum(t.size for t in trees))} ({files} files)",
+                    f"{render.human_size(sum(t.size for t in trees))}"
+                    f" ({render.plural(files, 'file')})",
                 ]
             )
         elif item not in trees:
@@ -221,7 +222,7 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
         return
     n_folders = len(plan.image_folders)
     render.confirm(
-        f"Erase everything stored for {who.label} ({plan.total_rows} rows,"
+        f"Erase everything stored for {who.label} ({render.plural(plan.total_rows, 'row')},"
         f" {render.plural(n_folders, 'image folder')})? This cannot be undone.",
         assume_yes=yes,
     )
@@ -290,7 +291,8 @@ def _show_owner(plan: "OwnerPlan") -> None:
     render.note("search entries follow the messages (the index's triggers)")
     for m in plan.mentions:
         render.note(
-            f"keeping {m.rows} {m.table} rows that refer to {plan.owner.label} ({m.reason})"
+            f"keeping {render.plural(m.rows, f'{m.table} row')} that"
+            f" {render.noun(m.rows, 'refers', 'refer')} to {plan.owner.label} ({m.reason})"
         )
     if plan.leftovers is not None:
         render.note(f"this also finishes: {plan.leftovers.summary}")

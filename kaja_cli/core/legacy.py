@@ -25,11 +25,21 @@ Everything goes in one transaction on the shared file (split artifacts: one
 on their file, then their record), so an interrupted migrate leaves nothing
 half done, and copying keeps ids, so running it again adds nothing twice.
 
+One bad file never stops the rest: a file that can't be read (JSON nested
+past Python's recursion limit, a name too long for its `.meta.json`), one
+named as another legacy file (`usage.db`'s tables in `experience.db`), or
+one whose rows don't fit kaja's tables (a text id in an INTEGER key) is
+skipped with the reason, left as it is and not recorded, so the next
+`kaja migrate` after it is fixed or moved aside imports it. The plan finds
+what it can (so `--dry-run` says the same); what only the copy finds rolls
+back to a savepoint of that file alone.
+
 `plan()` reads only; `execute()` writes. `waiting()` is what doctor asks.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import sqlite3
 import uuid
@@ -59,6 +69,16 @@ RENAMED: dict[str, dict[str, str]] = {
         "recipes": "experience_recipes",
         "tool_fixes": "experience_tool_fixes",
     },
+}
+# The tables each legacy file held (the seed's per-feature files): a file that
+# holds more of another one's tables than of its own is named as the wrong file.
+FILE_TABLES: dict[str, frozenset[str]] = {
+    "usage.db": frozenset(t.name for t in schema.LEDGER_TABLES),
+    "experience.db": frozenset(RENAMED["experience.db"]),
+    "background_tasks.db": frozenset({"background_tasks"}),
+    "schedules.db": frozenset({"schedules"}),
+    "triggers.db": frozenset({"triggers"}),
+    "artifacts.db": frozenset({"artifacts"}),
 }
 MEMORY_DIR = ".memory"  # in the state dir: the conversation files' folder
 TERMINAL_RESOURCES = ("terminal", "")  # resource ids that mean the terminal's own memory
@@ -109,6 +129,7 @@ class Thread:
     created_at: str | None = None
     updated_at: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[tuple] = field(default_factory=list)  # the messages as inserted, made by the plan
     copied: int | None = None
 
 
@@ -132,6 +153,11 @@ class Plan:
     @property
     def messages(self) -> int:
         return sum(len(t.messages) for t in self.threads if t.status is Status.IMPORT)
+
+    @property
+    def skipped(self) -> list[LegacyFile | Thread]:
+        """The files left out for a reason (`reason` says which)."""
+        return [f for f in (*self.files, *self.threads) if f.status is Status.SKIPPED]
 
 
 # --- what is there -------------------------------------------------------------------
@@ -231,8 +257,18 @@ def _plan_file(path: Path, done: dict[str, str]) -> LegacyFile:
     try:
         with db.open_read(path, timeout_ms=1000) as conn:
             tables, unknown = _tables_of(conn, path.name, into)
+            wrong = _named_as(path.name, tables, unknown)
+            unfit = None if wrong else _unfit(conn, tables)
     except (KajaError, sqlite3.Error) as e:
         return LegacyFile(path, into, Status.SKIPPED, reason=f"cannot be read: {e}")
+    if wrong is not None:
+        theirs = ", ".join(sorted(FILE_TABLES[wrong] & {*unknown, *(t.source for t in tables)}))
+        return LegacyFile(path, into, Status.SKIPPED, unknown_tables=unknown,
+                          reason=f"it holds {wrong}'s tables ({theirs}), not {path.name}'s:"
+                          " named as the wrong file?")  # fmt: skip
+    if unfit is not None:
+        return LegacyFile(path, into, Status.SKIPPED, reason=unfit, tables=tables,
+                          unknown_tables=unknown)  # fmt: skip
     if not tables:
         return LegacyFile(path, into, Status.SKIPPED, reason="no table kaja knows",
                           unknown_tables=unknown)  # fmt: skip
@@ -244,6 +280,7 @@ def _tables_of(
 ) -> tuple[list[Table], list[str]]:
     known = {t.name: t for t in schema.TABLES_OF[into]}
     renamed = RENAMED.get(name, {})
+    own = FILE_TABLES[name]
     tables, unknown = [], []
     rows = conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
@@ -252,14 +289,61 @@ def _tables_of(
     present = {r[0] for r in rows}
     for (source,) in rows:
         target = renamed.get(source, source)
-        if target not in known or (source != target and target in present):
+        if source not in own or target not in known or (source != target and target in present):
             unknown.append(source)
             continue
-        count = conn.execute(f'SELECT count(*) FROM "{source}"').fetchone()[0]
         cols = set(db.column_names(conn, source))
+        if not cols & set(known[target].column_names):
+            unknown.append(source)  # nothing in common: not that table at all
+            continue
+        count = conn.execute(f'SELECT count(*) FROM "{source}"').fetchone()[0]
         tables.append(Table(source, target, count,
                             left_out=sorted(cols - set(known[target].column_names))))  # fmt: skip
     return tables, unknown
+
+
+def _named_as(name: str, tables: list[Table], unknown: list[str]) -> str | None:
+    """The legacy file this one's tables say it is, when that is not its name:
+    more of another file's tables than of its own."""
+    present = {*unknown, *(t.source for t in tables)}
+    mine = len(present & FILE_TABLES[name])
+    counts = {other: len(present & ts - FILE_TABLES[name]) for other, ts in FILE_TABLES.items()
+              if other != name}  # fmt: skip
+    best = max(counts, key=lambda other: counts[other])
+    return best if counts[best] > mine else None
+
+
+def _unfit(conn: sqlite3.Connection, tables: list[Table]) -> str | None:
+    """Why some row can't go into kaja's table, if one can't: a value in a
+    column that is kaja's INTEGER PRIMARY KEY which SQLite would refuse
+    ("datatype mismatch": a text id, a fraction). A temporary column of
+    INTEGER affinity takes each such value as the key would; only the rows
+    whose id is not already an integer are looked at (usually none)."""
+    for t in tables:
+        key = next((c.name for c in schema.TABLES[t.target].columns
+                    if c.type == "INTEGER" and c.extra.startswith("PRIMARY KEY")), None)  # fmt: skip
+        if key is None or key not in db.column_names(conn, t.source):
+            continue
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS kaja_key_probe (k INTEGER)")
+        conn.execute("DELETE FROM temp.kaja_key_probe")
+        conn.execute(
+            f'INSERT INTO temp.kaja_key_probe SELECT "{key}" FROM "{t.source}"'
+            f""" WHERE typeof("{key}") NOT IN ('integer', 'null')"""
+        )
+        bad = conn.execute(
+            "SELECT k FROM temp.kaja_key_probe WHERE typeof(k) != 'integer' LIMIT 1"
+        ).fetchone()
+        if bad is not None:
+            shown = bad[0] if isinstance(bad[0], str | float) else bad[0].hex()
+            return (f"{t.source}.{key} holds {_short(shown)!r}, not a whole number: kaja's"
+                    f" {t.target}.{key} is an INTEGER key")  # fmt: skip
+    return None
+
+
+def _short(value: object, most: int = 40) -> object:
+    if isinstance(value, str) and len(value) > most:
+        return value[: most - 1] + "…"
+    return value
 
 
 def _plan_thread(
@@ -274,19 +358,37 @@ def _plan_thread(
     try:
         t.messages = _read_messages(path)
         meta = _read_meta(path.with_name(f"{thread}.meta.json"))
+        t.title = _text(meta.get("title"))
+        fallback = _stamp(meta.get("createdAt", meta.get("created_at"))) or _mtime(path)
+        _number(t.messages, resource, thread, fallback)
+        t.rows = [_message_row(m) for m in t.messages]
+    except RecursionError:  # a value nested deeper than Python's stack (json.dumps of it)
+        t.status, t.reason = Status.SKIPPED, "a value nested too deeply to import"
+        t.messages = []
+        return t
     except ValueError as e:
         t.status, t.reason = Status.SKIPPED, str(e)
+        t.messages = []
         return t
-    t.title = _text(meta.get("title"))
+    except OSError as e:  # gone or unreadable since it was listed
+        t.status, t.reason = Status.SKIPPED, f"cannot be read: {e.strerror or e}"
+        t.messages = []
+        return t
     t.session_id = _session_id(resource, thread, owner, taken)
     taken.setdefault(t.session_id, owner)
-    fallback = _stamp(meta.get("createdAt", meta.get("created_at"))) or _mtime(path)
-    _number(t.messages, resource, thread, fallback)
     t.created_at = fallback if not t.messages else min(m["createdAt"] for m in t.messages)
     t.updated_at = _stamp(meta.get("updatedAt", meta.get("updated_at"))) or (
         max(m["createdAt"] for m in t.messages) if t.messages else t.created_at
     )
     return t
+
+
+def _message_row(m: dict[str, Any]) -> tuple:
+    """A message as `messages` takes it: (id, seq, role, content, reasoning,
+    toolCallId, model, createdAt)."""
+    return (m["id"], m["seq"], m["role"], content_of(m), _text(m.get("reasoning")),
+            _text(m.get("toolCallId", m.get("tool_call_id"))), _text(m.get("model")),
+            m["createdAt"])  # fmt: skip
 
 
 def _session_id(resource: str, thread: str, owner: str | None, taken: dict[str, str | None]) -> str:
@@ -313,11 +415,15 @@ def _read_messages(path: Path) -> list[dict[str, Any]]:
                     items.append(json.loads(line))
                 except json.JSONDecodeError as e:
                     raise ValueError(f"line {n} is not JSON ({e.msg})") from None
+                except RecursionError:
+                    raise ValueError(f"line {n} is JSON nested too deeply to read") from None
     else:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValueError(f"not JSON (line {e.lineno}: {e.msg})") from None
+        except RecursionError:  # json's parser recurses once per level
+            raise ValueError("JSON nested too deeply to read") from None
         items = data.get("messages") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise ValueError("neither a list of messages nor an object with `messages`")
@@ -338,14 +444,20 @@ def _read_text(path: Path) -> str:
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
+    """A thread's `.meta.json`; {} when it has none. A thread whose own name
+    is near the 255-byte limit leaves no room for one: that name can't exist."""
     try:
         data = json.loads(_read_text(path))
+    except FileNotFoundError:
+        return {}
     except OSError as e:  # a FIFO or a device is never opened
+        if e.errno == errno.ENAMETOOLONG:
+            return {}
         raise ValueError(f"{path.name} cannot be read: {e.strerror or e}") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ValueError(f"{path.name} cannot be read: {e}") from None
+    except RecursionError:
+        raise ValueError(f"{path.name} cannot be read: JSON nested too deeply") from None
     return data if isinstance(data, dict) else {}
 
 
@@ -375,7 +487,10 @@ def _stamp(value: object) -> str | None:
         except (OverflowError, OSError, ValueError):
             return None
     parsed = clock.parse_stored(value)
-    return clock.iso(parsed) if parsed is not None else None
+    try:
+        return clock.iso(parsed) if parsed is not None else None
+    except OverflowError:  # 0001-01-01T00:00:00+01:00 is before the first UTC date
+        return None
 
 
 def _mtime(path: Path) -> str:
@@ -417,10 +532,39 @@ def execute(store: Store, the_plan: Plan, *, timeout_ms: int = db.BUSY_TIMEOUT_M
     for f in aside:  # their own file; recorded with the rest below
         with store.writer(Database.ARTIFACTS, create=True, timeout_ms=timeout_ms) as conn:
             _copy_files(conn, [f], record=False)
+    rest = [f for f in todo if f not in aside]
+    aside = [f for f in aside if f.status is Status.IMPORT]  # not one its copy skipped
     with store.writer(create=True, timeout_ms=timeout_ms) as conn:
-        _copy_files(conn, [f for f in todo if f not in aside], record=True, also=aside,
+        _copy_files(conn, rest, record=True, also=aside,
                     threads=[t for t in the_plan.threads if t.status is Status.IMPORT])  # fmt: skip
     return the_plan
+
+
+# What a copy may meet that is the legacy file's fault, not the store's: a row
+# that breaks a constraint of kaja's table (SQLITE_CONSTRAINT, a text id in an
+# INTEGER key: SQLITE_MISMATCH), a value too big (SQLITE_TOOBIG). Anything else
+# (busy, disk full, I/O) stops the whole import.
+_FILE_FAULTS = (sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH, sqlite3.SQLITE_TOOBIG)
+
+
+def _alone(conn: sqlite3.Connection, item: LegacyFile | Thread, copy) -> None:
+    """Run `copy()` under a savepoint of its own: a fault of the file's rolls
+    back that file alone, which is then skipped with the reason (not recorded)."""
+    conn.execute("SAVEPOINT kaja_legacy_file")
+    try:
+        copy()
+    except (sqlite3.IntegrityError, sqlite3.DataError, sqlite3.OperationalError) as e:
+        if (e.sqlite_errorcode & 0xFF) not in _FILE_FAULTS:
+            raise
+        conn.execute("ROLLBACK TO kaja_legacy_file")
+        conn.execute("RELEASE kaja_legacy_file")
+        item.status, item.reason = Status.SKIPPED, f"its rows don't fit kaja's tables: {e}"
+        for t in getattr(item, "tables", ()):
+            t.copied = None
+        if isinstance(item, Thread):
+            item.copied = None
+        return
+    conn.execute("RELEASE kaja_legacy_file")
 
 
 def _copy_files(
@@ -442,13 +586,14 @@ def _copy_files(
             done = recorded(conn)
             for f, name in zip(files, names, strict=True):
                 if was_imported(f.path, done) is None:  # another kaja may have been quicker
-                    _copy_tables(conn, f, name)
+                    _alone(conn, f, lambda f=f, name=name: _copy_tables(conn, f, name))
             for t in threads:
                 if str(t.path) not in done:
-                    _import_thread(conn, t)
+                    _alone(conn, t, lambda t=t: _import_thread(conn, t))
             if record:
                 stamp = clock.now_iso()
-                sources = [f.path for f in (*files, *also)] + [t.path for t in threads]
+                copied = [f for f in (*files, *also, *threads) if f.status is Status.IMPORT]
+                sources = [f.path for f in copied]
                 conn.executemany(
                     "INSERT OR IGNORE INTO kaja_migrations (source, migrated_at) VALUES (?, ?)",
                     [(str(p), stamp) for p in sources],
@@ -483,14 +628,12 @@ def _import_thread(conn: sqlite3.Connection, t: Thread) -> None:
         (t.session_id, t.created_at, t.updated_at, t.title, t.owner),
     )
     copied = 0
-    for m in t.messages:
+    for row in t.rows:
         cur = conn.execute(
             "INSERT OR IGNORE INTO messages (id, sessionId, seq, role, content, reasoning,"
             " toolCallId, model, createdAt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (m["id"], t.session_id, m["seq"], m["role"], content_of(m), _text(m.get("reasoning")),
-             _text(m.get("toolCallId", m.get("tool_call_id"))), _text(m.get("model")),
-             m["createdAt"]),
-        )  # fmt: skip
+            (row[0], t.session_id, *row[1:]),
+        )
         copied += max(cur.rowcount, 0)
     t.copied = copied
     conn.execute(

@@ -22,6 +22,18 @@ artifacts file and the side databases), in this order:
 4. **A WAL checkpoint (TRUNCATE)**: what the -wal holds is copied into the
    database and the -wal emptied, unless a reader still needs it.
 
+A step with nothing to do writes nothing: an index already in one segment
+is left alone (a merge step of FTS4's would still rewrite its merge hint),
+and ANALYZE is rolled back when the statistics come out as they were (its
+sampling is deterministic: the same file, the same numbers). So a second
+`kaja optimize` leaves every file byte for byte as it was, and says so.
+
+Why a first run makes the files bigger: ANALYZE adds `sqlite_stat1` (a page
+per file; the planner's numbers, what step 2 is for), and the merge writes
+the merged segments before it frees the old ones, so the file grows by the
+new copy and the old pages join the free list (`free_bytes`): new rows reuse
+them, `--vacuum` gives them back to the disk.
+
 Sizes before and after are those of each file with its -wal. Another
 program's database (by its tables) is refused before anything is done
 (exit 5); a lock the agent holds longer than the busy timeout stops the
@@ -66,10 +78,18 @@ class FileResult:
     vacuum_index: str | None = None  # after VACUUM: "checked" or "rebuilt" (None: no index)
     checkpointed: bool = False  # the -wal was emptied
     wal_bytes: int = 0  # what the -wal still holds
+    wal_frames: int = 0  # pages the -wal held when the checkpoint came (0: nothing to fold in)
+    free_bytes: int = 0  # free pages inside the file after it all (reused by new rows)
 
     @property
     def saved(self) -> int:
         return self.bytes_before - self.bytes_after
+
+    @property
+    def changed(self) -> bool:
+        """Whether any step wrote something."""
+        index = self.index is not None and (self.index.merge_steps > 0 or self.index.optimized)
+        return index or self.analyzed or self.vacuumed or self.wal_frames > 0
 
 
 @dataclass
@@ -84,6 +104,10 @@ class OptimizeResult:
     @property
     def bytes_after(self) -> int:
         return sum(f.bytes_after for f in self.files)
+
+    @property
+    def changed(self) -> bool:
+        return any(f.changed for f in self.files)
 
 
 def optimize(
@@ -142,10 +166,7 @@ def _optimize_file(
                 result.index = _merge_index(conn, path)
             current = "ANALYZE"
             step(f"{path.name}: {current}")
-            conn.execute(f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}")
-            with db.transaction(conn):
-                conn.execute("ANALYZE")
-            result.analyzed = True
+            result.analyzed = _analyze(conn)
             if vacuum:
                 current = "VACUUM"
                 step(f"{path.name}: {current}")
@@ -157,7 +178,8 @@ def _optimize_file(
                 result.vacuum_index = None if done.search_index == "absent" else done.search_index
             current = "the checkpoint"
             step(f"{path.name}: {current}")
-            result.checkpointed = _checkpoint(conn)
+            result.checkpointed, result.wal_frames = _checkpoint(conn)
+            result.free_bytes = _free_bytes(conn)
     except Busy as e:
         raise Busy(
             f"{path} stayed busy (the agent is writing): optimize stopped at {current}",
@@ -178,6 +200,8 @@ def _segments(conn: sqlite3.Connection) -> int:
 
 def _merge_index(conn: sqlite3.Connection, path: Path) -> IndexResult:
     before = _segments(conn)
+    if before <= 1:  # nothing to merge: a merge step would still write its hint
+        return IndexResult(before, before, 0, False)
     steps = search_index.merge(conn)
     optimized = False
     if _segments(conn) > 1 and db.holder(path) is None:
@@ -187,10 +211,44 @@ def _merge_index(conn: sqlite3.Connection, path: Path) -> IndexResult:
     return IndexResult(before, _segments(conn), steps, optimized)
 
 
-def _checkpoint(conn: sqlite3.Connection) -> bool:
-    """PRAGMA wal_checkpoint(TRUNCATE); False when a reader kept the -wal."""
-    busy, _log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    return not busy
+class _Unchanged(Exception):
+    """ANALYZE found the statistics as they were: roll its transaction back."""
+
+
+def _analyze(conn: sqlite3.Connection) -> bool:
+    """ANALYZE in one short transaction; False, and nothing written, when the
+    statistics it makes are the ones the file already has."""
+    conn.execute(f"PRAGMA analysis_limit = {ANALYSIS_LIMIT}")
+    try:
+        with db.transaction(conn):
+            before = _statistics(conn)
+            conn.execute("ANALYZE")
+            if _statistics(conn) == before:
+                raise _Unchanged
+    except _Unchanged:
+        return False
+    return True
+
+
+def _statistics(conn: sqlite3.Connection) -> list[tuple]:
+    """Every row of the planner's statistics tables, in a stable order."""
+    tables = [name for (name,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'sqlite\\_stat%'"
+        " ESCAPE '\\' ORDER BY name")]  # fmt: skip
+    rows = [(t, *row) for t in tables for row in conn.execute(f"SELECT * FROM {t}")]
+    return sorted(rows, key=lambda row: [(v is not None, str(type(v)), v) for v in row])
+
+
+def _checkpoint(conn: sqlite3.Connection) -> tuple[bool, int]:
+    """PRAGMA wal_checkpoint(TRUNCATE): whether the -wal was emptied (False when
+    a reader kept it), and how many pages it held."""
+    busy, log, _done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    return not busy, max(log, 0)
+
+
+def _free_bytes(conn: sqlite3.Connection) -> int:
+    free = conn.execute("PRAGMA freelist_count").fetchone()[0]
+    return free * conn.execute("PRAGMA page_size").fetchone()[0]
 
 
 def on_disk(path: Path) -> int:

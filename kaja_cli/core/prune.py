@@ -36,6 +36,7 @@ from kaja_cli.core.clock import now_iso
 from kaja_cli.core.session_filter import FILTER_TABLES, SessionFilter, when, where
 from kaja_cli.core.sessions import col, columns
 from kaja_cli.core.wipe import hook
+from kaja_cli.core.wording import noun, plural
 from kaja_cli.errors import Busy, Interrupted
 
 if TYPE_CHECKING:
@@ -212,14 +213,15 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
                 gone, counts = _delete_batch(conn, have, pruning.filter, group, paths)
             except KeyboardInterrupt:
                 raise Interrupted(
-                    f"interrupted after deleting {deleted} of {total} sessions",
+                    f"interrupted after deleting {deleted} of {plural(total, 'session')}",
                     hint="run the same `kaja sessions prune` again to finish",
                 ) from None
             except Busy as e:
                 if not deleted:
                     raise
                 raise Busy(
-                    f"{e.message} after {deleted} of {total} sessions were deleted",
+                    f"{e.message} after {deleted} of {plural(total, 'session')}"
+                    f" {noun(deleted, 'was', 'were')} deleted",
                     hint="run the same `kaja sessions prune` again to finish",
                 ) from None
             for table, k in counts.items():
@@ -232,7 +234,7 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
                 _clear_marker(paths)
             except KeyboardInterrupt:
                 raise Interrupted(
-                    f"interrupted after deleting {deleted} of {total} sessions, before all"
+                    f"interrupted after deleting {deleted} of {plural(total, 'session')}, before all"
                     " their image folders",
                     hint="run the same `kaja sessions prune` again to finish",
                 ) from None

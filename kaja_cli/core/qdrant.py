@@ -35,6 +35,7 @@ from kaja_cli.core.owners import Owner
 from kaja_cli.core.paths import Paths
 from kaja_cli.core.settings import expand
 from kaja_cli.core.store import Store
+from kaja_cli.core.wording import noun, plural
 from kaja_cli.errors import Busy, Failed
 
 TIMEOUT_S = 3  # a server that has not answered by then is down, for doctor and deletions
@@ -252,7 +253,8 @@ def forget(plan: Forget) -> int:
         except Exception as e:
             error = _unreachable(plan.where, e)
             raise Failed(
-                f"the rows are deleted, but {plan.points} points in Qdrant are not: {error.message}",
+                f"the rows are deleted, but {plural(plan.points, 'point')} in Qdrant"
+                f" {noun(plan.points, 'is', 'are')} not: {error.message}",
                 hint=_retry_hint(plan),
             ) from e
 

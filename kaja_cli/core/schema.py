@@ -17,6 +17,7 @@ from kaja_cli.core import search_index
 from kaja_cli.core.clock import now_iso
 from kaja_cli.core.db import column_names, table_names
 from kaja_cli.core.registry import Database, DatabaseFile
+from kaja_cli.core.wording import plural
 
 
 @dataclass(frozen=True)
@@ -365,7 +366,7 @@ def ensure_sync_triggers(conn: sqlite3.Connection, changes: list[str]) -> None:
         conn.execute(f'DROP TRIGGER IF EXISTS "{name}"')
         conn.execute(SYNC_TRIGGERS[name])
     if stale:
-        changes.append(f"created {len(stale)} sync triggers")
+        changes.append(f"created {plural(len(stale), 'sync trigger')}")
 
 
 # --- the side databases --------------------------------------------------------

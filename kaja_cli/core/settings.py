@@ -96,9 +96,24 @@ def unknown_paths(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tu
     return out
 
 
+def leaf_paths(value: Any, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The keys that hold values under `path`, each by its full path: what
+    `config show` lists of an unknown table, so that each row is a key that
+    `set`, `get` and `unset` name the same way, on the line that sets it.
+    An empty table is itself."""
+    if not isinstance(value, dict) or not value:
+        return [path]
+    return [leaf for name, v in value.items() for leaf in leaf_paths(v, (*path, name))]
+
+
+BOM = "\ufeff"  # a UTF-8 byte-order mark: some Windows editors start every file with one
+
+
 def read_text(path: Path) -> str | None:
     """The text of settings.toml; None if there is none. Opens only a regular
-    file (`fs.read_regular`: a FIFO would block, a device has no business here)."""
+    file (`fs.read_regular`: a FIFO would block, a device has no business here).
+    A byte-order mark at the start is dropped: TOML has no place for one
+    (tomllib reads it as an "Empty key"), and a change writes the file without it."""
     from kaja_cli.core import fs
 
     try:
@@ -110,7 +125,7 @@ def read_text(path: Path) -> str | None:
     if raw is None:
         return None
     try:
-        return raw.decode("utf-8")
+        return raw.decode("utf-8").removeprefix(BOM)
     except UnicodeDecodeError as e:
         raise SettingsError(f"{path}: not UTF-8 text (byte {e.start})") from None
 

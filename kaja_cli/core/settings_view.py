@@ -86,7 +86,8 @@ def view(overrides: Overrides | None, environ: Mapping[str, str] | None = None) 
             settings_keys.public(None, settings.lookup(parts), ".".join(parts)),
             settings_keys.suggest(".".join(parts)),
         )
-        for parts in settings_mod.unknown_paths(settings.data)
+        for table in settings_mod.unknown_paths(settings.data)
+        for parts in settings_mod.leaf_paths(settings.lookup(table), table)
     ]
     return View(paths.settings_file, settings.exists, effective, unknown)
 

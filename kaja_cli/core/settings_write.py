@@ -450,10 +450,7 @@ def _disturbed(old_text: str, new_text: str, parts: tuple[str, ...]) -> bool:
     import difflib
 
     old, new = old_text.splitlines(), new_text.splitlines()
-    lines = settings_mod.key_lines(old_text)
-    start = settings_mod.line_of(lines, parts)
-    later = [n for n in lines.values() if start is not None and n > start]
-    own = set(range(start, min(later, default=start + 1))) if start is not None else set()
+    own = _own_lines(settings_mod.key_lines(old_text), parts, len(old))
     kept = set(new)
     matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
     for tag, i1, i2, _j1, _j2 in matcher.get_opcodes():
@@ -465,6 +462,24 @@ def _disturbed(old_text: str, new_text: str, parts: tuple[str, ...]) -> bool:
             if i + 1 not in own and line and not removed_header:
                 return True
     return False
+
+
+def _own_lines(lines: dict[tuple[str, ...], int], parts: tuple[str, ...], total: int) -> set[int]:
+    """The lines (1-based) that set `parts`: a key's line (to the next key: a
+    multi-line value), and for a table every key inside it (`unset` of a
+    misspelt table takes them along, dotted keys anywhere in the file
+    included), to the next key or header outside it or the end of the file."""
+    inside = sorted(n for p, n in lines.items() if p[: len(parts)] == parts)
+    table = any(len(p) > len(parts) for p in lines if p[: len(parts)] == parts)
+    if not inside:  # in an inline table: the line of the table that holds it
+        start = settings_mod.line_of(lines, parts)
+        inside = [] if start is None else [start]
+    others = sorted(n for p, n in lines.items() if p[: len(parts)] != parts)
+    own: set[int] = set()
+    for start in inside:
+        last = total + 1 if table else start + 1  # a key's comments below it are not its own
+        own.update(range(start, next((n for n in others if n > start), last)))
+    return own
 
 
 # --- edit ----------------------------------------------------------------------------------------

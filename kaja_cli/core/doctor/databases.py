@@ -164,7 +164,7 @@ def _truncation(header: Header, size: int) -> str | None:
     if header.page_count is not None:
         expected = header.page_count * header.page_size
         if size < expected:
-            return (f"its header counts {header.page_count} pages ({human_size(expected)}),"
+            return (f"its header counts {plural(header.page_count, 'page')} ({human_size(expected)}),"
                     f" the file holds {human_size(size)}")  # fmt: skip
     if size % header.page_size:
         return "it ends in the middle of a page"

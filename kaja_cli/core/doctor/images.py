@@ -85,7 +85,7 @@ def _missing_files(ctx: Context, conn: sqlite3.Connection, scan: ImageScan) -> C
                 unsafe += 1
             elif (sid, part.sha256) not in present:
                 gone.append(path)
-    details = [f"{unsafe} references with unsafe names ignored"] if unsafe else []
+    details = [f"{plural(unsafe, 'reference')} with unsafe names ignored"] if unsafe else []
     if not gone:
         return Check(cid, Group.IMAGES, OK,
                      f"every image messages refer to is there ({plural(referenced, 'reference')})", details)  # fmt: skip

@@ -19,6 +19,7 @@ from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group, Repair, Re
 from kaja_cli.core.fs import human_size
 from kaja_cli.core.paths import LABELS, Location, companions
 from kaja_cli.core.registry import DATABASES
+from kaja_cli.core.wording import noun, plural
 
 _DATABASE_OF_LOCATION = {spec.location: spec.name for spec in DATABASES.values()}
 _DATABASE_LOCATIONS = set(_DATABASE_OF_LOCATION)
@@ -166,13 +167,16 @@ def _look_below_images(ctx: Context, path: Path, found: _Findings) -> None:
     loose = [p for p in scan.loose if _loose(ctx, p)]
     if loose:
         found.loose.extend(loose)
-        found.problems.append(f"{len(loose)} files and folders below are readable by others")
+        found.problems.append(f"{_files(len(loose))} below {noun(len(loose), 'is', 'are')}"
+                              " readable by others")  # fmt: skip
         found.details.extend(listed(loose, lambda p: f"open: {p}"))
     if scan.foreign:
-        found.problems.append(f"{len(scan.foreign)} files and folders below belong to another user")
+        n = len(scan.foreign)
+        found.problems.append(f"{_files(n)} below {noun(n, 'belongs', 'belong')} to another user")
         found.manual.append(f"sudo chown -R {owner_name(ctx.uid or 0)} {quote(path)}")
     if not found.problems and found.loose:
-        found.problems.append(f"{len(found.loose)} folders are readable by others")
+        n = len(found.loose)
+        found.problems.append(f"{plural(n, 'folder')} {noun(n, 'is', 'are')} readable by others")
 
 
 def _warning(ctx: Context, cid: str, head: str, path: Path, found: _Findings) -> Check:
@@ -245,10 +249,11 @@ def _conversation_files(memory: Path, threads: list[Path], done: dict[str, str])
     cid = "legacy-files.conversations"
     if not waiting:
         return Check(cid, Group.PATHS, OK,
-                     f"{memory}: {len(threads)} conversation files, all imported, kept as a rollback copy")  # fmt: skip
+                     f"{memory}: {plural(len(threads), 'conversation file')}, all imported, kept as"
+                     " a rollback copy")  # fmt: skip
     return Check(
         cid, Group.PATHS, WARN,
-        f"{memory}: {len(waiting)} of {len(threads)} conversation files not imported",
+        f"{memory}: {len(waiting)} of {plural(len(threads), 'conversation file')} not imported",
         [*listed(waiting, str), "their conversations are not sessions yet: `kaja migrate` imports them"],
         fix="kaja migrate",
     )  # fmt: skip
@@ -296,3 +301,7 @@ def check_interrupted_demo(ctx: Context) -> Check:
         [f"left: {marker}", "what it wrote is sound, but conversations, tables or side databases are missing"],
         fix="`kaja wipe --yes`, then `kaja demo`",
     )  # fmt: skip
+
+
+def _files(n: int) -> str:
+    return plural(n, "file or folder", "files and folders")

@@ -8,6 +8,7 @@ from kaja_cli.core import qdrant
 from kaja_cli.core.doctor import check
 from kaja_cli.core.doctor.context import Context
 from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.wording import noun
 from kaja_cli.errors import Busy, KajaError
 
 ID = "qdrant"
@@ -41,4 +42,5 @@ def check_qdrant(ctx: Context) -> Check | None:
             fix="check memory.qdrant.collection",
         )  # fmt: skip
     return Check(ID, Group.QDRANT, OK,
-                 f"{where.where} answers: collection {where.collection!r} holds {found.points:,} points")  # fmt: skip
+                 f"{where.where} answers: collection {where.collection!r} holds"
+                 f" {found.points:,} {noun(found.points, 'point')}")  # fmt: skip

@@ -100,7 +100,8 @@ def checkpoint_repair(ctx: Context, name: str) -> Repair:
         with _writing(ctx, name) as conn:
             blocked, frames, done = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
         if blocked or (frames > 0 and done < frames):
-            return f"{path.name}: checkpointed {done} of {frames} pages; Kaja is using the rest"
+            return (f"{path.name}: checkpointed {done} of {frames} {noun(frames, 'page')};"
+                    " Kaja is using the rest")  # fmt: skip
         return f"{path.name}: checkpointed the -wal ({human_size(before)}) into the file"
 
     return Repair(f"checkpoint:{name}", RepairOrder.CHECKPOINT, run, name)
@@ -122,6 +123,6 @@ def rebuild_repair(ctx: Context) -> Repair:
             with db.transaction(conn):
                 search_index.rebuild(conn)
             n = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
-        return f"{path.name}: rebuilt the search index ({n} messages)"
+        return f"{path.name}: rebuilt the search index ({n} {noun(n, 'message')})"
 
     return Repair("rebuild-search:shared", RepairOrder.SEARCH_INDEX, run, "shared")

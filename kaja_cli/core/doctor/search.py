@@ -14,7 +14,7 @@ from kaja_cli.core.doctor.context import _INTERRUPTED as _INTERRUPTED  # for tes
 from kaja_cli.core.doctor.context import Context, raise_if_interrupted
 from kaja_cli.core.doctor.model import ERROR, OK, WARN, Check, Group
 from kaja_cli.core.doctor.repairs import rebuild_repair, schema_repair
-from kaja_cli.core.wording import plural
+from kaja_cli.core.wording import noun, plural
 
 SEARCH_SAMPLE = 16  # messages looked up in the index by the default check
 
@@ -63,7 +63,7 @@ def check_search_index(ctx: Context) -> Check:
     )
     if filling is not None:
         upto, done = filling
-        return Check(cid, group, WARN, f"the search index is being built: {done} of {upto} messages so far",
+        return Check(cid, group, WARN, f"the search index is being built: {done} of {plural(upto, 'message')} so far",
                      ["an index build was cut short (or is running now): the next writing kaja,",
                       "`kaja search` included, finishes it (one that can't write scans the messages)"],
                      fix="finish the build", fixable=True,
@@ -119,14 +119,14 @@ def _index_in_step(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
         # another program with matchinfo=fts3 does not, and only gets sampled.
         row = conn.execute(f"SELECT value FROM {fts}_stat WHERE id = 0").fetchone()
         indexed = _varint(row[0]) if row and isinstance(row[0], bytes) else 0
-        details = [f"{messages} messages, {indexed} indexed"]
+        details = [f"{plural(messages, 'message')}, {indexed} indexed"]
         if indexed != messages:
-            problems.append(f"{messages} messages, {indexed} indexed")
+            problems.append(f"{plural(messages, 'message')}, {indexed} indexed")
         top_doc = conn.execute(f"SELECT max(docid) FROM {fts}_docsize").fetchone()[0]
         if top_message != top_doc and not problems:
             problems.append(f"the last message is {top_message}, the last indexed one {top_doc}")
     else:
-        details = [f"{messages} messages"]
+        details = [plural(messages, "message")]
     broken = conn.execute(
         f"SELECT count(*) FROM {fts}_segdir s WHERE"
         f" (s.start_block > 0 AND NOT EXISTS (SELECT 1 FROM {fts}_segments WHERE blockid = s.start_block))"
@@ -163,9 +163,12 @@ def _index_in_step(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
                 (f'"{word}"', found[0]),
             ).fetchone()[0]
             missed += not hit
-    details.append(f"{tried} sampled messages looked up by a word of their own, {missed} not found")
+    their = noun(tried, "its", "their")
+    details.append(f"{plural(tried, 'sampled message')} looked up by a word of {their} own,"
+                   f" {missed} not found")  # fmt: skip
     if missed:
-        problems.append(f"{missed} of {tried} sampled messages are not found under their own words")
+        problems.append(f"{missed} of {plural(tried, 'sampled message')}"
+                        f" {noun(missed, 'is', 'are')} not found under {their} own words")  # fmt: skip
     return problems, details
 
 

@@ -25,6 +25,7 @@ from kaja_cli.core.paths import Paths, companions
 from kaja_cli.core.registry import Database
 from kaja_cli.core.wipe.model import Leftovers
 from kaja_cli.core.wipe.reach import lstat_or_none, read_database, why_unsafe
+from kaja_cli.core.wording import plural
 from kaja_cli.errors import Failed
 
 MARKER_SUFFIX = guard.MARKER_SUFFIX
@@ -197,7 +198,8 @@ def describe(marker: Path, paths: Paths, live: set[str] | None) -> tuple[str, st
         )
     if not data:
         return f"an unreadable wipe marker {marker}", "kaja wipe", left
-    return f"`kaja wipe` (started {started}) stopped with {len(left)} paths left", "kaja wipe", left
+    stopped = f"`kaja wipe` (started {started}) stopped with {plural(len(left), 'path')} left"
+    return stopped, "kaja wipe", left
 
 
 def live_sessions(paths: Paths) -> set[str] | None:

@@ -39,6 +39,7 @@ from kaja_cli.core.wipe.reach import (
     why_busy,
     why_unsafe,
 )
+from kaja_cli.core.wording import noun, plural
 from kaja_cli.errors import Busy, Failed, Interrupted
 
 _LINK = "(a link: its target stays)"
@@ -275,7 +276,8 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
         _remove_markers(markers)
     except KeyboardInterrupt:
         raise Interrupted(
-            f"wipe interrupted: {left} of {len(plan.items)} paths remain",
+            f"wipe interrupted: {left} of {plural(len(plan.items), 'path')}"
+            f" {noun(left, 'remains', 'remain')}",
             hint="run `kaja wipe` again to finish",
         ) from None
     except OSError as e:
