@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 
+import html5lib
 import pytest
+from sessions_support import BACKUP, PRS, TOMATO
 
 ANA = "telegram:482913"
 BIG = 2**63 - 1
@@ -156,6 +158,66 @@ def test_control_characters_never_reach_piped_output(demo_store):
     clean(r)
     assert "\x00" not in r.out and "\x1b" not in r.out
     assert "a\\x00b\\x1b[31m" in r.out
+
+
+# --- JSON nested deeper than any parser goes --------------------------------------------------------
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def sqlite_json_limit() -> int:
+    """How deep this SQLite's JSON functions go (1,000 since 3.45, 2,000 before)."""
+    c = sqlite3.connect(":memory:")
+    valid = lambda n: c.execute("SELECT json_valid(?)", (nested(n),)).fetchone()[0]  # noqa: E731
+    return next(n for n in (1000, 2000) if valid(n) and not valid(n + 1))
+
+
+def test_json_nested_too_deep_is_shown_as_its_text(demo_store, tmp_path):
+    """1,500 levels (3 KB) in `messages.parts`, as deep as SQLite's JSON goes in
+    `tool_calls.arguments` (the JSON around it went past it), 1,500 in a
+    pending call's arguments: each is shown as the text it is, as JSON that is
+    not valid is; 200 levels are still JSON. `export --all` goes past them."""
+    deepest = sqlite_json_limit()
+    sql(demo_store, "UPDATE messages SET parts = ? WHERE sessionId = ? AND seq = 1",
+        args=(nested(1500), TOMATO))  # fmt: skip
+    sql(demo_store, "UPDATE tool_calls SET arguments = ? WHERE messageId IN"
+        " (SELECT id FROM messages WHERE sessionId = ?)", args=(nested(deepest), TOMATO))  # fmt: skip
+    sql(demo_store, "UPDATE tool_calls SET arguments = ? WHERE messageId IN"
+        " (SELECT id FROM messages WHERE sessionId = ?)", args=(nested(1500), BACKUP))  # fmt: skip
+    sql(demo_store, "UPDATE messages SET parts = ? WHERE sessionId = ? AND seq = 1",
+        args=(nested(200), PRS))  # fmt: skip
+
+    r = demo_store("resume", TOMATO, "--json")
+    clean(r)
+    doc = json.loads(r.out)
+    assert doc["messages"][0]["parts"] == nested(1500)
+    calls = [c for m in doc["messages"] for c in m["tool_calls"]]
+    assert calls and all(c["arguments"] == nested(deepest) for c in calls)
+    r = demo_store("resume", BACKUP, "--json")
+    clean(r)
+    assert json.loads(r.out)["pending"]["arguments"] == nested(1500)
+    r = demo_store("resume", PRS, "--json")
+    assert json.loads(r.out)["messages"][0]["parts"] == json.loads(nested(200))
+    for argv in (["resume", BACKUP], ["sessions", "export", BACKUP]):
+        clean(demo_store(*argv))
+    r = demo_store("sessions", "export", TOMATO)
+    clean(r)
+    assert f"*parts (not valid JSON):* `{nested(1500)}`" in r.out
+    r = demo_store("sessions", "export", TOMATO, "-f", "json")
+    clean(r)
+    assert json.loads(r.out)["messages"][0]["parts"] == nested(1500)
+    clean(demo_store("sessions", "export", TOMATO, "-o", str(tmp_path / "t.html")))
+    html5lib.HTMLParser(strict=True).parse((tmp_path / "t.html").read_text())
+
+    r = demo_store("sessions", "export", "--all", "--all-owners", "-f", "jsonl")
+    clean(r)
+    assert len(r.out.splitlines()) == 13
+    r = demo_store("sessions", "export", "--all", "-o", str(tmp_path / "md") + "/")
+    clean(r)
+    assert len(list((tmp_path / "md").iterdir())) == 7
+    r = demo_store("doctor", "--json")
+    clean(r, codes=(0, 1))
+    assert json.loads(r.out)["checks"]
 
 
 # --- search ----------------------------------------------------------------------------------------

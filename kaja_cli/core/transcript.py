@@ -71,18 +71,14 @@ _TABLES = ("sessions", "messages", "tool_calls", "session_summaries", "session_e
 
 
 def parse_json(value: Any) -> Any:
-    """A JSON column's value: parsed if it is valid JSON text, else as stored
-    (`NaN` and `Infinity` are not JSON, though Python's parser takes them)."""
+    """A JSON column's value: parsed if it is JSON text (`values.loads`: not
+    `NaN`, not nested deeper than `values.JSON_DEPTH`), else as stored."""
     if isinstance(value, str) and value:
         try:
-            return json.loads(value, parse_constant=_not_json)
+            return values.loads(value)
         except ValueError:
             return value
     return _plain(value)
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(constant)
 
 
 _plain = values.json_safe
