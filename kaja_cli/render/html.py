@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from html import escape
 from typing import Any
 
+from kaja_cli import render
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import plural
 from kaja_cli.render.replay import STATUS_MARKS
@@ -43,7 +44,9 @@ img{max-width:100%;border:1px solid #ddd}.missing{color:#b00}
 
 
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    """A stored value as HTML text: the escaping rule (`render.text`: control and
+    BiDi characters shown as `\\x1b`, `\\u202e`), then HTML's."""
+    return escape(render.text(value, lines=True), quote=True)
 
 
 def page_chunks(

@@ -152,14 +152,14 @@ def _quote(text: str) -> str:
 
 def _json_text(value: Any) -> tuple[str, str]:
     if isinstance(value, str):
-        return value, ""
-    return json.dumps(value, ensure_ascii=False, indent=2), "json"
+        return render.text(value, lines=True), ""
+    return render.text(json.dumps(value, ensure_ascii=False, indent=2), lines=True), "json"
 
 
 def _image_md(img: dict[str, Any], alt: str = "image") -> str:
     if not img.get("path"):
-        return f"*{alt}: sha256 {img.get('sha256')} (no usable path in the database)*"
-    md = f"![{alt}](<{img['path']}>)"
+        return f"*{alt}: sha256 {render.text(img.get('sha256'))} (no usable path in the database)*"
+    md = f"![{alt}](<{render.text(img['path'])}>)"
     return md if img.get("exists") else md + " *(file missing)*"
 
 
@@ -185,7 +185,7 @@ def markdown_chunks(
     out = [f"# {one(s.get('title')) or 'Untitled session'}", ""]
     facts = [
         ("id", _inline(s.get("id"))),
-        ("owner", label(s.get("owner"))),
+        ("owner", one(label(s.get("owner")))),
         ("model", one(s.get("model"))),
         ("persona", one(s.get("persona"))),
         ("created", one(s.get("createdAt"))),
