@@ -47,7 +47,7 @@ def markdown_chunks(doc: SessionExport) -> Iterator[str]:
 
     h = doc.head
     return replay.markdown_chunks(
-        h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc)
+        h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc), h["events"]
     )
 
 
@@ -57,7 +57,7 @@ def html_chunks(doc: SessionExport, *, embed_images: bool) -> Iterator[str]:
     h = doc.head
     return html.page_chunks(
         h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc),
-        embed_images=embed_images,
+        h["events"], embed_images=embed_images,
     )  # fmt: skip
 
 
