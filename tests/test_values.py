@@ -211,6 +211,14 @@ def test_bidi_and_c1_characters_are_shown_escaped(demo_store, argv):
         assert SHOWN in r.out
 
 
+def test_a_title_quoted_in_an_error_is_escaped_and_the_error_one_line(demo_store):
+    sql(demo_store, "UPDATE sessions SET title = title || ? WHERE id = ?",
+        args=(HOSTILE + "\nsecond line", TOMATO))  # fmt: skip
+    r = demo_store("resume", TOMATO[:5])  # ambiguous: the error lists the sessions it may be
+    assert r.code == 2 and r.err.count("\n") == 1 and not RAW.search(r.err), r
+    assert f"{TOMATO} (Tomato leaves curling in the heat{SHOWN} second line)" in r.err
+
+
 def test_bidi_and_c1_characters_are_escaped_in_html(demo_store, tmp_path):
     hostile_tomato(demo_store)
     out = tmp_path / "tomato.html"

@@ -187,8 +187,9 @@ def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[bytes]) -> 
 
 def note(message: str) -> None:
     """A diagnostic line on stderr (never mixed into what a script parses);
-    on a terminal, wrapped at words like any prose."""
-    text = f"kaja: {message}"
+    on a terminal, wrapped at words like any prose. One line, whatever it
+    quotes from the store (a title in "ambiguous" is escaped as `text` is)."""
+    text = f"kaja: {message}".translate(_ONE_LINE)
     width = _stderr_width()
     if width is not None and len(text) > width:
         from kaja_cli.render import layout
