@@ -5,10 +5,12 @@ traceback, and a reading command never modifies the store."""
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import sqlite3
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 # Arguments a shell can pass (no NUL bytes); often odd on purpose.
@@ -18,8 +20,11 @@ text = st.text(
 odd = st.one_of(
     text,
     st.sampled_from(["", " ", "-", "--", "(", "'", '"', "../../etc/passwd", "%s", "NULL", "0" * 40,
-                     "2026-13-45", "9999999999d", "-3d", "∞", "telegram:", ":", "\\", "\n", "2026-11-29T25:00"]),
+                     "2026-13-45", "9999999999d", "-3d", "∞", "telegram:", ":", "\\", "\n", "2026-11-29T25:00",
+                     "\u202egnp.exe", "\u2066x\u2069", "\x9b31m", "\x1b[2J"]),
 )  # fmt: skip
+# What never reaches the output raw (render.layout.ESCAPED): DEL, C1 and the BiDi controls.
+RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 CHECK = settings(
     max_examples=10,
     deadline=None,
@@ -42,6 +47,7 @@ def fingerprint(kaja) -> dict:
 def assert_clean(r, allowed=range(6)):
     assert r.code in allowed, r
     assert "Traceback" not in r.err, r
+    assert not RAW.search(r.out), r
     if r.code != 0:
         assert r.err.startswith("kaja: ") or "Usage:" in r.err or "Error" in r.err, r
         if r.err.startswith("kaja: "):
@@ -99,17 +105,28 @@ def test_any_settings_file(kaja, content):
     assert not kaja.state.exists()  # reading never creates the store
 
 
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
 json_junk = st.one_of(
     text,
     st.sampled_from(["{", "[]", "null", "42", '"x"', '[{"type": "image"}]', '[{"type":"image","sha256":"../../x"}]',
-                     '{"text": null}', '[{"type":"image","sha256":5,"mime":[]}]', "\ud800" * 0 + "[1,2"]),
+                     '{"text": null}', '[{"type":"image","sha256":5,"mime":[]}]', "\ud800" * 0 + "[1,2",
+                     # deeper than Python and SQLite parse (1,500 levels), just within
+                     # either SQLite's limit (1,000 since 3.45, 2,000 before), unbalanced
+                     nested(1500), nested(1000), nested(2000), "[" * 5000, '{"a":' * 1200 + "1" + "}" * 1200,
+                     '{"text": "a\u202egnp.exe \u009b31m"}', '["\u2066", "\u0085"]']),
 )  # fmt: skip
 
 
 @CHECK
 @given(parts=json_junk, payload=json_junk, arguments=json_junk)
+@example(parts=nested(1500), payload=nested(1500), arguments=nested(1500))  # issue 26
+@example(parts=nested(2000), payload='{"text": "\u202e\x9b"}', arguments=nested(1000))
 def test_any_json_in_the_store(store, parts, payload, arguments):
-    """JSON columns hold whatever another program wrote there."""
+    """JSON columns hold whatever another program wrote there: not JSON, JSON
+    nested deeper than a parser goes, characters never written raw."""
     c = sqlite3.connect(store.db)
     with c:
         sid = c.execute("SELECT id FROM sessions WHERE title LIKE 'Tomato%'").fetchone()[0]
@@ -120,9 +137,13 @@ def test_any_json_in_the_store(store, parts, payload, arguments):
     c.close()
     before = fingerprint(store)
     for argv in (["resume", sid], ["resume", sid, "--json"], ["sessions", "export", sid],
-                 ["sessions", "export", sid, "--format", "json"], ["sessions", "--json"]):  # fmt: skip
+                 ["sessions", "export", sid, "--format", "json"], ["sessions", "--json"],
+                 ["sessions", "export", sid, "--format", "html"]):  # fmt: skip
         r = store(*argv)
         assert_clean(r, allowed={0})
+    r = store("doctor", "--json")  # exit 1 when a check is an error: the report says why
+    assert r.code in (0, 1) and r.err == "" and not RAW.search(r.out), r
+    assert json.loads(r.out)["checks"]
     assert fingerprint(store) == before
 
 

@@ -158,3 +158,35 @@ def test_errors_are_the_same(cloud_demo, local_demo):
                  ["wipe", "--owner", "telegram:0", "--dry-run"]):  # fmt: skip
         a, b = local_demo(*argv), cloud_demo(*argv)
         assert (a.code, a.err) == (b.code, b.err), argv
+
+
+@pytest.mark.parametrize("depth", [200, 201, 1500, 100_000])
+def test_json_nested_deep_reads_the_same(cloud_demo, local_demo, depth):
+    """JSON nested deeper than `values.JSON_DEPTH` (200) is its text in both
+    engines: the server's parser goes deeper than SQLite's and Python's (and
+    100,000 levels are past its stack), kaja counts instead of parsing."""
+    import sqlite3
+
+    nested = "[" * depth + "]" * depth
+    tomato = "01a22652-5660-76c3-b813-0c4237730edf"
+    conn = sqlite3.connect(local_demo.state / "kaja.db")
+    with conn:
+        conn.execute("UPDATE messages SET parts = ? WHERE sessionId = ? AND seq = 1",
+                     (nested, tomato))  # fmt: skip
+        conn.execute("UPDATE tool_calls SET arguments = ? WHERE messageId IN"
+                     " (SELECT id FROM messages WHERE sessionId = ?)", (nested, tomato))  # fmt: skip
+    conn.close()
+    with cloud_demo.pg.connect() as pg:
+        pg.execute("SET search_path = kaja")
+        pg.execute('UPDATE messages SET parts = %s WHERE "sessionId" = %s AND seq = 1',
+                   (nested, tomato))  # fmt: skip
+        pg.execute('UPDATE tool_calls SET arguments = %s WHERE "messageId" IN'
+                   ' (SELECT id FROM messages WHERE "sessionId" = %s)', (nested, tomato))  # fmt: skip
+    doc = compare(local_demo, cloud_demo, ["resume", tomato, "--json"])
+    assert doc["messages"][0]["parts"] == (nested if depth > 200 else json.loads(nested))
+    compare(local_demo, cloud_demo, ["sessions", "export", tomato, "-f", "json"])
+    a, b = local_demo("sessions", "export", tomato), cloud_demo("sessions", "export", tomato)
+    assert (a.code, a.out.replace(str(local_demo.state), "")) == (
+        b.code, b.out.replace(str(cloud_demo.state), "")
+    )  # fmt: skip
+    assert a.code == 0, a

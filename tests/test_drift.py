@@ -19,6 +19,7 @@ not UTF-8, JSON that is not JSON, ids with `/`, the owner written as the word
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sqlite3
 
@@ -52,7 +53,9 @@ cells = st.one_of(
     st.text(max_size=12),
     st.sampled_from(["", "slow", "terminal", OWNER, "{", "null", "[1,", "2026-11-29T10:00:00Z",
                      '[{"type":"image","sha256":"../../x","mime":"image/png"}]',
-                     '{"text": "hello", "durationMs": "slow"}', "hello world"]),
+                     '{"text": "hello", "durationMs": "slow"}', "hello world",
+                     "[" * 1500 + "]" * 1500, "[" * 2000 + "]" * 2000, "[" * 5000,
+                     "hello \u202egnp.exe", "\x9b31m hello", '{"text": "hello \u2067\u0085"}']),
     st.binary(max_size=8),
     st.binary(min_size=1, max_size=6).map(lambda b: NotUtf8(b + b"\xff")),
 )  # fmt: skip
@@ -189,9 +192,14 @@ def strict_json(text: str):
     return json.loads(text, parse_constant=refuse)
 
 
+# What never reaches the output raw (render.layout.ESCAPED): DEL, C1 and the BiDi controls.
+RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def check(r, argv, codes) -> None:
     assert r.code in codes, (argv, r)
     assert "internal error" not in r.err and "Traceback" not in r.err, (argv, r)
+    assert not RAW.search(r.out), (argv, r)
     if ("--json" in argv or "json" in argv) and r.out:  # doctor's exit 1 prints its report
         strict_json(r.out)
     if r.code and r.err:  # a failure is one line (doctor's exit 1 is its report)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import stat
 import subprocess
@@ -109,6 +110,31 @@ def test_html_is_a_self_contained_valid_page_per_session(demo_store, tmp_path):
     assert sorted(a.get("href") for a in index.findall(".//a")) == sorted(
         f for f in files if f != "index.html"
     )
+
+
+def test_html_shows_what_resume_shows(demo_store, tmp_path):
+    """The timeline's error and notice, which no message holds, where `kaja
+    resume` shows them; the call waiting on you as waiting, not "no result";
+    the pause sign drawn, not a glyph a browser's font may lack."""
+    out = tmp_path / "backup.html"
+    assert demo_store("sessions", "export", BACKUP, "-o", str(out)).code == 0
+    page = out.read_text()
+    body = _parse(out).find(".//body")
+    text = " ".join("".join(body.itertext()).split())
+    error = "Error: The NAS was not mounted when I checked /mnt/nas: the job will fail until it is."
+    assert text.index("Here is the cron line") < text.index(error) < text.index("It's mounted now")
+    assert text.endswith("Notice: Waiting for your approval to run shell.")
+    assert "→ shell waiting on you (approval)" in text and "no result" not in text
+    assert text.startswith("Nightly backup with rsync id: ")
+    assert "Waiting on you: shell (approval), call call_7327e5920673" in text
+    pending = body.find(".//p[@class='pending']")
+    assert [el.tag for el in pending.iter() if el.tag.endswith("svg")] == [
+        "{http://www.w3.org/2000/svg}svg"
+    ]
+    # Only the punctuation every font has: no ⏸ (U+23F8), no ✓ ✗ ⊘ (dingbats, symbols).
+    assert not re.search("[\u2300-\u23ff\u2600-\u27bf\u2295-\u22a1\U0001f000-\U0001faff]", page)
+    resume = demo_store("resume", BACKUP).out
+    assert "error: The NAS was not mounted" in resume and "• Waiting for your approval" in resume
 
 
 def test_html_needs_a_folder_and_filters_need_all(demo_store, tmp_path):

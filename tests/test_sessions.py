@@ -441,7 +441,13 @@ def test_export_markdown(demo_store):
     assert "### Tool result · `read_file`" in md
     assert "rsync: sent 1037 bytes" in md  # the full result, not the summary
     assert "*Too long for the model; it was sent this instead:*" in md
-    assert "**Tool call** `shell` — no result" in md
+    # The call waiting on you is shown as waiting (it has no result yet), and
+    # the timeline's error and notice, which no message holds, where resume
+    # shows them: the error before your next message, the notice at the end.
+    assert "**Tool call** `shell` — waiting on you (approval)" in md
+    error = "\n> **Error:** The NAS was not mounted when I checked /mnt/nas: the job will fail"
+    assert md.index("0 3 * * * rsync -a") < md.index(error) < md.index("### You · 2026-11-29T10:56")
+    assert md.endswith("```\n\n> **Notice:** Waiting for your approval to run shell.\n")
 
 
 def test_export_markdown_images_and_summaries(demo_store):
@@ -496,7 +502,7 @@ def test_export_foreign_store_shows_what_there_is(kaja):
     md = kaja("sessions", "export", S_UNTITLED).out
     assert md.startswith("# Untitled session\n")
     assert "*parts (not valid JSON):* `{not json`" in md
-    assert "**Tool call** `search_trains` — no result\n\n```\n{oops\n```" in md
+    assert "**Tool call** `search_trains` — waiting on you\n\n```\n{oops\n```" in md
     doc = json.loads(kaja("sessions", "export", S_EVENTS, "-f", "json").out)
     assert doc["events"][5] == {"seq": 6, "type": "assistant", "payload": "not json at all"}
     assert doc["messages"][2]["content"] == "a very long spreadsheet dump"  # not condensed

@@ -6,12 +6,16 @@ table and one line at most; a report adds up; an owner is still erased."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
 import time
 
+import html5lib
 import pytest
+from conftest import KAJA
+from sessions_support import BACKUP, PRS, TOMATO, run_in_pty
 
 ANA = "telegram:482913"
 BIG = 2**63 - 1
@@ -156,6 +160,145 @@ def test_control_characters_never_reach_piped_output(demo_store):
     clean(r)
     assert "\x00" not in r.out and "\x1b" not in r.out
     assert "a\\x00b\\x1b[31m" in r.out
+
+
+# A BiDi override (the file name reads "exe.png"), isolates, marks, C1's CSI
+# (ESC [ to some terminals) and DEL; a joiner inside an emoji is text.
+HOSTILE = " evil\u202egnp.exe \u2066iso\u2069 \u200fmark\u061c csi\x9b31m del\x7f 👨\u200d👩"
+SHOWN = " evil\\u202egnp.exe \\u2066iso\\u2069 \\u200fmark\\u061c csi\\x9b31m del\\x7f 👨\u200d👩"
+RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def hostile_tomato(kaja) -> None:
+    """HOSTILE at the end of the tomato session's title and of its first message
+    (and of that message's line of the timeline)."""
+    sql(kaja, "UPDATE sessions SET title = title || ? WHERE id = ?",
+        "UPDATE messages SET content = content || ? WHERE sessionId = ? AND seq = 1",
+        "UPDATE session_events SET payload = json_set(payload, '$.text',"
+        " json_extract(payload, '$.text') || ?) WHERE sessionId = ? AND type = 'user'",
+        args=(HOSTILE, TOMATO))  # fmt: skip
+
+
+def strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict | list):
+        for v in value.values() if isinstance(value, dict) else value:
+            yield from strings(v)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["sessions"], ["resume", TOMATO], ["search", "evil"], ["sessions", "export", TOMATO],
+     ["sessions", "--json"], ["resume", TOMATO, "--json"], ["search", "evil", "--json"],
+     ["sessions", "export", TOMATO, "-f", "json"], ["sessions", "export", "--all", "-f", "jsonl"]],
+    ids=" ".join,
+)  # fmt: skip
+def test_bidi_and_c1_characters_are_shown_escaped(demo_store, argv):
+    """Text shows them as `\\u202e`, `\\x9b` (the rule for control characters);
+    JSON escapes them (`\\u009b`) and still holds the text as stored."""
+    hostile_tomato(demo_store)
+    r = demo_store(*argv)
+    clean(r)
+    assert not RAW.search(r.out), RAW.search(r.out)
+    if "--json" in argv or "json" in argv[-1]:
+        assert (
+            "\\u202egnp.exe \\u2066iso\\u2069 \\u200fmark\\u061c csi\\u009b31m del\\u007f" in r.out
+        )
+        docs = [json.loads(line) for line in r.out.splitlines()]
+        assert any(HOSTILE in s for s in strings(docs))
+    else:
+        assert SHOWN in r.out
+
+
+def test_a_title_quoted_in_an_error_is_escaped_and_the_error_one_line(demo_store):
+    sql(demo_store, "UPDATE sessions SET title = title || ? WHERE id = ?",
+        args=(HOSTILE + "\nsecond line", TOMATO))  # fmt: skip
+    r = demo_store("resume", TOMATO[:5])  # ambiguous: the error lists the sessions it may be
+    assert r.code == 2 and r.err.count("\n") == 1 and not RAW.search(r.err), r
+    assert f"{TOMATO} (Tomato leaves curling in the heat{SHOWN} second line)" in r.err
+
+
+def test_bidi_and_c1_characters_are_escaped_in_html(demo_store, tmp_path):
+    hostile_tomato(demo_store)
+    out = tmp_path / "tomato.html"
+    clean(demo_store("sessions", "export", TOMATO, "-o", str(out)))
+    page = out.read_text()
+    assert not RAW.search(page)
+    tree = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(page)
+    assert tree.find(".//title").text.endswith(SHOWN)
+    assert SHOWN in "".join(tree.find(".//body").itertext())
+
+
+@pytest.mark.process  # a terminal: the table, the replay and --json indented
+def test_bidi_and_c1_characters_never_reach_a_terminal(demo_store):
+    hostile_tomato(demo_store)
+    for argv in (["sessions"], ["resume", TOMATO, "--no-pager"], ["search", "evil", "--no-pager"],
+                 ["resume", TOMATO, "--json"]):  # fmt: skip
+        code, screen = run_in_pty([KAJA, *argv], demo_store.env, cols=250, raw=True)
+        assert code == 0, (argv, screen)
+        assert not RAW.search(screen), (argv, screen)
+        assert "\\u202egnp.exe" in screen, (argv, screen)
+
+
+# --- JSON nested deeper than any parser goes --------------------------------------------------------
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def sqlite_json_limit() -> int:
+    """How deep this SQLite's JSON functions go (1,000 since 3.45, 2,000 before)."""
+    c = sqlite3.connect(":memory:")
+    valid = lambda n: c.execute("SELECT json_valid(?)", (nested(n),)).fetchone()[0]  # noqa: E731
+    return next(n for n in (1000, 2000) if valid(n) and not valid(n + 1))
+
+
+def test_json_nested_too_deep_is_shown_as_its_text(demo_store, tmp_path):
+    """1,500 levels (3 KB) in `messages.parts`, as deep as SQLite's JSON goes in
+    `tool_calls.arguments` (the JSON around it went past it), 1,500 in a
+    pending call's arguments: each is shown as the text it is, as JSON that is
+    not valid is; 200 levels are still JSON. `export --all` goes past them."""
+    deepest = sqlite_json_limit()
+    sql(demo_store, "UPDATE messages SET parts = ? WHERE sessionId = ? AND seq = 1",
+        args=(nested(1500), TOMATO))  # fmt: skip
+    sql(demo_store, "UPDATE tool_calls SET arguments = ? WHERE messageId IN"
+        " (SELECT id FROM messages WHERE sessionId = ?)", args=(nested(deepest), TOMATO))  # fmt: skip
+    sql(demo_store, "UPDATE tool_calls SET arguments = ? WHERE messageId IN"
+        " (SELECT id FROM messages WHERE sessionId = ?)", args=(nested(1500), BACKUP))  # fmt: skip
+    sql(demo_store, "UPDATE messages SET parts = ? WHERE sessionId = ? AND seq = 1",
+        args=(nested(200), PRS))  # fmt: skip
+
+    r = demo_store("resume", TOMATO, "--json")
+    clean(r)
+    doc = json.loads(r.out)
+    assert doc["messages"][0]["parts"] == nested(1500)
+    calls = [c for m in doc["messages"] for c in m["tool_calls"]]
+    assert calls and all(c["arguments"] == nested(deepest) for c in calls)
+    r = demo_store("resume", BACKUP, "--json")
+    clean(r)
+    assert json.loads(r.out)["pending"]["arguments"] == nested(1500)
+    r = demo_store("resume", PRS, "--json")
+    assert json.loads(r.out)["messages"][0]["parts"] == json.loads(nested(200))
+    for argv in (["resume", BACKUP], ["sessions", "export", BACKUP]):
+        clean(demo_store(*argv))
+    r = demo_store("sessions", "export", TOMATO)
+    clean(r)
+    assert f"*parts (not valid JSON):* `{nested(1500)}`" in r.out
+    r = demo_store("sessions", "export", TOMATO, "-f", "json")
+    clean(r)
+    assert json.loads(r.out)["messages"][0]["parts"] == nested(1500)
+    clean(demo_store("sessions", "export", TOMATO, "-o", str(tmp_path / "t.html")))
+    html5lib.HTMLParser(strict=True).parse((tmp_path / "t.html").read_text())
+
+    r = demo_store("sessions", "export", "--all", "--all-owners", "-f", "jsonl")
+    clean(r)
+    assert len(r.out.splitlines()) == 13
+    r = demo_store("sessions", "export", "--all", "-o", str(tmp_path / "md") + "/")
+    clean(r)
+    assert len(list((tmp_path / "md").iterdir())) == 7
+    r = demo_store("doctor", "--json")
+    clean(r, codes=(0, 1))
+    assert json.loads(r.out)["checks"]
 
 
 # --- search ----------------------------------------------------------------------------------------

@@ -77,7 +77,8 @@ def export(
     """Export one session, or every session the filters select (--all).
 
     Markdown has every message, tool call (arguments, status, duration, full
-    result) and image (as a link to its file). JSON has the session row, all
+    result) and image (as a link to its file), and the timeline's notices and
+    errors where `kaja resume` shows them. JSON has the session row, all
     summaries, messages with their tool calls, timeline events and model
     calls; jsonl is that object on one line per session. HTML is one
     self-contained page per session (images embedded), so --all -f html

@@ -362,7 +362,7 @@ def export(
 
         doc = {"owner": flt.owner.label if flt.owner else None, "all_owners": flt.owner is None,
                "notes": [n.as_json() for n in result.notes]}  # fmt: skip
-        text = json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+        text = render.json_text(json.dumps(doc, ensure_ascii=False, indent=2)) + "\n"
     else:
         text = markdown(result.notes, flt.owner.label if flt.owner else None)
     if output is None:

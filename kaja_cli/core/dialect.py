@@ -60,10 +60,28 @@ class Dialect:
         return values.real_sum(expr)
 
     def json_parsed(self, expr: str) -> str:
-        """A JSON text column as a JSON value: parsed when valid, else the text."""
+        """A JSON text column as a JSON value: parsed when it is JSON nested at
+        most `values.JSON_DEPTH` deep, else the text (as `values.loads` reads).
+
+        The depth is asked of SQLite itself, cheapest test first: a short
+        text, or one with few brackets, cannot nest deeper; else the text
+        inside as many more brackets as SQLite's own limit leaves over the
+        depth allowed must still be valid. (Deeper than SQLite's limit,
+        json_valid() is false; the JSON built around a value nesting just
+        under it would be refused whole: "malformed JSON".)"""
         if expr == "NULL":
             return expr
-        return f"CASE WHEN json_valid({expr}) THEN json({expr}) ELSE {self.json_value(expr)} END"
+        cap = values.JSON_DEPTH
+        pad = sqlite_json_depth() - cap
+        shallow = (
+            f"(length({expr}) <= {2 * cap}"
+            f" OR length({expr}) - length(replace(replace({expr}, '[', ''), '{{', '')) <= {cap}"
+            f" OR json_valid(printf('%.*c', {pad}, '[') || {expr} || printf('%.*c', {pad}, ']')))"
+        )
+        return (
+            f"CASE WHEN json_valid({expr}) AND {shallow} THEN json({expr})"
+            f" ELSE {self.json_value(expr)} END"
+        )
 
     def json_bool(self, condition: str) -> str:
         return f"json(iif({condition}, 'true', 'false'))"
@@ -113,9 +131,27 @@ class Postgres(Dialect):
         return f"CAST(sum({expr}) AS double precision)"
 
     def json_parsed(self, expr: str) -> str:
+        # json_or_text: a function of kaja's schema (core.pg.schema). The
+        # server's parser has no depth limit but its stack ("stack depth limit
+        # exceeded" fails the query), so the depth is counted without parsing:
+        # the brackets outside strings, a running sum over them.
         if expr == "NULL":
             return expr
-        return f"json_or_text({expr})"  # a function of kaja's schema (core.pg.schema)
+        cap = values.JSON_DEPTH
+        brackets = (
+            f"regexp_replace(regexp_replace({expr}, '{_PG_STRING}', '', 'g'), '[^][{{}}]', '', 'g')"
+        )
+        depth = (
+            "(SELECT max(kaja_d.d) FROM (SELECT sum(CASE WHEN kaja_b.c IN ('[', '{') THEN 1"
+            f" ELSE -1 END) OVER (ORDER BY kaja_b.n) AS d FROM unnest(string_to_array({brackets},"
+            " NULL)) WITH ORDINALITY AS kaja_b(c, n)) AS kaja_d)"
+        )
+        return (
+            f"CASE WHEN length({expr}) <= {2 * cap} OR length({expr})"
+            f" - length(replace(replace({expr}, '[', ''), '{{', '')) <= {cap}"
+            f" THEN json_or_text({expr}) WHEN {depth} <= {cap} THEN json_or_text({expr})"
+            f" ELSE to_json({expr}) END"
+        )
 
     def json_bool(self, condition: str) -> str:
         return f"({condition})"
@@ -131,6 +167,9 @@ class Postgres(Dialect):
             f"(SELECT coalesce('[' || string_agg(x.j, ',' ORDER BY x.o) || ']', '[]')::json"
             f" FROM (SELECT {item} AS j, {order} AS o {source}) AS x)"
         )
+
+
+_PG_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string, as a PostgreSQL regular expression
 
 
 def _glob_regex(pattern: str) -> str:
@@ -166,6 +205,35 @@ def _quote_ident(value: str) -> str:
 
 SQLITE = Dialect()
 POSTGRES = Postgres()
+
+_sqlite_json_depth: list[int] = []
+
+
+def sqlite_json_depth() -> int:
+    """How deep this SQLite's JSON functions nest (its JSON_MAX_DEPTH: 2,000
+    before 3.45, 1,000 since), asked of json_valid() once: the two known
+    limits first, else a search."""
+    if not _sqlite_json_depth:
+        import sqlite3
+
+        conn = sqlite3.connect(":memory:")
+
+        def valid(depth: int) -> bool:
+            text = "[" * depth + "]" * depth
+            return bool(conn.execute("SELECT json_valid(?)", (text,)).fetchone()[0])
+
+        try:
+            found = next((n for n in (1000, 2000) if valid(n) and not valid(n + 1)), None)
+            if found is None:
+                low, high = 1, 1 << 17  # valid at `low`, not at `high`
+                while high - low > 1:
+                    mid = (low + high) // 2
+                    low, high = (mid, high) if valid(mid) else (low, mid)
+                found = low
+        finally:
+            conn.close()
+        _sqlite_json_depth.append(found)
+    return _sqlite_json_depth[0]
 
 
 def of(conn: Any) -> Dialect:

@@ -7,10 +7,11 @@ or sha256 holding `../` never makes kaja read or delete anything else.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from kaja_cli.core import values
 
 EXT_BY_MIME = {
     "image/png": "png",
@@ -54,7 +55,7 @@ def image_parts(parts: object) -> list[ImagePart]:
     """The image parts of a `messages.parts` value; tolerant of anything else."""
     if isinstance(parts, str):
         try:
-            parts = json.loads(parts)
+            parts = values.loads(parts)
         except ValueError:
             return []
     if not isinstance(parts, list):

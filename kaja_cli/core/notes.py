@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kaja_cli.core import values
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.sessions import col, columns
 from kaja_cli.errors import NotFound, Refused, UsageError
@@ -92,7 +93,7 @@ def parse_tags(value: Any) -> tuple[str, ...]:
         value = value.decode("utf-8", "replace")
     text = str(value)
     try:
-        found = json.loads(text)
+        found = values.loads(text)
     except ValueError:
         found = text.split(",")
     if isinstance(found, str):

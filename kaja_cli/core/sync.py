@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kaja_cli.core import clock, db, sync_rows
+from kaja_cli.core import clock, db, sync_rows, values
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, Failed, KajaError
 
@@ -178,7 +178,7 @@ def _cursor(conn: sqlite3.Connection) -> int:
 
 def _epochs(conn: sqlite3.Connection) -> dict[str, list[int]]:
     try:
-        value = json.loads(_get(conn, EPOCHS) or "{}")
+        value = values.loads(_get(conn, EPOCHS) or "{}")
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -214,7 +214,7 @@ def read_lease(conn: sqlite3.Connection) -> Lease | None:
     if raw is None:
         return None
     try:
-        data = json.loads(raw)
+        data = values.loads(raw)
         return Lease(data.get("pid"), data.get("host"), data.get("token"), data.get("expires"))
     except (ValueError, AttributeError):
         return Lease(None, None, None, None)  # unreadable: treated as expired
@@ -471,7 +471,7 @@ def _seed_batch(s: Session, table: str, after: Any, result: PushResult) -> Any:
 
 def _seed_position(conn: sqlite3.Connection) -> tuple[str, Any] | None:
     try:
-        table, after = json.loads(_get(conn, SEED_AT) or "null")
+        table, after = values.loads(_get(conn, SEED_AT) or "null")
     except (ValueError, TypeError):
         return None
     return table, after

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kaja_cli.core import schema
+from kaja_cli.core import schema, values
 from kaja_cli.core.db import column_names, table_names
 
 SHARED = "*"  # the origin of natural-key rows
@@ -115,7 +115,7 @@ def _natural(table: str, key: str) -> tuple[str, list[Any]] | None:
     """WHERE clause finding a shared row by its key; None for a key that names none."""
     if table == "events":
         try:
-            run_id, event_id = json.loads(key)
+            run_id, event_id = values.loads(key)
         except (ValueError, TypeError):
             return None
         return "run_id IS ? AND event_id IS ?", [run_id, event_id]

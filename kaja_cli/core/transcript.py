@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,18 +71,14 @@ _TABLES = ("sessions", "messages", "tool_calls", "session_summaries", "session_e
 
 
 def parse_json(value: Any) -> Any:
-    """A JSON column's value: parsed if it is valid JSON text, else as stored
-    (`NaN` and `Infinity` are not JSON, though Python's parser takes them)."""
+    """A JSON column's value: parsed if it is JSON text (`values.loads`: not
+    `NaN`, not nested deeper than `values.JSON_DEPTH`), else as stored."""
     if isinstance(value, str) and value:
         try:
-            return json.loads(value, parse_constant=_not_json)
+            return values.loads(value)
         except ValueError:
             return value
     return _plain(value)
-
-
-def _not_json(constant: str) -> Any:
-    raise ValueError(constant)
 
 
 _plain = values.json_safe
@@ -393,31 +389,81 @@ def _int_or_none(value: Any) -> int | None:
 
 
 def _from_events(reader: _Reader, events: list[dict[str, Any]]) -> list[Entry]:
-    out = []
-    for e in events:
-        kind = e["type"] if isinstance(e["type"], str) and e["type"] else "event"
-        p = e["payload"]
-        if not isinstance(p, dict):
-            # Not a JSON object: show the text that is there.
-            out.append(Entry(kind, text=_text(p), payload=p if kind not in EVENT_TYPES else None))
-            continue
-        if kind == "image":
-            path, missing = reader.event_path(p.get("path"))
-            out.append(Entry(kind, text=_text(p.get("text")), path=path, missing=missing))
-        elif kind in EVENT_TYPES:
-            out.append(
-                Entry(
-                    kind,
-                    text=_text(p.get("text")),
-                    name=_text(p.get("name")),
-                    arguments=p.get("arguments"),
-                    status=_text(p.get("status")),
-                    duration_ms=_int_or_none(p.get("durationMs")),
-                )
-            )
-        else:
-            out.append(Entry(kind, text=_text(p.get("text")), payload=p))
-    return out
+    return [_event_entry(e, reader) for e in events]
+
+
+def _event_entry(e: dict[str, Any], reader: _Reader | None = None) -> Entry:
+    """One event as a timeline entry (an image's file is looked up with `reader`)."""
+    kind = e["type"] if isinstance(e["type"], str) and e["type"] else "event"
+    p = e["payload"]
+    if not isinstance(p, dict):
+        # Not a JSON object: show the text that is there.
+        return Entry(kind, text=_text(p), payload=p if kind not in EVENT_TYPES else None)
+    if kind == "image":
+        path, missing = reader.event_path(p.get("path")) if reader else (None, True)
+        return Entry(kind, text=_text(p.get("text")), path=path, missing=missing)
+    if kind in EVENT_TYPES:
+        return Entry(
+            kind,
+            text=_text(p.get("text")),
+            name=_text(p.get("name")),
+            arguments=p.get("arguments"),
+            status=_text(p.get("status")),
+            duration_ms=_int_or_none(p.get("durationMs")),
+        )
+    return Entry(kind, text=_text(p.get("text")), payload=p)
+
+
+# --- what the messages do not hold (the exports) --------------------------------------------
+# The exports are written from the messages (every tool result in full), but
+# the timeline also holds entries no message does: notices ("Waiting for your
+# approval to run shell."), errors, and the types of a newer agent. Each goes
+# after the message that holds the timeline entry before it, found by
+# counting: the n-th `user`, `assistant` or `tool_start` entry of the events
+# is the n-th the messages make (`_from_messages`' rules). Whatever cannot be
+# placed so (a timeline longer than the messages) goes at the end.
+_MESSAGE_KINDS = ("user", "assistant", "reasoning", "tool_start", "tool_end", "image")
+_COUNTED = ("user", "assistant", "tool_start")
+
+
+class Asides:
+    """The timeline's entries that no message holds, handed out in order as the
+    messages they follow are written: `due()` before each message (and once
+    after the last), `count(m)` after it."""
+
+    def __init__(self, events: Iterable[dict[str, Any]]):
+        seen = dict.fromkeys(_COUNTED, 0)
+        after: tuple[str, int] | None = None
+        self._left: list[tuple[tuple[str, int] | None, Entry]] = []
+        for e in events:
+            entry = _event_entry(e)
+            if entry.kind in _COUNTED:
+                seen[entry.kind] += 1
+                after = (entry.kind, seen[entry.kind])
+            elif entry.kind not in _MESSAGE_KINDS:
+                self._left.append((after, entry))
+        self._left.reverse()  # taken from the end
+        self._seen = dict.fromkeys(_COUNTED, 0)
+
+    def count(self, m: dict[str, Any]) -> None:
+        """Count the entries message `m` makes in a timeline rebuilt from messages."""
+        role = m.get("role")
+        if role == "user" and _text(m.get("content")):
+            self._seen["user"] += 1
+        elif role == "assistant":
+            if _text(m.get("content")):
+                self._seen["assistant"] += 1
+            self._seen["tool_start"] += len(m.get("tool_calls") or ())
+
+    def due(self, *, rest: bool = False) -> list[Entry]:
+        """The entries whose place is before the next message (`rest`: all that are left)."""
+        out = []
+        while self._left:
+            after = self._left[-1][0]
+            if not rest and after is not None and self._seen[after[0]] < after[1]:
+                break
+            out.append(self._left.pop()[1])
+        return out
 
 
 def _from_messages(messages: list[dict[str, Any]]) -> list[Entry]:

@@ -9,7 +9,9 @@ here, once, instead of trusting the column's declared type:
   `--json`, upper-case as SQLite's hex());
 - `whole`: a count or a duration (None for anything that is not a number);
 - sums are made as REAL in SQL (`real_sum`), which never overflows, and
-  `whole` makes them integers again.
+  `whole` makes them integers again;
+- JSON text (`loads`) is JSON only when it nests at most `JSON_DEPTH` levels
+  deep: deeper, it is shown as the text it is, as any text that is not JSON.
 
 What reaches the screen goes through one place too: `render.text`.
 """
@@ -17,7 +19,16 @@ What reaches the screen goes through one place too: `render.text`.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
+
+# How deep stored JSON may nest to be read as JSON (`messages.parts`,
+# `tool_calls.arguments`, event payloads, …): deeper, it is its text. Every
+# parser on the way has a limit (Python's ~1,000 levels, less what the call
+# stack already uses; SQLite's JSON functions 1,000 or 2,000 by version; jq
+# 1.6 256), and a value beyond one of them made commands fail; kaja's JSON
+# around a value adds a few levels (a session export: seven).
+JSON_DEPTH = 200
 
 
 def text(value: Any) -> str | None:
@@ -55,6 +66,41 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "Inf" if value > 0 else "-Inf"
     return value
+
+
+# A JSON string (skipped whole: its brackets do not nest), or a bracket.
+_NESTING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+
+
+def too_deep(text: str) -> bool:
+    """Whether JSON text nests more than JSON_DEPTH levels (counted, never parsed)."""
+    if text.count("[") + text.count("{") <= JSON_DEPTH:
+        return False  # most values: two scans in C
+    depth = 0
+    for m in _NESTING.finditer(text):
+        c = text[m.start()]
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > JSON_DEPTH:
+                return True
+        elif c != '"':
+            depth -= 1
+    return False
+
+
+def loads(text: str) -> Any:
+    """Stored JSON text parsed; ValueError when it is not JSON (`NaN` and
+    `Infinity` are not, though Python's parser takes them) or nests deeper
+    than JSON_DEPTH (never a RecursionError)."""
+    import json
+
+    if too_deep(text):
+        raise ValueError(f"JSON nested more than {JSON_DEPTH} levels deep")
+    return json.loads(text, parse_constant=_not_json)
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(constant)
 
 
 def real_sum(expr: str) -> str:

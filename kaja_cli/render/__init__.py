@@ -42,6 +42,7 @@ bold, dim and italic; `TERM=dumb` drops every style.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -54,6 +55,7 @@ from kaja_cli.errors import Declined, Refused
 from kaja_cli.render.layout import (  # noqa: F401 - tables' vocabulary; the one escaping of controls
     _LINES,
     _ONE_LINE,
+    ESCAPED,
     Bar,
     Col,
     Marked,
@@ -86,6 +88,46 @@ def console(*, stderr: bool = False):
     return Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
+# --- JSON ----------------------------------------------------------------------------------
+# The escaping rule (`layout.ESCAPED`) in JSON text: the characters JSON may
+# hold raw but a terminal or a viewer must not get raw (DEL, C1, the BiDi
+# controls) are written as `\u009b` escapes, in whatever JSON kaja writes
+# (Python's, with ensure_ascii off, or SQLite's). Python and SQLite escape
+# C0 themselves. Such a character can only be inside a JSON string, so it is
+# replaced wherever it is, in text or in UTF-8 bytes.
+_JSON_RAW = [c for c in ESCAPED if c >= 0x7F]
+_JSON_ESCAPE = re.compile("[" + "".join(re.escape(chr(c)) for c in _JSON_RAW) + "]")
+
+
+def _utf8_pattern(chars: Sequence[int]) -> re.Pattern[bytes]:
+    """`chars` as one pattern over UTF-8: a byte class per lead bytes."""
+    by_lead: dict[bytes, list[int]] = {}
+    for c in chars:
+        data = chr(c).encode()
+        by_lead.setdefault(data[:-1], []).append(data[-1])
+    return re.compile(b"|".join(
+        re.escape(lead) + b"[" + b"".join(re.escape(bytes([b])) for b in last) + b"]"
+        for lead, last in by_lead.items()
+    ))  # fmt: skip
+
+
+_JSON_ESCAPE_UTF8 = _utf8_pattern(_JSON_RAW)
+
+
+def json_text(text: str) -> str:
+    """JSON text with the characters of the escaping rule as `\\u` escapes."""
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _JSON_ESCAPE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def json_bytes(data: bytes) -> bytes:
+    """`json_text` for UTF-8 JSON text as bytes (SQLite's), never decoded."""
+    if data.isascii() and b"\x7f" not in data:
+        return data
+    return _JSON_ESCAPE_UTF8.sub(lambda m: f"\\u{ord(m.group().decode()):04x}".encode(), data)
+
+
 def emit_json(data: Any) -> None:
     """One JSON document on stdout: indented for a person at a terminal,
     compact when piped (to jq or a file), like every --json of kaja."""
@@ -95,7 +137,7 @@ def emit_json(data: Any) -> None:
         text = json.dumps(data, ensure_ascii=False, indent=2, default=str)
     else:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(json_text(text) + "\n")
 
 
 def json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> str:
@@ -104,7 +146,8 @@ def json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> str:
     import json
 
     text = json.dumps(head, ensure_ascii=False, separators=(",", ":"), default=str)
-    return text[:-1] + ("," if head else "") + json.dumps(key) + ":[" + ",".join(items) + "]}"
+    text = text[:-1] + ("," if head else "") + json.dumps(key) + ":[" + ",".join(items) + "]}"
+    return json_text(text)
 
 
 def emit_json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> None:
@@ -130,24 +173,25 @@ def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[bytes]) -> 
     out = sys.stdout
     out.flush()
     raw = out.buffer
-    raw.write((text[:-1] + ("," if head else "") + json.dumps(key) + ":[").encode())
+    raw.write(json_text(text[:-1] + ("," if head else "") + json.dumps(key) + ":[").encode())
     batch: list[bytes] = []
     sep = b""
     for item in items:
         batch.append(item)
         if len(batch) >= 256:
-            raw.write(sep + b",".join(batch))
+            raw.write(sep + json_bytes(b",".join(batch)))
             sep, batch = b",", []
     if batch:
-        raw.write(sep + b",".join(batch))
+        raw.write(sep + json_bytes(b",".join(batch)))
     raw.write(b"]}\n")
     raw.flush()
 
 
 def note(message: str) -> None:
     """A diagnostic line on stderr (never mixed into what a script parses);
-    on a terminal, wrapped at words like any prose."""
-    text = f"kaja: {message}"
+    on a terminal, wrapped at words like any prose. One line, whatever it
+    quotes from the store (a title in "ambiguous" is escaped as `text` is)."""
+    text = f"kaja: {message}".translate(_ONE_LINE)
     width = _stderr_width()
     if width is not None and len(text) > width:
         from kaja_cli.render import layout

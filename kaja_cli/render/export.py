@@ -19,18 +19,21 @@ _JOIN = 256  # messages joined into one write
 
 def json_chunks(doc: SessionExport) -> Iterator[str | bytes]:
     """One session as the JSON object `sessions export ID -f json` prints, in
-    pieces; the messages' pieces are the bytes SQLite made, never decoded."""
+    pieces; the messages' pieces are the bytes SQLite made, never decoded
+    (the escaping rule applied: `render.json_bytes`)."""
+    from kaja_cli.render import json_bytes, json_text
+
     head = json.dumps(doc.head, ensure_ascii=False, separators=(",", ":"), default=str)
-    yield head[:-1] + ("," if doc.head else "") + '"messages":['
+    yield json_text(head[:-1] + ("," if doc.head else "") + '"messages":[')
     sep = b""
     batch: list[bytes] = []
     for data in doc.messages:
         batch.append(data)
         if len(batch) >= _JOIN:
-            yield sep + b",".join(batch)
+            yield sep + json_bytes(b",".join(batch))
             sep, batch = b",", []
     if batch:
-        yield sep + b",".join(batch)
+        yield sep + json_bytes(b",".join(batch))
     yield "]}"
 
 
@@ -44,7 +47,7 @@ def markdown_chunks(doc: SessionExport) -> Iterator[str]:
 
     h = doc.head
     return replay.markdown_chunks(
-        h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc)
+        h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc), h["events"]
     )
 
 
@@ -54,7 +57,7 @@ def html_chunks(doc: SessionExport, *, embed_images: bool) -> Iterator[str]:
     h = doc.head
     return html.page_chunks(
         h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc),
-        embed_images=embed_images,
+        h["events"], embed_images=embed_images,
     )  # fmt: skip
 
 

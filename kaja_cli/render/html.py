@@ -15,13 +15,15 @@ import base64
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from html import escape
 from typing import Any
 
+from kaja_cli import render
 from kaja_cli.core.owners import label
+from kaja_cli.core.transcript import Asides, Entry, Pending
 from kaja_cli.core.wording import plural
-from kaja_cli.render.replay import STATUS_MARKS
+from kaja_cli.render.replay import _compact, waiting
 
 MAX_IMAGE = 5 * 1024 * 1024
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -38,12 +40,21 @@ h1{font-size:1.5rem;margin-bottom:.25rem}
 pre{background:#f6f8fa;padding:.5rem;border-radius:4px;font-size:.85rem;max-height:40rem;overflow:auto}
 .call{font-size:.9rem;margin:.25rem 0}.thinking{color:#666;font-style:italic}
 .summary,.pending{background:#fff8e1;border:1px solid #f0d58c;padding:.5rem .75rem;margin:1rem 0}
+.aside{margin:.5rem 0 .5rem 1rem;font-size:.9rem}.aside.notice{color:#0a6a7a}
+.aside.error,.status.error{color:#b00}.status.ok{color:#2a7a3a}.status.declined,.status.waiting{color:#9a6700}
+.status.skipped{color:#888}.pause{vertical-align:-1px;margin-right:.35rem}
 img{max-width:100%;border:1px solid #ddd}.missing{color:#b00}
 """
+# The pause sign of `kaja resume`'s banner, drawn: U+23F8 needs a font many systems lack.
+_PAUSE = ('<svg class="pause" width="12" height="12" viewBox="0 0 12 12" aria-hidden="true">'
+          '<rect x="2" y="1" width="3" height="10" fill="#9a6700"/>'
+          '<rect x="7" y="1" width="3" height="10" fill="#9a6700"/></svg>')  # fmt: skip
 
 
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    """A stored value as HTML text: the escaping rule (`render.text`: control and
+    BiDi characters shown as `\\x1b`, `\\u202e`), then HTML's."""
+    return escape(render.text(value, lines=True), quote=True)
 
 
 def page_chunks(
@@ -52,10 +63,13 @@ def page_chunks(
     pending: dict[str, Any] | None,
     message_count: int,
     messages: Iterator[dict[str, Any]],
+    events: Sequence[dict[str, Any]] = (),
     *,
     embed_images: bool = True,
 ) -> Iterator[str]:
-    """The page in pieces: the head, then one piece per message, then the end."""
+    """The page in pieces: the head, then one piece per message, then the end.
+    The timeline's notices and errors (`events`) go where `kaja resume` shows
+    them (`core.transcript.Asides`)."""
     title = s.get("title") or "Untitled session"
     facts = [("id", s.get("id")), ("owner", label(s.get("owner"))), ("model", s.get("model")),
              ("persona", s.get("persona")), ("created", s.get("createdAt")),
@@ -72,12 +86,12 @@ def page_chunks(
         + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in facts if v not in (None, ""))
         + "</ul>",
     ]
-    if pending:
-        what = pending.get("name") or "a tool call"
-        kind = f" ({_e(pending['kind'])})" if pending.get("kind") else ""
+    p = Pending(**pending) if pending else None
+    if p:
+        kind = f" ({_e(p.kind)})" if p.kind else ""
         head.append(
-            f'<p class="pending">⏸ Waiting on you: <code>{_e(what)}</code>{kind},'
-            f" call <code>{_e(pending.get('call_id'))}</code></p>"
+            f'<p class="pending">{_PAUSE}Waiting on you: <code>{_e(p.name or "a tool call")}</code>'
+            f"{kind}, call <code>{_e(p.call_id)}</code></p>"
         )
     if s.get("systemPrompt"):
         head.append(
@@ -89,8 +103,9 @@ def page_chunks(
         key=lambda x: x["summaryFrom"],
     )
     calls: dict[Any, dict[str, Any]] = {}
+    asides = Asides(events)
     for m in messages:
-        parts = []
+        parts = [_aside(e) for e in asides.due()]
         while ordered and (
             not isinstance(m.get("seq"), int) or ordered[0]["summaryFrom"] <= m["seq"]
         ):
@@ -100,9 +115,23 @@ def page_chunks(
                 calls[c["resultMessageId"]] = c
             if c.get("callId"):
                 calls.setdefault(("call", c["callId"]), c)
-        parts.append(_message(m, calls, embed_images))
+        parts.append(_message(m, calls, p, embed_images))
+        asides.count(m)
         yield "".join(parts)
-    yield "".join(_summary(x) for x in ordered) + "</body></html>\n"
+    tail = [_aside(e) for e in asides.due()] + [_summary(x) for x in ordered]
+    tail += [_aside(e) for e in asides.due(rest=True)]
+    yield "".join(tail) + "</body></html>\n"
+
+
+def _aside(e: Entry) -> str:
+    """A notice, an error or a newer agent's entry, as `kaja resume` shows it."""
+    kind = {"error": "Error", "notice": "Notice"}.get(e.kind)
+    text = e.text if e.text is not None else _compact(e.payload)
+    css = "error" if e.kind == "error" else "notice"
+    return (
+        f'<div class="aside {css}"><strong>{_e(kind or f"[{e.kind}]")}:</strong>'
+        f' <span class="text">{_e(text)}</span></div>\n'
+    )
 
 
 def _summary(x: dict[str, Any]) -> str:
@@ -112,7 +141,9 @@ def _summary(x: dict[str, Any]) -> str:
     )
 
 
-def _message(m: dict[str, Any], calls: dict[Any, dict[str, Any]], embed: bool) -> str:
+def _message(
+    m: dict[str, Any], calls: dict[Any, dict[str, Any]], pending: Pending | None, embed: bool
+) -> str:
     role = m.get("role") if isinstance(m.get("role"), str) and m.get("role") else "message"
     when = f'<span class="when">{_e(m.get("createdAt"))}</span>' if m.get("createdAt") else ""
     css = role if role in ("user", "assistant", "tool") else "other"
@@ -140,7 +171,7 @@ def _message(m: dict[str, Any], calls: dict[Any, dict[str, Any]], embed: bool) -
         if m.get("content"):
             out.append(f'<div class="text">{_e(_text(m["content"]))}</div>')
         for c in m.get("tool_calls") or ():
-            out.append(_call(c))
+            out.append(_call(c, pending))
     for img in m.get("images") or ():
         out.append(_image(img, embed))
     out.append("</section>\n")
@@ -151,14 +182,24 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-def _call(c: dict[str, Any]) -> str:
-    status = c.get("status") or "no result"
-    mark = STATUS_MARKS.get(status, ("", ""))[0]
+_STATUSES = ("ok", "error", "declined", "skipped")
+
+
+def _call(c: dict[str, Any], pending: Pending | None) -> str:
+    """A tool call: its status as a word, colored (the terminal's marks ✓ ✗ ⊘
+    need fonts a browser may lack), a waiting call with the pause sign."""
+    wait = waiting(c, pending)
+    if wait:
+        status = f'<span class="status waiting">{_PAUSE}{_e(wait)}</span>'
+    else:
+        word = render.text(c.get("status")) or "no result"
+        css = f"status {word}" if word in _STATUSES else "status"
+        status = f'<span class="{css}">{_e(word)}</span>'
     took = f" · {_e(c['durationMs'])} ms" if c.get("durationMs") else ""
     approval = f" · {_e(c['approval'])}" if c.get("approval") else ""
     line = (
         f'<div class="call">→ <code>{_e(c.get("name") or "?")}</code>'
-        f" {_e(mark)} {_e(status)}{took}{approval}</div>"
+        f" {status}{took}{approval}</div>"
     )
     args = c.get("arguments")
     if args in (None, "", {}):

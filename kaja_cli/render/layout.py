@@ -85,11 +85,17 @@ class Bar(NamedTuple):
 
 
 # --- widths ------------------------------------------------------------------------------
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-# Control characters a value from the store may hold (a NUL, an escape
-# sequence) are shown as `\x00`, never written raw to a terminal or a pipe;
+# The characters a value from the store may hold that are never written raw,
+# to a terminal, a pipe, a file or a browser: control characters (C0, DEL and
+# C1: a NUL, an escape sequence, U+009B that some terminals take for ESC [)
+# and the BiDi controls, which reorder what is shown around them (a
+# "gnp.exe" with U+202E before it reads as "exe.png"). They are shown as
+# `\x1b`, `\u202e`; `--json` writes them as JSON escapes (`render.json_text`).
+BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+ESCAPED = (*range(0x20), *range(0x7F, 0xA0), *BIDI)
+_CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c in ESCAPED) + "]")
 # `_ONE_LINE` also makes tabs and line breaks spaces, `_LINES` keeps them.
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+_CONTROLS = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in ESCAPED}
 _ONE_LINE = str.maketrans({**_CONTROLS, **dict.fromkeys(map(ord, "\t\n\r\v\f"), " ")})
 _LINES = str.maketrans({c: e for c, e in _CONTROLS.items() if c not in (0x09, 0x0A)})
 

@@ -9,12 +9,12 @@ export as one Markdown string. Nothing here touches a database.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kaja_cli import render
 from kaja_cli.core.owners import label
-from kaja_cli.core.transcript import Entry, Pending, Replay, Transcript
+from kaja_cli.core.transcript import Asides, Entry, Pending, Replay, Transcript
 from kaja_cli.core.wording import noun, plural
 
 ARGS_WIDTH = 160  # a tool call's arguments on one line, cut beyond this
@@ -152,21 +152,41 @@ def _quote(text: str) -> str:
 
 def _json_text(value: Any) -> tuple[str, str]:
     if isinstance(value, str):
-        return value, ""
-    return json.dumps(value, ensure_ascii=False, indent=2), "json"
+        return render.text(value, lines=True), ""
+    return render.text(json.dumps(value, ensure_ascii=False, indent=2), lines=True), "json"
 
 
 def _image_md(img: dict[str, Any], alt: str = "image") -> str:
     if not img.get("path"):
-        return f"*{alt}: sha256 {img.get('sha256')} (no usable path in the database)*"
-    md = f"![{alt}](<{img['path']}>)"
+        return f"*{alt}: sha256 {render.text(img.get('sha256'))} (no usable path in the database)*"
+    md = f"![{alt}](<{render.text(img['path'])}>)"
     return md if img.get("exists") else md + " *(file missing)*"
 
 
+def waiting(c: dict[str, Any], p: Pending | None) -> str | None:
+    """The status of the call `p` is while it has none: "waiting on you (approval)"."""
+    if p is None or c.get("status") or c.get("callId") is None or str(c["callId"]) != p.call_id:
+        return None
+    return "waiting on you" + (f" ({render.text(p.kind)})" if p.kind else "")
+
+
+def aside_md(e: Entry) -> str:
+    """A notice, an error or a newer agent's entry, as `kaja resume` shows it."""
+    if e.kind == "error":
+        head = "**Error:** "
+    elif e.kind == "notice":
+        head = "**Notice:** "
+    else:
+        head = f"**[{render.text(e.kind)}]** "
+    text = e.text if e.text is not None else _compact(e.payload)
+    return _quote((head + render.text(text, lines=True)).rstrip())
+
+
 def markdown(t: Transcript) -> str:
-    return "".join(
-        markdown_chunks(t.session, t.summaries, t.pending, len(t.messages), iter(t.messages))
+    chunks = markdown_chunks(
+        t.session, t.summaries, t.pending, len(t.messages), iter(t.messages), t.events
     )
+    return "".join(chunks)
 
 
 def markdown_chunks(
@@ -175,9 +195,12 @@ def markdown_chunks(
     pending: Pending | dict[str, Any] | None,
     message_count: int,
     messages: Iterator[dict[str, Any]],
+    events: Sequence[dict[str, Any]] = (),
 ) -> Iterator[str]:
     """The Markdown transcript in pieces, one per message: a session of any
     length is written without being held whole (`sessions export --all`).
+    The timeline's notices and errors (`events`) go where `kaja resume` shows
+    them (`core.transcript.Asides`).
 
     A tool result names its call from the calls seen so far: the assistant
     message that made a call comes before its result."""
@@ -185,7 +208,7 @@ def markdown_chunks(
     out = [f"# {one(s.get('title')) or 'Untitled session'}", ""]
     facts = [
         ("id", _inline(s.get("id"))),
-        ("owner", label(s.get("owner"))),
+        ("owner", one(label(s.get("owner")))),
         ("model", one(s.get("model"))),
         ("persona", one(s.get("persona"))),
         ("created", one(s.get("createdAt"))),
@@ -221,19 +244,27 @@ def markdown_chunks(
             )]  # fmt: skip
         return lines
 
+    asides = Asides(events)
+
+    def asides_md(rest: bool = False) -> list[str]:
+        return [line for e in asides.due(rest=rest) for line in ("", aside_md(e))]
+
     for m in messages:
         for c in m["tool_calls"]:
             if c["resultMessageId"]:
                 calls[c["resultMessageId"]] = c
             if c["callId"]:
                 calls.setdefault(("call", c["callId"]), c)
-        out = summaries_before(m["seq"]) + _message_md(m, calls)
+        out = asides_md() + summaries_before(m["seq"]) + _message_md(m, calls, p)
+        asides.count(m)
         yield "\n" + "\n".join(out)
-    tail = summaries_before(None)
+    tail = asides_md() + summaries_before(None) + asides_md(rest=True)
     yield ("\n" + "\n".join(tail) if tail else "") + "\n"
 
 
-def _message_md(m: dict[str, Any], calls: dict[Any, dict[str, Any]]) -> list[str]:
+def _message_md(
+    m: dict[str, Any], calls: dict[Any, dict[str, Any]], pending: Pending | None = None
+) -> list[str]:
     one = render.text
     out: list[str] = []
     role = one(m["role"]) or "message"
@@ -256,7 +287,7 @@ def _message_md(m: dict[str, Any], calls: dict[Any, dict[str, Any]]) -> list[str
         if m["content"]:
             out += ["", one(m["content"], lines=True)]
         for c in m["tool_calls"]:
-            status = one(c.get("status")) or "no result"
+            status = waiting(c, pending) or one(c.get("status")) or "no result"
             took = f" · {render.human_duration(c['durationMs'])}" if c.get("durationMs") else ""
             approval = f" · {one(c['approval'])}" if c.get("approval") else ""
             out += [
