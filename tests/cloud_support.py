@@ -35,3 +35,15 @@ def use_server(
 
 def _toml(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def role_named_like_the_schema(pg) -> str:
+    """The README's setup: a role `kaja` owning the database, so that its
+    search_path (`"$user", public`) starts with cloud mode's schema `kaja`.
+    Returns the database's URL logging in as that role."""
+    with pg.connect() as conn:
+        conn.execute(
+            "DO $$ BEGIN CREATE ROLE kaja LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+        )
+        conn.execute(f'ALTER DATABASE "{pg.name}" OWNER TO kaja')
+    return pg.url.replace("postgres@", "kaja@", 1)

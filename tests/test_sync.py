@@ -17,6 +17,7 @@ import pytest
 
 from kaja_cli.core import sync, sync_health, sync_server
 from kaja_cli.core.record import Recorder
+from tests.cloud_support import role_named_like_the_schema
 from tests.conftest import KAJA as KAJA_BIN
 from tests.conftest import Kaja
 from tests.faults import assert_store_sound
@@ -32,7 +33,7 @@ from tests.sync_support import (
     store_of,
 )
 
-pytest_plugins = ["tests.pg"]
+pytest_plugins = ["tests.pg", "tests.cloud_fixtures"]
 
 
 @pytest.fixture
@@ -374,8 +375,10 @@ def test_doctor_checks_of_sync(two, pg):
     url = sync.Url(pg.url, "test")
     checks = {c[0]: c for c in sync_health.doctor_checks(store_of(b), url)}
     assert {k: c[1] for k, c in checks.items()} == {
-        "sync-progress": "ok", "sync-lease": "ok", "sync-map": "ok", "sync-flags": "ok"
+        "sync-progress": "ok", "sync-lease": "ok", "sync-map": "ok", "sync-flags": "ok",
+        "sync-ledger": "ok",
     }  # fmt: skip
+    assert checks["sync-ledger"][2] == "the shared ledger is in schema public"
     lease = {"pid": 1, "host": "h", "token": "t", "expires": "2020-01-01T00:00:00.000Z"}
     sql(  # imported rows deleted with the triggers off; an old change waiting; a lease left
         b.db,
@@ -407,10 +410,76 @@ def test_kaja_doctor_reports_sync(two, pg):
     r = b("doctor", "--check", "sync", "--json")
     assert r.code == 0, r  # warnings only
     checks = {c["id"]: c for c in json.loads(r.out)["checks"]}
-    assert set(checks) == {"sync-progress", "sync-lease", "sync-map", "sync-flags"}
+    assert set(checks) == {"sync-progress", "sync-lease", "sync-map", "sync-flags", "sync-ledger"}
     assert checks["sync-lease"]["status"] == "warn" and "expired" in checks["sync-lease"]["summary"]
     r = b("doctor", env={"USAGE_POSTGRES_URL": "postgresql://kaja:s3cret@127.0.0.1:1/x"})
     assert "s3cret" not in r.out + r.err
+
+
+def test_a_role_named_like_clouds_schema_gets_its_ledger_in_public(tmp_path, pg):
+    """Issue 26: the ledger's tables were made without a schema name, so for a
+    role named like cloud mode's schema its search_path put them in that
+    schema, where a cloud `kaja wipe` dropped them. Now they go to public."""
+    import psycopg
+
+    url = role_named_like_the_schema(pg)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA kaja")  # cloud mode's, there first
+    a = machine(tmp_path / "a", url)
+    with Recorder(store_of(a)) as rec:
+        rec.add_call(rec.start_run(run_id="run_a1", prompt="hi"), model="m", ok=1)
+    r = a("sync")
+    assert r.code == 0, r
+    assert pg.query(
+        "SELECT n.nspname, c.relname FROM pg_class AS c JOIN pg_namespace AS n"
+        " ON n.oid = c.relnamespace WHERE c.relname LIKE 'andromeda%' AND c.relkind IN ('r', 'S')"
+        " ORDER BY 2"
+    ) == [("public", "andromeda_ledger"), ("public", "andromeda_ledger_meta"),
+          ("public", "andromeda_ledger_seq"), ("public", "andromeda_origins")]  # fmt: skip
+    assert len(server_ledger(pg)) == 2
+    doc = json.loads(a("sync", "status", "--json").out)
+    assert doc["server"]["schema"] == "public"
+
+
+def test_a_ledger_an_earlier_kaja_made_in_clouds_schema_keeps_working_and_doctor_says_so(
+    legacy_ledger, pg
+):
+    """An existing installation: sync goes on using the ledger where it is (the
+    other machines' kajas, old ones too, find it there), nothing new is made in
+    public, and doctor says where it is and how to move it."""
+    _, laptop = legacy_ledger
+    with Recorder(store_of(laptop)) as rec:
+        rec.add_call("run_l1", model="gpt-5", prompt_tokens=1, completion_tokens=1, ok=1)
+    before = pg.query("SELECT count(*) FROM kaja.andromeda_ledger")[0][0]
+    r = laptop("sync")
+    assert r.code == 0, r
+    assert pg.query("SELECT count(*) FROM kaja.andromeda_ledger")[0][0] == before + 1
+    assert pg.query("SELECT to_regclass('public.andromeda_ledger')") == [(None,)]
+    r = laptop("sync", "status")
+    assert (
+        "in schema kaja" in dict(line.split("\t", 1) for line in r.out.splitlines())["PostgreSQL"]
+    )
+    r = laptop("doctor", "--check", "sync", "--json")
+    assert r.code == 0, r
+    check = {c["id"]: c for c in json.loads(r.out)["checks"]}["sync-ledger"]
+    assert check["status"] == "warn"
+    assert check["summary"] == "the shared ledger is in schema kaja, not public"
+    assert check["details"][-1] == (
+        'move it while no sync runs, as its owner: BEGIN; ALTER TABLE "kaja".andromeda_ledger'
+        ' SET SCHEMA public; ALTER TABLE "kaja".andromeda_ledger_meta SET SCHEMA public;'
+        ' ALTER TABLE "kaja".andromeda_origins SET SCHEMA public;'
+        ' ALTER SEQUENCE "kaja".andromeda_ledger_seq SET SCHEMA public; COMMIT;'
+    )
+    # Moved as doctor says: the next sync finds it in public, and doctor is content.
+    import psycopg
+
+    with psycopg.connect(pg.url.replace("postgres@", "kaja@"), autocommit=True) as conn:
+        conn.execute(check["details"][-1].split(": ", 1)[1])
+    assert laptop("sync").code == 0
+    assert pg.query("SELECT count(*) FROM public.andromeda_ledger")[0][0] == before + 1
+    r = laptop("doctor", "--check", "sync", "--json")
+    check = {c["id"]: c for c in json.loads(r.out)["checks"]}["sync-ledger"]
+    assert check["status"] == "ok" and check["summary"] == "the shared ledger is in schema public"
 
 
 @pytest.mark.parametrize("step", sync.STEPS)
