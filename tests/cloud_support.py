@@ -21,7 +21,12 @@ DEMO = ("demo", "--seed", "1", "--now", DEMO_NOW)
 
 
 def use_server(
-    kaja: Kaja, url: str, *, account: str | None = None, schema: str | None = None
+    kaja: Kaja,
+    url: str,
+    *,
+    account: str | None = None,
+    schema: str | None = None,
+    statement_timeout: int | None = None,
 ) -> None:
     """Write settings.toml for cloud mode on `url`."""
     lines = ["[memory]", 'mode = "cloud"', f"databaseUrl = {_toml(url)}"]
@@ -29,6 +34,8 @@ def use_server(
         lines.append(f"account = {_toml(account)}")
     if schema is not None:
         lines.append(f"databaseSchema = {_toml(schema)}")
+    if statement_timeout is not None:
+        lines.append(f"statementTimeout = {statement_timeout}")
     kaja.config.parent.mkdir(parents=True, exist_ok=True)
     kaja.config.write_text("\n".join(lines) + "\n")
 

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.cloud_support import role_named_like_the_schema
 from tests.conftest import KAJA as KAJA_BIN
 from tests.conftest import Kaja
 from tests.faults import assert_store_sound
+from tests.relay import Relay, run_all
 from tests.sync_support import (
     Agent,
     killed_sync,
@@ -207,6 +209,68 @@ def test_an_unreachable_server_is_one_line_without_the_password(two, tmp_path):
         assert r.err.startswith("kaja: cannot reach PostgreSQL at postgresql://kaja:***@")
         assert r.err.count("\n") == 1
     assert state(a.db, "origin") is None  # nothing started while it was unreachable
+
+
+def test_a_server_that_stops_answering_ends_every_sync_command(two, pg):
+    """Issue 26: a server that stopped answering after the login (a proxy on
+    127.0.0.1 that stops relaying) hung `kaja sync`, `sync status` and `usage
+    --all-machines`. Each now ends within `[memory] statementTimeout` + 5 s (1 + 5
+    here; sync status: its 3 s + 5) with one line, and the next sync loses nothing."""
+    a, _ = two
+    with Relay(pg.server, freeze_after_login=True) as relay:
+        settings = f"[usage]\npostgres_url = {json.dumps(relay.url(pg.name))}\n"
+        a.config.write_text(settings + "[memory]\nstatementTimeout = 1\n")
+        done = run_all(a, [("sync",), ("sync", "status", "--json"), ("usage", "--all-machines")])
+        assert relay.logins == 3
+    for argv, code, out, err, took in done:
+        assert took < 40 and "Traceback" not in err, (argv, code, out, err, took)
+        if argv == ("sync", "status", "--json"):
+            assert code == 0, err
+            assert json.loads(out)["server"]["answers"] is False
+            assert (
+                "the server stopped answering (no reply in 8 s)"
+                in json.loads(out)["server"]["error"]
+            )
+            continue
+        assert code == 1 and err.count("\n") == 1, (argv, err)
+        assert err.startswith(
+            "kaja: lost the connection to PostgreSQL at postgresql://postgres@127.0.0.1:"
+        )
+        assert "the server stopped answering (no reply in 6 s)" in err, err
+    r = a("sync", "--url", pg.url)
+    assert r.code == 0, r
+    assert len(server_ledger(pg)) == 5
+
+
+def test_a_server_that_freezes_while_sync_waits_on_the_ledgers_lock(two, pg):
+    a, b = two
+    assert b("sync").code == 0  # the shared ledger exists
+    with Recorder(store_of(a)) as rec:
+        rec.add_call("run_a1", model="m")
+    with pg.connect() as other, pg.connect() as watch, Relay(pg.server) as relay:
+        other.execute("BEGIN")
+        other.execute("LOCK TABLE andromeda_ledger IN EXCLUSIVE MODE")  # another machine pushing
+        settings = f"[usage]\npostgres_url = {json.dumps(relay.url(pg.name))}\n"
+        a.config.write_text(settings + "[memory]\nstatementTimeout = 3\n")
+
+        def freeze_once_it_waits() -> None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if watch.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name"
+                                 " <> 'kaja' AND wait_event_type = 'Lock'").fetchone()[0]:  # fmt: skip
+                    relay.freeze()
+                    return
+                time.sleep(0.05)
+            raise AssertionError("sync never waited on the lock")
+
+        done = run_all(a, [("sync",)], before_waiting=freeze_once_it_waits)
+        other.execute("ROLLBACK")
+    ((_, code, _, err, took),) = done
+    assert code == 1 and took < 40, (code, err, took)
+    assert "while sending the history: the server stopped answering (no reply in 8 s)" in err, err
+    r = a("sync", "--url", pg.url)
+    assert r.code == 0, r
+    assert len(server_ledger(pg)) == 7  # nothing lost: b's run, a's 5 rows of history and new call
 
 
 def test_sync_without_a_url_or_a_store(tmp_path, pg):

@@ -105,6 +105,12 @@ def _host() -> str:
     return socket.gethostname()
 
 
+def _statement_timeout(store: Store) -> int:
+    """`[memory] statementTimeout`: it bounds sync's statements too."""
+    server = store.paths.server
+    return server.statement_timeout_s if server is not None else 60
+
+
 # --- where the server is ----------------------------------------------------------------------
 class Url(NamedTuple):
     value: str
@@ -269,7 +275,9 @@ class Session:
     def _open(self) -> None:
         from kaja_cli.core import sync_server as server
 
-        self.pg = self._stack.enter_context(server.connect(self.url.value))
+        self.pg = self._stack.enter_context(
+            server.connect(self.url.value, statement_timeout_s=_statement_timeout(self.store))
+        )
         with server.errors_of(self.url.value, "setting up the shared ledger"):
             ledger = server.ledger_id(self.pg, create=True)
             schema = server.schema_of(self.pg)
@@ -633,8 +641,7 @@ def _server_state(url: Url, local: Status, ledger: str | None, timeout_s: float)
     from kaja_cli.core import sync_server as server
 
     try:
-        with server.connect(url.value, timeout_s=timeout_s) as pg:
-            pg.execute(f"SET statement_timeout = {int(timeout_s * 1000)}")
+        with server.connect(url.value, timeout_s=timeout_s, statement_timeout_s=timeout_s) as pg:
             with server.errors_of(url.value, "reporting"):
                 summary = server.summary(pg)
                 state = ServerState(
@@ -679,7 +686,8 @@ def all_machines_report(
             if "sync_state" in db.table_names(conn):
                 origin = _get(conn, ORIGIN)
     result = usage.UsageReport(location=url.shown, exists=False, by=by, since=since, until=until)
-    with server.connect(url.value) as pg, server.errors_of(url.value, "reporting usage"):
+    with server.connect(url.value, statement_timeout_s=_statement_timeout(store)) as pg, \
+            server.errors_of(url.value, "reporting usage"):  # fmt: skip
         result.exists = server.ledger_id(pg, create=False) is not None
         if not result.exists:
             return result, []

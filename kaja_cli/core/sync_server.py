@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import psycopg
 
 CONNECT_TIMEOUT_S = 5
-LOCK_TIMEOUT = "30s"
+LOCK_TIMEOUT_MS = 30_000  # another machine pushing holds the ledger's lock
 INSTALL_HINT = "pip install 'kaja-cli[postgres]'"
 
 LEDGER_SCHEMA = "public"  # where a new shared ledger is made
@@ -118,14 +118,24 @@ def _one_line(error: BaseException) -> str:
     return redact(text.splitlines()[0] if text else type(error).__name__)
 
 
-def connect(url: str, *, timeout_s: float = CONNECT_TIMEOUT_S) -> psycopg.Connection:
-    """An autocommit connection; Failed (exit 1, one line) when the server does not answer."""
+def connect(
+    url: str, *, timeout_s: float = CONNECT_TIMEOUT_S, statement_timeout_s: float = 60
+) -> psycopg.Connection:
+    """An autocommit connection; Failed (exit 1, one line) when the server does
+    not answer. A statement runs at most `statement_timeout_s` on the server
+    (`[memory] statementTimeout`), and kaja stops waiting for an answer a few
+    seconds after that (`pg.connection.Deadline`: the error says so)."""
     psycopg = _psycopg()
+    from kaja_cli.core.pg.connection import connection_class, deadlined, lock_wait_ms
+
+    statement_ms = max(1, round(statement_timeout_s * 1000))
+    lock_ms = lock_wait_ms(LOCK_TIMEOUT_MS, statement_ms)
     try:
-        conn = psycopg.connect(
+        conn = connection_class().connect(
             url, autocommit=True, connect_timeout=max(1, round(timeout_s)),
-            options=f"-c lock_timeout={LOCK_TIMEOUT}",
+            options=f"-c lock_timeout={lock_ms} -c statement_timeout={statement_ms}",
         )  # fmt: skip
+        deadlined(conn, statement_ms)
     except psycopg.Error as e:
         raise Failed(f"cannot reach PostgreSQL at {redact(url)}: {_one_line(e)}") from None
     except Exception as e:  # a malformed URL is a ProgrammingError or a ValueError

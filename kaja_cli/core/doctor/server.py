@@ -52,7 +52,7 @@ def check_server(ctx: Context) -> list[Check] | None:
         with pg.connect(where) as conn:
             took = (time.perf_counter() - start) * 1000
             wait = STATEMENT_TIMEOUT_MS * (12 if ctx.thorough else 1)  # every code point: slower
-            conn.execute(f"SET statement_timeout = {wait}")
+            conn.set_statement_timeout(wait)
             out = [Check("server.reachable", _G, OK, f"reached {where.shown} in {took:.0f} ms")]
             for step in (
                 _version,

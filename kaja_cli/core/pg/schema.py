@@ -196,16 +196,18 @@ def ensure(conn: Connection) -> Report:
     if state.kaja and state.version == SCHEMA_VERSION and not missing(conn):
         return Report([])
     from kaja_cli.core import db
+    from kaja_cli.core.pg.connection import LOCK_TIMEOUT_MS, lock_wait_ms
 
     tokenizer.sqlite_unicode61()  # the local half of the search index's probe, before the lock
     with db.transaction(conn):
         # Another kaja making the schema holds the lock for a few seconds (the
-        # search index's probe): wait for it longer than for a table's lock.
+        # search index's probe): wait for it longer than for a table's lock
+        # (and let the statement run longer still: the lock's wait ends first).
         conn.execute(f"SET LOCAL lock_timeout = {MAKING_TIMEOUT_MS}")
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK,))
-        from kaja_cli.core.pg.connection import LOCK_TIMEOUT_MS
-
-        conn.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")  # tables: the usual wait
+        with conn.waiting(MAKING_TIMEOUT_MS + LOCK_TIMEOUT_MS):
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK,))
+        tables = lock_wait_ms(LOCK_TIMEOUT_MS, conn.statement_timeout_ms)  # the usual wait
+        conn.execute(f"SET LOCAL lock_timeout = {tables}")
         return apply(conn)
 
 
