@@ -382,11 +382,10 @@ class Deadline:
                     self._shut()
 
     def _shut(self) -> None:
-        import os
         import socket
 
-        try:
-            with socket.socket(fileno=os.dup(self._fileno)) as sock:
+        try:  # a duplicate shuts the one socket for every descriptor of it
+            with socket.socket(fileno=socket.dup(self._fileno)) as sock:
                 sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass  # closed meanwhile: nothing is waiting on it
