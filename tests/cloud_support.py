@@ -21,7 +21,12 @@ DEMO = ("demo", "--seed", "1", "--now", DEMO_NOW)
 
 
 def use_server(
-    kaja: Kaja, url: str, *, account: str | None = None, schema: str | None = None
+    kaja: Kaja,
+    url: str,
+    *,
+    account: str | None = None,
+    schema: str | None = None,
+    statement_timeout: int | None = None,
 ) -> None:
     """Write settings.toml for cloud mode on `url`."""
     lines = ["[memory]", 'mode = "cloud"', f"databaseUrl = {_toml(url)}"]
@@ -29,9 +34,23 @@ def use_server(
         lines.append(f"account = {_toml(account)}")
     if schema is not None:
         lines.append(f"databaseSchema = {_toml(schema)}")
+    if statement_timeout is not None:
+        lines.append(f"statementTimeout = {statement_timeout}")
     kaja.config.parent.mkdir(parents=True, exist_ok=True)
     kaja.config.write_text("\n".join(lines) + "\n")
 
 
 def _toml(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def role_named_like_the_schema(pg) -> str:
+    """The README's setup: a role `kaja` owning the database, so that its
+    search_path (`"$user", public`) starts with cloud mode's schema `kaja`.
+    Returns the database's URL logging in as that role."""
+    with pg.connect() as conn:
+        conn.execute(
+            "DO $$ BEGIN CREATE ROLE kaja LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$"
+        )
+        conn.execute(f'ALTER DATABASE "{pg.name}" OWNER TO kaja')
+    return pg.url.replace("postgres@", "kaja@", 1)

@@ -128,6 +128,11 @@ class PgServer:
             self.start()
 
     @property
+    def socket(self) -> Path:
+        """The server's Unix socket (tests/relay.py stands in front of it on TCP)."""
+        return self.root / f".s.PGSQL.{PORT}"
+
+    @property
     def running(self) -> bool:
         return self._run("pg_ctl", "-D", str(self.data), "status", check=False) == 0
 

@@ -1,7 +1,8 @@
 """Cloud mode when the server is not what kaja hoped for (SPEC §10): a host that
-never answers, a wrong password (never echoed), a database that is not Kaja's,
-a statement timeout, the server restarted in the middle of a command. Each
-is one line and an exit code, never a traceback, never a hang, never half a
+never answers, one that stops answering after the login or while kaja waits on
+a lock, a wrong password (never echoed), a database that is not Kaja's, a
+statement timeout, the server restarted in the middle of a command. Each is
+one line and an exit code, never a traceback, never a hang, never half a
 deletion."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.cloud_support import use_server
+from tests.relay import Relay, run_all
 
 pytest_plugins = ["tests.pg", "tests.cloud_fixtures"]
 
@@ -54,6 +56,73 @@ def test_a_server_that_never_answers_is_given_up_after_a_few_seconds(kaja, silen
     r = kaja("--database-url", url + "?connect_timeout=2", "doctor", "--check", "server")
     assert r.code == 1 and time.monotonic() - start < 10
     assert "cannot reach the PostgreSQL server" in r.out and "hunter2" not in r.out
+
+
+# Every command that talks to the server in cloud mode (reading, writing, the whole wipe).
+CLOUD_COMMANDS = (
+    ("sessions",), ("sessions", "export", "01a226e4"), ("sessions", "delete", "01a226e4", "--yes"),
+    ("resume", "01a226e4", "--json"), ("search", "rsync"), ("search", "--reindex"), ("usage",),
+    ("doctor", "--check", "server"), ("wipe", "--dry-run"), ("wipe", "--yes"),
+    ("wipe", "--owner", ANA, "--yes"), ("demo", "--seed", "1"),
+)  # fmt: skip
+
+
+def test_a_server_that_stops_answering_after_login_ends_every_command(cloud_demo):
+    """Issue 26: connecting was bounded, nothing after it: a server that stopped
+    answering once logged in (a proxy on 127.0.0.1 that stops relaying) hung
+    every command. Each now ends within `[memory] statementTimeout` + 5 s (1 + 5
+    here), with one line, exit 1, and nothing changed."""
+    with Relay(cloud_demo.pg.server, freeze_after_login=True) as relay:
+        use_server(cloud_demo, relay.url(cloud_demo.pg.name), statement_timeout=1)
+        done = run_all(cloud_demo, CLOUD_COMMANDS)
+        assert relay.logins >= len(CLOUD_COMMANDS)  # each one got past the login
+    for argv, code, out, err, took in done:
+        assert code == 1 and took < 40, (argv, code, out, err, took)
+        said = out if argv[0] == "doctor" else err
+        assert "stopped answering: no reply in 6 s" in said and "Traceback" not in err, (argv, said)
+        if argv[0] != "doctor":
+            assert err.startswith("kaja: the server at postgresql://postgres@127.0.0.1:"), err
+            assert err.count("\n") == 1, err
+    assert cloud_demo.pg.query("SELECT count(*) FROM kaja.sessions") == [(13,)]
+
+
+def test_a_server_that_freezes_while_kaja_waits_on_a_lock(cloud_demo):
+    """A lock wait ends before the statement timeout, so it is busy (exit 4)
+    whatever the setting; but if the server stops answering meanwhile, kaja
+    cannot tell a lock from a dead server: it stops waiting at the statement
+    timeout + 5 s (3 + 5 here) and says the server stopped answering (exit 1)."""
+    db = cloud_demo.pg
+    with db.connect() as other, db.connect() as watch:
+        other.execute("BEGIN")
+        other.execute("LOCK TABLE kaja.sessions IN ACCESS EXCLUSIVE MODE")
+        use_server(cloud_demo, db.url, statement_timeout=1)
+        r = cloud_demo("sessions")
+        assert r.code == 4 and "is busy" in r.err, r  # the lock's wait, not the statement's
+        with Relay(db.server) as relay:
+            use_server(cloud_demo, relay.url(db.name), statement_timeout=3)
+
+            def freeze_once_both_wait() -> None:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    waiting = watch.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'kaja'"
+                        " AND wait_event_type = 'Lock'"
+                    ).fetchone()[0]
+                    if waiting == 2:
+                        relay.freeze()
+                        return
+                    time.sleep(0.05)
+                raise AssertionError("kaja never waited on the lock")
+
+            done = run_all(cloud_demo, [("sessions",), ("wipe", "--owner", ANA, "--yes")],
+                           before_waiting=freeze_once_both_wait)  # fmt: skip
+        other.execute("ROLLBACK")
+    for argv, code, out, err, took in done:
+        assert code == 1 and took < 40, (argv, code, out, err, took)
+        last = err.splitlines()[-1]  # wipe --owner shows its plan first
+        assert last.startswith("kaja: the server at postgresql://postgres@127.0.0.1:"), err
+        assert "stopped answering: no reply in 8 s" in last, err
+    assert db.query(f"SELECT count(*) FROM kaja.sessions WHERE owner = '{ANA}'") == [(3,)]
 
 
 def test_nobody_listening_is_one_line(kaja):

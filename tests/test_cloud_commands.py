@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import json
 
+from kaja_cli.core.pg import schema as pg_schema
+from kaja_cli.core.record import Recorder
+from tests.cloud_support import DEMO
+from tests.sync_support import store_of
+
 pytest_plugins = ["tests.pg", "tests.cloud_fixtures"]
 
 TERMINAL_SESSION = "01a226e4"  # "Nightly backup with rsync", the terminal's
@@ -81,7 +86,10 @@ def test_a_whole_wipe_drops_kajas_schema_only_and_only_with_yes(cloud_demo):
     assert r.code == 5 and "only with --yes" in r.err
     r = cloud_demo("wipe", "--dry-run", "--json")
     doc = json.loads(r.out)
-    assert doc["paths"][0]["kind"] == "schema" and "(schema kaja)" in doc["paths"][0]["path"]
+    assert doc["paths"][0] == {"path": "kaja.cache_stats", "what": "table", "kind": "table",
+                               "size": doc["paths"][0]["size"], "files": 0}  # fmt: skip
+    schema = [p for p in doc["paths"] if p["kind"] == "schema"]
+    assert len(schema) == 1 and "(schema kaja)" in schema[0]["path"]
     assert count(cloud_demo.pg, "SELECT count(*) FROM pg_namespace WHERE nspname = 'kaja'") == 1
     r = cloud_demo("wipe", "--yes")
     assert r.code == 0, r
@@ -102,6 +110,84 @@ def test_a_whole_wipe_refuses_while_another_session_holds_the_tables(cloud_demo)
         other.execute("ROLLBACK")
     assert count(cloud_demo.pg, "SELECT count(*) FROM kaja.sessions") == 13
     assert (cloud_demo.state / "files" / "images").is_dir()
+
+
+def test_a_whole_wipe_keeps_the_shared_ledger_an_earlier_sync_made_in_its_schema(
+    legacy_ledger,
+):
+    """Issue 26: with a role named like the schema, an earlier `kaja sync` made
+    andromeda_ledger* in schema kaja, and `wipe --yes` dropped it CASCADE with
+    every machine's rows while `--dry-run` said only "schema kaja". Now the
+    wipe drops kaja's own objects by name, --dry-run names each of them, and
+    the ledger stays (with the schema holding it), still in use by sync."""
+    cloud, laptop = legacy_ledger
+    db = cloud.pg
+    ledger_rows = count(db, "SELECT count(*) FROM kaja.andromeda_ledger")
+    assert ledger_rows > 0
+    r = cloud("wipe", "--dry-run", "--json")
+    assert r.code == 0, r
+    doc = json.loads(r.out)
+    server = {p["path"]: p["kind"] for p in doc["paths"] if not p["path"].startswith("/")}
+    tables = [t.name for t in pg_schema.CLOUD_TABLES] + ["kaja_schema", "kaja_search_stats"]
+    assert {p for p, kind in server.items() if kind == "table"} == {f"kaja.{t}" for t in tables}
+    assert {p.partition("(")[0] for p, kind in server.items() if kind == "function"} == {
+        f"kaja.{f}" for f in ("json_or_text", "search_fold", "search_words", "search_capped",
+                              "search_vector", "kaja_search_count_insert",
+                              "kaja_search_count_delete", "kaja_search_count_update",
+                              "kaja_search_count_truncate")
+    }  # fmt: skip
+    assert set(server.values()) == {"table", "function"}  # no schema: it holds the ledger
+    kept = {k["path"]: k["reason"] for k in doc["kept"] if not k["path"].startswith("/")}
+    assert kept == {
+        **{f"kaja.{name}": "the shared usage ledger of `kaja sync`, not the conversation store"
+           for name in ("andromeda_ledger", "andromeda_ledger_meta", "andromeda_ledger_seq",
+                        "andromeda_origins")},
+        "kaja": "the schema stays, holding the 4 things above",
+    }  # fmt: skip
+    r = cloud("wipe", "--dry-run")
+    assert "kaja.sessions\ttable\t" in r.out and "andromeda" not in r.out
+    assert "keeping kaja.andromeda_ledger: the shared usage ledger of `kaja sync`" in r.err
+    r = cloud("wipe", "--yes")
+    assert r.code == 0, r
+    assert count(db, "SELECT count(*) FROM kaja.andromeda_ledger") == ledger_rows
+    assert count(db, "SELECT count(*) FROM pg_class WHERE relnamespace = 'kaja'::regnamespace"
+                     " AND relkind = 'r' AND relname NOT LIKE 'andromeda%'") == 0  # fmt: skip
+    assert count(db, "SELECT count(*) FROM pg_proc WHERE pronamespace = 'kaja'::regnamespace") == 0
+    # The machines go on syncing with it.
+    with Recorder(store_of(laptop)) as rec:
+        rec.add_call("run_l1", model="gpt-5", prompt_tokens=1, completion_tokens=1, ok=1)
+    r = laptop("sync")
+    assert r.code == 0, r
+    assert count(db, "SELECT count(*) FROM kaja.andromeda_ledger") == ledger_rows + 1
+    # And cloud mode starts again beside it.
+    r = cloud(*DEMO)
+    assert r.code == 0, r
+    assert count(db, "SELECT count(*) FROM kaja.sessions") == 13
+
+
+def test_a_whole_wipe_refuses_what_uses_kajas_tables_and_keeps_what_is_not_kajas(cloud_demo):
+    db = cloud_demo.pg
+    with db.connect() as conn:
+        conn.execute("CREATE VIEW public.report AS SELECT id FROM kaja.sessions;"
+                     " CREATE FUNCTION kaja.theirs() RETURNS int LANGUAGE sql AS 'SELECT 1'")  # fmt: skip
+    r = cloud_demo("wipe", "--dry-run", "--json")
+    assert r.code == 5
+    assert json.loads(r.out)["refused"] == [{
+        "path": "public.report", "exit": 5,
+        "reason": "view public.report uses kaja.sessions, which the wipe would drop:"
+                  " drop or change it first (kaja drops nothing that is not its own)",
+    }]  # fmt: skip
+    r = cloud_demo("wipe", "--yes")
+    assert r.code == 5 and "kaja: view public.report uses kaja.sessions" in r.err, r
+    assert count(db, "SELECT count(*) FROM kaja.sessions") == 13
+    assert (cloud_demo.state / "files" / "images").is_dir()
+    with db.connect() as conn:
+        conn.execute("DROP VIEW public.report")
+    r = cloud_demo("wipe", "--yes")
+    assert r.code == 0, r
+    assert "keeping kaja.theirs(): a function that is not Kaja's" in r.err
+    assert db.query("SELECT kaja.theirs()") == [(1,)]
+    assert count(db, "SELECT count(*) FROM pg_class WHERE relnamespace = 'kaja'::regnamespace") == 0
 
 
 def test_a_whole_wipe_refuses_a_schema_that_is_not_kajas(cloud):

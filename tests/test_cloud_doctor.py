@@ -19,11 +19,13 @@ def test_a_healthy_server_is_no_problem(cloud_demo):
     r = cloud_demo("doctor", "--json")
     assert r.code == 0, r
     checks = checks_of(r)
-    for cid in ("server.reachable", "server.version", "server.schema", "server.extensions",
-                "server.tables", "server.search", "server.encryption", "server.privileges"):  # fmt: skip
+    for cid in ("server.reachable", "server.version", "server.schema", "server.others",
+                "server.extensions", "server.tables", "server.search", "server.encryption",
+                "server.privileges"):  # fmt: skip
         assert checks[cid]["status"] == "ok", checks[cid]
         assert checks[cid]["group"] == "server"
     assert checks["server.schema"]["summary"] == "schema kaja: version 1, this kaja's"
+    assert checks["server.others"]["summary"] == "schema kaja holds only Kaja's objects"
     assert "messages: 96" in checks["server.tables"]["details"]
     assert checks["server.tables"]["summary"] == "13 sessions, 96 messages"
     assert "a Unix socket" in checks["server.encryption"]["summary"]
@@ -100,3 +102,17 @@ def test_thorough_checks_every_code_point(cloud_demo):
     assert (
         "every code point folds as SQLite's tokenizer" in checks_of(r)["server.search"]["details"]
     )
+
+
+def test_the_shared_ledger_in_kajas_schema_is_a_warning(legacy_ledger):
+    cloud, _ = legacy_ledger
+    r = cloud("doctor", "--check", "server", "--json")
+    assert r.code == 0, r
+    check = checks_of(r)["server.others"]
+    assert check["status"] == "warn"
+    assert check["summary"] == "schema kaja also holds the shared usage ledger of `kaja sync`"
+    assert check["details"][:4] == [
+        "table kaja.andromeda_ledger", "table kaja.andromeda_ledger_meta",
+        "sequence kaja.andromeda_ledger_seq", "table kaja.andromeda_origins",
+    ]  # fmt: skip
+    assert check["fix"].startswith('move it while no sync runs: BEGIN; ALTER TABLE "kaja"')

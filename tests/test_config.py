@@ -88,7 +88,8 @@ def test_show_without_a_file_lists_every_key_with_its_default(kaja):
     assert ["usage.enabled", "true", "default", ""] in rows
     assert ["logging.retention_days", "", "not set", ""] in rows
     assert ["memory.qdrant.path", "", "not set", ""] in rows
-    assert len(rows) == 17
+    assert ["memory.statementTimeout", "60", "default", ""] in rows
+    assert len(rows) == 18
 
 
 def test_show_says_where_each_value_came_from(kaja, tmp_path):
@@ -322,7 +323,8 @@ def test_set_refuses_unknown_keys_unless_forced(kaja):
         assert (r.code, r.err) == (2, "kaja: memory is a table, not a key; its keys: memory.dbPath, "
                                       "memory.mode, memory.artifactsPath, memory.provider, "
                                       "memory.databaseUrl, memory.account, memory.databaseSchema, "
-                                      "memory.qdrant.url, memory.qdrant.path, memory.qdrant.collection\n")  # fmt: skip
+                                      "memory.statementTimeout, memory.qdrant.url, memory.qdrant.path, "
+                                      "memory.qdrant.collection\n")  # fmt: skip
 
 
 def test_set_of_the_same_value_does_not_write(kaja):

@@ -11,15 +11,18 @@ import json
 import os
 import random
 import socket
+import time
 from pathlib import Path
 
 import pytest
 
 from kaja_cli.core import sync, sync_health, sync_server
 from kaja_cli.core.record import Recorder
+from tests.cloud_support import role_named_like_the_schema
 from tests.conftest import KAJA as KAJA_BIN
 from tests.conftest import Kaja
 from tests.faults import assert_store_sound
+from tests.relay import Relay, run_all
 from tests.sync_support import (
     Agent,
     killed_sync,
@@ -32,7 +35,7 @@ from tests.sync_support import (
     store_of,
 )
 
-pytest_plugins = ["tests.pg"]
+pytest_plugins = ["tests.pg", "tests.cloud_fixtures"]
 
 
 @pytest.fixture
@@ -208,6 +211,68 @@ def test_an_unreachable_server_is_one_line_without_the_password(two, tmp_path):
     assert state(a.db, "origin") is None  # nothing started while it was unreachable
 
 
+def test_a_server_that_stops_answering_ends_every_sync_command(two, pg):
+    """Issue 26: a server that stopped answering after the login (a proxy on
+    127.0.0.1 that stops relaying) hung `kaja sync`, `sync status` and `usage
+    --all-machines`. Each now ends within `[memory] statementTimeout` + 5 s (1 + 5
+    here; sync status: its 3 s + 5) with one line, and the next sync loses nothing."""
+    a, _ = two
+    with Relay(pg.server, freeze_after_login=True) as relay:
+        settings = f"[usage]\npostgres_url = {json.dumps(relay.url(pg.name))}\n"
+        a.config.write_text(settings + "[memory]\nstatementTimeout = 1\n")
+        done = run_all(a, [("sync",), ("sync", "status", "--json"), ("usage", "--all-machines")])
+        assert relay.logins == 3
+    for argv, code, out, err, took in done:
+        assert took < 40 and "Traceback" not in err, (argv, code, out, err, took)
+        if argv == ("sync", "status", "--json"):
+            assert code == 0, err
+            assert json.loads(out)["server"]["answers"] is False
+            assert (
+                "the server stopped answering (no reply in 8 s)"
+                in json.loads(out)["server"]["error"]
+            )
+            continue
+        assert code == 1 and err.count("\n") == 1, (argv, err)
+        assert err.startswith(
+            "kaja: lost the connection to PostgreSQL at postgresql://postgres@127.0.0.1:"
+        )
+        assert "the server stopped answering (no reply in 6 s)" in err, err
+    r = a("sync", "--url", pg.url)
+    assert r.code == 0, r
+    assert len(server_ledger(pg)) == 5
+
+
+def test_a_server_that_freezes_while_sync_waits_on_the_ledgers_lock(two, pg):
+    a, b = two
+    assert b("sync").code == 0  # the shared ledger exists
+    with Recorder(store_of(a)) as rec:
+        rec.add_call("run_a1", model="m")
+    with pg.connect() as other, pg.connect() as watch, Relay(pg.server) as relay:
+        other.execute("BEGIN")
+        other.execute("LOCK TABLE andromeda_ledger IN EXCLUSIVE MODE")  # another machine pushing
+        settings = f"[usage]\npostgres_url = {json.dumps(relay.url(pg.name))}\n"
+        a.config.write_text(settings + "[memory]\nstatementTimeout = 3\n")
+
+        def freeze_once_it_waits() -> None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                if watch.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name"
+                                 " <> 'kaja' AND wait_event_type = 'Lock'").fetchone()[0]:  # fmt: skip
+                    relay.freeze()
+                    return
+                time.sleep(0.05)
+            raise AssertionError("sync never waited on the lock")
+
+        done = run_all(a, [("sync",)], before_waiting=freeze_once_it_waits)
+        other.execute("ROLLBACK")
+    ((_, code, _, err, took),) = done
+    assert code == 1 and took < 40, (code, err, took)
+    assert "while sending the history: the server stopped answering (no reply in 8 s)" in err, err
+    r = a("sync", "--url", pg.url)
+    assert r.code == 0, r
+    assert len(server_ledger(pg)) == 7  # nothing lost: b's run, a's 5 rows of history and new call
+
+
 def test_sync_without_a_url_or_a_store(tmp_path, pg):
     k = Kaja(tmp_path)
     r = k("sync")
@@ -374,8 +439,10 @@ def test_doctor_checks_of_sync(two, pg):
     url = sync.Url(pg.url, "test")
     checks = {c[0]: c for c in sync_health.doctor_checks(store_of(b), url)}
     assert {k: c[1] for k, c in checks.items()} == {
-        "sync-progress": "ok", "sync-lease": "ok", "sync-map": "ok", "sync-flags": "ok"
+        "sync-progress": "ok", "sync-lease": "ok", "sync-map": "ok", "sync-flags": "ok",
+        "sync-ledger": "ok",
     }  # fmt: skip
+    assert checks["sync-ledger"][2] == "the shared ledger is in schema public"
     lease = {"pid": 1, "host": "h", "token": "t", "expires": "2020-01-01T00:00:00.000Z"}
     sql(  # imported rows deleted with the triggers off; an old change waiting; a lease left
         b.db,
@@ -407,10 +474,76 @@ def test_kaja_doctor_reports_sync(two, pg):
     r = b("doctor", "--check", "sync", "--json")
     assert r.code == 0, r  # warnings only
     checks = {c["id"]: c for c in json.loads(r.out)["checks"]}
-    assert set(checks) == {"sync-progress", "sync-lease", "sync-map", "sync-flags"}
+    assert set(checks) == {"sync-progress", "sync-lease", "sync-map", "sync-flags", "sync-ledger"}
     assert checks["sync-lease"]["status"] == "warn" and "expired" in checks["sync-lease"]["summary"]
     r = b("doctor", env={"USAGE_POSTGRES_URL": "postgresql://kaja:s3cret@127.0.0.1:1/x"})
     assert "s3cret" not in r.out + r.err
+
+
+def test_a_role_named_like_clouds_schema_gets_its_ledger_in_public(tmp_path, pg):
+    """Issue 26: the ledger's tables were made without a schema name, so for a
+    role named like cloud mode's schema its search_path put them in that
+    schema, where a cloud `kaja wipe` dropped them. Now they go to public."""
+    import psycopg
+
+    url = role_named_like_the_schema(pg)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA kaja")  # cloud mode's, there first
+    a = machine(tmp_path / "a", url)
+    with Recorder(store_of(a)) as rec:
+        rec.add_call(rec.start_run(run_id="run_a1", prompt="hi"), model="m", ok=1)
+    r = a("sync")
+    assert r.code == 0, r
+    assert pg.query(
+        "SELECT n.nspname, c.relname FROM pg_class AS c JOIN pg_namespace AS n"
+        " ON n.oid = c.relnamespace WHERE c.relname LIKE 'andromeda%' AND c.relkind IN ('r', 'S')"
+        " ORDER BY 2"
+    ) == [("public", "andromeda_ledger"), ("public", "andromeda_ledger_meta"),
+          ("public", "andromeda_ledger_seq"), ("public", "andromeda_origins")]  # fmt: skip
+    assert len(server_ledger(pg)) == 2
+    doc = json.loads(a("sync", "status", "--json").out)
+    assert doc["server"]["schema"] == "public"
+
+
+def test_a_ledger_an_earlier_kaja_made_in_clouds_schema_keeps_working_and_doctor_says_so(
+    legacy_ledger, pg
+):
+    """An existing installation: sync goes on using the ledger where it is (the
+    other machines' kajas, old ones too, find it there), nothing new is made in
+    public, and doctor says where it is and how to move it."""
+    _, laptop = legacy_ledger
+    with Recorder(store_of(laptop)) as rec:
+        rec.add_call("run_l1", model="gpt-5", prompt_tokens=1, completion_tokens=1, ok=1)
+    before = pg.query("SELECT count(*) FROM kaja.andromeda_ledger")[0][0]
+    r = laptop("sync")
+    assert r.code == 0, r
+    assert pg.query("SELECT count(*) FROM kaja.andromeda_ledger")[0][0] == before + 1
+    assert pg.query("SELECT to_regclass('public.andromeda_ledger')") == [(None,)]
+    r = laptop("sync", "status")
+    assert (
+        "in schema kaja" in dict(line.split("\t", 1) for line in r.out.splitlines())["PostgreSQL"]
+    )
+    r = laptop("doctor", "--check", "sync", "--json")
+    assert r.code == 0, r
+    check = {c["id"]: c for c in json.loads(r.out)["checks"]}["sync-ledger"]
+    assert check["status"] == "warn"
+    assert check["summary"] == "the shared ledger is in schema kaja, not public"
+    assert check["details"][-1] == (
+        'move it while no sync runs, as its owner: BEGIN; ALTER TABLE "kaja".andromeda_ledger'
+        ' SET SCHEMA public; ALTER TABLE "kaja".andromeda_ledger_meta SET SCHEMA public;'
+        ' ALTER TABLE "kaja".andromeda_origins SET SCHEMA public;'
+        ' ALTER SEQUENCE "kaja".andromeda_ledger_seq SET SCHEMA public; COMMIT;'
+    )
+    # Moved as doctor says: the next sync finds it in public, and doctor is content.
+    import psycopg
+
+    with psycopg.connect(pg.url.replace("postgres@", "kaja@"), autocommit=True) as conn:
+        conn.execute(check["details"][-1].split(": ", 1)[1])
+    assert laptop("sync").code == 0
+    assert pg.query("SELECT count(*) FROM public.andromeda_ledger")[0][0] == before + 1
+    r = laptop("doctor", "--check", "sync", "--json")
+    check = {c["id"]: c for c in json.loads(r.out)["checks"]}["sync-ledger"]
+    assert check["status"] == "ok" and check["summary"] == "the shared ledger is in schema public"
 
 
 @pytest.mark.parametrize("step", sync.STEPS)

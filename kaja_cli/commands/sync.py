@@ -130,6 +130,7 @@ def _status_json(s: "Status") -> None:
     server = s.server and {
         "answers": s.server.answers, "error": s.server.error, "ledger_id": s.server.ledger_id,
         "same_ledger": s.server.same_ledger, "rows": s.server.rows, "to_pull": s.server.to_pull,
+        "schema": s.server.schema,
         "origins": [
             {"origin": o.origin, "host": o.host, "rows": o.rows, "deleted": o.deleted,
              "last_sync": o.last_sync, "this_machine": o.origin == s.origin}
@@ -194,6 +195,7 @@ def _server_text(s: "Status") -> str:
     if server.ledger_id is None:
         return "answers; no shared ledger yet (the first `kaja sync` makes it)"
     text = f"answers; {server.rows:,} rows from {len(server.origins)} origins"
+    text += f" in schema {server.schema}"
     if server.same_ledger is False:
         text += "; not the ledger this one synced with (the next sync starts over)"
     if server.to_pull is not None:

@@ -53,9 +53,11 @@ def wipe(
     It shows what it will delete and asks; --yes skips the question, and
     without a terminal it refuses (exit 5) unless --yes is given.
 
-    In cloud mode it drops kaja's schema on the server (never the database,
-    never a schema that is not Kaja's), only with --yes, and refuses (exit 4)
-    while another session holds its tables; --owner erases them there.
+    In cloud mode it drops kaja's tables and functions on the server, and its
+    schema once nothing else is in it: what is not Kaja's stays (kaja sync's
+    shared ledger, another program's objects), and something that uses kaja's
+    tables refuses it (exit 5). Never the database. Only with --yes; refused
+    (exit 4) while another session holds kaja's tables. --owner erases them there.
     """
     from kaja_cli.core import profiler
     from kaja_cli.core.owners import Owner
@@ -145,7 +147,7 @@ def _show_items(items: "list[Item]") -> None:
                 ]
             )
         elif item not in trees:
-            size = "-" if item.kind is Kind.FOLDER else render.human_size(item.size)
+            size = "-" if item.kind in _SIZELESS else render.human_size(item.size)
             rows.append([item.what, item.where, size])
     render.table(
         [render.Col("what", style="bold"), render.Col("path"),
@@ -153,6 +155,9 @@ def _show_items(items: "list[Item]") -> None:
         rows,
         plain_rows=[[i.where, i.kind, i.size] for i in items],
     )  # fmt: skip
+
+
+_SIZELESS = ("folder", "function", "extension", "schema")  # Kind values: no size to show
 
 
 def _notes_kept(plan: "WipePlan") -> None:

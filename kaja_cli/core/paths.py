@@ -86,6 +86,9 @@ class Server(NamedTuple):
     url: Setting
     account: Setting
     schema: Setting
+    # `[memory] statementTimeout` (seconds; cloud mode and ledger sync): its
+    # default when unset or not allowed (doctor warns about such a value).
+    statement_timeout_s: int = 60
 
 
 class Paths(NamedTuple):
@@ -262,10 +265,15 @@ def _server(flags: Overrides, env: Mapping[str, str], settings: settings_mod.Set
             return Setting(str(value), f"settings [memory] {key}")
         return Setting(default, DEFAULT) if default is not None else Setting(None, "not set")
 
+    from kaja_cli.core import settings_keys
+
+    key = settings_keys.KEYS["memory.statementTimeout"]
+    timeout = settings.get("memory", key.leaf)
     return Server(
         url=pick(flags.database_url, "KAJA_DATABASE_URL", "databaseUrl"),
         account=pick(None, "KAJA_ACCOUNT", "account"),
         schema=pick(None, None, "databaseSchema", "kaja"),
+        statement_timeout_s=key.default if settings_keys.check(key, timeout) else timeout,
     )
 
 
@@ -315,7 +323,7 @@ def backend(paths: Paths) -> list[BackendInfo]:
 
     rows = [BackendInfo("mode", str(paths.mode), paths.mode_source)]
     if paths.cloud and paths.server is not None:
-        url, account, schema = paths.server
+        url, account, schema = paths.server[:3]
         shown = mask(url.value) if url.value else None
         rows += [
             BackendInfo("database_url", shown, url.source),

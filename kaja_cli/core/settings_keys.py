@@ -109,6 +109,10 @@ KEYS: dict[str, Key] = {
         Key("memory.databaseSchema", STRING,
             "Cloud mode: the PostgreSQL schema holding Kaja's tables.",
             default="kaja"),
+        Key("memory.statementTimeout", INT,
+            "Cloud mode and ledger sync: seconds a statement may run on PostgreSQL before the"
+            " server cancels it; kaja stops waiting for an answer 5 seconds after that.",
+            default=60, minimum=1, maximum=86400),
         Key("memory.qdrant.url", URL,
             "The Qdrant server used when memory.provider is qdrant.",
             choices=("http", "https")),

@@ -78,6 +78,7 @@ LEASE_TTL = timedelta(seconds=60)
 CURSOR, SEEDED = "pull_cursor", "history_seeded"
 ORIGIN, SERVER, SEED_AT, LEASE = "origin", "server", "seed_at", "lease"
 LAST_PUSH, LAST_PULL, EPOCHS = "last_push", "last_pull", "epochs"
+LEDGER_AT = "server_schema"  # the server's schema holding the shared ledger (for doctor)
 IMPORTING = "importing"  # the sync_flags row
 
 # The points of a sync where the tests kill it (every one, in tests/test_sync.py).
@@ -102,6 +103,12 @@ def _step(name: str) -> None:
 
 def _host() -> str:
     return socket.gethostname()
+
+
+def _statement_timeout(store: Store) -> int:
+    """`[memory] statementTimeout`: it bounds sync's statements too."""
+    server = store.paths.server
+    return server.statement_timeout_s if server is not None else 60
 
 
 # --- where the server is ----------------------------------------------------------------------
@@ -268,14 +275,18 @@ class Session:
     def _open(self) -> None:
         from kaja_cli.core import sync_server as server
 
-        self.pg = self._stack.enter_context(server.connect(self.url.value))
+        self.pg = self._stack.enter_context(
+            server.connect(self.url.value, statement_timeout_s=_statement_timeout(self.store))
+        )
         with server.errors_of(self.url.value, "setting up the shared ledger"):
             ledger = server.ledger_id(self.pg, create=True)
+            schema = server.schema_of(self.pg)
         self.conn = self._stack.enter_context(self.store.writer())
         with db.transaction(self.conn):
             self.token = _take_lease(self.conn)
             self.origin = self._origin(ledger)
             self._stale_flag()
+            _set(self.conn, LEDGER_AT, schema)
         self._stack.callback(self._release)
         _step("lease-taken")
         with server.errors_of(self.url.value, "registering this ledger"):
@@ -564,6 +575,7 @@ class ServerState:
     rows: int = 0
     origins: list = field(default_factory=list)  # sync_server.OriginRows
     to_pull: int | None = None  # changes of other machines a pull would bring
+    schema: str | None = None  # the schema holding the shared ledger
 
 
 @dataclass
@@ -584,6 +596,7 @@ class Status:
     lease_alive: bool | None = None
     importing_flag: bool = False
     server: ServerState | None = None
+    ledger_schema: str | None = None  # where the last sync found the shared ledger
 
 
 def status(store: Store, url: Url | None, *, timeout_s: float = 3) -> Status:
@@ -610,6 +623,7 @@ def _local_status(conn: sqlite3.Connection, out: Status) -> None:
         out.seeded = _get(conn, SEEDED) == "1" and out.origin is not None
         out.last_push, out.last_pull = _get(conn, LAST_PUSH), _get(conn, LAST_PULL)
         out.pull_cursor = _cursor(conn)
+        out.ledger_schema = _get(conn, LEDGER_AT)
         out.lease = read_lease(conn)
         if out.lease is not None:
             out.lease_expired = out.lease.expired(clock.now())
@@ -627,13 +641,14 @@ def _server_state(url: Url, local: Status, ledger: str | None, timeout_s: float)
     from kaja_cli.core import sync_server as server
 
     try:
-        with server.connect(url.value, timeout_s=timeout_s) as pg:
-            pg.execute(f"SET statement_timeout = {int(timeout_s * 1000)}")
+        with server.connect(url.value, timeout_s=timeout_s, statement_timeout_s=timeout_s) as pg:
             with server.errors_of(url.value, "reporting"):
                 summary = server.summary(pg)
                 state = ServerState(
                     True, None, summary.ledger_id, None, summary.rows, summary.origins
                 )
+                if summary.ledger_id is not None:
+                    state.schema = server.schema_of(pg)
                 if summary.ledger_id is not None and ledger is not None:
                     state.same_ledger = summary.ledger_id == ledger
                 if state.same_ledger and local.origin:
@@ -671,7 +686,8 @@ def all_machines_report(
             if "sync_state" in db.table_names(conn):
                 origin = _get(conn, ORIGIN)
     result = usage.UsageReport(location=url.shown, exists=False, by=by, since=since, until=until)
-    with server.connect(url.value) as pg, server.errors_of(url.value, "reporting usage"):
+    with server.connect(url.value, statement_timeout_s=_statement_timeout(store)) as pg, \
+            server.errors_of(url.value, "reporting usage"):  # fmt: skip
         result.exists = server.ledger_id(pg, create=False) is not None
         if not result.exists:
             return result, []

@@ -1,7 +1,9 @@
 """Sync's health for `kaja doctor`: the outbox going nowhere while the server
 answers, an expired lease still in place, sync_map rows of missing rows, an
-import flag left set. Plain (id, status, summary, details) tuples; the
-`sync` check group in core/doctor wires them in. Reads only.
+import flag left set, the shared ledger in another schema than `public` (as
+the last sync found it: doctor does not ask the server for that). Plain (id,
+status, summary, details) tuples; the `sync` check group in core/doctor wires
+them in. Reads only.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ def doctor_checks_on(
         _check_lease(local, now),
         _check_map(dangling),
         _check_flag(local),
+        _check_ledger(local),
     ]
 
 
@@ -136,3 +139,20 @@ def _check_flag(local: Status):
     return ("sync-flags", "error", "sync_flags 'importing' is set but no sync is running",
             ["the ledger's changes are not being queued for sync",
              "`kaja sync` clears it and sends the history again"])  # fmt: skip
+
+
+def _check_ledger(local: Status):
+    from kaja_cli.core.sync_server import LEDGER_SCHEMA, move_sql
+
+    where = local.ledger_schema
+    if where is None:
+        return ("sync-ledger", "ok", "where the shared ledger sits is not known yet",
+                ["the next `kaja sync` looks"])  # fmt: skip
+    if where == LEDGER_SCHEMA:
+        return ("sync-ledger", "ok", f"the shared ledger is in schema {where}", [])
+    return ("sync-ledger", "warn", f"the shared ledger is in schema {where}, not {LEDGER_SCHEMA}",
+            ["an earlier kaja made it there: the role's search_path put it in the schema"
+             " named like the role, which may be cloud mode's schema (`kaja`)",
+             "kaja sync keeps using it there, and a cloud `kaja wipe` keeps it; a DROP SCHEMA"
+             f" {where} CASCADE would take every machine's rows with it",
+             f"move it while no sync runs, as its owner: {move_sql(where)}"])  # fmt: skip

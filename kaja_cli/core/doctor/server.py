@@ -4,6 +4,8 @@ at most, read-only, each finding one line.
 `server.reachable` (connects within the URL's connect_timeout, 5 s by
 default), `server.version`, `server.schema` (kaja's schema there, its version
 against this kaja's, missing tables and columns: `--fix` adds them),
+`server.others` (what kaja's schema holds that is not Kaja's, which `kaja
+wipe` keeps: `kaja sync`'s shared ledger there is a warning),
 `server.extensions` (unaccent, which search needs), `server.tables` (rows per
 table), `server.search` (the search index: valid, its statistics in step with
 the messages, its folding still SQLite's), `server.encryption` (TLS or not)
@@ -50,11 +52,12 @@ def check_server(ctx: Context) -> list[Check] | None:
         with pg.connect(where) as conn:
             took = (time.perf_counter() - start) * 1000
             wait = STATEMENT_TIMEOUT_MS * (12 if ctx.thorough else 1)  # every code point: slower
-            conn.execute(f"SET statement_timeout = {wait}")
+            conn.set_statement_timeout(wait)
             out = [Check("server.reachable", _G, OK, f"reached {where.shown} in {took:.0f} ms")]
             for step in (
                 _version,
                 _schema,
+                _others,
                 _extensions,
                 _tables,
                 _search,
@@ -118,6 +121,34 @@ def _schema(conn, ctx: Context) -> Check:
     return Check(
         "server.schema", _G, OK, f"schema {where.schema}: version {state.version}, this kaja's"
     )
+
+
+def _others(conn, ctx: Context) -> Check | None:
+    from kaja_cli.core import sync_server
+    from kaja_cli.core.pg import schema
+
+    where = conn.target
+    state = schema.status(conn)
+    if not state.exists or not state.kajas:
+        return None
+    found = schema.contents(conn)
+    details = [f"{t.kind} {t.name}" for t in found.others]
+    details += [f"{t.kind} {t.name} uses {on}: `kaja wipe` refuses while it does"
+                for t, on in found.dependents]  # fmt: skip
+    if not details:
+        return Check("server.others", _G, OK, f"schema {where.schema} holds only Kaja's objects")
+    ledger = [t for t in found.others if t.name.rpartition(".")[2] in sync_server.LEDGER_OBJECTS]
+    if ledger:
+        return Check(
+            "server.others", _G, WARN,
+            f"schema {where.schema} also holds the shared usage ledger of `kaja sync`",
+            [*details, "an earlier kaja made it here (the role is named like the schema);"
+             " `kaja wipe` keeps it, and kaja sync keeps using it"],
+            fix=f"move it while no sync runs: {sync_server.move_sql(where.schema)}",
+        )  # fmt: skip
+    return Check("server.others", _G, OK,
+                 f"schema {where.schema} also holds {plural(len(found.others), 'thing')}"
+                 " that are not Kaja's", [*details, "`kaja wipe` keeps them, and the schema"])  # fmt: skip
 
 
 def _apply(ctx: Context) -> Callable[[], str]:

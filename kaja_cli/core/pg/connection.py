@@ -7,8 +7,11 @@ in one line how to install it.
 What a connection promises, as `db.open_read`/`open_write` do locally:
 
 - it never hangs: connecting gives up after `CONNECT_TIMEOUT` seconds (unless
-  the URL says `connect_timeout`), and a lock wait after `LOCK_TIMEOUT_MS`
-  (busy, exit 4, like SQLite's busy timeout);
+  the URL says `connect_timeout`), a lock wait after `LOCK_TIMEOUT_MS` (busy,
+  exit 4, like SQLite's busy timeout), a statement after `[memory]
+  statementTimeout` seconds (the server cancels it; the URL's own
+  `statement_timeout` wins), and kaja stops waiting for a server that does not
+  answer at all `ANSWER_GRACE_S` after that (`Deadline`: exit 1);
 - a reader's transactions are read-only: a read command cannot write, even by
   mistake;
 - every psycopg error becomes one line with its exit status (`translate`):
@@ -22,6 +25,8 @@ What a connection promises, as `db.open_read`/`open_write` do locally:
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT = 5  # seconds; libpq's own default is to wait forever
 LOCK_TIMEOUT_MS = 5000  # as long as SQLite's busy timeout
+STATEMENT_TIMEOUT_S = 60  # `[memory] statementTimeout` when it is not set
+ANSWER_GRACE_S = 5  # past the statement timeout, a server that has not answered is not answering
 INSTALL_HINT = "install it with: pip install 'kaja-cli[postgres]'"
 
 
@@ -45,6 +52,7 @@ class Target(NamedTuple):
     schema: str
     account: str | None
     url_source: str = "settings [memory] databaseUrl"
+    statement_timeout_s: int = STATEMENT_TIMEOUT_S
 
     @property
     def shown(self) -> str:
@@ -70,14 +78,15 @@ def target(server: Server | None) -> Target:
             hint="set [memory] databaseUrl (kaja config set memory.databaseUrl postgresql://…),"
             " KAJA_DATABASE_URL, or give --database-url",
         )
-    url, account, schema = server
+    url, account, schema = server[:3]
     for key, setting in (("memory.databaseUrl", url), ("memory.account", account),
                          ("memory.databaseSchema", schema)):  # fmt: skip
         if setting.value is not None and (
             why := settings_keys.check(settings_keys.KEYS[key], setting.value)
         ):
             raise Failed(f"{setting.source}: {why}")
-    return Target(str(url.value), str(schema.value), account.value, url.source)
+    return Target(str(url.value), str(schema.value), account.value, url.source,
+                  server.statement_timeout_s)  # fmt: skip
 
 
 def driver() -> Any:
@@ -95,9 +104,15 @@ def translate(error: Exception, where: Target, *, connecting: bool = False) -> K
     `connecting`: the error came before there was a connection to lose."""
     from kaja_cli.core.masking import scrub
 
+    server = where.shown
+    if getattr(error, "no_reply_s", None):
+        return Failed(
+            f"the server at {server} stopped answering: no reply in {error.no_reply_s:.0f} s",  # type: ignore[attr-defined]
+            hint="check the server and the network, then try again (what was not committed is"
+            " rolled back); [memory] statementTimeout sets how long kaja waits",
+        )
     state = getattr(error, "sqlstate", None) or ""
     text = scrub(_primary(error), where.url)  # libpq may quote the URL, or a piece of it
-    server = where.shown
     low = text.lower()
     if connecting and not state:  # libpq's words are all there is before a connection
         if "authentication failed" in low or "no password supplied" in low:
@@ -119,7 +134,8 @@ def translate(error: Exception, where: Target, *, connecting: bool = False) -> K
     if state == "57014":
         return Failed(
             f"the server cancelled the query ({text})",
-            hint="raise statement_timeout for your role, or ask for less (--limit, --since)",
+            hint="raise [memory] statementTimeout (kaja config set memory.statementTimeout"
+            " SECONDS), or ask for less (--limit, --since)",
         )
     if state == "42501":
         return Failed(
@@ -231,6 +247,38 @@ class Connection:
         self.raw = raw
         self.target = where
         self.writable = writable
+        self.statement_timeout_ms = where.statement_timeout_s * 1000
+
+    def set_statement_timeout(self, ms: int) -> None:
+        """Let statements run `ms` on the server from now on, and wait as long
+        for their answers (plus the grace)."""
+        self.execute(f"SET statement_timeout = {int(ms)}")
+        self.statement_timeout_ms = int(ms)
+        self.raw.deadline.seconds = answer_within(int(ms))
+
+    @contextmanager
+    def waiting(self, ms: int) -> Iterator[None]:
+        """Inside a transaction: the statements of the block may run `ms` (when
+        that is longer than the statement timeout), then back to it."""
+        if ms <= self.statement_timeout_ms:
+            yield
+            return
+        before = self.execute("SHOW statement_timeout").fetchone()[0]
+        self.execute(f"SET LOCAL statement_timeout = {int(ms)}")
+        self.raw.deadline.seconds = answer_within(int(ms))
+        try:
+            yield
+        finally:
+            self.raw.deadline.seconds = answer_within(self.statement_timeout_ms)
+        self.execute("SELECT pg_catalog.set_config('statement_timeout', ?, true)", (before,))
+
+    def server_statement_timeout_ms(self) -> int:
+        """The statement timeout the server applies to this session (0: none)."""
+        with self.translated():
+            row = self.raw.execute(
+                "SELECT setting::bigint FROM pg_catalog.pg_settings WHERE name = 'statement_timeout'"
+            ).fetchone()
+        return int(row[0]) if row else 0
 
     @contextmanager
     def translated(self) -> Iterator[None]:
@@ -287,6 +335,123 @@ class Connection:
             pass
 
 
+# --- never waiting forever --------------------------------------------------------------
+class Deadline:
+    """Stops waiting for a server that does not answer. A round trip that
+    outlasts `seconds` (the statement timeout the server keeps, plus a grace)
+    has its connection's socket shut down by a watch thread: the wait fails at
+    once, as on a dropped connection, and `fired` says why. (libpq has no limit
+    on a query; TCP keepalives do not help when something between still answers
+    for the server, a proxy or a frozen machine's kernel.)"""
+
+    def __init__(self, fileno: int, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._fileno = fileno
+        self._until: float | None = None
+        self._closed = False
+        self._wake = threading.Condition()
+        threading.Thread(target=self._watch, name="kaja-deadline", daemon=True).start()
+
+    @contextmanager
+    def armed(self) -> Iterator[None]:
+        with self._wake:
+            nested = self._until is not None
+            if not nested:
+                self._until = time.monotonic() + self.seconds
+                self._wake.notify()
+        try:
+            yield
+        finally:
+            if not nested:
+                with self._wake:
+                    self._until = None
+
+    def close(self) -> None:
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+
+    def _watch(self) -> None:
+        with self._wake:
+            while not self._closed:
+                if self._until is None:
+                    self._wake.wait()
+                elif (left := self._until - time.monotonic()) > 0:
+                    self._wake.wait(left)
+                else:
+                    self.fired, self._until = True, None
+                    self._shut()
+
+    def _shut(self) -> None:
+        import socket
+
+        try:  # a duplicate shuts the one socket for every descriptor of it
+            with socket.socket(fileno=socket.dup(self._fileno)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # closed meanwhile: nothing is waiting on it
+
+
+_driver_connection: Any = None
+
+
+def connection_class() -> Any:
+    """psycopg's Connection, each wait for the server under its `deadline`
+    (every round trip goes through `wait`). A wait the deadline ended raises
+    an OperationalError whose `no_reply_s` says how long kaja waited."""
+    global _driver_connection
+    if _driver_connection is None:
+        psycopg = driver()
+
+        class NoReply(psycopg.OperationalError):
+            no_reply_s: float = 0.0
+
+        class DeadlinedConnection(psycopg.Connection):
+            deadline: Deadline | None = None
+
+            def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+                deadline = self.deadline
+                if deadline is None:
+                    return super().wait(gen, *args, **kwargs)
+                with deadline.armed():
+                    try:
+                        return super().wait(gen, *args, **kwargs)
+                    except psycopg.Error:
+                        if not deadline.fired:
+                            raise
+                        error = NoReply(
+                            f"the server stopped answering (no reply in {deadline.seconds:.0f} s)"
+                        )
+                        error.no_reply_s = deadline.seconds
+                        raise error from None
+
+            def close(self) -> None:
+                if self.deadline is not None:
+                    self.deadline.close()
+                super().close()
+
+        _driver_connection = DeadlinedConnection
+    return _driver_connection
+
+
+def lock_wait_ms(lock_ms: int, statement_ms: int) -> int:
+    """A lock wait ends before the statement timeout: it is reported busy (exit
+    4), not as a statement the server cancelled, whatever the timeout is set to."""
+    return max(1, min(lock_ms, statement_ms - 100))
+
+
+def answer_within(statement_timeout_ms: int) -> float:
+    """How long kaja waits for an answer when statements may run this long."""
+    return statement_timeout_ms / 1000 + ANSWER_GRACE_S
+
+
+def deadlined(raw: Any, statement_timeout_ms: int) -> Any:
+    """`raw` (a `connection_class()` connection) waiting at most `answer_within`."""
+    raw.deadline = Deadline(raw.fileno(), answer_within(statement_timeout_ms))
+    return raw
+
+
 def _params(url: str) -> dict[str, Any]:
     """Connection parameters: the URL's, with kaja's defaults where it says nothing."""
     psycopg = driver()
@@ -315,23 +480,41 @@ def connect(
     server cannot be reached or refused, never showing the password."""
     psycopg = driver()
     try:
-        raw = psycopg.connect(where.url, autocommit=True, **_params(where.url))
+        raw = connection_class().connect(where.url, autocommit=True, **_params(where.url))
     except psycopg.Error as e:
         raise translate(e, where, connecting=True) from None
-    conn = Connection(raw, where, writable=writable)
+    statement_ms = where.statement_timeout_s * 1000
+    conn = Connection(deadlined(raw, statement_ms), where, writable=writable)
     try:
         with conn.translated():
             wait = LOCK_TIMEOUT_MS if lock_timeout_ms is None else int(lock_timeout_ms)
-            settings = [f"SET search_path TO {quote(where.schema)}",
-                        f"SET lock_timeout = {max(wait, 1)}"]  # fmt: skip
+            settings = [f"SET search_path TO {quote(where.schema)}"]
             if not writable:
                 settings.append("SET default_transaction_read_only = on")
+            if _url_sets(where.url, "statement_timeout"):  # the URL's own wins
+                statement_ms = max(statement_ms, conn.server_statement_timeout_ms())
+                settings.append(f"SET lock_timeout = {max(wait, 1)}")
+            else:
+                settings += [f"SET statement_timeout = {statement_ms}",
+                             f"SET lock_timeout = {lock_wait_ms(wait, statement_ms)}"]  # fmt: skip
             raw.execute("; ".join(settings))
+        conn.statement_timeout_ms = statement_ms
+        raw.deadline.seconds = answer_within(statement_ms)
         yield conn
     finally:
         if conn.in_transaction:
             conn.rollback()
         conn.close()
+
+
+def _url_sets(url: str, setting: str) -> bool:
+    """Whether the URL's `options` set this server setting (`-c statement_timeout=…`)."""
+    psycopg = driver()
+    try:
+        options = psycopg.conninfo.conninfo_to_dict(url).get("options") or ""
+    except psycopg.ProgrammingError:
+        return False
+    return re.search(rf"\b{setting}\s*=", str(options)) is not None
 
 
 def quote(name: str) -> str:

@@ -45,6 +45,13 @@ LOCK = 0x6B616A61  # "kaja": pg_advisory_xact_lock while the schema is made
 MAKING_TIMEOUT_MS = 120_000  # how long a writer waits for another making the schema
 STATS_SHARDS = 16  # writers add to the stats row of their backend: little lock contention
 UNACCENT_HINT = "run as a superuser, in that database: CREATE EXTENSION unaccent;"
+# Everything kaja makes in its schema (`contents`): its tables, the functions
+# of the search index and of `json_or_text`, and unaccent when kaja created it
+# there. Anything else in the schema is not Kaja's, and `kaja wipe` keeps it.
+KAJA_TABLES = frozenset(t.name for t in CLOUD_TABLES) | {VERSION_TABLE, STATS_TABLE}
+COUNT_EVENTS = ("insert", "delete", "update", "truncate")  # kaja_search_count_<event>()
+FUNCTIONS = frozenset({"json_or_text", "search_fold", "search_words", "search_capped",
+                       "search_vector", *(f"kaja_search_count_{e}" for e in COUNT_EVENTS)})  # fmt: skip
 
 
 class Status(NamedTuple):
@@ -62,10 +69,13 @@ class Status(NamedTuple):
 
     @property
     def kajas(self) -> bool:
-        """kaja may write it (the rule `guard` keeps for files): no table at all,
-        kaja's version table, or the tables and columns of Kaja's store (an
-        agent made it); anything else is another program's."""
-        return not self.tables or self.kaja or self.recognised
+        """kaja may write it (the rule `guard` keeps for files): no table at all
+        (but `kaja sync`'s ledger, which an earlier kaja made here for a role
+        named like the schema), kaja's version table, or the tables and columns
+        of Kaja's store (an agent made it); anything else is another program's."""
+        from kaja_cli.core.sync_server import LEDGER_OBJECTS
+
+        return not self.tables.difference(LEDGER_OBJECTS) or self.kaja or self.recognised
 
     @property
     def newer(self) -> bool:
@@ -186,16 +196,18 @@ def ensure(conn: Connection) -> Report:
     if state.kaja and state.version == SCHEMA_VERSION and not missing(conn):
         return Report([])
     from kaja_cli.core import db
+    from kaja_cli.core.pg.connection import LOCK_TIMEOUT_MS, lock_wait_ms
 
     tokenizer.sqlite_unicode61()  # the local half of the search index's probe, before the lock
     with db.transaction(conn):
         # Another kaja making the schema holds the lock for a few seconds (the
-        # search index's probe): wait for it longer than for a table's lock.
+        # search index's probe): wait for it longer than for a table's lock
+        # (and let the statement run longer still: the lock's wait ends first).
         conn.execute(f"SET LOCAL lock_timeout = {MAKING_TIMEOUT_MS}")
-        conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK,))
-        from kaja_cli.core.pg.connection import LOCK_TIMEOUT_MS
-
-        conn.execute(f"SET LOCAL lock_timeout = {LOCK_TIMEOUT_MS}")  # tables: the usual wait
+        with conn.waiting(MAKING_TIMEOUT_MS + LOCK_TIMEOUT_MS):
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (LOCK,))
+        tables = lock_wait_ms(LOCK_TIMEOUT_MS, conn.statement_timeout_ms)  # the usual wait
+        conn.execute(f"SET LOCAL lock_timeout = {tables}")
         return apply(conn)
 
 
@@ -402,8 +414,8 @@ def _stats(conn: Connection) -> list[str]:
     }
     tables = {"insert": "NEW TABLE AS new_rows", "delete": "OLD TABLE AS old_rows",
               "update": "OLD TABLE AS old_rows NEW TABLE AS new_rows", "truncate": ""}  # fmt: skip
-    for event, body in bodies.items():
-        name = f"kaja_search_count_{event}"
+    for event in COUNT_EVENTS:
+        body, name = bodies[event], f"kaja_search_count_{event}"
         conn.execute(
             f"CREATE OR REPLACE FUNCTION {s}.{name}() RETURNS trigger LANGUAGE plpgsql"
             f" AS $kaja$ BEGIN {body} RETURN NULL; END $kaja$"
@@ -441,3 +453,118 @@ def refuse_foreign(where: Target, state: Status) -> None:
             f"{where.where} is not Kaja's (no {VERSION_TABLE} table): kaja drops only its own schema",
             hint="check [memory] databaseSchema",
         )
+
+
+# --- what the schema holds: kaja's, and what is not ------------------------------------------
+class Thing(NamedTuple):
+    """An object on the server: its kind ("table", "function", "view", …) and its
+    schema-qualified name as PostgreSQL spells it (`kaja.search_fold(text)`)."""
+
+    kind: str
+    name: str
+    size: int = 0  # a table's bytes, its indexes and TOAST included
+
+
+class Contents(NamedTuple):
+    """What kaja's schema holds, sorted out for a wipe (and doctor)."""
+
+    tables: list[Thing]  # kaja's tables
+    functions: list[Thing]  # kaja's functions
+    extensions: list[Thing]  # unaccent, when kaja made it in its schema
+    others: list[Thing]  # in the schema, and not Kaja's
+    dependents: list[tuple[Thing, str]]  # not Kaja's, and uses one of kaja's: (it, which)
+
+
+# kaja's objects in the schema, as (catalog, oid) pairs.
+_MINE = """
+WITH ns AS (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = :schema),
+mine(cls, oid) AS (
+  SELECT 'pg_catalog.pg_class'::regclass::oid, c.oid FROM pg_catalog.pg_class AS c, ns
+   WHERE c.relnamespace = ns.oid AND c.relkind IN ('r', 'p') AND c.relname = ANY(:tables)
+  UNION ALL
+  SELECT 'pg_catalog.pg_proc'::regclass::oid, p.oid FROM pg_catalog.pg_proc AS p, ns
+   WHERE p.pronamespace = ns.oid AND p.proname = ANY(:functions)
+  UNION ALL
+  SELECT 'pg_catalog.pg_extension'::regclass::oid, e.oid FROM pg_catalog.pg_extension AS e, ns
+   WHERE e.extnamespace = ns.oid AND e.extname = 'unaccent'
+)"""
+_ID = "pg_catalog.pg_identify_object({0}, {1}, 0)"
+# Every object of the schema records a dependency on it: what is neither kaja's
+# nor part of something in the schema (an index, an owned sequence, a member
+# of kaja's unaccent) is another program's.
+_OTHERS = f"""{_MINE}
+SELECT ({_ID.format("d.classid", "d.objid")}).type, ({_ID.format("d.classid", "d.objid")}).identity
+FROM pg_catalog.pg_depend AS d, ns
+WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND d.refobjid = ns.oid
+  AND d.deptype = 'n' AND (d.classid, d.objid) NOT IN (SELECT cls, oid FROM mine)
+  AND NOT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_depend AS o WHERE o.classid = d.classid AND o.objid = d.objid
+     AND (o.deptype = 'e' AND (o.refclassid, o.refobjid) IN (SELECT cls, oid FROM mine)
+      OR o.deptype IN ('a', 'i') AND o.refclassid = 'pg_catalog.pg_class'::regclass
+         AND o.refobjid IN (SELECT c.oid FROM pg_catalog.pg_class AS c, ns
+                            WHERE c.relnamespace = ns.oid)))
+ORDER BY 2"""
+# What depends on kaja's objects (a view, a foreign key, a column default, a
+# trigger), by the relation or function it belongs to: dropping kaja's tables
+# with CASCADE would take it along; kaja drops RESTRICT, and refuses first.
+_PART_OF = ("pg_rewrite", "ev_class"), ("pg_attrdef", "adrelid"), ("pg_trigger", "tgrelid"), \
+    ("pg_constraint", "conrelid"), ("pg_policy", "polrelid")  # fmt: skip
+_OWNER_CLASS = (
+    "CASE WHEN d.classid IN ("
+    + ", ".join(f"'pg_catalog.{c}'::regclass" for c, _ in _PART_OF)
+    + ") THEN 'pg_catalog.pg_class'::regclass::oid ELSE d.classid END"
+)
+_OWNER_OID = (
+    "CASE d.classid "
+    + " ".join(
+        f"WHEN 'pg_catalog.{c}'::regclass THEN (SELECT x.{col} FROM pg_catalog.{c} AS x"
+        " WHERE x.oid = d.objid)"
+        for c, col in _PART_OF
+    )
+    + " ELSE d.objid END"
+)
+_DEPENDENTS = f"""{_MINE}
+SELECT DISTINCT ({_ID.format("w.cls", "w.oid")}).type, ({_ID.format("w.cls", "w.oid")}).identity,
+  ({_ID.format("w.refclassid", "w.refobjid")}).identity
+FROM (SELECT d.refclassid, d.refobjid, {_OWNER_CLASS} AS cls, {_OWNER_OID} AS oid
+      FROM pg_catalog.pg_depend AS d
+      WHERE d.deptype = 'n' AND (d.refclassid, d.refobjid) IN (SELECT cls, oid FROM mine)) AS w
+WHERE (w.cls, w.oid) NOT IN (SELECT cls, oid FROM mine)
+ORDER BY 2, 3"""
+
+
+def contents(conn: Connection) -> Contents:
+    """kaja's tables (with their sizes), functions and extension in its schema;
+    what else the schema holds; and what outside kaja's uses kaja's. Reads only."""
+    args = {"schema": conn.target.schema, "tables": sorted(KAJA_TABLES),
+            "functions": sorted(FUNCTIONS)}  # fmt: skip
+    ns = "(SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = :schema)"
+    tables = [
+        Thing("table", name, int(size))
+        for name, size in conn.execute(
+            f"SELECT ({_ID.format('c.tableoid', 'c.oid')}).identity,"
+            " pg_catalog.pg_total_relation_size(c.oid) FROM pg_catalog.pg_class AS c"
+            f" WHERE c.relnamespace = {ns} AND c.relkind IN ('r', 'p')"
+            " AND c.relname = ANY(:tables) ORDER BY c.relname",
+            args,
+        )
+    ]
+    functions = [
+        Thing("function", name)
+        for (name,) in conn.execute(
+            f"SELECT ({_ID.format('p.tableoid', 'p.oid')}).identity FROM pg_catalog.pg_proc AS p"
+            f" WHERE p.pronamespace = {ns} AND p.proname = ANY(:functions) ORDER BY 1",
+            args,
+        )
+    ]
+    extensions = [
+        Thing("extension", name)
+        for (name,) in conn.execute(
+            "SELECT e.extname FROM pg_catalog.pg_extension AS e"
+            f" WHERE e.extnamespace = {ns} AND e.extname = 'unaccent'",
+            args,
+        )
+    ]
+    others = [Thing(kind, name) for kind, name in conn.execute(_OTHERS, args)]
+    dependents = [(Thing(kind, name), on) for kind, name, on in conn.execute(_DEPENDENTS, args)]
+    return Contents(tables, functions, extensions, others, dependents)

@@ -2,15 +2,23 @@
 keeps here (SPEC §8, §10). The same plans as locally (`model`), so the
 command shows, asks and reports them the same way.
 
-- A whole wipe drops kaja's schema (`DROP SCHEMA … CASCADE`: its tables, the
-  search index, the functions and whatever else kaja made in it), never the
-  database and never a schema that is not Kaja's (exit 5). It needs `--yes`
-  even at a terminal (`WipePlan.needs_yes`): the server's store may be a
-  team's. Another session holding a lock on the schema's tables (an agent in
-  the middle of a transaction) stops it (exit 4), before anything is dropped
-  and again at the drop itself (`LOCK … NOWAIT`). The image folders of the
-  schema's sessions go after the drop; a marker in the state dir lists them
-  first, so an interrupted wipe is finished by the next one.
+- A whole wipe drops what kaja made in its schema, each object by name
+  (`pg.schema.contents`: its tables with their indexes and triggers, its
+  functions, unaccent when kaja created it there), then the schema itself
+  when nothing else is left in it; all RESTRICT, in one transaction. What is
+  not Kaja's stays, and the schema with it: the shared usage ledger of `kaja
+  sync` (an earlier kaja made it there for a role named like the schema),
+  another program's tables, views, functions. Something not Kaja's that uses
+  one of kaja's objects (a view on `sessions`, a foreign key) refuses the
+  wipe (exit 5): dropping with CASCADE would take it along. Never the
+  database, never a schema that is not Kaja's (exit 5). It needs `--yes` even
+  at a terminal (`WipePlan.needs_yes`): the server's store may be a team's.
+  Another session holding a lock on kaja's tables (an agent in the middle of
+  a transaction) stops it (exit 4), before anything is dropped and again at
+  the drop itself (`LOCK … NOWAIT`); a sync writing its ledger does not. The
+  image folders of the schema's sessions go after the drop; a marker in the
+  state dir lists them first, so an interrupted wipe is finished by the next
+  one.
 - `--owner` erases one owner in one transaction on the server (their sessions
   with every row hanging off them, notes, dataset answers and versions: the
   search index's words go with the rows), then their image folders, then a
@@ -37,6 +45,7 @@ from kaja_cli.core.wipe.markers import (
     write_marker,
 )
 from kaja_cli.core.wipe.model import (
+    SERVER_KINDS,
     Item,
     Kept,
     Kind,
@@ -50,7 +59,8 @@ from kaja_cli.core.wipe.model import (
 )
 from kaja_cli.core.wipe.owner import remove_folders
 from kaja_cli.core.wipe.reach import image_item, lstat_or_none
-from kaja_cli.errors import Busy, ExitStatus, Interrupted, NotFound
+from kaja_cli.core.wording import plural
+from kaja_cli.errors import Busy, ExitStatus, Interrupted, KajaError, NotFound, Refused
 
 # Erased besides the sessions' rows, by their owner column (terminal: '').
 _OWNER_TABLES = ("notes", "dataset_answers", "dataset_versions")
@@ -205,17 +215,50 @@ def _vacuum(conn) -> bool:
 
 
 # --- the whole store ----------------------------------------------------------------------------
-def _holders(conn) -> list[str]:
-    """Other sessions holding a lock on a table of kaja's schema: "pid 4242 (kaja agent)"."""
+def _holders(conn, tables: list[str]) -> list[str]:
+    """Other sessions holding a lock on one of kaja's tables: "process 4242 (kaja agent)"."""
     rows = conn.execute(
         "SELECT DISTINCT l.pid, coalesce(a.application_name, '') FROM pg_catalog.pg_locks AS l"
-        " JOIN pg_catalog.pg_class AS c ON c.oid = l.relation"
         " LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid"
-        " WHERE c.relnamespace = to_regnamespace(?)::oid AND l.pid <> pg_backend_pid()"
+        " WHERE l.relation = ANY(CAST(? AS regclass[])) AND l.pid <> pg_backend_pid()"
         " ORDER BY l.pid",
-        (conn.target.schema,),
+        (tables,),
     ).fetchall()
     return [f"process {pid}" + (f" ({name})" if name else "") for pid, name in rows]
+
+
+def _server_items(where, found) -> list[Item]:
+    """kaja's objects in its schema, in the order they are dropped; the schema
+    last, when nothing else is in it."""
+    kind = {"table": Kind.TABLE, "function": Kind.FUNCTION, "extension": Kind.EXTENSION}
+    items = [
+        Item(Path(t.name), t.kind, kind[t.kind], Database.SHARED, t.size, shown=t.name)
+        for t in (*found.tables, *found.functions, *found.extensions)
+    ]
+    if not found.others:
+        items.append(Item(Path(where.schema), f"schema {where.schema} on the server",
+                          Kind.SCHEMA, Database.SHARED, shown=where.where))  # fmt: skip
+    return items
+
+
+def _server_kept(where, found) -> list[Kept]:
+    from kaja_cli.core.sync_server import LEDGER_OBJECTS
+
+    kept = []
+    for thing in found.others:
+        ledger = thing.name.rpartition(".")[2].strip('"') in LEDGER_OBJECTS
+        why = ("the shared usage ledger of `kaja sync`, not the conversation store" if ledger
+               else f"a {thing.kind} that is not Kaja's")  # fmt: skip
+        kept.append(Kept(Path(thing.name), why))
+    if found.others:
+        kept.append(Kept(Path(where.schema), "the schema stays, holding the"
+                         f" {plural(len(found.others), 'thing')} above"))  # fmt: skip
+    return kept
+
+
+def _uses(thing, on: str) -> str:
+    return (f"{thing.kind} {thing.name} uses {on}, which the wipe would drop:"
+            " drop or change it first (kaja drops nothing that is not its own)")  # fmt: skip
 
 
 def plan(store: Store, *, settings: bool = False) -> WipePlan:
@@ -227,6 +270,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
     paths = store.paths
     where = store.target()
     items: list[Item] = []
+    server_kept: list[Kept] = []
     refusals: list[Refusal] = []
     known: set[str] = set()
     with pg.connect(where) as conn:
@@ -235,20 +279,16 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
             refusals.append(Refusal(Path(where.schema),
                                     f"{where.where} is not Kaja's: kaja drops only its own schema"))  # fmt: skip
         elif state.exists:
-            size = conn.execute(
-                "SELECT coalesce(sum(pg_catalog.pg_total_relation_size(c.oid)), 0)"
-                " FROM pg_catalog.pg_class AS c WHERE c.relnamespace = to_regnamespace(?)::oid"
-                " AND c.relkind IN ('r', 'p', 'm')",
-                (where.schema,),
-            ).fetchone()[0]
+            found = schema.contents(conn)
             if "sessions" in state.tables:
                 known = {
                     r[0] for r in conn.execute(f"SELECT id FROM {pg.quote(where.schema)}.sessions")
                 }
-            items.append(Item(Path(where.schema), f"schema {where.schema} on the server",
-                              Kind.SCHEMA, Database.SHARED, int(size), len(state.tables),
-                              shown=where.where))  # fmt: skip
-            busy = _holders(conn)
+            items += _server_items(where, found)
+            server_kept += _server_kept(where, found)
+            refusals += [Refusal(Path(thing.name), _uses(thing, on))
+                         for thing, on in found.dependents]  # fmt: skip
+            busy = _holders(conn, [t.name for t in found.tables])
             if busy:
                 refusals.append(Refusal(
                     Path(where.schema),
@@ -259,6 +299,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
     listed = [p for m in markers for p in listed_paths(m, paths, known)]
     file_items, kept = _files_items(paths, known, {p.name for p in listed})
     items += file_items
+    kept = server_kept + kept
     sp = paths.settings_file.path
     st = lstat_or_none(sp)
     if settings and st is not None and (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
@@ -284,41 +325,24 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
 
 
 def execute(store: Store, plan: WipePlan) -> WipeResult:
-    """Drop kaja's schema in one transaction, then delete the planned files."""
-    from kaja_cli.core.pg import connection as pg
-    from kaja_cli.core.pg import schema
+    """Drop kaja's objects on the server (and its schema, once empty) in one
+    transaction, then delete the planned files."""
     from kaja_cli.core.wipe.whole import _remove
 
     paths = store.paths
-    where = store.target()
-    files = [i for i in plan.items if i.kind is not Kind.SCHEMA]
+    files = [i for i in plan.items if i.kind not in SERVER_KINDS]
     if files and plan.marker.parent.is_dir():
         write_marker(plan.marker, {
             "version": MARKER_VERSION, "action": "wipe", "started_at": now_iso(),
             "pid": os.getpid(), "paths": [str(i.path) for i in files],
         })  # fmt: skip
     deleted: list[Item] = []
-    if any(i.kind is Kind.SCHEMA for i in plan.items):
-        with pg.connect(where, writable=True, lock_timeout_ms=1) as conn:
-            state = schema.status(conn)
-            schema.refuse_foreign(where, state)
-            with db.transaction(conn):
-                tables = [f"{pg.quote(where.schema)}.{pg.quote(t)}" for t in sorted(state.tables)]
-                try:
-                    if tables:
-                        conn.execute(
-                            f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE NOWAIT"
-                        )
-                except Busy:
-                    raise Busy(
-                        f"{where.where} is in use: another session holds its tables",
-                        hint="stop the agents using it, then run `kaja wipe --yes` again;"
-                        " nothing was dropped",
-                    ) from None
-                hook.checkpoint("schema")
-                conn.execute(f"DROP SCHEMA IF EXISTS {pg.quote(where.schema)} CASCADE")
-        deleted += [i for i in plan.items if i.kind is Kind.SCHEMA]
     kept = list(plan.kept)
+    server = [i for i in plan.items if i.kind in SERVER_KINDS]
+    if server:
+        dropped, why = _drop(store, server)
+        deleted += dropped
+        kept += why
     parents = [i for i in files if i.group is Part.PARENTS]
     try:
         for item in [i for i in files if i.group is not Part.PARENTS]:
@@ -340,3 +364,50 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
             hint="run `kaja wipe --yes` again to finish",
         ) from None
     return WipeResult(deleted, kept)
+
+
+def _drop(store: Store, items: list[Item]) -> tuple[list[Item], list[Kept]]:
+    """Drop the planned objects by name, RESTRICT, in one transaction: nothing
+    that is not Kaja's can go with them. The schema goes last, and only if
+    nothing has come into it since the plan (else it stays, said so)."""
+    from kaja_cli.core.pg import connection as pg
+    from kaja_cli.core.pg import schema
+
+    where = store.target()
+    with pg.connect(where, writable=True, lock_timeout_ms=1) as conn:
+        schema.refuse_foreign(where, schema.status(conn))
+        with db.transaction(conn):
+            found = schema.contents(conn)
+            present = {t.name for t in (*found.tables, *found.functions, *found.extensions)}
+            items = [i for i in items if i.kind is Kind.SCHEMA or i.where in present]
+            tables = [i.where for i in items if i.kind is Kind.TABLE]
+            try:
+                if tables:
+                    conn.execute(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE NOWAIT")
+            except Busy:
+                raise Busy(
+                    f"{where.where} is in use: another session holds its tables",
+                    hint="stop the agents using it, then run `kaja wipe --yes` again;"
+                    " nothing was dropped",
+                ) from None
+            # Under the locks nothing new can come to use kaja's tables.
+            for thing, on in schema.contents(conn).dependents:
+                raise Refused(_uses(thing, on), hint="nothing was dropped")
+            hook.checkpoint("schema")
+            for kind, verb in ((Kind.TABLE, "TABLE"), (Kind.FUNCTION, "FUNCTION"),
+                               (Kind.EXTENSION, "EXTENSION")):  # fmt: skip
+                names = [i.where for i in items if i.kind is kind]
+                if names:
+                    conn.execute(f"DROP {verb} IF EXISTS {', '.join(names)} RESTRICT")
+            kept = []
+            if any(i.kind is Kind.SCHEMA for i in items):
+                conn.execute("SAVEPOINT kaja_schema")
+                try:
+                    conn.execute(f"DROP SCHEMA IF EXISTS {pg.quote(where.schema)} RESTRICT")
+                    conn.execute("RELEASE SAVEPOINT kaja_schema")
+                except KajaError:
+                    conn.execute("ROLLBACK TO SAVEPOINT kaja_schema")
+                    items = [i for i in items if i.kind is not Kind.SCHEMA]
+                    kept.append(Kept(Path(where.schema), f"schema {where.schema} stays:"
+                                     " something kaja did not make came into it since the plan"))  # fmt: skip
+    return items, kept

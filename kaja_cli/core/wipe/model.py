@@ -19,7 +19,15 @@ class Kind(StrEnum):
     LINK = "link"  # only the link goes; its target stays
     TREE = "tree"  # an image folder, with its files
     FOLDER = "folder"  # removed only if empty by then
-    SCHEMA = "schema"  # cloud mode: kaja's schema on the server, dropped whole
+    # Cloud mode, on the server: kaja's own tables, functions and unaccent (when
+    # kaja made it there), then its schema, dropped only when nothing else is in it.
+    TABLE = "table"
+    FUNCTION = "function"
+    EXTENSION = "extension"
+    SCHEMA = "schema"
+
+
+SERVER_KINDS = (Kind.TABLE, Kind.FUNCTION, Kind.EXTENSION, Kind.SCHEMA)
 
 
 class Part(StrEnum):
