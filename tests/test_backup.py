@@ -542,6 +542,10 @@ DAMAGE = {
         d, [(tarfile.TarInfo("MANIFEST.json"), b"{not json")]),
     "a member twice": lambda a, d: rebuilt(
         a, d, add=[("databases/cache.db", members(a)["databases/cache.db"])]),
+    # gzip's trailer (CRC-32, then the size) lies past the tar's end: read all the same
+    "the gzip trailer's CRC-32 flipped": lambda a, d: d.write_bytes(_flip(a.read_bytes(), a.stat().st_size - 8)),
+    "the gzip trailer's size flipped": lambda a, d: d.write_bytes(_flip(a.read_bytes(), a.stat().st_size - 1)),
+    "the gzip trailer cut off": lambda a, d: d.write_bytes(a.read_bytes()[:-8]),
 }  # fmt: skip
 
 
