@@ -171,6 +171,7 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(store, option):
         usage_error(store(option, value, "sessions"), option)
     r = store("sessions", "export", "x", "-o", "")
     usage_error(r, "--output")
+    usage_error(store("backup", "-o", ""), "--output")  # as export: not the current folder
 
 
 @pytest.mark.parametrize("root", ["/", "/.", "//", "/tmp/.."])

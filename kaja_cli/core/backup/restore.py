@@ -107,6 +107,9 @@ class RestorePlan:
     marker: Path
     force: bool
     created: list[Path] = field(default_factory=list)  # folders made for it, innermost first
+    # In the image folders of the replaced store's sessions, what is no image kaja wrote:
+    only_in_backup: list[Path] = field(default_factory=list)  # the backup made first holds it
+    put_back: list[Path] = field(default_factory=list)  # that backup cannot: it stays in place
 
     @property
     def replaces(self) -> bool:
@@ -224,9 +227,15 @@ def plan_restore(
         )
     if not dry_run:
         _check_not_busy(parts)
-    return RestorePlan(
+    plan = RestorePlan(
         archive_path, parts, existing, staging_path(paths), marker_path(paths), force
     )
+    if any(e.path == paths.images_dir for e in existing):
+        folder = paths.images_dir
+        archived, kept = _strays(folder, _known_sessions(paths))
+        plan.only_in_backup = [folder / n for n in archived]
+        plan.put_back = [folder / n for n in kept]
+    return plan
 
 
 def _files(paths: Paths) -> list[DatabaseFile]:
@@ -710,21 +719,61 @@ def _str(p: Path | None) -> str | None:
 
 
 def _not_the_stores(store: Store, plan: RestorePlan) -> tuple[str, ...]:
-    """Entries of the images folder in place that are not sessions of the store
-    being replaced: kaja did not make them (or cannot tell, the shared file
-    being damaged or gone), so they stay, as `kaja wipe` leaves them."""
+    """Entries of the images folder in place that are not the store's being
+    replaced, to be put back in the new one (as `kaja wipe` leaves them): a
+    folder of no session it knows (or all of them, when the shared file is
+    damaged or gone and cannot tell), and in its sessions' folders what the
+    backup made first cannot hold (`_strays`)."""
     folder = store.paths.images_dir
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return ()
-    shared = store.paths.file_of(Database.SHARED)
-    known: set[str] | None = set()
-    if db.classify(shared.path) == "sqlite":
-        from kaja_cli.core.wipe.reach import read_database
+    known = _known_sessions(store.paths)
+    _archived, kept = _strays(folder, known)
+    return tuple(n for n in names if not known or n not in known or not images.safe_name(n)) + (
+        tuple(kept)
+    )
 
-        _refusal, known = read_database(shared.path, shared)
-    return tuple(n for n in names if not known or n not in known or not images.safe_name(n))
+
+def _known_sessions(paths: Paths) -> set[str]:
+    """The sessions of the shared file in place; empty when it cannot tell."""
+    shared = paths.file_of(Database.SHARED)
+    if db.classify(shared.path) != "sqlite":
+        return set()
+    from kaja_cli.core.wipe.reach import read_database
+
+    _refusal, known = read_database(shared.path, shared)
+    return known or set()
+
+
+def _strays(folder: Path, known: set[str]) -> tuple[list[str], list[str]]:
+    """In the image folders of the sessions in place, what is no image kaja wrote
+    (`<sha256>.<ext>`), as `<sessionId>/<name>`: the files the backup made
+    first holds (regular, a name kaja could give), which go with the store and
+    are kept only in that backup; and what it cannot hold (a link, a folder,
+    any other name), which is put back in place, never lost."""
+    archived: list[str] = []
+    kept: list[str] = []
+    try:
+        sessions = sorted(n for n in os.listdir(folder) if n in known and images.safe_name(n))
+    except OSError:
+        return archived, kept
+    for session in sessions:
+        st = _lstat(folder / session)
+        if st is None or not stat.S_ISDIR(st.st_mode):  # a file or a link, not its folder
+            kept.append(session)
+            continue
+        try:
+            entries = sorted(os.scandir(folder / session), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            holdable = images.safe_name(entry.name) and entry.is_file(follow_symlinks=False)
+            if holdable and images.is_image_file_name(entry.name):
+                continue  # an image: the store's
+            (archived if holdable else kept).append(f"{session}/{entry.name}")
+    return archived, kept
 
 
 def _prepare(staged: Staged, keep: tuple[str, ...]) -> list[Move]:
@@ -811,7 +860,7 @@ def _swap_folder(m: Move) -> None:
     for name in m.keep:  # what was not the old store's goes back (a backup's own wins)
         old, new = m.aside / name, m.target / name
         if os.path.lexists(old) and not os.path.lexists(new):
-            fs.ensure_private_dir(m.target)
+            fs.ensure_private_dir(new.parent)  # `<sessionId>/<name>`: its folder, if new
             os.rename(old, new)
 
 
