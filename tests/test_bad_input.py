@@ -222,6 +222,7 @@ def test_an_empty_path_is_a_usage_error_not_the_current_folder(store, option):
         usage_error(store(option, value, "sessions"), option)
     r = store("sessions", "export", "x", "-o", "")
     usage_error(r, "--output")
+    usage_error(store("backup", "-o", ""), "--output")  # as export: not the current folder
 
 
 @pytest.mark.parametrize("root", ["/", "/.", "//", "/tmp/.."])
@@ -265,3 +266,185 @@ def test_a_nul_in_db_path_is_one_line(kaja):
             f"kaja: {kaja.config}:2: memory.dbPath must be a file path, not 'a\\x00b': fix it with"
             " `kaja config edit`\n"
         ), (argv, r)
+
+
+# --- archives that lie: MANIFEST.json, every field wrong in turn ------------------------------
+def _lying(members: dict[str, bytes], manifest: bytes, dest) -> None:
+    import io
+    import tarfile
+
+    with tarfile.open(dest, "w:gz") as tar:
+        for name, data in [*((n, d) for n, d in members.items() if n != "MANIFEST.json"),
+                           ("MANIFEST.json", manifest)]:  # fmt: skip
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.fixture(scope="module")
+def honest_backup(tmp_path_factory, _demo_template) -> dict[str, bytes]:
+    """The members of a backup of the demo store, as `kaja backup` wrote them."""
+    import shutil
+    import tarfile
+
+    from tests.conftest import Kaja
+
+    k = Kaja(tmp_path_factory.mktemp("honest"))
+    shutil.copytree(_demo_template, k.state, symlinks=True)
+    arch = k.root / "b.tar.gz"
+    assert k("backup", "-o", str(arch)).code == 0
+    with tarfile.open(arch) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar}  # type: ignore[union-attr]
+
+
+def _db(m: dict, name: str = "shared") -> dict:
+    return next(d for d in m["databases"] if d["name"] == name)
+
+
+def _image(m: dict) -> dict:
+    return next(f for f in m["files"] if f["member"].startswith("images/"))
+
+
+def _both(m: dict, member: str) -> list[dict]:
+    """The files entry and the databases entry of a database: a consistent lie."""
+    return [e for e in [*m["files"], *m["databases"]] if e["member"] == member]
+
+
+def _set(where, key, value):
+    def edit(m: dict) -> None:
+        where(m)[key] = value
+
+    return edit
+
+
+def _drop(where, key):
+    return lambda m: where(m).pop(key)
+
+
+TOP = lambda m: m  # noqa: E731
+SHARED = _db
+FILE = _image
+# Each field of MANIFEST.json with a value of the wrong type (where, key, value), then missing.
+WRONG_TYPE = {
+    "format": (TOP, "format", 1), "version": (TOP, "version", "1"),
+    "version (true)": (TOP, "version", True), "created_at": (TOP, "created_at", 20261202),
+    "kaja": (TOP, "kaja", ["0.1.0"]), "sqlite": (TOP, "sqlite", 3), "python": (TOP, "python", None),
+    "state_dir": (TOP, "state_dir", {}), "method": (TOP, "method", 5),
+    "databases": (TOP, "databases", {}), "files": (TOP, "files", "all of them"),
+    "databases[].name": (SHARED, "name", 5), "databases[].member": (SHARED, "member", 5),
+    "databases[].source": (SHARED, "source", None), "databases[].bytes": (SHARED, "bytes", "561152"),
+    "databases[].sha256": (SHARED, "sha256", 5),
+    "databases[].schema_upgraded": (SHARED, "schema_upgraded", 5),
+    "databases[].schema_missing": (SHARED, "schema_missing", "none"),
+    "databases[].schema_missing[]": (SHARED, "schema_missing", [5]),
+    "databases[].rows": (SHARED, "rows", 5),
+    "databases[].rows.sessions": (SHARED, "rows", {"sessions": "13"}),
+    "files[].member": (FILE, "member", 5), "files[].bytes": (FILE, "bytes", "5"),
+    "files[].bytes (true)": (FILE, "bytes", True), "files[].sha256": (FILE, "sha256", None),
+}  # fmt: skip
+MISSING = {
+    **{k: (TOP, k) for k in ("version", "created_at", "kaja", "sqlite", "python", "state_dir",
+                             "method", "databases", "files")},
+    **{f"databases[].{k}": (SHARED, k) for k in ("name", "member", "source", "bytes", "sha256",
+                                                 "schema_upgraded", "schema_missing", "rows")},
+    **{f"files[].{k}": (FILE, k) for k in ("member", "bytes", "sha256")},
+}  # fmt: skip
+
+
+def _raw(text: str):
+    return lambda m: text.encode()
+
+
+def _twice(key: str, pick):
+    return lambda m: m[key].append(dict(pick(m)))
+
+
+def _both_set(which: str, **values):
+    def edit(m: dict) -> None:
+        for e in _both(m, which):
+            e.update(values)
+
+    return edit
+
+
+LIES = {
+    **{f"{k} of the wrong type": (_set(w, f, v), 1) for k, (w, f, v) in WRONG_TYPE.items()},
+    **{f"{k} missing": (_drop(w, f), 1) for k, (w, f) in MISSING.items()},
+    "format missing": (_drop(TOP, "format"), 1),
+    "a database entry that is no object": (lambda m: m["databases"].append(5), 1),
+    "a file entry that is no object": (lambda m: m["files"].append("x"), 1),
+    "created_at that is no time": (_set(TOP, "created_at", "yesterday"), 1),
+    "rows of something that is no table": (_set(SHARED, "rows", {"\x1b[2J": 1}), 1),
+    "a negative size": (_set(FILE, "bytes", -1), 1),
+    "a negative count": (_set(SHARED, "rows", {"sessions": -1}), 1),
+    # an unknown database name, and a database name in the wrong place
+    "an unknown database name": (_set(lambda m: _db(m, "cache"), "name", "bogus"), 1),
+    "an unknown database member": (_both_set("databases/cache.db", member="databases/bogus.db"), 5),
+    "a database under another's name": (_set(lambda m: _db(m, "cache"), "name", "stats"), 1),
+    # sizes and sums that are wrong, or disagree
+    "an image's size off by one": (lambda m: _image(m).update(bytes=_image(m)["bytes"] + 1), 1),
+    "an image's sha256 wrong": (_set(FILE, "sha256", "0" * 64), 1),
+    "a sha256 in capitals": (lambda m: _image(m).update(sha256=_image(m)["sha256"].upper()), 1),
+    "a sha256 that is no sha256": (_set(FILE, "sha256", "zz"), 1),
+    "a database's sha256 wrong in both lists": (_both_set("databases/shared.db", sha256="1" * 64), 1),
+    "a database's size in the two lists disagreeing": (_set(SHARED, "bytes", 4096), 1),
+    "a database the databases list does not describe": (
+        lambda m: m["databases"].remove(_db(m, "cache")), 1),
+    "a database described but not among the files": (
+        lambda m: m["files"].remove(_both(m, "databases/cache.db")[0]), 1),
+    # duplicates
+    "a file listed twice": (_twice("files", _image), 1),
+    "a database described twice": (_twice("databases", _db), 1),
+    # names that escape the archive's folders
+    "../ in a member": (_set(FILE, "member", "../../escaped.png"), 5),
+    "images/../../ in a member": (_set(FILE, "member", "images/../../escaped.png"), 5),
+    "an absolute member": (_set(FILE, "member", "/etc/passwd"), 5),
+    "a hidden member": (_set(FILE, "member", "images/s1/.hidden"), 5),
+    "a database member outside databases/": (
+        _both_set("databases/cache.db", member="databases/../../cache.db"), 5),
+    "the manifest among the files": (_set(FILE, "member", "MANIFEST.json"), 1),
+    # huge numbers
+    "a size of 10**30": (_set(FILE, "bytes", 10**30), 1),
+    "a size of 1e400 (infinity)": (_set(FILE, "bytes", float("inf")), 1),
+    "a count of 10**30": (_set(SHARED, "rows", {"sessions": 10**30}), 1),
+    "a version of 10**30": (_set(TOP, "version", 10**30), 1),
+    "a version of 0": (_set(TOP, "version", 0), 1),
+    "a number of 5,000 digits": (_raw('{"format": "kaja-backup", "version": ' + "9" * 5000 + "}"), 1),
+    "a text of a million characters": (_set(TOP, "kaja", "x" * 1_000_000), 1),
+    # not a manifest at all
+    "nested 100,000 deep": (_raw("[" * 100_000), 1),
+    "a list": (_raw("[]"), 1),
+    "not UTF-8": (lambda m: b"\xff\xfe{}", 1),
+}  # fmt: skip
+
+
+def every_byte(state) -> dict:
+    """Every file of the store, byte for byte (db-stats.db too: a restore records no
+    profile), but the -shm, SQLite's shared memory, which any reader marks."""
+    return {
+        p.relative_to(state): p.read_bytes()
+        for p in sorted(state.rglob("*"))
+        if p.is_file() and not p.name.endswith("-shm")
+    }
+
+
+@pytest.mark.parametrize("lie", list(LIES))
+def test_a_manifest_that_lies_restores_nothing(demo_store, honest_backup, tmp_path, lie):
+    """`restore --force --yes` over the store in place: one line, the documented
+    code, and the store as it was, byte for byte; no backup of it made, no staging left."""
+    import json
+    import os
+
+    edit, code = LIES[lie]
+    manifest = json.loads(honest_backup["MANIFEST.json"])
+    raw = edit(manifest)
+    data = raw if isinstance(raw, bytes) else json.dumps(manifest).encode()
+    bad = tmp_path / "lying.tar.gz"
+    _lying(honest_backup, data, bad)
+    before = every_byte(demo_store.state)
+    r = demo_store("restore", str(bad), "--force", "--yes")
+    assert r.code == code, r
+    assert r.err.startswith("kaja: ") and r.err.count("\n") == 1, r
+    assert "internal error" not in r.err and "Traceback" not in r.err and "\x1b" not in r.err, r
+    assert every_byte(demo_store.state) == before
+    assert sorted(os.listdir(tmp_path)) == ["home", "lying.tar.gz", "state"]  # nothing left

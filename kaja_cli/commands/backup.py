@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import JSON_HELP, store_of, typed_path
 
 if TYPE_CHECKING:
     from kaja_cli.core.backup.archive import Manifest
@@ -21,6 +21,7 @@ def backup(
             "--output",
             "-o",
             metavar="FILE",
+            click_type=typed_path(),  # an empty -o is a usage error, not the current folder
             help="The archive to write (a folder: the default name in it); *.tar is not compressed.",
         ),
     ] = None,
@@ -55,11 +56,14 @@ def backup(
         [str(e.source) for e in result.manifest.databases],
         str(store.paths.images_dir),
     )
+    # Names from the disk and the archive go through render.text: an escape
+    # sequence in a file name is shown as `\x1b`, never sent to the terminal.
     for reason in result.skipped:
-        render.note(f"left out: {reason}")
+        render.note(f"left out: {render.text(reason)}")
+    path = render.text(result.path)
     render.note(
-        f"wrote {result.path} ({render.human_size(result.bytes)}): {_summary(result.manifest)};"
-        f" `kaja restore {result.path}` puts it back"
+        f"wrote {path} ({render.human_size(result.bytes)}): {_summary(result.manifest)};"
+        f" `kaja restore {path}` puts it back"
     )
 
 
@@ -131,7 +135,9 @@ def restore(
     ctx: typer.Context,
     archive: Annotated[
         Path | None,
-        typer.Argument(metavar="FILE", help="An archive written by `kaja backup`."),
+        typer.Argument(
+            metavar="FILE", click_type=typed_path(), help="An archive written by `kaja backup`."
+        ),
     ] = None,
     force: Annotated[
         bool,
@@ -152,8 +158,8 @@ def restore(
     """Restore a backup made by `kaja backup`, whole or not at all.
 
     The archive is extracted into a folder beside the state dir and verified
-    (every sha256 of its manifest, each database's quick_check) before
-    anything changes: a damaged archive restores nothing (exit 1), one
+    (its manifest's every field, every sha256, each database's quick_check)
+    before anything changes: a damaged archive restores nothing (exit 1), one
     holding links or paths outside its folders is refused (exit 5). It goes
     where --state-dir/--db point now. A store already there is refused (exit
     5) unless --force, which backs it up first (beside the state dir) and
@@ -208,7 +214,7 @@ def _finished(done: "Finished | None", *, finish: bool, as_json: bool) -> bool:
     from kaja_cli import render
 
     if done is not None and not as_json:
-        render.note(done.summary)
+        render.note(render.text(done.summary))
     if not (finish or (done is not None and done.same_archive)):
         return False
     if as_json:
@@ -236,6 +242,7 @@ def _go_ahead(
         if plan.replaces:
             if not as_json:
                 _existing(plan)
+                _strays(plan)
             if not yes and not render.stdin_is_terminal():
                 raise Refused("not replacing the store in place without confirmation",
                               hint="rerun with --yes")  # fmt: skip
@@ -253,7 +260,7 @@ def _question(plan: "RestorePlan", manifest: "Manifest") -> str:
     size = sum(e.size for e in plan.existing)
     return (
         f"Replace the store in place ({render.human_size(size)}) with the backup made"
-        f" {manifest.created_at}? It is backed up first, beside the state dir."
+        f" {render.text(manifest.created_at)}? It is backed up first, beside the state dir."
     )
 
 
@@ -279,30 +286,63 @@ def _restore_out(
         render.emit_json(_restore_json(plan, manifest, result, done, wheres, dry_run=dry_run))
         return
     _contents(manifest, [wheres.get(d.name, "?") for d in manifest.databases], wheres["images"])
-    made = f"made by kaja {manifest.kaja} at {manifest.created_at}"
+    # What the manifest says is the archive's word, not kaja's: escaped (render.text).
+    made = f"made by kaja {render.text(manifest.kaja)} at {render.text(manifest.created_at)}"
+    archive = render.text(plan.archive)
     if dry_run:
         render.note(
-            f"dry run: {plan.archive} is whole ({made}; every sha256 matches): "
+            f"dry run: {archive} is whole ({made}; every sha256 matches): "
             f"{_summary(manifest)}; nothing was restored"
         )
         if plan.replaces and not plan.force:
             render.note(
                 "a store is in place: restoring there needs --force, which backs it up first"
             )
+        _strays(plan)
         return
     assert result is not None
-    render.note(f"restored {plan.archive} ({made}): {_summary(manifest)}")
+    render.note(f"restored {archive} ({made}): {_summary(manifest)}")
     if result.kept:
-        shown = ", ".join(p.name for p in result.kept[:5]) + (", …" if len(result.kept) > 5 else "")
+        images = Path(wheres["images"])
         render.note(
-            f"kept {render.plural(len(result.kept), 'entry', 'entries')} of"
-            f" {result.kept[0].parent} that were not the replaced store's: {shown}"
+            f"kept {render.plural(len(result.kept), 'entry', 'entries')} of {render.text(images)}"
+            f" that were not the replaced store's: {_some(result.kept, images)}"
         )
     if result.previous_backup is not None:
+        previous = render.text(result.previous_backup)
         render.note(
-            f"the store it replaced is in {result.previous_backup}"
-            f" (`kaja restore {result.previous_backup} --force` puts it back)"
+            f"the store it replaced is in {previous} (`kaja restore {previous} --force` puts it"
+            " back)"
         )
+
+
+def _strays(plan: "RestorePlan") -> None:
+    """What the plan does with what is no image kaja wrote in the replaced store's session folders."""
+    from kaja_cli import render
+
+    images = next(p.target for p in plan.parts if p.name == "images")
+    if plan.only_in_backup:
+        n = len(plan.only_in_backup)
+        render.note(
+            f"in the image folders of the store in place, {render.plural(n, 'file')}"
+            f" {'is' if n == 1 else 'are'} no image kaja wrote ({_some(plan.only_in_backup, images)}):"
+            f" {'it goes' if n == 1 else 'they go'} with that store, kept only in the backup made"
+            " first"
+        )
+    if plan.put_back:
+        n = len(plan.put_back)
+        render.note(
+            f"{render.plural(n, 'entry', 'entries')} there that a backup cannot hold"
+            f" ({_some(plan.put_back, images)}) {'is' if n == 1 else 'are'} put back in place"
+        )
+
+
+def _some(paths: "list[Path]", folder: Path) -> str:
+    """Up to five paths, relative to `folder`, escaped (file names are anyone's)."""
+    from kaja_cli import render
+
+    shown = ", ".join(render.text(p.relative_to(folder)) for p in paths[:5])
+    return shown + (", …" if len(paths) > 5 else "")
 
 
 def _restore_json(
@@ -325,6 +365,8 @@ def _restore_json(
         "previous_backup": None if result is None or result.previous_backup is None
         else str(result.previous_backup),
         "kept": [] if result is None else [str(p) for p in result.kept],
+        "only_in_backup": [str(p) for p in plan.only_in_backup],
+        "put_back": [str(p) for p in plan.put_back],
         "finished": _finished_json(done),
     }  # fmt: skip
 

@@ -10,8 +10,10 @@ descriptor (`fstat`: it may have been swapped in between).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
+import sys
 from pathlib import Path
 
 DIR_MODE = 0o700
@@ -141,6 +143,65 @@ def fsync_dir(path: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def flush_trees(roots: list[Path]) -> None:
+    """Make everything written below `roots` durable, files and folders' entries.
+
+    On Linux, one `syncfs` per file system: a single barrier, where an fsync
+    per file costs a journal commit each (a restore of 20,000 images spent
+    minutes on them). Elsewhere, every file and folder below is fsynced.
+    OSError when the file system reports a write it lost (EIO, ENOSPC).
+    """
+    syncfs = _syncfs()
+    if syncfs is None:
+        for root in roots:
+            _fsync_tree(root)
+        return
+    devices: dict[int, Path] = {}
+    for root in roots:
+        devices.setdefault(os.lstat(root).st_dev, root)
+    for root in devices.values():
+        fd = os.open(root, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))  # a folder or a file
+        try:
+            if syncfs(fd) != 0:
+                import ctypes
+
+                err = ctypes.get_errno()
+                raise OSError(err, os.strerror(err), str(root))
+        finally:
+            os.close(fd)
+
+
+def _syncfs():  # type: ignore[no-untyped-def]
+    """libc's syncfs(2), or None where there is none (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+
+
+def _fsync_tree(root: Path) -> None:
+    files = [str(root)] if not root.is_dir() else []
+    for folder, _dirs, names in os.walk(root):
+        files += [os.path.join(folder, name) for name in names]
+        fsync_dir(Path(folder))
+    for path in files:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    fsync_dir(root.parent)
+
+
+def disk_full(error: BaseException) -> bool:
+    """Whether `error` is the file system saying it has no room (or no quota) left."""
+    return isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def tree_size(path: Path) -> tuple[int, int]:

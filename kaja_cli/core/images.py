@@ -25,11 +25,17 @@ MIME_BY_EXT = {ext: mime for mime, ext in EXT_BY_MIME.items()} | {"jpeg": "image
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_IMAGE_FILE_NAME = re.compile(r"^[0-9a-f]{64}\.[A-Za-z0-9]+$")
 
 
 def safe_name(name: object) -> bool:
     """A single path component with no separators, no `..`, nothing hidden."""
     return isinstance(name, str) and bool(_SAFE_NAME.match(name)) and ".." not in name
+
+
+def is_image_file_name(name: str) -> bool:
+    """Whether `name` is one kaja gives an image file: `<sha256>.<ext>`."""
+    return bool(_IMAGE_FILE_NAME.match(name))
 
 
 def session_dir(images_dir: Path, session_id: object) -> Path | None:

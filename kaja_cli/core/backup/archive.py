@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tarfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any, NamedTuple
 
-from kaja_cli.core import images
+from kaja_cli.core import clock, images
 from kaja_cli.core.registry import Database
 from kaja_cli.errors import Failed, Refused
 
@@ -158,35 +159,162 @@ class Manifest:
 
 
 def parse_manifest(data: bytes) -> Manifest:
-    """The manifest from its bytes; Failed (exit 1) when it is not a kaja
-    backup's, or one a newer kaja made."""
+    """The manifest from its bytes, every field checked before anything is
+    done with it: Failed (exit 1) when it is not a kaja backup's, one a newer
+    kaja made, or one whose fields have the wrong type, are missing, repeat,
+    or disagree; Refused (exit 5) when it lists a member kaja never writes (a
+    name outside the archive's folders). Fields it does not know are ignored."""
     try:
         raw = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise Failed("the archive's MANIFEST.json is not JSON", hint=DAMAGED_HINT) from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise Failed("the archive is not a kaja backup (its manifest says otherwise)")
     version = raw.get("version")
-    if not isinstance(version, int) or version > VERSION:
+    if type(version) is int and version > VERSION:
         raise Failed(
-            f"the archive was made by a newer kaja (backup format {version!r}; this kaja reads"
-            f" {VERSION})",
+            f"the archive was made by a newer kaja (backup format {_shown(version)}; this kaja"
+            f" reads {VERSION})",
             hint="upgrade kaja, then restore it; nothing was restored",
         )
+    if type(version) is not int or version < 1:
+        raise _malformed("version", "is not a format version")
+    head = {key: _text(raw, key) for key in ("created_at", "kaja", "sqlite", "python",
+                                             "state_dir", "method")}  # fmt: skip
+    if clock.parse_stored(head["created_at"]) is None:
+        raise _malformed("created_at", "is not a time")
+    files = [_file_entry(f, f"files[{i}]") for i, f in enumerate(_array(raw, "files"))]
+    dbs = [_database_entry(d, f"databases[{i}]") for i, d in enumerate(_array(raw, "databases"))]
+    _check_agree(files, dbs)
+    return Manifest(**head, databases=dbs, files=files, format=FORMAT, version=version)
+
+
+LARGEST = 2**63 - 1  # bytes or rows: nothing kaja counts is larger (SQLite's own limit)
+TEXT_LIMIT = 4096  # characters of one text field: a path, a version
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def _malformed(where: str, problem: str) -> Failed:
+    return Failed(f"the archive's manifest is malformed: {where} {problem}", hint=DAMAGED_HINT)
+
+
+def _shown(value: object) -> str:
+    """A value from the archive in a message: quoted, escaped (repr), and short."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+def _field(obj: dict, key: str, where: str) -> Any:
+    if key not in obj:
+        raise _malformed(f"{where}{key}", "is missing")
+    return obj[key]
+
+
+def _text(obj: dict, key: str, where: str = "", *, null: bool = False) -> Any:
+    value = _field(obj, key, where)
+    if null and value is None:
+        return None
+    if not isinstance(value, str) or len(value) > TEXT_LIMIT:
+        raise _malformed(f"{where}{key}", f"is not a text ({_shown(value)})")
+    return value
+
+
+def _count(obj: dict, key: str, where: str) -> int:
+    value = _field(obj, key, where)
+    if type(value) is not int or not 0 <= value <= LARGEST:
+        raise _malformed(f"{where}{key}", f"is not a count ({_shown(value)})")
+    return value
+
+
+def _array(obj: dict, key: str) -> list[dict]:
+    value = _field(obj, key, "")
+    if not isinstance(value, list):
+        raise _malformed(key, "is not a list")
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise _malformed(f"{key}[{i}]", "is not an object")
+    return value
+
+
+def _member(obj: dict, where: str) -> str:
+    """The member an entry names; Refused (exit 5) for a name kaja never writes."""
+    name = _text(obj, "member", where)
+    found = parse_member_name(name)
+    if found is None:
+        raise Refused(
+            f"the archive's manifest lists a member kaja does not write ({_shown(name)})",
+            hint="nothing was restored: a kaja backup holds databases/, images/ and MANIFEST.json",
+        )
+    if found.kind == "manifest":
+        raise _malformed(f"{where}member", "names the manifest itself")
+    return name
+
+
+def _sum(obj: dict, where: str) -> str:
+    value = _text(obj, "sha256", where)
+    if not _SHA256.fullmatch(value):
+        raise _malformed(f"{where}sha256", f"is not a sha256 ({_shown(value)})")
+    return value
+
+
+def _file_entry(obj: dict, where: str) -> FileEntry:
+    where += "."
+    return FileEntry(_member(obj, where), _count(obj, "bytes", where), _sum(obj, where))
+
+
+def _database_entry(obj: dict, where: str) -> DatabaseEntry:
+    where += "."
+    name = _text(obj, "name", where)
     try:
-        dbs = [DatabaseEntry(**d) for d in raw.pop("databases")]
-        files = [FileEntry(**f) for f in raw.pop("files")]
-        manifest = Manifest(databases=dbs, files=files, **raw)
-    except (TypeError, KeyError, AttributeError):
-        raise Failed(
-            "the archive's manifest lacks what a kaja backup has", hint=DAMAGED_HINT
-        ) from None
-    for entry in [*manifest.files, *manifest.databases]:
-        if not (isinstance(entry.sha256, str) and isinstance(entry.bytes, int)):
-            raise Failed(
-                f"the manifest's entry for {entry.member!r} is malformed", hint=DAMAGED_HINT
-            )
-    return manifest
+        database = Database(name)
+    except ValueError:
+        raise _malformed(f"{where}name", f"is not a database kaja knows ({_shown(name)})") from None
+    member = _member(obj, where)
+    if member != database_member(database):
+        raise _malformed(f"{where}member", f"is not the {name} database's ({_shown(member)})")
+    missing = _field(obj, "schema_missing", where)
+    if not isinstance(missing, list) or not all(
+        isinstance(m, str) and len(m) <= TEXT_LIMIT for m in missing
+    ):
+        raise _malformed(f"{where}schema_missing", "is not a list of texts")
+    rows = _field(obj, "rows", where)
+    if not isinstance(rows, dict):
+        raise _malformed(f"{where}rows", f"is not an object of counts ({_shown(rows)})")
+    for table in rows:
+        if not (table.isascii() and table.isidentifier() and len(table) <= 64):
+            raise _malformed(f"{where}rows", f"counts something that is no table ({_shown(table)})")
+        _count(rows, table, f"{where}rows.")
+    return DatabaseEntry(
+        name=name, member=member, source=_text(obj, "source", where),
+        bytes=_count(obj, "bytes", where), sha256=_sum(obj, where),
+        schema_upgraded=_text(obj, "schema_upgraded", where, null=True),
+        schema_missing=list(missing), rows=dict(rows),
+    )  # fmt: skip
+
+
+def _check_agree(files: list[FileEntry], dbs: list[DatabaseEntry]) -> None:
+    """No member listed twice, no database twice, and each database described
+    once, with its file's size and sha256 (a database the files list but the
+    databases do not describe would be put in place unchecked)."""
+    listed: dict[str, FileEntry] = {}
+    for f in files:
+        if f.member in listed:
+            raise _malformed("files", f"list {f.member} twice")
+        listed[f.member] = f
+    described: set[str] = set()
+    for d in dbs:
+        if d.name in described:
+            raise _malformed("databases", f"describe the {d.name} database twice")
+        described.add(d.name)
+        f = listed.get(d.member)
+        if f is None:
+            raise _malformed("files", f"do not list {d.member}, which its databases describe")
+        if (f.bytes, f.sha256) != (d.bytes, d.sha256):
+            raise _malformed("databases", f"and files disagree on the size or sha256 of {d.member}")
+    for member in listed:
+        database = parse_member_name(member).database  # type: ignore[union-attr]  # (_member)
+        if database is not None and database.value not in described:
+            raise _malformed("files", f"list {member}, which its databases do not describe")
 
 
 # --- reading and writing members ------------------------------------------------------------

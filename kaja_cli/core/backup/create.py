@@ -113,8 +113,9 @@ def backup(
         fs.fsync_dir(target.parent)
     except OSError as e:
         tmp.unlink(missing_ok=True)
+        full = "the disk is full: " if fs.disk_full(e) else ""
         raise Failed(
-            f"cannot write the backup in {target.parent}: {e.strerror or e}",
+            f"{full}cannot write the backup in {target.parent}: {e.strerror or e}",
             hint="free some disk space there, or write it elsewhere with -o; nothing was written",
         ) from e
     except BaseException:
@@ -173,13 +174,18 @@ def _copy(file: DatabaseFile, staging: Path) -> Copied:
             error = db.translate(e, file.path)
             if isinstance(error, Busy):
                 raise error from e
+            full = "the disk is full: " if _full(e) else ""
             raise Failed(
-                f"cannot copy {file.path} into {dest}: {e}",
+                f"{full}cannot copy {file.path} into {dest}: {e}",
                 hint="free some disk space there, or write the backup elsewhere with -o",
             ) from e
         finally:
             dst.close()
     return Copied(file, dest, _describe(file, dest))
+
+
+def _full(e: sqlite3.Error) -> bool:
+    return getattr(e, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(e)
 
 
 def _describe(file: DatabaseFile, copy: Path) -> DatabaseEntry:

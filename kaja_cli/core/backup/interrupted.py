@@ -127,7 +127,7 @@ def _moves_of(data: dict) -> list[Move]:
     for m in data.get("moves", []):
         try:
             source = Path(m["source"]) if m.get("source") else None
-            keep = tuple(str(n) for n in m.get("keep", []) if _one_name(n))
+            keep = tuple(str(n) for n in m.get("keep", []) if _kept_name(n))
             out.append(Move(str(m["name"]), source, Path(m["target"]), Path(m["aside"]),
                             bool(m["database"]), keep))  # fmt: skip
         except (KeyError, TypeError):
@@ -135,8 +135,12 @@ def _moves_of(data: dict) -> list[Move]:
     return [m for m in out if _sane(m)]
 
 
-def _one_name(name: object) -> bool:
-    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
+def _kept_name(name: object) -> bool:
+    """An entry of the images folder (`name`) or of a session's (`<sessionId>/<name>`)."""
+    if not isinstance(name, str):
+        return False
+    parts = name.split("/")
+    return len(parts) <= 2 and all(p not in ("", ".", "..") for p in parts)
 
 
 def _sane(m: Move) -> bool:

@@ -46,6 +46,8 @@ is (`core/backup/interrupted.py` holds `finish` too).
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import json
 import os
 import shutil
@@ -58,6 +60,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from kaja_cli.core import clock, db, fs, guard, images
 from kaja_cli.core.backup import archive, guarding, hook
@@ -104,6 +107,9 @@ class RestorePlan:
     marker: Path
     force: bool
     created: list[Path] = field(default_factory=list)  # folders made for it, innermost first
+    # In the image folders of the replaced store's sessions, what is no image kaja wrote:
+    only_in_backup: list[Path] = field(default_factory=list)  # the backup made first holds it
+    put_back: list[Path] = field(default_factory=list)  # that backup cannot: it stays in place
 
     @property
     def replaces(self) -> bool:
@@ -221,9 +227,15 @@ def plan_restore(
         )
     if not dry_run:
         _check_not_busy(parts)
-    return RestorePlan(
+    plan = RestorePlan(
         archive_path, parts, existing, staging_path(paths), marker_path(paths), force
     )
+    if any(e.path == paths.images_dir for e in existing):
+        folder = paths.images_dir
+        archived, kept = _strays(folder, _known_sessions(paths))
+        plan.only_in_backup = [folder / n for n in archived]
+        plan.put_back = [folder / n for n in kept]
+    return plan
 
 
 def _files(paths: Paths) -> list[DatabaseFile]:
@@ -332,9 +344,7 @@ def _size(path: Path) -> int:
 def extract(plan: RestorePlan, progress: Progress | None = None) -> Staged:
     """The archive, extracted into the staging folder and verified; on any
     failure the staging folder and the marker go and the store is untouched."""
-    staging = plan.staging
-    if staging.exists():
-        _rmtree(staging)
+    staging = plan.staging = _free_staging(plan.staging)
     plan.created = _missing_folders(plan.marker.parent)
     plan.created += [p for p in _missing_folders(staging.parent) if p not in plan.created]
     fs.ensure_private_dir(staging.parent)
@@ -354,17 +364,76 @@ def extract(plan: RestorePlan, progress: Progress | None = None) -> Staged:
     except KeyboardInterrupt:
         discard(plan)
         raise Interrupted("restore interrupted: nothing was changed") from None
-    except BaseException:
+    except BaseException as e:
         discard(plan)
+        if fs.disk_full(e):
+            raise _full(e, staging.parent, "unpacking the archive") from e
         raise
     return Staged(plan, manifest, new)
 
 
+def _full(e: BaseException, where: Path, doing: str) -> Failed:
+    """A full disk, said as one: nothing was restored, and where room is needed."""
+    return Failed(
+        f"the disk is full: {doing} in {where} ({getattr(e, 'strerror', None) or e})",
+        hint="free some disk space there (a restore needs room for the store unpacked, beside the"
+        " state dir), or restore elsewhere with --state-dir; nothing was changed",
+    )
+
+
+def _free_staging(staging: Path) -> Path:
+    """The staging folder to use: `staging`, unless something is there already.
+
+    A leftover that is provably a staging folder of this user's (`own_staging`)
+    is removed; anything else (another user's folder, as root) is left alone
+    and the next free name (`-2`, `-3`, …) used instead.
+    """
+    if not os.path.lexists(staging):
+        return staging
+    if own_staging(staging):
+        _rmtree(staging)
+        return staging
+    n = 2
+    while os.path.lexists(other := staging.with_name(f"{staging.name}-{n}")):
+        n += 1
+    return other
+
+
+STAGED = frozenset({archive.DB_FOLDER, archive.IMAGES_FOLDER, archive.MANIFEST})
+
+
+def own_staging(path: Path) -> bool:
+    """Whether `path` is a staging folder a restore of this user made: a real
+    folder (no link) this user owns, holding nothing but `new/`, itself this
+    user's and holding nothing but what an archive unpacks to."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISDIR(st.st_mode) or (uid is not None and st.st_uid != uid):
+            return False
+        names = os.listdir(path)
+        if not names:
+            return True
+        if names != ["new"]:
+            return False
+        st = os.lstat(path / "new")
+        if not stat.S_ISDIR(st.st_mode) or (uid is not None and st.st_uid != uid):
+            return False
+        return set(os.listdir(path / "new")) <= STAGED
+    except OSError:
+        return False
+
+
 def _unpack(path: Path, new: Path, progress: Progress | None) -> dict[str, tuple[int, str]]:
-    """Write every member under `new`; returns each one's (size, sha256), the manifest's as bytes."""
+    """Write every member under `new`; returns each one's (size, sha256), the manifest's as bytes.
+
+    Nothing is flushed here: `execute` makes the whole staging folder durable
+    at once before the swap (`fs.flush_trees`), and a dry run needs none of it.
+    """
     sums: dict[str, tuple[int, str]] = {}
     total = path.stat().st_size
     done = 0
+    folders = {new}
 
     def step(n: int) -> None:
         nonlocal done
@@ -373,34 +442,57 @@ def _unpack(path: Path, new: Path, progress: Progress | None) -> dict[str, tuple
             progress(done, total)
 
     try:
-        with open(path, "rb") as raw, tarfile.open(
-            fileobj=archive.Counting(raw, step), mode="r|*", bufsize=archive.CHUNK
-        ) as tar:  # fmt: skip
-            for info in tar:
-                member = archive.check_member(info)
-                if info.name in sums:
-                    raise Failed(
-                        f"the archive holds {info.name!r} twice", hint=archive.DAMAGED_HINT
-                    )
-                src = tar.extractfile(info)
-                assert src is not None  # a regular file (check_member)
-                if member.kind == "manifest":
-                    if info.size > archive.MANIFEST_LIMIT:
-                        raise Failed(
-                            "the archive's manifest is too large", hint=archive.DAMAGED_HINT
-                        )
-                    data = src.read()
-                    (new / archive.MANIFEST).write_bytes(data)
-                    sums[info.name] = (len(data), "")
-                    continue
-                sums[info.name] = _write_member(new / info.name, src)
-    except (tarfile.TarError, EOFError, zlib.error) as e:
+        with open(path, "rb") as raw:
+            stream = _decompressed(raw, archive.Counting(raw, step))
+            # tarfile's own bufsize: a larger one makes every 512-byte header
+            # read copy the rest of the buffer (minutes for 20,000 images).
+            with tarfile.open(
+                fileobj=stream, mode="r|" if isinstance(stream, gzip.GzipFile) else "r|*"
+            ) as tar:
+                for info in tar:
+                    _unpack_member(tar, info, new, sums, folders)
+            # gzip checks its trailer (the CRC-32 and the size of all it held)
+            # only at the end of its stream, which lies past the tar's own end.
+            while stream.read(archive.CHUNK):
+                pass
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
         raise Failed(f"cannot read {path}: {_reason(e)}", hint=archive.DAMAGED_HINT) from None
     except OSError as e:
-        if e.filename is None:  # gzip's own complaints ("Not a gzipped file", "CRC check failed")
-            raise Failed(f"cannot read {path}: {e}", hint=archive.DAMAGED_HINT) from None
+        if e.filename is None and not fs.disk_full(e):  # reading the archive failed
+            raise Failed(
+                f"cannot read {path}: {e.strerror or e}", hint=archive.DAMAGED_HINT
+            ) from None
         raise
     return sums
+
+
+def _decompressed(raw: IO[bytes], counted: IO[bytes]) -> IO[bytes]:
+    """The archive's tar stream: through `gzip` (which checks the CRC-32 and size
+    in its trailer, as tarfile's own stream reader does not) when it is gzip."""
+    magic = raw.read(2)
+    raw.seek(0)
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=counted, mode="rb")  # type: ignore[return-value]
+    return counted  # plain tar (or another compression tarfile knows)
+
+
+def _unpack_member(
+    tar: tarfile.TarFile, info: tarfile.TarInfo, new: Path,
+    sums: dict[str, tuple[int, str]], folders: set[Path],
+) -> None:  # fmt: skip
+    member = archive.check_member(info)
+    if info.name in sums:
+        raise Failed(f"the archive holds {info.name!r} twice", hint=archive.DAMAGED_HINT)
+    src = tar.extractfile(info)
+    assert src is not None  # a regular file (check_member)
+    if member.kind == "manifest":
+        if info.size > archive.MANIFEST_LIMIT:
+            raise Failed("the archive's manifest is too large", hint=archive.DAMAGED_HINT)
+        data = src.read()
+        _write_member(new / archive.MANIFEST, io.BytesIO(data), folders)
+        sums[info.name] = (len(data), "")
+        return
+    sums[info.name] = _write_member(new / info.name, src, folders)
 
 
 def _reason(e: BaseException) -> str:
@@ -410,16 +502,25 @@ def _reason(e: BaseException) -> str:
     )
 
 
-def _write_member(dest: Path, src) -> tuple[int, str]:
-    fs.ensure_private_dir(dest.parent)
+def _write_member(dest: Path, src, folders: set[Path]) -> tuple[int, str]:
+    """`src` written to `dest` (a new private file), hashed as it goes. A write
+    that fails raises OSError with `dest` as its file name (a read, without)."""
+    if dest.parent not in folders:  # one stat per folder, not per image
+        fs.ensure_private_dir(dest.parent)
+        folders.add(dest.parent)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(dest, flags, fs.FILE_MODE)
     reader = archive.Hashing(src)
-    with os.fdopen(fd, "wb") as out:
+    try:
         while chunk := reader.read(archive.CHUNK):
-            out.write(chunk)
-        out.flush()
-        os.fsync(out.fileno())
+            view = memoryview(chunk)
+            while view:
+                try:
+                    view = view[os.write(fd, view) :]
+                except OSError as e:
+                    raise OSError(e.errno, e.strerror, str(dest)) from None
+    finally:
+        os.close(fd)
     return reader.count, reader.hexdigest()
 
 
@@ -498,7 +599,7 @@ def _as_shared(copy: Path) -> DatabaseFile:
 def discard(plan: RestorePlan) -> None:
     """Undo an extraction: the staging folder, the marker and the folders made
     for them go (if still empty); the store never changed."""
-    _rmtree(plan.staging)
+    _remove_staging(plan.staging)
     plan.marker.unlink(missing_ok=True)
     fs.fsync_dir(plan.marker.parent)
     for folder in plan.created:
@@ -531,12 +632,19 @@ def execute(
             previous = _back_up_old(store, plan, backup_progress)
             _fold(plan, store.paths)
         moves = _prepare(staged, _not_the_stores(store, plan))
+        # Every staged file durable before the marker says "swap": after a
+        # power cut, `finish` completes the restore from them.
+        fs.flush_trees([plan.staging, *(m.source for m in moves if m.source is not None)])
         hook.checkpoint("prepared")
     except KeyboardInterrupt:
         discard_all(plan)
         raise Interrupted("restore interrupted: nothing was changed") from None
-    except BaseException:
+    except BaseException as e:
         discard_all(plan)
+        if fs.disk_full(e):
+            where = getattr(e, "filename", None)
+            raise _full(e, Path(where).parent if where else plan.staging.parent,
+                        "preparing the restore") from e  # fmt: skip
         raise
     try:
         _check_not_busy(plan.parts)  # opened while the old store was backed up?
@@ -574,9 +682,10 @@ def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> 
     except NotFound:
         return None  # no database with anything in it (image folders without one are kept)
     except KajaError as e:
+        room = "free some disk space beside the state dir, " if "disk is full" in e.message else ""
         raise Failed(
-            f"could not back up the store in place before replacing it: {e}",
-            hint="nothing was changed; move it aside yourself, or restore elsewhere",
+            f"could not back up the store in place before replacing it: {e.message}",
+            hint=f"nothing was changed; {room}move the store aside yourself, or restore elsewhere",
         ) from e
 
 
@@ -610,21 +719,61 @@ def _str(p: Path | None) -> str | None:
 
 
 def _not_the_stores(store: Store, plan: RestorePlan) -> tuple[str, ...]:
-    """Entries of the images folder in place that are not sessions of the store
-    being replaced: kaja did not make them (or cannot tell, the shared file
-    being damaged or gone), so they stay, as `kaja wipe` leaves them."""
+    """Entries of the images folder in place that are not the store's being
+    replaced, to be put back in the new one (as `kaja wipe` leaves them): a
+    folder of no session it knows (or all of them, when the shared file is
+    damaged or gone and cannot tell), and in its sessions' folders what the
+    backup made first cannot hold (`_strays`)."""
     folder = store.paths.images_dir
     try:
         names = sorted(os.listdir(folder))
     except OSError:
         return ()
-    shared = store.paths.file_of(Database.SHARED)
-    known: set[str] | None = set()
-    if db.classify(shared.path) == "sqlite":
-        from kaja_cli.core.wipe.reach import read_database
+    known = _known_sessions(store.paths)
+    _archived, kept = _strays(folder, known)
+    return tuple(n for n in names if not known or n not in known or not images.safe_name(n)) + (
+        tuple(kept)
+    )
 
-        _refusal, known = read_database(shared.path, shared)
-    return tuple(n for n in names if not known or n not in known or not images.safe_name(n))
+
+def _known_sessions(paths: Paths) -> set[str]:
+    """The sessions of the shared file in place; empty when it cannot tell."""
+    shared = paths.file_of(Database.SHARED)
+    if db.classify(shared.path) != "sqlite":
+        return set()
+    from kaja_cli.core.wipe.reach import read_database
+
+    _refusal, known = read_database(shared.path, shared)
+    return known or set()
+
+
+def _strays(folder: Path, known: set[str]) -> tuple[list[str], list[str]]:
+    """In the image folders of the sessions in place, what is no image kaja wrote
+    (`<sha256>.<ext>`), as `<sessionId>/<name>`: the files the backup made
+    first holds (regular, a name kaja could give), which go with the store and
+    are kept only in that backup; and what it cannot hold (a link, a folder,
+    any other name), which is put back in place, never lost."""
+    archived: list[str] = []
+    kept: list[str] = []
+    try:
+        sessions = sorted(n for n in os.listdir(folder) if n in known and images.safe_name(n))
+    except OSError:
+        return archived, kept
+    for session in sessions:
+        st = _lstat(folder / session)
+        if st is None or not stat.S_ISDIR(st.st_mode):  # a file or a link, not its folder
+            kept.append(session)
+            continue
+        try:
+            entries = sorted(os.scandir(folder / session), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            holdable = images.safe_name(entry.name) and entry.is_file(follow_symlinks=False)
+            if holdable and images.is_image_file_name(entry.name):
+                continue  # an image: the store's
+            (archived if holdable else kept).append(f"{session}/{entry.name}")
+    return archived, kept
 
 
 def _prepare(staged: Staged, keep: tuple[str, ...]) -> list[Move]:
@@ -670,13 +819,9 @@ def _copy_beside(source: Path, dest: Path) -> None:
 
 
 def _copy_file(source, dest) -> None:
+    """One file copied (flushed with the rest before the swap: `fs.flush_trees`)."""
     shutil.copyfile(source, dest)
     os.chmod(dest, fs.FILE_MODE)
-    fd = os.open(dest, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _swap(moves: list[Move]) -> None:
@@ -715,7 +860,7 @@ def _swap_folder(m: Move) -> None:
     for name in m.keep:  # what was not the old store's goes back (a backup's own wins)
         old, new = m.aside / name, m.target / name
         if os.path.lexists(old) and not os.path.lexists(new):
-            fs.ensure_private_dir(m.target)
+            fs.ensure_private_dir(new.parent)  # `<sessionId>/<name>`: its folder, if new
             os.rename(old, new)
 
 
@@ -724,8 +869,7 @@ def _clean_up(marker: Path, staging: Path | None, moves: list[Move]) -> None:
         for p in [m.aside, *companions(m.aside)]:
             if os.path.lexists(p):
                 _remove(p)
-    if staging is not None:
-        _rmtree(staging)
+    _remove_staging(staging)
     marker.unlink(missing_ok=True)
     _remove_stale_temporaries(marker)
     fs.fsync_dir(marker.parent)
@@ -804,6 +948,13 @@ def _remove(path: Path) -> None:
 def _remove_ours(path: Path) -> None:
     if ".restore-" in path.name:
         _remove(path)
+
+
+def _remove_staging(path: Path | None) -> None:
+    """Remove a staging folder, only when it is provably one of ours (`own_staging`):
+    as root, a folder of that name could be another user's."""
+    if path is not None and own_staging(path):
+        _rmtree(path)
 
 
 def _rmtree(path: Path | None) -> None:
