@@ -19,12 +19,32 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 from tests import inprocess
 
 KAJA = inprocess.KAJA
 DEMO_NOW = "2026-11-29T12:00:00Z"
+
+# Hypothesis profiles. `default` (and `ci`, which Hypothesis picks where CI is
+# set): derandomized, the same examples on every run, so CI is never flaky by
+# chance, and no deadline (a loaded machine is slow, not wrong).
+# `pytest --hypothesis-profile=thorough`: ten times the examples, new ones
+# each run (a failure prints how to reproduce it, and is kept in
+# .hypothesis/ to be tried first next time).
+_REPRODUCIBLE = dict(derandomize=True, deadline=None, database=None, print_blob=True)
+hypothesis.settings.register_profile("default", max_examples=100, **_REPRODUCIBLE)
+hypothesis.settings.register_profile("ci", max_examples=100, **_REPRODUCIBLE)
+hypothesis.settings.register_profile(
+    "thorough", max_examples=1000, derandomize=False, deadline=None, print_blob=True
+)
+
+
+def examples(n: int) -> int:
+    """A property test's example count: `n` in the default profile, scaled
+    with the profile's max_examples (ten times `n` when thorough)."""
+    return max(1, n * hypothesis.settings().max_examples // 100)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -11,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
+
 # Arguments a shell can pass (no NUL bytes); often odd on purpose.
 text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40
@@ -21,9 +23,7 @@ odd = st.one_of(
                      "2026-13-45", "9999999999d", "-3d", "∞", "telegram:", ":", "\\", "\n", "2026-11-29T25:00"]),
 )  # fmt: skip
 CHECK = settings(
-    max_examples=10,
-    deadline=None,
-    derandomize=True,  # the same examples on every run: CI is never flaky by chance
+    max_examples=examples(10),  # derandomized (tests/conftest.py): the same examples on every run
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
