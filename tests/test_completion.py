@@ -43,13 +43,21 @@ def test_committed_scripts_and_table_are_current():
 @contextlib.contextmanager
 def environment(env: dict[str, str]):
     saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
+    _become(env)
     try:
         yield
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        _become(saved)
+
+
+def _become(env: dict[str, str]) -> None:
+    """os.environ made equal to `env`, touching only what differs: clearing it
+    whole (a putenv/unsetenv per variable) was a third of the comparison's time."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 @functools.cache
