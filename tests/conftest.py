@@ -170,3 +170,31 @@ def demo_store(kaja: Kaja, _demo_template: Path) -> Kaja:
     """`kaja` with a copy of the demo store (seed 1, base time DEMO_NOW) in its state dir."""
     shutil.copytree(_demo_template, kaja.state, symlinks=True)
     return kaja
+
+
+@pytest.fixture(scope="module")
+def shared_demo_store(tmp_path_factory: pytest.TempPathFactory, _demo_template: Path):
+    """One copy of the demo store for the tests of a module that only read it
+    (searches, listings), with the query profile off in its settings: a read
+    then writes nothing at all. After the module every file must be as it
+    was, or a test changed what the next one reads (give that one
+    `demo_store`)."""
+    k = Kaja(tmp_path_factory.mktemp("shared-demo"))
+    shutil.copytree(_demo_template, k.state, symlinks=True)
+    k.config.parent.mkdir(parents=True)
+    k.config.write_text("[logging.database]\nenabled = false\n")
+    before = _fingerprint(k.root)
+    yield k
+    assert _fingerprint(k.root) == before, "a test changed the shared demo store"
+
+
+def _fingerprint(root: Path) -> dict[str, str]:
+    """Every file below `root` and its sha256, but SQLite's -shm (shared memory
+    every reader marks what it reads in; it holds no data)."""
+    import hashlib
+
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+        for p in sorted(root.rglob("*"))
+        if not p.name.endswith("-shm")
+    }
