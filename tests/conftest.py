@@ -19,12 +19,32 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 from tests import inprocess
 
 KAJA = inprocess.KAJA
 DEMO_NOW = "2026-11-29T12:00:00Z"
+
+# Hypothesis profiles. `default` (and `ci`, which Hypothesis picks where CI is
+# set): derandomized, the same examples on every run, so CI is never flaky by
+# chance, and no deadline (a loaded machine is slow, not wrong).
+# `pytest --hypothesis-profile=thorough`: ten times the examples, new ones
+# each run (a failure prints how to reproduce it, and is kept in
+# .hypothesis/ to be tried first next time).
+_REPRODUCIBLE = dict(derandomize=True, deadline=None, database=None, print_blob=True)
+hypothesis.settings.register_profile("default", max_examples=100, **_REPRODUCIBLE)
+hypothesis.settings.register_profile("ci", max_examples=100, **_REPRODUCIBLE)
+hypothesis.settings.register_profile(
+    "thorough", max_examples=1000, derandomize=False, deadline=None, print_blob=True
+)
+
+
+def examples(n: int) -> int:
+    """A property test's example count: `n` in the default profile, scaled
+    with the profile's max_examples (ten times `n` when thorough)."""
+    return max(1, n * hypothesis.settings().max_examples // 100)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -150,3 +170,31 @@ def demo_store(kaja: Kaja, _demo_template: Path) -> Kaja:
     """`kaja` with a copy of the demo store (seed 1, base time DEMO_NOW) in its state dir."""
     shutil.copytree(_demo_template, kaja.state, symlinks=True)
     return kaja
+
+
+@pytest.fixture(scope="module")
+def shared_demo_store(tmp_path_factory: pytest.TempPathFactory, _demo_template: Path):
+    """One copy of the demo store for the tests of a module that only read it
+    (searches, listings), with the query profile off in its settings: a read
+    then writes nothing at all. After the module every file must be as it
+    was, or a test changed what the next one reads (give that one
+    `demo_store`)."""
+    k = Kaja(tmp_path_factory.mktemp("shared-demo"))
+    shutil.copytree(_demo_template, k.state, symlinks=True)
+    k.config.parent.mkdir(parents=True)
+    k.config.write_text("[logging.database]\nenabled = false\n")
+    before = _fingerprint(k.root)
+    yield k
+    assert _fingerprint(k.root) == before, "a test changed the shared demo store"
+
+
+def _fingerprint(root: Path) -> dict[str, str]:
+    """Every file below `root` and its sha256, but SQLite's -shm (shared memory
+    every reader marks what it reads in; it holds no data)."""
+    import hashlib
+
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else ""
+        for p in sorted(root.rglob("*"))
+        if not p.name.endswith("-shm")
+    }

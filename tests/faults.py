@@ -61,28 +61,29 @@ def assert_store_sound(state: Path, *, fts: bool = True) -> None:
 
 
 LAUNCHER = Path(__file__).parent / "agents" / "kill_at.py"
-_WRITES = ("write", "pwrite", "pwrite64")
+WRITES = ("write", "pwrite", "pwrite64")  # the system calls that write into a file
 
 
 @dataclass(frozen=True)
 class Point:
     """A place where a command changes the files (see tests/agents/kill_at.py)."""
 
-    n: int  # its number, counted from 1 as the command runs
+    n: int  # its number, counted from 1 as the command runs (a kill point's own numbering)
     kind: str  # the system call or Python operation
     path: str
+    by: str = "sqlite"  # who makes the change: "sqlite" (a system call) or "kaja" (Python)
 
     def __str__(self) -> str:
         return f"#{self.n} {self.kind} {Path(self.path).name}"
 
     def same(self, other: Point | None) -> bool:
         """The same point of another run (temporary files carry the pid)."""
-        return other is not None and (self.n, self.kind, _no_pid(self.path)) == (
-            other.n, other.kind, _no_pid(other.path)
+        return other is not None and (self.n, self.kind, no_pid(self.path)) == (
+            other.n, other.kind, no_pid(other.path)
         )  # fmt: skip
 
 
-def _no_pid(path: str) -> str:
+def no_pid(path: str) -> str:
     """A temporary file's (or folder's) name without what differs between runs
     (a pid, a random part): `.kaja.db.wiping.4242.tmp` → `.kaja.db.wiping.tmp`,
     `.b.tar.gz.4242.partial/…` → `.b.tar.gz.partial/…`, `.state.restore-4242/…`
@@ -94,9 +95,10 @@ def _no_pid(path: str) -> str:
 
 
 def kill_points(events: list[dict]) -> list[Point]:
-    """The points a kill test stops a command at: all of them, except that of a
-    run of writes to one file (with no statement, and nothing else changed,
-    in between) only the first two are kept.
+    """The points a kill test stops a command at, numbered as the launcher
+    numbers them: every change, except that of a run of writes to one file
+    (by one thread, with no statement of that thread, and nothing else
+    changed, in between) only the first two are kept.
 
     Killed anywhere in such a run, the file holds a prefix of what the run
     writes, and every prefix but the empty one is the same case for SQLite:
@@ -105,22 +107,11 @@ def kill_points(events: list[dict]) -> list[Point]:
     -wal still whole), a journal not yet synced (the database not touched
     yet). The first write stands for the empty prefix, the second for the
     others; the point after the run (the next one) for the whole of it.
+    Numbering the kill points apart from the changes makes them the same in
+    every run even where a run's length is not (a query profile with a
+    slow query more).
     """
-    points: list[Point] = []
-    n, run, run_len = 0, None, 0
-    for e in events:
-        if e["kind"] == "sql":
-            run = None
-            continue
-        n += 1
-        key = (e["path"], e["kind"] in _WRITES)
-        if key[1] and key == run:
-            run_len += 1
-        else:
-            run, run_len = (key if key[1] else None), 1
-        if run_len <= 2:
-            points.append(Point(n, e["kind"], e["path"]))
-    return points
+    return [Point(e["point"], e["kind"], e["path"], e["by"]) for e in events if e.get("point")]
 
 
 @dataclass
@@ -144,11 +135,12 @@ class KillLauncher:
         self.proc = subprocess.Popen([sys.executable, str(LAUNCHER), "serve"], env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
 
-    def run(self, argv: list[str], env: dict, target: int = 0) -> Launched:
-        """`kaja ARGV`: to its end, counting (target 0), or killed right before point `target`."""
+    def run(self, argv: list[str], env: dict, target: int = 0, *, point: int = 0) -> Launched:
+        """`kaja ARGV`: to its end, counting (no target), or killed right before
+        change `target` or kill point `point` (`kill_points`)."""
         report, out, err = (self.work / n for n in ("report", "out", "err"))
         report.unlink(missing_ok=True)
-        job = {"argv": argv, "env": env, "target": target, "report": str(report),
+        job = {"argv": argv, "env": env, "target": target, "point": point, "report": str(report),
                "out": str(out), "err": str(err)}  # fmt: skip
         assert self.proc.stdin and self.proc.stdout
         self.proc.stdin.write(json.dumps(job) + "\n")
@@ -160,11 +152,11 @@ class KillLauncher:
         lines = report.read_text().splitlines() if report.exists() else []
         records = [json.loads(x) for x in lines]
         hit = None
-        if target and records:
+        if (target or point) and records:
             r = records[0]
-            hit = Point(r["n"], r["kind"], r["path"])
+            hit = Point(r["point"] if point else r["n"], r["kind"], r["path"], r["by"])
         return Launched(
-            status, out.read_text(), err.read_text(), records if not target else [], hit
+            status, out.read_text(), err.read_text(), records if not (target or point) else [], hit
         )
 
     def close(self) -> None:

@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from side_support import fingerprint, holding, integrity, killed_at, sql, write
 
+from tests.conftest import examples
+
 MARIE = "01a125af-2e00-7662-8a0f-42834e0751d7"
 ANA = "01a1c02d-f600-7473-bead-3bed00fdfeae"
 GUEST = "01a1f8d3-ea00-7763-ac5d-f2c7fcad3888"
@@ -230,7 +232,7 @@ def test_killed_before_its_commit_nothing_changes(demo_store):
     assert integrity(auth_db(demo_store)) == "ok"
 
 
-@settings(max_examples=10, deadline=None, derandomize=True,
+@settings(max_examples=examples(10),
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(value=st.text(max_size=40).filter(lambda v: "\x00" not in v))
 def test_any_account_name(demo_store, value):

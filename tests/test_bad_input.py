@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import examples
+
 # Arguments a shell can pass (no NUL bytes); often odd on purpose.
 text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40
@@ -26,9 +28,7 @@ odd = st.one_of(
 # What never reaches the output raw (render.layout.ESCAPED): DEL, C1 and the BiDi controls.
 RAW = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 CHECK = settings(
-    max_examples=10,
-    deadline=None,
-    derandomize=True,  # the same examples on every run: CI is never flaky by chance
+    max_examples=examples(10),  # derandomized (tests/conftest.py): the same examples on every run
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 

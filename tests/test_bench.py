@@ -88,12 +88,14 @@ def test_interleave_runs_setup_before_every_run():
 
 
 def test_an_in_process_row_misses_when_the_core_call_is_slower(tmp_path):
+    # A hundredfold apart: on a loaded machine a 1 ms sleep takes 15 ms (the
+    # scheduler's delay), and 2 ms against 20 ms came out as a ratio of 1.4.
     printed: list[str] = []
     bench = Bench(tmp_path, repeat=3, kaja_command="kaja", echo=printed.append)
-    slow = bench.in_process("slow core", lambda: time.sleep(0.02), lambda: time.sleep(0.002),
-                            "sleep 2 ms", goal=1.5)  # fmt: skip
-    fast = bench.in_process("fast core", lambda: time.sleep(0.002), lambda: time.sleep(0.02),
-                            "sleep 20 ms", goal=1.5)  # fmt: skip
+    slow = bench.in_process("slow core", lambda: time.sleep(0.1), lambda: time.sleep(0.001),
+                            "sleep 1 ms", goal=1.5)  # fmt: skip
+    fast = bench.in_process("fast core", lambda: time.sleep(0.001), lambda: time.sleep(0.1),
+                            "sleep 100 ms", goal=1.5)  # fmt: skip
     assert slow.ratio > 1.5 and slow.verdict == "MISSED"
     assert 0 < fast.ratio < 1.5 and fast.verdict == "ok"
     assert bench.rows == [slow, fast]

@@ -13,6 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from side_support import fingerprint, holding, integrity, killed_at, sql, write
 
+from tests.conftest import examples
+
 ROWS = (
     "embeddings\t1\t49\t0\t2026-11-26T12:00:00.000Z\t2026-11-26T12:00:00.000Z\t115\t4\t0.9664\n"
     "web_fetch\t8\t424\t8\t2026-11-29T07:55:00.000Z\t2026-11-29T12:00:00.000Z\t30\t14\t0.6818\n"
@@ -212,7 +214,7 @@ def test_killed_at_any_step_the_cache_is_whole_or_gone(demo_store):
     assert not path.exists()
 
 
-@settings(max_examples=10, deadline=None, derandomize=True,
+@settings(max_examples=examples(10),
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(value=st.text(max_size=30).filter(lambda v: "\x00" not in v))
 def test_any_namespace(demo_store, value):

@@ -17,6 +17,7 @@ from kaja_cli.core.record import Recorder
 from kaja_cli.core.search import search
 from kaja_cli.core.store import Store
 from kaja_cli.errors import UsageError
+from tests.conftest import examples
 
 pytest_plugins = ["tests.pg", "tests.cloud_fixtures"]
 
@@ -144,7 +145,7 @@ def answers(store: Store, query: str, *, fts_syntax: bool) -> list[tuple[str, fl
     return [(h.seq, round(h.score, 9)) for h in found.hits]
 
 
-@settings(max_examples=20, deadline=None, derandomize=True,
+@settings(max_examples=examples(20),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])  # fmt: skip
 @given(texts=messages, plain_queries=st.lists(plain, min_size=6, max_size=6),
        fts_queries=st.lists(fts, min_size=5, max_size=5))  # fmt: skip

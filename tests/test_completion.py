@@ -48,13 +48,21 @@ def test_committed_scripts_and_table_are_current():
 @contextlib.contextmanager
 def environment(env: dict[str, str]):
     saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(env)
+    _become(env)
     try:
         yield
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        _become(saved)
+
+
+def _become(env: dict[str, str]) -> None:
+    """os.environ made equal to `env`, touching only what differs: clearing it
+    whole (a putenv/unsetenv per variable) was a third of the comparison's time."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 @functools.cache
@@ -174,12 +182,16 @@ def every_case() -> list[tuple[list[str], str]]:
     return cases
 
 
-def test_the_fast_path_answers_what_typer_answers(demo_store):
-    base = dict(demo_store.env, COLUMNS="100000")
+SHARDS = 3  # the 1,000 cases in three tests: xdist runs them side by side
+
+
+@pytest.mark.parametrize("shard", range(SHARDS), ids=lambda i: f"{i + 1} of {SHARDS}")
+def test_the_fast_path_answers_what_typer_answers(shared_demo_store, shard):
+    base = dict(shared_demo_store.env, COLUMNS="100000")
     differ = []
     cases = every_case()
     assert len(cases) > 1000
-    for words, incomplete in cases:
+    for words, incomplete in cases[shard::SHARDS]:
         for shell, env in requests(base, words, incomplete).items():
             if fast_answer(env) != typer_answer(env):
                 differ.append((shell, words, incomplete, fast_answer(env), typer_answer(env)))

@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from conftest import KAJA
+from conftest import KAJA, examples
 from sessions_support import run_in_pty
 
 REAL_WORLD = """\
@@ -844,7 +844,7 @@ def test_set_and_unset_in_any_layout(tmp_path):
 
     path = tmp_path / "settings.toml"
 
-    @settings(max_examples=150, deadline=None, derandomize=True,
+    @settings(max_examples=examples(150),
               suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
     @given(
         first=st.sampled_from(FIRST),

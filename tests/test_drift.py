@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from kaja_cli.core import guard, schema
 from kaja_cli.core.registry import Database, DatabaseFile
+from tests.conftest import examples
 
 OWNER = "telegram:1"
 OWNERS = [None, "", "terminal", OWNER, "telegram:2", 5, b"\x00"]
@@ -207,9 +208,7 @@ def check(r, argv, codes) -> None:
 
 
 @settings(
-    max_examples=80,
-    deadline=None,
-    derandomize=True,  # the same stores on every run: CI is never flaky by chance
+    max_examples=examples(80),  # derandomized (tests/conftest.py): the same stores on every run
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                            HealthCheck.data_too_large],
 )  # fmt: skip

@@ -24,7 +24,8 @@ def ids_listed(kaja, *filters: str) -> list[str]:
     return [line.split("\t")[0] for line in r.out.splitlines()]
 
 
-def test_jsonl_is_one_line_per_session_each_the_single_export(demo_store):
+def test_jsonl_is_one_line_per_session_each_the_single_export(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions", "export", "--all", "-f", "jsonl")
     assert r.code == 0, r
     lines = r.out.splitlines()
@@ -34,7 +35,8 @@ def test_jsonl_is_one_line_per_session_each_the_single_export(demo_store):
     assert lines[0] == one.out.rstrip("\n")  # byte for byte
 
 
-def test_the_filters_are_the_listings(demo_store):
+def test_the_filters_are_the_listings(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     filters = ["--all-owners", "--before", "2026-11-28T12:00:00Z", "--max-messages", "14"]
     r = demo_store("sessions", "export", "--all", "-f", "jsonl", *filters)
     got = [json.loads(line)["session"]["id"] for line in r.out.splitlines()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import resource
 import shutil
 import signal
@@ -18,12 +19,14 @@ import pytest
 
 from tests.conftest import DEMO_NOW, KAJA, Kaja
 from tests.faults import (
+    WRITES,
     KillLauncher,
     Point,
     assert_store_sound,
     can_mount_tmpfs,
     kill_mid_transaction,
     kill_points,
+    no_pid,
 )
 
 AGENT = str(Path(__file__).parent / "agents" / "kaja_agent.py")
@@ -145,7 +148,17 @@ def test_ctrl_c_is_exit_130_with_one_line_and_a_sound_store(kaja):
 # unopenable; each read command answers as before the command or as after
 # it (a demo: exit 0 or 3, one-line errors); and what finishes the job (the
 # command again; `kaja wipe` after a demo) leaves the files and the answers
-# of a whole run. Every point of every command, every run.
+# of a whole run.
+#
+# Which points, and in which test: the points of a command are known once
+# it has run (a counting run, made once per worker and command), so a test
+# is a (command, shard), and the points are dealt to the shards in their
+# order (the kill point numbering is the same in every run and every
+# worker: tests.faults.kill_points). The chosen points run by default: every
+# change kaja's own code makes (it creates, renames, deletes, chmods a file
+# or a folder: the steps of its crash protocols), the first write SQLite
+# makes to each file, and a seeded sample (one in SAMPLE) of the rest. The
+# rest are `-m exhaustive` (CI runs them too): together, every point.
 ANA = "telegram:482913"  # the demo's Telegram user with a photo
 ANA_SESSIONS = ("01a220a6-4fa0-783a-b596-41d21b5c56d3", "01a22612-4020-766c-be67-026cceea590b")
 READS = {
@@ -166,29 +179,69 @@ class Writer:
     finish: tuple[tuple[str, ...], ...] = ()  # what finishes the job; default: argv again
     finished: tuple[int, ...] = (0,)  # the exit statuses finishing may have
     reads: tuple[str, ...] = STORE_READS  # what must answer as before or after
+    # Tests its chosen points are dealt to, and its other points (-m exhaustive):
+    # about 20 points a test, so that no test runs much over half a minute.
+    # 0 other tests: every point of the command is a chosen one.
+    shards: tuple[int, int] = (1, 1)
 
 
 WRITERS = {
-    "demo": Writer(("demo", "--seed", "1", "--now", DEMO_NOW), store="none", finish=(("wipe", "--yes"),)),
+    "demo": Writer(("demo", "--seed", "1", "--now", DEMO_NOW), store="none", finish=(("wipe", "--yes"),),
+                   shards=(2, 2)),
     "usage reset": Writer(("usage", "reset", "--yes")),
     "usage reset --vacuum": Writer(("usage", "reset", "--yes", "--vacuum")),
     "sessions delete": Writer(("sessions", "delete", *ANA_SESSIONS, "--owner", ANA, "--yes"),
                               finished=(0, 3)),
     "search --reindex": Writer(("search", "--reindex")),
     "search (first index)": Writer(("search", "tomato", "--json"), store="no index"),
-    "wipe": Writer(("wipe", "--yes")),
+    "wipe": Writer(("wipe", "--yes"), shards=(2, 1)),
     "wipe --owner": Writer(("wipe", "--owner", ANA, "--yes"), finished=(0, 3)),
-    "doctor --fix": Writer(("doctor", "--fix"), store="fixable"),
-    "config set": Writer(("config", "set", "logging.database.slow_ms", "200"), reads=("setting",)),
-    "backup": Writer(("backup", "-o", "{out}")),
-    "restore --force": Writer(("restore", "{archive}", "--force", "--yes")),
+    "doctor --fix": Writer(("doctor", "--fix"), store="fixable", shards=(1, 2)),
+    "config set": Writer(("config", "set", "logging.database.slow_ms", "200"), reads=("setting",),
+                         shards=(1, 0)),
+    "backup": Writer(("backup", "-o", "{out}"), shards=(1, 1)),
+    "restore --force": Writer(("restore", "{archive}", "--force", "--yes"), shards=(4, 2)),
     # Finished by the next restore, which then finds the store in place: exit 5 without --force.
-    "restore (no store)": Writer(("restore", "{archive}"), store="none", finished=(0, 5)),
-    "optimize": Writer(("optimize",)),
-    "optimize --vacuum": Writer(("optimize", "--vacuum")),
+    "restore (no store)": Writer(("restore", "{archive}"), store="none", finished=(0, 5),
+                                 shards=(2, 0)),
+    "optimize": Writer(("optimize",), shards=(1, 2)),
+    "optimize --vacuum": Writer(("optimize", "--vacuum"), shards=(1, 2)),
     # The demo's legacy files and conversation files beside the demo store (`demo --legacy`).
     "migrate": Writer(("migrate",), store="legacy"),
 }  # fmt: skip
+SAMPLE = 5  # one in SAMPLE of the points not chosen by kind joins the default set
+SAMPLE_SEED = 24  # which ones: the same in every run and worker (change it to see others)
+
+
+def chosen(name: str, points: list[Point]) -> tuple[list[Point], list[Point]]:
+    """The points of `name` that run by default, and the rest (see above)."""
+    firsts: set[str] = set()
+    default: list[Point] = []
+    others: list[Point] = []
+    for p in points:
+        if p.by == "kaja":
+            default.append(p)
+        elif p.kind in WRITES and no_pid(p.path) not in firsts:
+            firsts.add(no_pid(p.path))
+            default.append(p)
+        else:
+            others.append(p)
+    rng = random.Random(f"{SAMPLE_SEED}:{name}")
+    picked = set(rng.sample(range(len(others)), k=-(-len(others) // SAMPLE)))
+    default += [p for i, p in enumerate(others) if i in picked]
+    rest = [p for i, p in enumerate(others) if i not in picked]
+    return sorted(default, key=lambda p: p.n), rest
+
+
+def _shard_params(marks=()) -> list:
+    """(command, shard, of how many) for every command, `marks` on each."""
+    which = 1 if marks else 0
+    return [
+        pytest.param(name, i, n, id=name if n == 1 else f"{name} ({i + 1} of {n})", marks=marks)
+        for name, w in WRITERS.items()
+        for n in (w.shards[which],)
+        for i in range(n)
+    ]
 
 
 def _with_files(argv: tuple[str, ...], tmp_path: Path) -> tuple[str, ...]:
@@ -289,18 +342,45 @@ def _one_line_errors(err: str) -> bool:
     return "Traceback" not in err and all(line.startswith("kaja: ") for line in err.splitlines())
 
 
-@pytest.mark.parametrize("name", list(WRITERS))
-def test_kill_9_at_every_point(name: str, tmp_path: Path, _demo_template: Path) -> None:
-    w = WRITERS[name]
-    w = Writer(_with_files(w.argv, tmp_path), w.store, w.finish, w.finished, w.reads)
-    kaja = Kaja(tmp_path / "k")
-    template = _template(w.store, _demo_template, tmp_path / "template")
-    launcher = KillLauncher(tmp_path / "launcher")
-    try:
+@dataclass
+class Prepared:
+    """A command made ready for killing: its state, and what a whole run gives."""
+
+    writer: Writer
+    kaja: Kaja
+    template: Path | None
+    ends: tuple  # what the reads answer before a run (None: no store) and after it
+    finished: tuple  # the reads' answers and the files after finishing a whole run
+    points: tuple[list[Point], list[Point]]  # chosen, the rest
+
+
+class KillBench:
+    """One worker's kill tests: one launcher (kaja imported once), each command
+    prepared once (its counting run, its whole run), in a folder of its own
+    that every shard of it on this worker uses in turn."""
+
+    def __init__(self, root: Path, demo: Path):
+        self.root, self.demo = root, demo
+        self.launcher = KillLauncher(root / "launcher")
+        self.prepared: dict[str, Prepared] = {}
+
+    def prepare(self, name: str) -> Prepared:
+        if name not in self.prepared:
+            self.prepared[name] = self._prepare(name)
+        return self.prepared[name]
+
+    def _prepare(self, name: str) -> Prepared:
+        where = self.root / f"w{len(self.prepared)}"
+        shutil.rmtree(where, ignore_errors=True)
+        where.mkdir()
+        w = WRITERS[name]
+        w = Writer(_with_files(w.argv, where), w.store, w.finish, w.finished, w.reads, w.shards)
+        kaja = Kaja(where / "k")
+        template = _template(w.store, self.demo, where / "template")
         _start_from(kaja, template)
         before = _answers(kaja, w.reads) if template is not None else None
         _start_from(kaja, template)
-        full = launcher.run(list(w.argv), kaja.env)
+        full = self.run(w, kaja)
         assert full.status == 0, full
         after = _answers(kaja, w.reads)
         for argv in w.finish or (w.argv,):  # on a whole run, finishing changes nothing more
@@ -308,17 +388,48 @@ def test_kill_9_at_every_point(name: str, tmp_path: Path, _demo_template: Path) 
         finished = (_answers(kaja, w.reads), _listing(kaja))
         points = kill_points(full.events)
         assert points, full
-        failures: list[str] = []
-        for point in points:
-            _start_from(kaja, template)
-            killed = launcher.run(list(w.argv), kaja.env, point.n)
-            problems = _check_killed(kaja, w, point, killed, (before, after), finished)
-            failures += [f"{point}: {p}" for p in problems]
-        assert not failures, f"{len(failures)} problems at {len(points)} points:\n" + "\n".join(
-            failures
-        )
-    finally:
-        launcher.close()
+        return Prepared(w, kaja, template, (before, after), finished, chosen(name, points))
+
+    def run(self, w: Writer, kaja: Kaja, point: int = 0):
+        if self.launcher.proc.poll() is not None:  # a failed test may have ended it
+            self.launcher = KillLauncher(self.root / "launcher")
+        return self.launcher.run(list(w.argv), kaja.env, point=point)
+
+    def close(self) -> None:
+        self.launcher.close()
+
+
+@pytest.fixture(scope="session")
+def kill_bench(tmp_path_factory: pytest.TempPathFactory, _demo_template: Path):
+    bench = KillBench(tmp_path_factory.mktemp("kill"), _demo_template)
+    yield bench
+    bench.close()
+
+
+def _kill_at(bench: KillBench, name: str, points: list[Point]) -> None:
+    p = bench.prepare(name)
+    failures: list[str] = []
+    for point in points:
+        _start_from(p.kaja, p.template)
+        killed = bench.run(p.writer, p.kaja, point.n)
+        problems = _check_killed(p.kaja, p.writer, point, killed, p.ends, p.finished)
+        failures += [f"{point}: {problem}" for problem in problems]
+    assert not failures, f"{len(failures)} problems at {len(points)} points:\n" + "\n".join(
+        failures
+    )
+
+
+@pytest.mark.parametrize(("name", "shard", "shards"), _shard_params())
+def test_kill_9_at_the_chosen_points(name: str, shard: int, shards: int, kill_bench) -> None:
+    points, rest = kill_bench.prepare(name).points
+    assert points, name  # every command has points kaja creates or SQLite writes first
+    assert WRITERS[name].shards[1] or not rest, f"{name}: other points, and no test for them"
+    _kill_at(kill_bench, name, points[shard::shards])
+
+
+@pytest.mark.parametrize(("name", "shard", "shards"), _shard_params(pytest.mark.exhaustive))
+def test_kill_9_at_every_other_point(name: str, shard: int, shards: int, kill_bench) -> None:
+    _kill_at(kill_bench, name, kill_bench.prepare(name).points[1][shard::shards])
 
 
 def _check_killed(kaja: Kaja, w: Writer, point: Point, killed, ends, finished) -> list[str]:

@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from side_support import fingerprint, holding, integrity, killed_at, sql, write
 
+from tests.conftest import examples
+
 ANA = "telegram:482913"
 TERMINAL_ROWS = (
     "name\thigh\tprofile\t1\t2026-11-29T09:00:00.000Z\t31\t"
@@ -321,7 +323,7 @@ odd = st.one_of(
 )  # fmt: skip
 
 
-@settings(max_examples=10, deadline=None, derandomize=True,
+@settings(max_examples=examples(10),
           suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
 @given(value=odd)
 def test_any_key_or_query(demo_store, value):

@@ -30,6 +30,16 @@ def test_ci_runs_exactly_the_readme_commands():
     assert sh_blocks()[0] in ci  # and the first one, in a subshell of its own
 
 
+def test_ci_lists_the_slowest_tests_and_runs_every_kill_point():
+    """CI prints the 15 slowest tests of the README's run, then runs the kill
+    points the README's run leaves out (pyproject's addopts: not exhaustive)."""
+    lines = (ROOT / ".ci/run").read_text().splitlines()
+    readme = lines.index(sh_blocks()[1])
+    assert 'export PYTEST_ADDOPTS="--durations=15"' in lines[:readme]
+    assert "pytest -q -n auto -m exhaustive" in lines[readme + 1 :]
+    assert "-m 'not exhaustive'" in (ROOT / "pyproject.toml").read_text()
+
+
 # --- every example runs ----------------------------------------------------------------------
 # What an example exits with when it is not 0: the documented refusal without a terminal.
 REFUSED_WITHOUT_A_TERMINAL = {"kaja usage reset", "kaja wipe"}

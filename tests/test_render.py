@@ -19,6 +19,7 @@ from kaja_cli.render.layout import (
     prose_lines,
     table_lines,
 )
+from tests.conftest import examples
 
 
 def text_of(line) -> str:
@@ -137,7 +138,7 @@ words = st.text(alphabet="abcdefghijklmnopqrstuvwxyzé日-/", min_size=1, max_si
 titles = st.lists(words, min_size=1, max_size=8).map(" ".join)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=examples(200))
 @given(
     rows=st.lists(st.tuples(st.integers(0, 10**6), titles, titles), min_size=1, max_size=6),
     width=st.integers(30, 130),

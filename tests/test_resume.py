@@ -59,7 +59,8 @@ Kaja: Verduras y fruta: espinacas, tomates, pimientos, calabacín, cebollas, ajo
 """
 
 
-def test_no_argument_replays_the_latest_session(demo_store):
+def test_no_argument_replays_the_latest_session(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("resume")
     assert (r.code, r.out, r.err) == (0, BACKUP_REPLAY, "")
     assert demo_store("resume", "-c").out == BACKUP_REPLAY
@@ -68,7 +69,8 @@ def test_no_argument_replays_the_latest_session(demo_store):
     assert demo_store("resume", BACKUP).out == BACKUP_REPLAY
 
 
-def test_another_owners_session_is_refused_naming_whose(demo_store):
+def test_another_owners_session_is_refused_naming_whose(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("resume", "01a22612")
     assert (r.code, r.out) == (5, "")
     assert r.err == (
@@ -104,7 +106,8 @@ def test_images_show_as_paths_and_missing_files_are_flagged(demo_store):
     assert len(lines) == 1 and lines[0].endswith(" (tomato leaf) — file missing")
 
 
-def test_tail(demo_store):
+def test_tail(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("resume", TOMATO, "--tail", "2")
     assert r.code == 0, r
     assert r.out.splitlines()[2:] == [
@@ -122,7 +125,8 @@ def test_tail(demo_store):
     assert demo_store("resume", "--tail", "-1").code == 2
 
 
-def test_not_found_ambiguous_and_bad_usage(demo_store):
+def test_not_found_ambiguous_and_bad_usage(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("resume", "ffff")
     assert (r.code, r.err) == (3, "kaja: no session 'ffff': `kaja sessions` lists them\n")
     r = demo_store("resume", "01a22")

@@ -99,7 +99,8 @@ GARDEN = [
 
 
 # --- matching -------------------------------------------------------------------------
-def test_every_word_must_match_best_first(demo_store: Kaja) -> None:
+def test_every_word_must_match_best_first(shared_demo_store: Kaja) -> None:
+    demo_store = shared_demo_store  # only reads
     r = demo_store("search", "tomato", "leaves")
     assert r.code == 0, r
     assert lines(r.out) == [
@@ -112,7 +113,8 @@ def test_every_word_must_match_best_first(demo_store: Kaja) -> None:
     assert column(r.out, 2) == ["user", "tool", "assistant"]
 
 
-def test_accents_and_case_are_ignored(demo_store: Kaja) -> None:
+def test_accents_and_case_are_ignored(shared_demo_store: Kaja) -> None:
+    demo_store = shared_demo_store  # only reads
     expected = (
         f"{CREME}\t2026-11-28T15:23:27.480Z\tuser\tCrème brûlée for eight\t"
         "I'm making crème brûlée for eight people on Saturday. Can you scale the recipe and…"
@@ -154,7 +156,8 @@ def test_punctuation_is_harmless(demo_store: Kaja) -> None:
     )
 
 
-def test_fts_syntax_and_its_errors(demo_store: Kaja) -> None:
+def test_fts_syntax_and_its_errors(shared_demo_store: Kaja) -> None:
+    demo_store = shared_demo_store  # only reads
     phrase = hits(demo_store, "--fts", '"shade cloth"')
     assert len(phrase) == 3
     assert all("shade cloth" in h["snippet"] for h in phrase)
@@ -214,7 +217,8 @@ def test_ranking_is_fts5_bm25(demo_store: Kaja, tmp_path: Path) -> None:
 
 
 # --- filters ----------------------------------------------------------------------------
-def test_owner_filters(demo_store: Kaja) -> None:
+def test_owner_filters(shared_demo_store: Kaja) -> None:
+    demo_store = shared_demo_store  # only reads
     r = demo_store("search", "lista")
     assert r.code == 0 and r.out == ""
     assert r.err == (
@@ -238,7 +242,8 @@ def test_owner_filters(demo_store: Kaja) -> None:
     assert r.err == "kaja: --owner and --all-owners can't be used together\n"
 
 
-def test_session_filter(demo_store: Kaja) -> None:
+def test_session_filter(shared_demo_store: Kaja) -> None:
+    demo_store = shared_demo_store  # only reads
     found = hits(demo_store, "the", "--session", TOMATO[:13], "--limit", "0")
     assert found and {h["session_id"] for h in found} == {TOMATO}
     assert demo_store("search", "the", "--session", "01a2").code == 2  # ambiguous prefix
@@ -251,7 +256,8 @@ def test_session_filter(demo_store: Kaja) -> None:
     assert hits(demo_store, "lista", "--session", LISTA, "--all-owners")[0]["session_id"] == LISTA
 
 
-def test_role_since_limit_recent(demo_store: Kaja) -> None:
+def test_role_since_limit_recent(shared_demo_store: Kaja) -> None:
+    demo_store = shared_demo_store  # only reads
     users = hits(demo_store, "the", "--role", "user", "--limit", "0")
     assert users and {h["role"] for h in users} == {"user"}
     both = hits(demo_store, "the", "--role", "user", "--role", "tool", "--limit", "0")
@@ -280,7 +286,8 @@ def test_role_since_limit_recent(demo_store: Kaja) -> None:
     assert r.err == "kaja: showing the newest 1; more match (--limit N, or 0 for all)\n"
 
 
-def test_json_shape(demo_store: Kaja) -> None:
+def test_json_shape(shared_demo_store: Kaja) -> None:
+    demo_store = shared_demo_store  # only reads
     r = demo_store("search", "creme", "brulee", "--json")
     assert r.code == 0, r
     doc = json.loads(r.out)
@@ -539,7 +546,8 @@ def test_the_agent_can_write_while_the_index_is_built(tmp_path: Path, monkeypatc
 
 
 @pytest.mark.skipif(not shutil.which("script"), reason="needs script(1) for a terminal")
-def test_terminal_table_highlights_matches(demo_store: Kaja) -> None:
+def test_terminal_table_highlights_matches(shared_demo_store: Kaja) -> None:
+    demo_store = shared_demo_store  # only reads
     """On a terminal: a table with the matches in bold (and yellow unless NO_COLOR)."""
 
     def on_terminal(env: dict) -> str:

@@ -48,12 +48,14 @@ def rows_of(db, sql, *args):
 
 
 # --- listing ------------------------------------------------------------------------
-def test_lists_the_terminals_sessions_newest_first_as_plain_rows(demo_store):
+def test_lists_the_terminals_sessions_newest_first_as_plain_rows(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions")
     assert (r.code, r.out, r.err) == (0, TERMINAL_ROWS, "")
 
 
-def test_all_owners_adds_an_owner_column(demo_store):
+def test_all_owners_adds_an_owner_column(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions", "--all-owners", "--limit", "0")
     assert r.code == 0, r
     lines = r.out.splitlines()
@@ -68,7 +70,8 @@ def test_all_owners_adds_an_owner_column(demo_store):
     }  # fmt: skip
 
 
-def test_owner_acts_as_another_owner(demo_store):
+def test_owner_acts_as_another_owner(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions", "--owner", ANA)
     assert r.code == 0, r
     assert [line.split("\t")[2] for line in r.out.splitlines()] == [
@@ -78,7 +81,8 @@ def test_owner_acts_as_another_owner(demo_store):
     assert demo_store("sessions", "--owner", "terminal").out == TERMINAL_ROWS
 
 
-def test_limit_says_how_many_were_left_out(demo_store):
+def test_limit_says_how_many_were_left_out(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions", "--limit", "2")
     assert r.out == "".join(TERMINAL_ROWS.splitlines(keepends=True)[:2])
     assert r.err == "kaja: 5 more not shown (--limit 0 shows all)\n"
@@ -107,7 +111,8 @@ def test_default_limit_is_twenty(kaja):
     assert r.err == "kaja: 5 more not shown (--limit 0 shows all)\n"
 
 
-def test_filters_since_model_persona(demo_store):
+def test_filters_since_model_persona(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions", "--since", "2026-11-29")
     assert r.out == "".join(TERMINAL_ROWS.splitlines(keepends=True)[:3])
     r = demo_store("sessions", "--since", "2026-11-28T10:00:00+01:00")  # 09:00 UTC
@@ -126,7 +131,8 @@ def test_filters_since_model_persona(demo_store):
     )
 
 
-def test_bad_usage_is_exit_2(demo_store):
+def test_bad_usage_is_exit_2(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions", "--since", "last tuesday")
     assert r.code == 2 and "--since: not a date or age" in r.err
     r = demo_store("sessions", "--owner", ANA, "--all-owners")
@@ -134,7 +140,8 @@ def test_bad_usage_is_exit_2(demo_store):
     assert demo_store("sessions", "--limit", "-1").code == 2
 
 
-def test_listing_options_before_a_subcommand_are_refused(demo_store):
+def test_listing_options_before_a_subcommand_are_refused(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions", "--owner", ANA, "delete", RECEIPT, "--yes")
     assert r.code == 2
     assert r.err == (
@@ -144,7 +151,8 @@ def test_listing_options_before_a_subcommand_are_refused(demo_store):
     assert counts(demo_store.db, RECEIPT)["sessions"] == 1
 
 
-def test_json_has_every_column_counts_and_tokens(demo_store):
+def test_json_has_every_column_counts_and_tokens(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     r = demo_store("sessions", "--json", "--limit", "1")
     assert r.code == 0, r
     assert json.loads(r.out) == {
@@ -176,7 +184,8 @@ def test_json_has_every_column_counts_and_tokens(demo_store):
     assert r.err == ""
 
 
-def test_json_counts_match_the_database(demo_store):
+def test_json_counts_match_the_database(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
     doc = json.loads(demo_store("sessions", "--json", "--all-owners", "--limit", "0").out)
     assert doc["owner"] is None and doc["all_owners"] is True
     assert doc["total"] == 13 and doc["left_out"] == 0

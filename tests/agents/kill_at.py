@@ -21,10 +21,22 @@ order they happen while `kaja ARGS` runs:
 The -shm (SQLite's shared-memory index, rebuilt from the -wal after a crash)
 is not counted: it changes through a memory map between any two points.
 
-`count` runs the command to its end and writes every point it met to REPORT
-(one JSON object a line: `kind`, `path`, `size`). `kill N` writes point N to
-REPORT and sends itself SIGKILL right before it happens: nothing kaja (or
-SQLite) would do after that is done. Either way kaja runs exactly as the
+Of a run of writes to one file (one thread's, with no statement of that
+thread and no other change in between: the frames of one commit, the pages
+of one checkpoint) only the first two are *kill points*, numbered apart
+(`point`): killed anywhere later in such a run, the file holds a prefix of
+what the run writes, the same case for SQLite as after its second write
+(`tests.faults.kill_points` says why). How long a run is is data: the query
+profile a command writes at its end has more pages when a query was slow
+(under load) or the command crossed a minute, so the Nth change is not the
+same change from run to run, while the Nth kill point is.
+
+`count` runs the command to its end and writes every change and statement
+it met to REPORT (one JSON object a line: `kind`, `path`, `size`, `at`, `by`
+— `sqlite` or `kaja` —, and `point`, its kill point number or 0). `kill N`
+writes change N to REPORT and sends itself SIGKILL right before it happens:
+nothing kaja (or SQLite) would do after that is done; `serve` jobs may name
+kill point N instead (`"point": N`). Either way kaja runs exactly as the
 console script does (`kaja_cli.app.main()`), in this real process; nothing
 in kaja's code knows (no environment variable, no hook of its own).
 """
@@ -39,23 +51,41 @@ import sys
 import threading
 
 _lock = threading.RLock()
-_state = {"n": 0, "target": 0, "busy": False}
+# n: changes so far; point: kill points so far; target / target_point: where to die (0: count)
+_state = {"n": 0, "point": 0, "target": 0, "target_point": 0, "busy": False}
+_streak = {"thread": 0, "path": "", "len": 0}  # the run of writes under way (thread 0: none)
 _events: list[dict] = []
 _report = ""
 _CREATE = os.O_CREAT | os.O_TRUNC
+_WRITES = ("write", "pwrite", "pwrite64")
 
 
-def _point(kind: str, path: str, size: int = 0, at: int = -1) -> None:
-    """One point: counted, and the end of the process when it is the target."""
+def _counting() -> bool:
+    return _state["target"] == 0 and _state["target_point"] == 0
+
+
+def _point(kind: str, path: str, size: int = 0, at: int = -1, by: str = "sqlite") -> None:
+    """One change: counted, and the end of the process when it is the target."""
     with _lock:
         if _state["busy"]:
             return
         _state["n"] += 1
-        event = {"kind": kind, "path": path, "size": size, "at": at}
-        if _state["target"] == 0:
+        thread = threading.get_ident()
+        if kind in _WRITES and (_streak["thread"], _streak["path"]) == (thread, path):
+            _streak["len"] += 1
+        elif kind in _WRITES:
+            _streak.update(thread=thread, path=path, len=1)
+        else:
+            _streak.update(thread=0, path="", len=1)
+        point = 0
+        if _streak["len"] <= 2:
+            _state["point"] += 1
+            point = _state["point"]
+        event = {"kind": kind, "path": path, "size": size, "at": at, "by": by, "point": point}
+        if _counting():
             _events.append(event)
             return
-        if _state["n"] != _state["target"]:
+        if _state["n"] != _state["target"] and (not point or point != _state["target_point"]):
             return
         _state["busy"] = True
         fd = os.open(_report, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -162,10 +192,17 @@ _AUDITED = {"os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.chmod", "os.tr
 
 
 def _statement(sql: str) -> None:
-    """A statement starts: not a point (nothing changes yet), but `count` notes it,
-    so that the writes of two transactions are told apart."""
-    if _state["target"] == 0 and not _state["busy"]:
-        _events.append({"kind": "sql", "path": " ".join(sql.split())[:80], "size": 0})
+    """A statement starts: not a point (nothing changes yet), but it ends the
+    run of writes of its thread, so that the writes of two transactions are
+    told apart; `count` notes it. Another thread's statement (doctor reads
+    beside its writes) ends nothing: when it comes is a matter of timing."""
+    with _lock:
+        if _state["busy"]:
+            return
+        if _streak["thread"] == threading.get_ident():
+            _streak.update(thread=0, path="", len=0)
+        if _counting():
+            _events.append({"kind": "sql", "path": " ".join(sql.split())[:80], "size": 0})
 
 
 def _trace_statements() -> None:
@@ -183,7 +220,7 @@ def _trace_statements() -> None:
 
 def _audit(event: str, args: tuple) -> None:
     if event in _AUDITED:
-        _point(event, str(args[0]))
+        _point(event, str(args[0]), by="kaja")
     elif event == "open" and len(args) >= 3 and isinstance(args[0], (str, bytes, os.PathLike)):
         path, mode, flags = args[0], args[1], args[2]
         if isinstance(mode, str) and any(c in mode for c in "wax+"):
@@ -191,15 +228,18 @@ def _audit(event: str, args: tuple) -> None:
         if not isinstance(flags, int) or not flags & _CREATE:
             return
         if flags & os.O_TRUNC or not os.path.exists(path):
-            _point("open", os.fsdecode(path))
+            _point("open", os.fsdecode(path), by="kaja")
 
 
-def _run(argv: list[str], target: int, report: str) -> int:
-    """`kaja ARGV` in this process, counting points (target 0) or dying at one."""
+def _run(argv: list[str], target: int, report: str, target_point: int = 0) -> int:
+    """`kaja ARGV` in this process, counting (targets 0) or dying at change
+    `target` or kill point `target_point`."""
     global _report
     from kaja_cli.app import main as kaja
 
-    _report, _state["target"], _state["n"], _state["busy"] = report, target, 0, False
+    _report = report
+    _state.update(n=0, point=0, target=target, target_point=target_point, busy=False)
+    _streak.update(thread=0, path="", len=0)
     _events.clear()
     sys.argv = ["kaja", *argv]
     try:
@@ -208,18 +248,35 @@ def _run(argv: list[str], target: int, report: str) -> int:
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:
-        if target == 0:
+        if _counting():
             _state["busy"] = True
             with open(report, "w", encoding="utf-8") as f:
                 f.writelines(json.dumps(e) + "\n" for e in _events)
     return code
 
 
+def _import_kaja() -> None:
+    """Every module of kaja_cli, and what its commands import as they run
+    (rich, tomlkit): a run forked from here spends its time on its work, not
+    on imports. Safe as the in-process test runs are: kaja reads nothing from
+    the environment at import time."""
+    import importlib
+    import pkgutil
+
+    import kaja_cli.app
+
+    for module in pkgutil.walk_packages(kaja_cli.__path__, "kaja_cli."):
+        if not module.name.endswith("__main__"):  # that one runs kaja
+            importlib.import_module(module.name)
+    for name in ("rich.console", "rich.table", "rich.text", "tomlkit"):
+        importlib.import_module(name)
+
+
 def _serve() -> None:
     """One job a line on stdin, each run in a child forked from this process
-    (kaja imported once): {"argv", "env", "target", "report", "out", "err"};
+    (kaja imported once): {"argv", "env", "target", "point", "report", "out", "err"};
     one line back per job: {"status"}, the child's exit status (-9: killed)."""
-    import kaja_cli.app  # noqa: F401  (once, here: each child starts from it)
+    _import_kaja()  # once, here: each child starts from it
 
     for line in sys.stdin:
         job = json.loads(line)
@@ -237,7 +294,7 @@ def _serve() -> None:
                     new = os.open(path, flags, 0o600)
                     os.dup2(new, fd)
                     os.close(new)
-                code = _run(job["argv"], job["target"], job["report"])
+                code = _run(job["argv"], job["target"], job["report"], job.get("point", 0))
             finally:
                 sys.stdout.flush()
                 sys.stderr.flush()
