@@ -91,7 +91,7 @@ def _add_messages(db: Path, count: int, seed: int, prefix: str) -> list[str]:
 
 
 def _build_floor(store: Path, floor_db: Path) -> None:
-    from kaja_cli.core import cjk
+    from kaja_cli.core.conversations.search import cjk
 
     floor_db.unlink(missing_ok=True)
     conn = sqlite3.connect(floor_db)
@@ -127,7 +127,7 @@ def _matches(texts: list[str], word: str) -> int:
 
 
 def cases(bench) -> None:
-    from kaja_cli.core import cjk
+    from kaja_cli.core.conversations.search import cjk
 
     scratch = bench.state_dir.parent / "cjk-scratch"
     shutil.rmtree(scratch, ignore_errors=True)
@@ -162,7 +162,7 @@ def cases(bench) -> None:
                   kaja("search", common), floor(f'"{common}"'), FLOOR, env=env, holds=same,
                   note=f"'{common}', --all-owners; top 20 = FTS5's: {'yes' if same else 'NO'} "
                        f"({detail}); start-up is much of it: the goal is on the next row")  # fmt: skip
-    from kaja_cli.core import search
+    from kaja_cli.core.conversations import search
     from kaja_cli.core.store import Store
 
     kaja_store = Store.locate(environ=env)
@@ -248,7 +248,7 @@ def _insert_cost(bench, store: Path, scratch: Path) -> None:
     """What the CJK index's triggers add to each message the agent writes: the
     same INSERTs (copies of the store's own messages, of every language) with
     and without them, one per transaction, by the sqlite3 command line."""
-    from kaja_cli.core import cjk_index
+    from kaja_cli.core.conversations.search import cjk_index
 
     with closing(sqlite3.connect(store)) as conn:
         top = conn.execute("SELECT max(rowid) FROM messages").fetchone()[0]

@@ -1,7 +1,7 @@
 """Cloud mode (issue 14): kaja on the benchmark store loaded into PostgreSQL,
 against `psql` running the same SQL in the same run.
 
-A throwaway server (tests/pg.py's, initdb into a temporary folder) gets the
+A throwaway server (tests/support/pg.py's, initdb into a temporary folder) gets the
 benchmark store with COPY (sessions, messages, tool calls, summaries, model
 calls, events, notes, datasets: the conversation tables), through kaja's own
 schema, so the search index is computed as rows arrive; the load time is
@@ -45,7 +45,7 @@ def cases(bench) -> None:
         import psycopg  # noqa: F401
 
         sys.path.insert(0, str(ROOT))
-        from tests.pg import PgServer, find_bindir
+        from tests.support.pg import PgServer, find_bindir
     except ImportError as e:
         bench.echo(f"(cloud rows skipped: {e}; pip install -e '.[test]')")
         return
@@ -65,10 +65,10 @@ def cases(bench) -> None:
 
 
 def _rows(bench, url: str, psql: str) -> None:
-    from kaja_cli.core import sessions as core_sessions
-    from kaja_cli.core import transcript
+    from kaja_cli.core.conversations import sessions as core_sessions
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.conversations.search import search
     from kaja_cli.core.owners import Owner
-    from kaja_cli.core.search import search
 
     store = _load(bench, url)
     cloud = ["--database-url", url]
@@ -125,9 +125,9 @@ PSYCOPG = "psycopg: the same statements"
 # --- the store on the server ---------------------------------------------------------------------
 def _load(bench, url: str):
     """kaja's schema on the server, then the benchmark store's conversation tables by COPY."""
-    from kaja_cli.core.paths import Overrides
-    from kaja_cli.core.pg import schema
     from kaja_cli.core.store import Store
+    from kaja_cli.core.store.paths import Overrides
+    from kaja_cli.core.store.server import schema
 
     store = Store.locate(Overrides(database_url=url), environ=bench.env)
     start = time.perf_counter()

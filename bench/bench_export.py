@@ -14,7 +14,7 @@ from contextlib import closing
 
 from bench_sessions import inline
 
-from kaja_cli.core import transcript
+from kaja_cli.core.conversations import transcript
 
 EXPORT_GOAL = 1.3
 

@@ -16,9 +16,9 @@ import shutil
 import sqlite3
 from contextlib import closing
 
-from kaja_cli.core import cascade
-from kaja_cli.core.session_filter import FILTER_TABLES, SessionFilter, where
-from kaja_cli.core.sessions import columns
+from kaja_cli.core.conversations import cascade
+from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, where
+from kaja_cli.core.conversations.sessions import columns
 
 PRUNE_GOAL = 1.5
 

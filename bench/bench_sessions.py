@@ -17,8 +17,8 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 
-from kaja_cli.core import sessions as core_sessions
-from kaja_cli.core import transcript
+from kaja_cli.core.conversations import sessions as core_sessions
+from kaja_cli.core.conversations import transcript
 from kaja_cli.core.owners import Owner
 
 LISTING_GOAL = 1.5

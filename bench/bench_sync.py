@@ -14,7 +14,7 @@
   back. Goal: at most 3×. The whole `kaja sync push` against `psql` doing the
   same is information: importing psycopg alone takes 0.1-0.2 s here.
 
-The server is `tests/pg.py`'s (initdb into a temporary folder, a Unix socket,
+The server is `tests/support/pg.py`'s (initdb into a temporary folder, a Unix socket,
 fsync off for both sides alike). Without PostgreSQL's binaries, no rows.
 """
 
@@ -36,7 +36,7 @@ COLUMNS = "(origin, tbl, key, row, seq, writer)"
 
 def cases(bench) -> None:
     sys.path.insert(0, str(REPO))
-    from tests.pg import PgServer, find_bindir
+    from tests.support.pg import PgServer, find_bindir
 
     if find_bindir() is None:
         bench.echo("sync: no rows (no PostgreSQL binaries: apt-get install postgresql)")
@@ -69,8 +69,8 @@ def _copy_text(value: str) -> str:
 
 def _history_file(db: Path, out: Path, origin: str) -> int:
     """The rows a first sync sends, as COPY text: what the floor loads (made untimed)."""
-    from kaja_cli.core import sync_rows
-    from kaja_cli.core.db import open_read
+    from kaja_cli.core.engine.db import open_read
+    from kaja_cli.core.ledger.sync import rows as sync_rows
 
     n = 0
     with open_read(db) as conn, out.open("w", encoding="utf-8") as f:
@@ -89,7 +89,7 @@ def _history_file(db: Path, out: Path, origin: str) -> int:
 
 
 def _first_sync(bench, server, scratch: Path) -> None:
-    from kaja_cli.core import sync_server
+    from kaja_cli.core.ledger.sync import server as sync_server
 
     shutil.copyfile(bench.db, scratch / "kaja.db")
     with closing(sqlite3.connect(scratch / "kaja.db")) as conn:
@@ -112,9 +112,9 @@ def _first_sync(bench, server, scratch: Path) -> None:
 
 def _steady_push(bench, server, scratch: Path) -> None:
     """1,000 new calls, pushed to `bench_sync` (synced above, three million rows)."""
-    from kaja_cli.core import sync
-    from kaja_cli.core.paths import Overrides
+    from kaja_cli.core.ledger import sync
     from kaja_cli.core.store import Store
+    from kaja_cli.core.store.paths import Overrides
 
     url = server.url("bench_sync")
     store = Store.locate(Overrides(state_dir=scratch, config=scratch / "settings.toml"), environ={})

@@ -32,7 +32,7 @@ from pathlib import Path
 from bench_sessions import _listing, script
 from harness import PROCESS, BenchError, Row, interleave
 
-from kaja_cli.core import sessions as core_sessions
+from kaja_cli.core.conversations import sessions as core_sessions
 from kaja_cli.core.owners import Owner
 
 BARE = str(Path(__file__).resolve().parent / "bare_typer.py")

@@ -43,7 +43,8 @@ def _script(queries, begin: str = "BEGIN") -> str:
 
 
 def cases(bench) -> None:
-    from kaja_cli.core import schema, usage
+    from kaja_cli.core.ledger import usage
+    from kaja_cli.core.store import schema
 
     conn = sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)
     try:

@@ -135,10 +135,10 @@ def root(
     shows where it lives, lists and searches conversations, reports usage,
     diagnoses problems and deletes data safely.
     """
-    from kaja_cli.core.paths import Overrides
+    from kaja_cli.core.store.paths import Overrides
 
     if database_url is not None:
-        from kaja_cli.core import settings_keys
+        from kaja_cli.core.store.settings import keys as settings_keys
         from kaja_cli.errors import UsageError
 
         problem = settings_keys.check(settings_keys.KEYS["memory.databaseUrl"], database_url)
@@ -171,7 +171,7 @@ app.command("migrate", rich_help_panel=SETUP)(migrate.migrate)
 
 def main() -> None:
     """Run kaja; every failure ends as one line on stderr and a documented exit code."""
-    from kaja_cli.core import profiler
+    from kaja_cli.core.side import profiler
 
     if "_KAJA_COMPLETE" not in os.environ:  # a TAB press that reached Typer records nothing
         profiler.begin()  # kaja's own queries, written to db-stats.db when it ends
@@ -236,7 +236,9 @@ def _run() -> None:
             raise
         sqlite3 = sys.modules.get("sqlite3")
         if sqlite3 is not None and isinstance(e, sqlite3.Error):
-            from kaja_cli.core.db import translate  # busy stays exit 4, wherever it came from
+            from kaja_cli.core.engine.db import (
+                translate,  # busy stays exit 4, wherever it came from
+            )
 
             error = translate(e, Path("the store"))
             _fail(str(error), error.status)

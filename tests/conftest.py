@@ -3,12 +3,12 @@
 `kaja(...)` runs the command with its own state dir, settings file and HOME,
 so a test sees exactly what a user sees: exit code, stdout, stderr and the
 files on disk. By default the run happens in this process, through
-`kaja_cli.app.main()` as a fresh process would run it (tests/inprocess.py):
+`kaja_cli.app.main()` as a fresh process would run it (tests/support/inprocess.py):
 ~80 ms of interpreter start-up saved per run, and coverage sees the commands.
 A real process runs the installed console script where the behaviour is about
 processes: `kaja.proc(...)`, every call in a test marked
 `@pytest.mark.process`, every call with `pytest --real-processes`, and
-`kaja.popen(...)` (tests/test_cli.py compares the two for every command group).
+`kaja.popen(...)` (tests/cli/test_cli.py compares the two for every command group).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import hypothesis
 import pytest
 
-from tests import inprocess
+from tests.support import inprocess
 
 KAJA = inprocess.KAJA
 DEMO_NOW = "2026-11-29T12:00:00Z"

@@ -14,8 +14,8 @@ from typer._click.types import FloatRange, IntRange
 from typer.models import TyperPath
 
 if TYPE_CHECKING:
-    from kaja_cli.core.paths import Overrides
     from kaja_cli.core.store import Store
+    from kaja_cli.core.store.paths import Overrides
 
 
 def overrides(ctx: typer.Context) -> "Overrides":
@@ -45,7 +45,7 @@ def overrides(ctx: typer.Context) -> "Overrides":
 
 def store_of(ctx: typer.Context) -> "Store":
     """The store the root options (--config, --state-dir, --db) point at."""
-    from kaja_cli.core import profiler
+    from kaja_cli.core.side import profiler
     from kaja_cli.core.store import Store
 
     store = Store.locate(overrides(ctx))

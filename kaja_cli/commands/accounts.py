@@ -8,7 +8,7 @@ from kaja_cli.commands import JSON_HELP, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
-    from kaja_cli.core.accounts import Account, Action
+    from kaja_cli.core.side.accounts import Account, Action
 
 app = typer.Typer(
     help="List the web app's accounts; end their sign-in sessions, disable or remove them.",
@@ -47,7 +47,7 @@ def accounts(ctx: typer.Context, as_json: Json = False) -> None:
             )
         return
     from kaja_cli import render
-    from kaja_cli.core import accounts as core
+    from kaja_cli.core.side import accounts as core
 
     result = core.listing(store_of(ctx))
     if not result.exists:
@@ -105,7 +105,7 @@ def sessions(ctx: typer.Context, user: User, as_json: Json = False) -> None:
     from datetime import UTC, datetime
 
     from kaja_cli import render
-    from kaja_cli.core import accounts as core
+    from kaja_cli.core.side import accounts as core
 
     account, sign_ins = core.sign_ins(store_of(ctx), user)
     if as_json:
@@ -190,7 +190,7 @@ def remove(
 def _change(ctx: typer.Context, verb: str, user: str, *, every: bool = False, force: bool = False,
             yes: bool, dry_run: bool, as_json: bool) -> None:  # fmt: skip
     from kaja_cli import render
-    from kaja_cli.core import accounts as core
+    from kaja_cli.core.side import accounts as core
 
     store = store_of(ctx)
     action = core.plan(store, verb, user, every=every, force=force)

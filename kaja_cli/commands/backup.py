@@ -8,9 +8,9 @@ import typer
 from kaja_cli.commands import JSON_HELP, store_of, typed_path
 
 if TYPE_CHECKING:
-    from kaja_cli.core.backup.archive import Manifest
-    from kaja_cli.core.backup.create import BackupResult
-    from kaja_cli.core.backup.restore import Finished, RestorePlan, RestoreResult, Staged
+    from kaja_cli.core.care.backup.archive import Manifest
+    from kaja_cli.core.care.backup.create import BackupResult
+    from kaja_cli.core.care.backup.restore import Finished, RestorePlan, RestoreResult, Staged
 
 
 def backup(
@@ -39,8 +39,8 @@ def backup(
     (exit 5). Settings stay out. `kaja restore FILE` puts it back.
     """
     from kaja_cli import render
-    from kaja_cli.core import profiler
-    from kaja_cli.core.backup.create import backup as run
+    from kaja_cli.core.care.backup.create import backup as run
+    from kaja_cli.core.side import profiler
 
     # No profile of its own: the archive is the store as it was copied, and
     # the copy's own statements written afterwards would make the two differ.
@@ -69,7 +69,7 @@ def backup(
 
 def _summary(manifest: "Manifest") -> str:
     from kaja_cli import render
-    from kaja_cli.core.backup import archive
+    from kaja_cli.core.care.backup import archive
 
     head = archive.describe(manifest)
     rows = head["rows"]
@@ -169,14 +169,14 @@ def restore(
     then `kaja doctor` reports it.
     """
     from kaja_cli import render
-    from kaja_cli.core import profiler
-    from kaja_cli.core.backup import restore as core
+    from kaja_cli.core.care.backup import restore as core
+    from kaja_cli.core.side import profiler
 
     profiler.discard()  # the restored store is the archive's, db-stats.db included
     _check_options(archive, finish=finish, dry_run=dry_run)
     store = store_of(ctx)
     store.require_local()
-    from kaja_cli.core.backup import interrupted
+    from kaja_cli.core.care.backup import interrupted
 
     done = None if dry_run else interrupted.finish(store, archive)
     if _finished(done, finish=finish, as_json=as_json):
@@ -231,7 +231,7 @@ def _go_ahead(
     """After the archive was verified: show a dry run, or ask before replacing a
     store. False (the staged archive removed) when the restore stops here."""
     from kaja_cli import render
-    from kaja_cli.core.backup import restore as core
+    from kaja_cli.core.care.backup import restore as core
     from kaja_cli.errors import Refused
 
     go = False

@@ -8,7 +8,7 @@ from kaja_cli.commands import JSON_HELP, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
-    from kaja_cli.core.cache import CacheReport, ClearPlan, ClearResult, PrunePlan
+    from kaja_cli.core.side.cache import CacheReport, ClearPlan, ClearResult, PrunePlan
 
 app = typer.Typer(
     help="Show what the shared cache holds per namespace; prune or clear it.",
@@ -41,7 +41,7 @@ def cache(ctx: typer.Context, as_json: Json = False) -> None:
             )
         return
     from kaja_cli import render
-    from kaja_cli.core import cache as core
+    from kaja_cli.core.side import cache as core
 
     result = core.report(store_of(ctx))
     if not result.exists:
@@ -125,7 +125,7 @@ def prune(
     unless --yes.
     """
     from kaja_cli import render
-    from kaja_cli.core import cache as core
+    from kaja_cli.core.side import cache as core
 
     store = store_of(ctx)
     plan = core.plan_prune(store)
@@ -183,7 +183,7 @@ def clear(
     Asks first; with no terminal to ask, refuses unless --yes.
     """
     from kaja_cli import render
-    from kaja_cli.core import cache as core
+    from kaja_cli.core.side import cache as core
 
     store = store_of(ctx)
     plan = core.plan_clear(store, namespace)
@@ -198,7 +198,7 @@ def clear(
 
 def _clear_question(plan: "ClearPlan") -> str:
     from kaja_cli import render
-    from kaja_cli.core.cache import How
+    from kaja_cli.core.side.cache import How
 
     entries = render.plural(plan.total, "entry", "entries")
     if plan.how is How.FILE:
@@ -214,7 +214,7 @@ def _clear_out(
     plan: "ClearPlan", done: "ClearResult | None", *, dry_run: bool, as_json: bool
 ) -> None:
     from kaja_cli import render
-    from kaja_cli.core.cache import How
+    from kaja_cli.core.side.cache import How
 
     how = plan.how if done is None else done.how
     entries = plan.entries if done is None else done.entries

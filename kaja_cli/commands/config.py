@@ -29,7 +29,7 @@ def paths(
     created, and no server is contacted.
     """
     from kaja_cli import render
-    from kaja_cli.core import paths as core_paths
+    from kaja_cli.core.store import paths as core_paths
 
     store = store_of(ctx)
     rows = core_paths.inspect(store.paths)
@@ -82,7 +82,7 @@ def paths(
 
 
 # --- settings.toml --------------------------------------------------------------------------------
-# The keys, their types and defaults: kaja_cli/core/settings_keys.py (and the
+# The keys, their types and defaults: kaja_cli/core/store/settings/keys.py (and the
 # README's "Settings"). Reading never imports tomlkit; set/unset/edit do.
 KEY_HELP = "A dotted key, e.g. memory.mode or logging.database.slow_ms."
 
@@ -99,7 +99,8 @@ def show(
     what was meant. Secrets (a password in a database URL) print as ***.
     """
     from kaja_cli import render
-    from kaja_cli.core import settings_keys, settings_view
+    from kaja_cli.core.store.settings import keys as settings_keys
+    from kaja_cli.core.store.settings import view as settings_view
 
     v = settings_view.view(overrides(ctx))
     if as_json:
@@ -168,7 +169,8 @@ def get(
     """
     import sys
 
-    from kaja_cli.core import settings_keys, settings_view
+    from kaja_cli.core.store.settings import keys as settings_keys
+    from kaja_cli.core.store.settings import view as settings_view
 
     found = settings_view.get(key, overrides(ctx))
     sys.stdout.write(settings_keys.to_text(found.value) + "\n")
@@ -200,7 +202,16 @@ def set_(
     edited at its target when that is a regular file you own.
     """
     from kaja_cli import render
-    from kaja_cli.core import guard, settings_keys, settings_view, settings_write
+    from kaja_cli.core.store import guard
+    from kaja_cli.core.store.settings import (
+        keys as settings_keys,
+    )
+    from kaja_cli.core.store.settings import (
+        view as settings_view,
+    )
+    from kaja_cli.core.store.settings import (
+        write as settings_write,
+    )
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.set_value(
@@ -228,7 +239,16 @@ def unset(
     error (exit 0).
     """
     from kaja_cli import render
-    from kaja_cli.core import guard, settings_keys, settings_view, settings_write
+    from kaja_cli.core.store import guard
+    from kaja_cli.core.store.settings import (
+        keys as settings_keys,
+    )
+    from kaja_cli.core.store.settings import (
+        view as settings_view,
+    )
+    from kaja_cli.core.store.settings import (
+        write as settings_write,
+    )
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.unset_value(
@@ -249,7 +269,7 @@ def _note_override(ctx: typer.Context, name: str) -> None:
     import os
 
     from kaja_cli import render
-    from kaja_cli.core.settings_keys import KEYS
+    from kaja_cli.core.store.settings.keys import KEYS
 
     key = KEYS.get(name)
     if key is None:
@@ -280,7 +300,9 @@ def edit(
     from pathlib import Path
 
     from kaja_cli import render
-    from kaja_cli.core import guard, settings_view, settings_write
+    from kaja_cli.core.store import guard
+    from kaja_cli.core.store.settings import view as settings_view
+    from kaja_cli.core.store.settings import write as settings_write
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     draft = settings_write.begin_edit(paths.settings_file.path, protected=guard.store_files(paths))
@@ -309,7 +331,8 @@ def edit(
 def _edit_until_valid(argv: list[str], copy, draft, force: bool) -> str | None:
     """Run the editor until the copy is valid; None if it was left unchanged."""
     from kaja_cli import render
-    from kaja_cli.core import fs, settings_write
+    from kaja_cli.core.engine import fs
+    from kaja_cli.core.store.settings import write as settings_write
     from kaja_cli.errors import Declined, Failed
 
     path = draft.target.path

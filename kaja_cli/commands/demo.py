@@ -59,7 +59,7 @@ def demo(
     """
     from kaja_cli import demo as sample
     from kaja_cli import render
-    from kaja_cli.core import profiler
+    from kaja_cli.core.side import profiler
     from kaja_cli.errors import UsageError
 
     profiler.discard()  # the sample store is reproducible: it carries sample profile rows

@@ -68,8 +68,8 @@ def doctor(
     checks the PostgreSQL server instead of the local databases.
     """
     from kaja_cli import render
-    from kaja_cli.core import doctor as core
-    from kaja_cli.core import profiler
+    from kaja_cli.core.care import doctor as core
+    from kaja_cli.core.side import profiler
 
     profiler.discard()  # doctor leaves every file as it found it, db-stats.db too
     if list_checks:

@@ -13,7 +13,7 @@ from kaja_cli.commands.sessions import app
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
-    from kaja_cli.core.export import Target
+    from kaja_cli.core.conversations.export import Target
     from kaja_cli.core.store import Store
 
 _SUFFIXES = {".json": "json", ".jsonl": "jsonl", ".ndjson": "jsonl", ".html": "html",
@@ -123,9 +123,9 @@ def _format(fmt: str | None, output: str | None) -> str:
 def _export_one(
     store: "Store", ref: str, owner: str | None, fmt: str, output: str | None, redact: bool
 ) -> None:
-    from kaja_cli.core import export as core
+    from kaja_cli.core.conversations import export as core
+    from kaja_cli.core.conversations.transcript import resolve
     from kaja_cli.core.owners import Owner
-    from kaja_cli.core.transcript import resolve
 
     # Where it writes is decided (exit 5 for the store's files, a FIFO…)
     # before the store is opened.
@@ -175,7 +175,7 @@ def _stream(
 ) -> None:
     """Every session into one stream (one session: its document alone)."""
     from kaja_cli import render
-    from kaja_cli.core import export as core
+    from kaja_cli.core.conversations import export as core
     from kaja_cli.render.export import all_chunks, session_chunks, write
 
     if single:
@@ -197,7 +197,7 @@ def _export_all(
     store: "Store", args: opt.FilterArgs, fmt: str, output: str | None, redact: bool
 ) -> None:
     from kaja_cli import render
-    from kaja_cli.core import export as core
+    from kaja_cli.core.conversations import export as core
     from kaja_cli.errors import UsageError
 
     flt = args.to_filter(limit=0)
@@ -225,7 +225,7 @@ def _export_all(
 def _to_folder(target: "Target", docs, fmt: str, *, embed_images: bool, count: int) -> None:
     """One file per session, `<id>.<ext>`; for HTML an `index.html` of them."""
     from kaja_cli import render
-    from kaja_cli.core import export as core
+    from kaja_cli.core.conversations import export as core
     from kaja_cli.render.export import EXTENSIONS, session_chunks, write
 
     folder = target.path

@@ -8,7 +8,7 @@ import typer
 from kaja_cli.commands import JSON_HELP, store_of
 
 if TYPE_CHECKING:
-    from kaja_cli.core.legacy import Plan
+    from kaja_cli.core.care.legacy import Plan
 
 
 def migrate(
@@ -40,7 +40,7 @@ def migrate(
     rollback copy. One transaction: interrupted, it leaves nothing half done.
     """
     from kaja_cli import render
-    from kaja_cli.core import legacy
+    from kaja_cli.core.care import legacy
 
     store = store_of(ctx)
     where = None if memory is None else Path(memory).expanduser().absolute()
@@ -71,7 +71,7 @@ def _fail_for(skipped: list, dry_run: bool) -> None:
 
 def _rows(plan: "Plan") -> tuple[list, list]:
     """Table rows (a person's) and plain rows (a script's): one per table and thread."""
-    from kaja_cli.core.legacy import Status
+    from kaja_cli.core.care.legacy import Status
 
     shown, plain = [], []
     for f in plan.files:
@@ -152,7 +152,7 @@ def _show(plan: "Plan") -> None:
 
 def _say(plan: "Plan", dry_run: bool) -> None:
     from kaja_cli import render
-    from kaja_cli.core.legacy import Status
+    from kaja_cli.core.care.legacy import Status
 
     files = [f for f in plan.files if f.status is Status.IMPORT]
     threads = [t for t in plan.threads if t.status is Status.IMPORT]

@@ -10,7 +10,7 @@ from kaja_cli.commands import JSON_HELP, OWNER_HELP, nothing_written, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
-    from kaja_cli.core.notes import Note
+    from kaja_cli.core.side.notes import Note
 
 app = typer.Typer(
     help="List what the agent remembers about you; show, forget or export notes.",
@@ -103,8 +103,8 @@ def list_(
 
 
 def _filter(owner: str | None, all_owners: bool, tag: list[str] | None, importance: Level | None):
-    from kaja_cli.core import notes as core
     from kaja_cli.core.owners import Owner
+    from kaja_cli.core.side import notes as core
     from kaja_cli.errors import UsageError
 
     if all_owners and owner is not None:
@@ -132,7 +132,7 @@ def _list(
     importance: Level | None, no_pager: bool, as_json: bool,
 ) -> None:  # fmt: skip
     from kaja_cli import render
-    from kaja_cli.core import notes as core
+    from kaja_cli.core.side import notes as core
 
     flt = _filter(owner, all_owners, tag, importance)
     result = core.listing(store_of(ctx), flt)
@@ -220,8 +220,8 @@ def show(
     When it was written and last used, and how often. Another owner's note is refused (exit 5): act as them with --owner.
     """
     from kaja_cli import render
-    from kaja_cli.core import notes as core
     from kaja_cli.core.owners import Owner
+    from kaja_cli.core.side import notes as core
 
     note = core.show(store_of(ctx), key, Owner.parse(owner))
     if as_json:
@@ -272,8 +272,8 @@ def forget(
     refuses unless --yes.
     """
     from kaja_cli import render
-    from kaja_cli.core import notes as core
     from kaja_cli.core.owners import Owner
+    from kaja_cli.core.side import notes as core
 
     store = store_of(ctx)
     plan = core.plan_forget(store, keys, Owner.parse(owner))
@@ -337,7 +337,7 @@ def export(
     is written whole or not at all, readable only by you.
     """
     from kaja_cli import render
-    from kaja_cli.core import notes as core
+    from kaja_cli.core.side import notes as core
     from kaja_cli.errors import UsageError
 
     if output is not None and str(output) == "-":
@@ -375,7 +375,7 @@ def export(
 
 
 def _write(output: Path, text: str) -> None:
-    from kaja_cli.core import fs
+    from kaja_cli.core.engine import fs
     from kaja_cli.errors import Failed
 
     try:
@@ -425,7 +425,7 @@ def search(
 ) -> None:  # fmt: skip
     """`kaja search --notes`: the notes matching `text`, as `kaja search` shows messages."""
     from kaja_cli import render
-    from kaja_cli.core import notes as core
+    from kaja_cli.core.side import notes as core
 
     result = core.search(
         store_of(ctx), text, fts=fts, owner=owner, all_owners=all_owners, since=since,

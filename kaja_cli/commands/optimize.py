@@ -7,7 +7,7 @@ import typer
 from kaja_cli.commands import JSON_HELP, store_of
 
 if TYPE_CHECKING:
-    from kaja_cli.core.optimize import OptimizeResult
+    from kaja_cli.core.care.optimize import OptimizeResult
 
 
 def optimize(
@@ -33,8 +33,8 @@ def optimize(
     program's database is refused (exit 5).
     """
     from kaja_cli import render
-    from kaja_cli.core import optimize as core
-    from kaja_cli.core import profiler
+    from kaja_cli.core.care import optimize as core
+    from kaja_cli.core.side import profiler
 
     # No profile of its own: writing it would undo the checkpoint just made
     # (db-stats.db's -wal grows again), and a refusal changes no file.

@@ -10,7 +10,7 @@ from kaja_cli.commands import store_of
 from kaja_cli.commands.sessions import app
 
 if TYPE_CHECKING:
-    from kaja_cli.core.prune import PrunePlan, PruneResult
+    from kaja_cli.core.conversations.prune import PrunePlan, PruneResult
 
 
 @app.command("prune")
@@ -58,7 +58,7 @@ def prune(
     folders go after each batch is committed.
     """
     from kaja_cli import render
-    from kaja_cli.core import prune as core
+    from kaja_cli.core.conversations import prune as core
     from kaja_cli.errors import UsageError
 
     args = opt.FilterArgs(owner, all_owners, since, before, older_than, model, persona, title,

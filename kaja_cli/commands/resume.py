@@ -50,7 +50,7 @@ def resume(
     their messages. Long output goes through a pager on a terminal.
     """
     from kaja_cli import render
-    from kaja_cli.core import transcript
+    from kaja_cli.core.conversations import transcript
     from kaja_cli.errors import UsageError
 
     if latest and session_id is not None:

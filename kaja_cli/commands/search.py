@@ -8,7 +8,7 @@ from kaja_cli.commands import JSON_HELP, OWNER_HELP, count, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
-    from kaja_cli.core.search import SearchResult
+    from kaja_cli.core.conversations.search import SearchResult
 
 
 def search(
@@ -104,7 +104,7 @@ def search(
     and says so. --notes searches the notes' keys, tags and content instead.
     """
     from kaja_cli import render
-    from kaja_cli.core import search as core_search
+    from kaja_cli.core.conversations import search as core_search
     from kaja_cli.errors import UsageError
 
     text = " ".join(query or [])

@@ -38,7 +38,7 @@ def rename(
     Its last-updated time stays, so the listing's order does not move.
     """
     from kaja_cli import render
-    from kaja_cli.core import archive
+    from kaja_cli.core.conversations import archive
     from kaja_cli.core.owners import Owner
 
     done = archive.rename(store_of(ctx), session_id, title, Owner.parse(owner))
@@ -53,7 +53,7 @@ def rename(
 
 def _archive(ctx: typer.Context, ids: list[str], owner: str | None, as_json: bool, on: bool):
     from kaja_cli import render
-    from kaja_cli.core import archive
+    from kaja_cli.core.conversations import archive
     from kaja_cli.core.owners import Owner
 
     done = archive.set_archived(store_of(ctx), ids, Owner.parse(owner), archived=on)

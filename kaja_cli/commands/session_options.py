@@ -11,7 +11,7 @@ from kaja_cli.commands import OWNER_HELP, count
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
-    from kaja_cli.core.session_filter import SessionFilter
+    from kaja_cli.core.conversations.filter import SessionFilter
     from kaja_cli.core.store import Store
 
 FILTERS = "Which sessions"
@@ -131,8 +131,8 @@ class FilterArgs(NamedTuple):
 
         `store` says who "you" is (`Store.owner`: the account in cloud mode).
         `everyone_by_default`: without --owner, every owner's sessions (stats)."""
+        from kaja_cli.core.conversations.filter import Archived, SessionFilter
         from kaja_cli.core.owners import Owner
-        from kaja_cli.core.session_filter import Archived, SessionFilter
         from kaja_cli.core.timeparse import parse_when
         from kaja_cli.errors import UsageError
 

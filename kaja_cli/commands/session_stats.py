@@ -10,7 +10,7 @@ from kaja_cli.commands import session_options as opt
 from kaja_cli.commands.sessions import app
 
 if TYPE_CHECKING:
-    from kaja_cli.core.stats import Stats, Totals
+    from kaja_cli.core.conversations.stats import Stats, Totals
 
 
 @app.command("stats")
@@ -41,7 +41,7 @@ def stats(
     tab-separated with its section first (`kaja sessions stats | grep ^owner`).
     """
     from kaja_cli import render
-    from kaja_cli.core import stats as core
+    from kaja_cli.core.conversations import stats as core
 
     args = opt.FilterArgs(owner, False, since, before, older_than, model, persona, title,
                           max_messages, min_tokens, empty, archived)  # fmt: skip

@@ -108,7 +108,7 @@ def _list(
     ctx: typer.Context, args: opt.FilterArgs, limit: int, no_pager: bool, as_json: bool
 ) -> None:
     from kaja_cli import render
-    from kaja_cli.core import sessions as core
+    from kaja_cli.core.conversations import sessions as core
 
     store = store_of(ctx)
     flt = args.to_filter(store, limit=limit)
@@ -226,7 +226,7 @@ def delete(
     """
     from kaja_cli import render
     from kaja_cli.core import qdrant
-    from kaja_cli.core import sessions as core
+    from kaja_cli.core.conversations import sessions as core
 
     store = store_of(ctx)
     acting = store.owner(owner)

@@ -8,7 +8,7 @@ import typer
 from kaja_cli.commands import JSON_HELP, count, store_of
 
 if TYPE_CHECKING:
-    from kaja_cli.core.query_stats import Profile
+    from kaja_cli.core.side.query_stats import Profile
 
 
 class By(StrEnum):
@@ -73,7 +73,7 @@ def queries(
     logging.database.enabled is false; rows older than
     logging.database.retention_days (7) are pruned. Reads only.
     """
-    from kaja_cli.core import query_stats as core
+    from kaja_cli.core.side import query_stats as core
 
     store = store_of(ctx)
     since_iso = _since(since)
@@ -105,7 +105,7 @@ def slow(
     every Kaja process: when, how long, the database file, the process, the
     rows and the statement. Reads only.
     """
-    from kaja_cli.core import query_stats as core
+    from kaja_cli.core.side import query_stats as core
 
     store = store_of(ctx)
     result = core.slow_queries(store, since=_since(since), database=_database(db), limit=limit)
@@ -129,7 +129,7 @@ def _since(since: str | None) -> str | None:
 def _database(db: Db | None):
     if db is None:
         return None
-    from kaja_cli.core.registry import Database
+    from kaja_cli.core.store.registry import Database
 
     return Database(db.value)
 

@@ -7,7 +7,7 @@ import typer
 from kaja_cli.commands import JSON_HELP, store_of
 
 if TYPE_CHECKING:
-    from kaja_cli.core.sync import Status, SyncResult
+    from kaja_cli.core.ledger.sync import Status, SyncResult
 
 URL_HELP = "PostgreSQL URL (default: USAGE_POSTGRES_URL, then \\[usage] postgres_url)."
 UrlOption = Annotated[str | None, typer.Option("--url", metavar="URL", help=URL_HELP)]
@@ -47,7 +47,7 @@ def pull(ctx: typer.Context, url: UrlOption = None, as_json: JsonOption = False)
 
 def _run(ctx: typer.Context, url: str | None, *, push: bool, pull: bool, as_json: bool) -> None:
     from kaja_cli import render
-    from kaja_cli.core import sync as core
+    from kaja_cli.core.ledger import sync as core
 
     store = store_of(ctx)
     target = core.require_url(store, url or ctx.meta.get("sync_url"))
@@ -109,7 +109,7 @@ def status(ctx: typer.Context, url: UrlOption = None, as_json: JsonOption = Fals
     Reads the store read-only and never creates anything. The server is asked
     with a short timeout: one that does not answer is reported, not waited for.
     """
-    from kaja_cli.core import sync as core
+    from kaja_cli.core.ledger import sync as core
 
     store = store_of(ctx)
     found = core.find_url(store, url or ctx.meta.get("sync_url"))

@@ -8,8 +8,8 @@ import typer
 from kaja_cli.commands import JSON_HELP, count, seconds, store_of
 
 if TYPE_CHECKING:
-    from kaja_cli.core.sync import MachineTotals
-    from kaja_cli.core.usage import ResetPlan, Totals, UsageReport, VacuumResult
+    from kaja_cli.core.ledger.sync import MachineTotals
+    from kaja_cli.core.ledger.usage import ResetPlan, Totals, UsageReport, VacuumResult
 
 
 class By(StrEnum):
@@ -76,13 +76,13 @@ def usage(
     if ctx.invoked_subcommand is not None:
         return
     from kaja_cli.core import timeparse
-    from kaja_cli.core import usage as core
+    from kaja_cli.core.ledger import usage as core
 
     start = timeparse.parse_when(since, option="--since") if since else None
     end = timeparse.parse_when(until, option="--until") if until else None
     machines = None
     if all_machines:
-        from kaja_cli.core import sync
+        from kaja_cli.core.ledger import sync
 
         store = store_of(ctx)
         target = sync.require_url(store, url)
@@ -263,7 +263,7 @@ def _with_empty_days(groups: list) -> list:
     """Days without calls between the first and the last, so the chart's gaps show."""
     from datetime import date, timedelta
 
-    from kaja_cli.core.usage import Totals
+    from kaja_cli.core.ledger.usage import Totals
 
     days = {g.key: g for g in groups}
     try:
@@ -325,7 +325,7 @@ def reset(
     """
     from kaja_cli import render
     from kaja_cli.core import timeparse
-    from kaja_cli.core import usage as core
+    from kaja_cli.core.ledger import usage as core
     from kaja_cli.errors import KajaError
 
     cutoff = timeparse.parse_when(before, option="--before") if before else None

@@ -8,7 +8,7 @@ from kaja_cli.commands import JSON_HELP, store_of
 from kaja_cli.completion.hooks import hook
 
 if TYPE_CHECKING:
-    from kaja_cli.core.wipe import Item, Leftovers, OwnerPlan, WipePlan
+    from kaja_cli.core.care.wipe import Item, Leftovers, OwnerPlan, WipePlan
 
 
 def wipe(
@@ -59,8 +59,8 @@ def wipe(
     tables refuses it (exit 5). Never the database. Only with --yes; refused
     (exit 4) while another session holds kaja's tables. --owner erases them there.
     """
-    from kaja_cli.core import profiler
     from kaja_cli.core.owners import Owner
+    from kaja_cli.core.side import profiler
     from kaja_cli.errors import UsageError
 
     # No profile of its own: a whole wipe deletes db-stats.db, and one owner's
@@ -76,7 +76,7 @@ def wipe(
 
 def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, as_json: bool):
     from kaja_cli import render
-    from kaja_cli.core import wipe as core
+    from kaja_cli.core.care import wipe as core
 
     store = store_of(ctx)
     plan = core.plan(store, settings=settings)
@@ -130,7 +130,7 @@ def _count(items: "list[Item]") -> str:
 def _show_items(items: "list[Item]") -> None:
     """One row per path; on a terminal a session's image folders are one row."""
     from kaja_cli import render
-    from kaja_cli.core.wipe import Kind, Part
+    from kaja_cli.core.care.wipe import Kind, Part
 
     rows = []
     trees = [i for i in items if i.group is Part.IMAGES and i.kind is Kind.TREE]
@@ -199,7 +199,7 @@ def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done
 def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: bool) -> None:
     from kaja_cli import render
     from kaja_cli.core import qdrant
-    from kaja_cli.core import wipe as core
+    from kaja_cli.core.care import wipe as core
     from kaja_cli.errors import NotFound
 
     store = store_of(ctx)

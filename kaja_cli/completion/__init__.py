@@ -16,7 +16,7 @@ Typer is imported, and answered here:
   never waiting on a lock (`core.choices`); the table's fixed lists;
 - `hooks`: the same values for Typer (`autocompletion=` on the options), so
   Typer's own completion answers exactly what the fast path does
-  (tests/test_completion.py compares the two for every command, option and
+  (tests/cli/test_completion.py compares the two for every command, option and
   value kind);
 - `shells`: when Typer answers, kaja's Click completion classes (printing as
   the fast path does: values and descriptions quoted so that no shell

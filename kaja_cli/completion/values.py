@@ -56,7 +56,7 @@ def _shown(text: str | None) -> str | None:
 
 
 def _store_paths(params: Params):
-    from kaja_cli.core.paths import Overrides, resolve
+    from kaja_cli.core.store.paths import Overrides, resolve
 
     def path(value: Any):
         from pathlib import Path
@@ -141,7 +141,7 @@ def owners(params: Params, incomplete: str, described: bool) -> list[Item]:
 
 def keys(params: Params, incomplete: str, described: bool) -> list[Item]:
     """Settings keys (matched ignoring case, as `config` reads them)."""
-    from kaja_cli.core.settings_keys import KEYS
+    from kaja_cli.core.store.settings.keys import KEYS
 
     low = incomplete.lower()
     return [(k.name, k.description) for k in KEYS.values() if k.name.lower().startswith(low)]
@@ -149,7 +149,7 @@ def keys(params: Params, incomplete: str, described: bool) -> list[Item]:
 
 def settings_values(params: Params, incomplete: str, described: bool) -> list[Item]:
     """After `config set KEY`: true/false, the allowed words, or the default."""
-    from kaja_cli.core.settings_keys import BOOL, CHOICE, KEYS
+    from kaja_cli.core.store.settings.keys import BOOL, CHOICE, KEYS
 
     key = KEYS.get(params.get("key") or "")
     if key is None:
@@ -206,8 +206,8 @@ def _fixed(kind: str) -> Callable[[Params, str, bool], list[Item]]:
 
 def fixed() -> dict[str, list[Item]]:
     """The fixed lists, computed from the core (what `table.FIXED` holds)."""
-    from kaja_cli.core import doctor
-    from kaja_cli.core.search import ROLES
+    from kaja_cli.core.care import doctor
+    from kaja_cli.core.conversations.search import ROLES
 
     checks: list[Item] = []
     for spec in doctor.list_checks():

@@ -6,6 +6,6 @@ and `wipe/`.
 
 Everything here returns plain data (dataclasses) and raises `kaja_cli.errors`
 errors. It imports neither typer nor rich, nor anything of kaja above it
-(commands, render, demo: tests/test_layering.py), so it reads the same whether
+(commands, render, demo: tests/unit/test_layering.py), so it reads the same whether
 it is driven by the command line, the agent or a test.
 """

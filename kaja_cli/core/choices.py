@@ -14,11 +14,11 @@ from __future__ import annotations
 import sqlite3
 from typing import NamedTuple
 
+from kaja_cli.core.conversations.sessions import col, columns
 from kaja_cli.core.ids import short_id
 from kaja_cli.core.owners import Owner
-from kaja_cli.core.paths import Paths
-from kaja_cli.core.sessions import col, columns
-from kaja_cli.core.settings import Mode
+from kaja_cli.core.store.paths import Paths
+from kaja_cli.core.store.settings import Mode
 
 
 class SessionChoice(NamedTuple):
@@ -43,7 +43,7 @@ def sessions(paths: Paths, owner: Owner | None, prefix: str) -> list[SessionChoi
 
 
 def _sessions(paths: Paths, owner: Owner | None, prefix: str) -> list[SessionChoice]:
-    from kaja_cli.core import db
+    from kaja_cli.core.engine import db
 
     if paths.mode is Mode.CLOUD:
         return []
@@ -84,7 +84,7 @@ def owners(paths: Paths) -> list[OwnerChoice]:
 
 
 def _owners(paths: Paths) -> list[OwnerChoice]:
-    from kaja_cli.core import db
+    from kaja_cli.core.engine import db
 
     if paths.mode is Mode.CLOUD:
         return []
@@ -126,7 +126,7 @@ class Choice(NamedTuple):
 
 def _glance(path, query: str, args: tuple = ()) -> list[tuple]:
     """Rows of `query` on `path` through `db.open_glance`; [] on any failure."""
-    from kaja_cli.core import db
+    from kaja_cli.core.engine import db
 
     try:
         with db.open_glance(path) as conn:
@@ -155,7 +155,7 @@ def note_keys(paths: Paths, owner: Owner | None) -> list[Choice]:
 
 def note_tags(paths: Paths, owner: Owner | None) -> list[Choice]:
     """The tags of `owner`'s notes, with how many notes have each."""
-    from kaja_cli.core.notes import parse_tags
+    from kaja_cli.core.side.notes import parse_tags
 
     if paths.mode is Mode.CLOUD:
         return []

@@ -30,11 +30,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kaja_cli.core import masking, settings_keys
+from kaja_cli.core import masking
 from kaja_cli.core.owners import Owner
-from kaja_cli.core.paths import Paths
-from kaja_cli.core.settings import expand
 from kaja_cli.core.store import Store
+from kaja_cli.core.store.paths import Paths
+from kaja_cli.core.store.settings import expand
+from kaja_cli.core.store.settings import keys as settings_keys
 from kaja_cli.core.wording import noun, plural
 from kaja_cli.errors import Busy, Failed
 
@@ -188,7 +189,7 @@ def owner_sessions(store: Store, owner: Owner) -> list[str]:
     """The owner's session ids, as `wipe --owner` will erase them."""
     if not store.exists():
         return []
-    from kaja_cli.core import schema
+    from kaja_cli.core.store import schema
 
     with store.reader() as conn:
         have = schema.present_columns(conn).get("sessions", ())

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from kaja_cli.core.clock import iso
-from kaja_cli.core.record import uuid7
+from kaja_cli.core.conversations.record import uuid7
 from kaja_cli.demo import script
 
 if TYPE_CHECKING:

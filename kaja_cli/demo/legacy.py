@@ -19,9 +19,9 @@ from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from kaja_cli.core import fs
+from kaja_cli.core.care.legacy import LEGACY_FILES, MEMORY_DIR
 from kaja_cli.core.clock import iso
-from kaja_cli.core.legacy import LEGACY_FILES, MEMORY_DIR
+from kaja_cli.core.engine import fs
 
 _FILES: dict[str, list[str]] = {
     "usage.db": [

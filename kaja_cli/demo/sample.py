@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from kaja_cli.core import fs
 from kaja_cli.core.clock import iso, now_iso
-from kaja_cli.core.record import Recorder
+from kaja_cli.core.conversations.record import Recorder
+from kaja_cli.core.engine import fs
 from kaja_cli.core.store import Store
 from kaja_cli.demo import png, script
 from kaja_cli.demo.generated import GeneratedLedger, Vocabulary, engine_of, split_counts
@@ -74,7 +74,8 @@ def existing_store(store: Store) -> list[str]:
 
 def _existing_on_server(store: Store) -> list[str]:
     """Kaja's schema on the server, if it holds conversations (or isn't Kaja's)."""
-    from kaja_cli.core.pg import connection, schema
+    from kaja_cli.core.engine import postgres as connection
+    from kaja_cli.core.store.server import schema
 
     with connection.connect(store.target()) as conn:
         state = schema.status(conn)
@@ -86,7 +87,7 @@ def _existing_on_server(store: Store) -> list[str]:
 
 def _what_is_there(path: Path) -> str | None:
     """None for a file that may be a store (demo says one exists); else what it is."""
-    from kaja_cli.core import db, fs
+    from kaja_cli.core.engine import db, fs
 
     kind = db.classify(path) if not path.is_symlink() else "link"
     if kind in ("sqlite", "empty", "missing"):
@@ -104,7 +105,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
         raise UsageError("--sessions must be at least 1")
     if options.messages is not None and options.messages < 0:
         raise UsageError("--messages must not be negative")
-    from kaja_cli.core import wipe
+    from kaja_cli.core.care import wipe
 
     left = None if store.cloud else wipe.interrupted(store.paths)
     if left is not None:
@@ -166,7 +167,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
 def _mark_start(store: Store) -> Path:
     """`kaja.db.demo`, made durable before the first file: until it goes, the
     store is a demo cut short (doctor says so, `kaja wipe` removes both)."""
-    from kaja_cli.core import wipe
+    from kaja_cli.core.care import wipe
 
     marker = wipe.demo_marker(store.paths)
     fs.ensure_private_dir(marker.parent)

@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from kaja_cli.core.fs import human_size  # noqa: F401 - one definition, shared with the core
+from kaja_cli.core.engine.fs import human_size  # noqa: F401 - one definition, shared with the core
 from kaja_cli.core.wording import noun, plural  # noqa: F401 - the same wording as the core
 from kaja_cli.errors import Declined, Refused
 from kaja_cli.render.layout import (  # noqa: F401 - tables' vocabulary; the one escaping of controls

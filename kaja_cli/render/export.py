@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, BinaryIO
 
 if TYPE_CHECKING:
-    from kaja_cli.core.export import SessionExport
+    from kaja_cli.core.conversations.export import SessionExport
 
 FORMATS = ("jsonl", "json", "md", "html")
 EXTENSIONS = {"jsonl": "jsonl", "json": "json", "md": "md", "html": "html"}

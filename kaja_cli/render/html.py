@@ -20,8 +20,8 @@ from html import escape
 from typing import Any
 
 from kaja_cli import render
+from kaja_cli.core.conversations.transcript import Asides, Entry, Pending
 from kaja_cli.core.owners import label
-from kaja_cli.core.transcript import Asides, Entry, Pending
 from kaja_cli.core.wording import plural
 from kaja_cli.render.replay import _compact, waiting
 

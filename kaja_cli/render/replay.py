@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kaja_cli import render
+from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Replay, Transcript
 from kaja_cli.core.owners import label
-from kaja_cli.core.transcript import Asides, Entry, Pending, Replay, Transcript
 from kaja_cli.core.wording import noun, plural
 
 ARGS_WIDTH = 160  # a tool call's arguments on one line, cut beyond this

@@ -1,0 +1,468 @@
+"""`kaja doctor`: every check as data (SPEC §7).
+
+A check is a small function registered with `@check(id, group, about)`. It
+looks at the files through a `Context` (read-only connections with a short
+busy timeout, opened once and shared) and returns `Check` values: an id, a
+group, a status (ok, warn, error), a one-line summary, details, and a fix.
+A fix is either advice for a person (the command that would do it) or, when
+`fixable`, a `Repair` that `--fix` applies.
+
+Nothing here writes anything unless `run(..., fix=True)`, and the repairs are
+the safe ones only: missing tables, columns and indexes, the search index,
+checkpointing a WAL, switching to WAL mode, tightening permissions. Whatever
+would delete user data (an orphaned image folder) is reported with the command
+that removes it, never removed.
+
+This package: the registry and the runner are here; `model` holds the data,
+`context` what checks share during a run, `repairs` what `--fix` can do, and
+one module per group of checks (`environment`, `locations`, `settings_file`,
+`databases`, `orphans`, `search`, `search_cjk`, `images`, `side_data`, `restores`,
+`query_profile`, `qdrant`), imported at the end
+of this file in the report's order. `redaction` is `--redact`.
+
+Adding a check: write a function taking the `Context` (and a database name,
+with `per_database=True`) that returns a `Check`, a list of them or None,
+decorate it, and import its module below. The registry's order is the
+report's order within each group.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import NamedTuple
+
+from kaja_cli.core.care.doctor.context import _INTERRUPTED, Context, raise_if_interrupted
+from kaja_cli.core.care.doctor.model import (
+    ERROR,
+    GROUPS,
+    OK,
+    WARN,
+    Check,
+    FixResult,
+    Group,
+    Repair,
+    RepairOrder,
+    Report,
+    Status,
+)
+from kaja_cli.core.store import settings as settings_mod
+from kaja_cli.core.store.paths import Overrides, Paths, resolve
+from kaja_cli.core.store.registry import Database
+from kaja_cli.errors import KajaError, SettingsError, UsageError
+
+
+# --- the registry --------------------------------------------------------------
+@dataclass(frozen=True)
+class Spec:
+    """A registered check: what `--list-checks` shows and what the runner calls."""
+
+    id: str
+    group: Group
+    about: str
+    run: Callable
+    per_database: bool = False  # run once per database file: `integrity.shared`, …
+    needs_shared: bool = False  # skipped (silently, in a full run) without a readable shared file
+    unopened: bool = False  # per database: runs even when the file cannot be opened
+
+
+CHECKS: list[Spec] = []
+
+
+def check(
+    id: str,
+    group: Group | str,
+    about: str,
+    *,
+    per_database: bool = False,
+    needs_shared: bool = False,
+    unopened: bool = False,
+) -> Callable:
+    """Register a check function (see the module docstring)."""
+    if group not in GROUPS:
+        raise ValueError(f"unknown group {group!r}")
+
+    def register(fn: Callable) -> Callable:
+        if any(s.id == id for s in CHECKS):
+            raise ValueError(f"check {id!r} registered twice")
+        CHECKS.append(Spec(id, Group(group), about, fn, per_database, needs_shared, unopened))
+        return fn
+
+    return register
+
+
+def list_checks() -> list[Spec]:
+    return list(CHECKS)
+
+
+DATABASE_NAMES = tuple(Database)
+
+
+def _selected(spec: Spec, only: tuple[str, ...], db_name: str | None = None) -> bool:
+    if not only:
+        return True
+    for sel in only:
+        if sel == spec.id:
+            return True
+        if sel.startswith(spec.id + "."):
+            if db_name is None or sel == f"{spec.id}.{db_name}":
+                return True
+    return False
+
+
+def validate_selection(only: Iterable[str]) -> tuple[str, ...]:
+    """The `--check` ids as given; UsageError (exit 2) for one that names no check."""
+    selection = tuple(s.strip() for s in only if s.strip())
+    for sel in selection:
+        spec = _spec_of(sel)
+        if spec is None:
+            known = ", ".join(s.id for s in CHECKS)
+            raise UsageError(
+                f"--check: no check {sel!r}", hint=f"one of {known} (see --list-checks)"
+            )
+        suffix = sel[len(spec.id) + 1 :]
+        if spec.per_database and suffix and suffix not in DATABASE_NAMES:
+            raise UsageError(
+                f"--check: no database {suffix!r} for {spec.id}",
+                hint=f"one of {', '.join(DATABASE_NAMES)}",
+            )
+    return selection
+
+
+def _spec_of(selector: str) -> Spec | None:
+    return next((s for s in CHECKS if selector == s.id or selector.startswith(s.id + ".")), None)
+
+
+def _require_results(selection: tuple[str, ...], checks: list[Check]) -> None:
+    """A selector naming one result of a check (`paths.shared_db`) must match
+    one: a typo must not run nothing and report "no problems"."""
+    for sel in selection:
+        spec = _spec_of(sel)
+        if spec is not None and sel != spec.id and not any(_matches(c.id, sel) for c in checks):
+            found = sorted({c.id for c in checks if _matches(c.id, spec.id)})
+            raise UsageError(
+                f"--check: {spec.id} has no result {sel!r}",
+                hint=f"its results: {', '.join(found)}" if found else None,
+            )
+
+
+# --- running ---------------------------------------------------------------------
+def locate(
+    overrides: Overrides | None = None, environ: dict[str, str] | None = None
+) -> tuple[Paths, SettingsError | None]:
+    """Resolve the paths, going on with the defaults when settings.toml is bad."""
+    failure: list[SettingsError] = []
+
+    def load(path: Path) -> settings_mod.Settings:
+        try:
+            return settings_mod.load(path)
+        except SettingsError as e:
+            failure.append(e)
+            return settings_mod.Settings(path=path, exists=path.exists())
+
+    paths = resolve(overrides, environ, load_settings=load)
+    return paths, (failure[0] if failure else None)
+
+
+def run(
+    overrides: Overrides | None = None,
+    *,
+    only: Iterable[str] = (),
+    thorough: bool = False,
+    fix: bool = False,
+    environ: dict[str, str] | None = None,
+    now: datetime | None = None,
+) -> Report:
+    """Run the checks (all, or those `only` names); with `fix`, repair, then check again."""
+    selection = validate_selection(only)
+    checks = _run_checks(overrides, selection, thorough, environ, now)
+    _require_results(selection, checks)
+    fixes = None
+    if fix:
+        fixes, tried = [], set()
+        # A file rolled back (or recovered) can be checked only then: the
+        # checks run again, and what they find now is repaired in turn.
+        for _ in range(3):
+            done = apply_repairs(checks, tried)
+            if not done:
+                break
+            fixes += done
+            checks = _run_checks(overrides, selection, thorough, environ, now)
+    return Report(versions=dict(versions()), checks=checks, thorough=thorough, fixes=fixes,
+                  private=_private(overrides, environ))  # fmt: skip
+
+
+def _private(overrides: Overrides | None, environ: dict[str, str] | None) -> dict[str, str]:
+    """Cloud mode's server details that --redact hides (redaction.py)."""
+    paths, _ = locate(overrides, environ)
+    server = paths.server
+    if not paths.cloud or server is None:
+        return {}
+    out: dict[str, str] = {}
+    if server.url.value:
+        from kaja_cli.core.masking import mask
+
+        out[mask(server.url.value)] = "<database url>"
+        out.update(_url_parts(server.url.value))
+    if server.account.value:
+        out[server.account.value] = "<account>"
+    return out
+
+
+def _url_parts(url: str) -> dict[str, str]:
+    """The host, user and database of a libpq URL, each with its stand-in."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    from kaja_cli.core.masking import mask
+
+    try:
+        # Split as masked: a password holding `/ ? #` no longer hides the host.
+        parts = urlsplit(mask(url))
+        query = parse_qs(parts.query)
+        found = {
+            "<db-host>": [parts.hostname or "", *query.get("host", [])],
+            "<db-user>": [unquote(parts.username or ""), *query.get("user", [])],
+            "<database>": [unquote(parts.path.lstrip("/")), *query.get("dbname", [])],
+        }
+    except ValueError:
+        return {}
+    return {v: token for token, values in found.items() for v in values if len(v) > 1}
+
+
+def _run_checks(
+    overrides: Overrides | None,
+    selection: tuple[str, ...],
+    thorough: bool,
+    environ: dict[str, str] | None,
+    now: datetime | None,
+) -> list[Check]:
+    paths, settings_error = locate(overrides, environ)
+    ctx = Context(paths, settings_error=settings_error, thorough=thorough, now=now)
+    _INTERRUPTED.clear()
+    previous = _on_ctrl_c(ctx)
+    try:
+        tasks = _plan(ctx, selection)
+        # The whole-file reads (quick_check) start first, in a thread; every
+        # other check runs beside them, and their results are collected last.
+        for task in tasks:
+            if task.spec.id == "integrity" and task.database is not None:
+                ctx.start_integrity(task.database)
+        results: list[list[Check]] = [[] for _ in tasks]
+        order = sorted(range(len(tasks)), key=lambda i: tasks[i].spec.id == "integrity")
+        for i in order:
+            results[i] = tasks[i].run()
+            raise_if_interrupted()
+        checks = _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
+    except BaseException:
+        ctx.close(interrupt=True)
+        raise
+    finally:
+        _restore_ctrl_c(previous)
+    ctx.close()
+    return checks
+
+
+def _on_ctrl_c(ctx: Context) -> object:
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: object) -> None:
+        _INTERRUPTED.set()
+        ctx.interrupt()
+
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _restore_ctrl_c(previous: object) -> None:
+    import signal
+
+    if previous is not None:
+        signal.signal(signal.SIGINT, previous)  # type: ignore[arg-type]
+
+
+class Task(NamedTuple):
+    """One planned run of a check: for one database, or for the whole store."""
+
+    spec: Spec
+    database: str | None
+    run: Callable[[], list[Check]]
+
+
+def _plan(ctx: Context, selection: tuple[str, ...]) -> list[Task]:
+    """What to run, in the report's order: (spec, database or None, run)."""
+    tasks: list[Task] = []
+    db_specs = [s for s in CHECKS if s.per_database]
+    db_done = False
+    for spec in CHECKS:
+        if spec.per_database:
+            if not db_done:
+                db_done = True
+                tasks.extend(_plan_databases(ctx, db_specs, selection))
+            continue
+        if not _selected(spec, selection):
+            continue
+        tasks.append(Task(spec, None, lambda spec=spec: _run_single(ctx, spec, selection)))
+    return tasks
+
+
+def _run_single(ctx: Context, spec: Spec, selection: tuple[str, ...]) -> list[Check]:
+    if spec.needs_shared and ctx.conn("shared") is None:
+        return [_not_checked(ctx, spec)] if selection else []
+    found = _checks_of(spec.run(ctx))
+    if selection:  # `--check orphans.messages`: the one result asked for
+        found = [
+            c for c in found if any(_matches(c.id, sel) or sel == spec.id for sel in selection)
+        ]
+    return found
+
+
+def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...]) -> Iterator[Task]:
+    first = specs[0]  # `database`: whether the file exists and opens; the others need it
+    for name in (f.name for f in ctx.databases()):
+        wanted = [s for s in specs if _selected(s, selection, name)]
+        if not wanted:
+            continue
+        if first not in wanted:
+            # Not asked for, but it says why the asked-for checks cannot run.
+            def why(name: str = name) -> list[Check]:
+                found = _checks_of(first.run(ctx, name))
+                return found if ctx.conn(name) is None else []
+
+            yield Task(first, name, why)
+        for spec in wanted:
+
+            def one(spec: Spec = spec, name: str = name) -> list[Check]:
+                if spec is not first and not spec.unopened and ctx.conn(name) is None:
+                    return []
+                return _checks_of(spec.run(ctx, name))
+
+            yield Task(spec, name, one)
+
+
+def _hold_back_writes_to_damaged(ctx: Context, checks: list[Check]) -> list[Check]:
+    """No repair writes to a file found damaged: writing could make it worse.
+
+    The findings stay; their fix becomes "recover the file first".
+    """
+    damaged = {
+        c.id.split(".", 1)[1]
+        for c in checks
+        if c.status == ERROR and c.id.split(".", 1)[0] in ("database", "integrity") and "." in c.id
+    }
+    if not damaged:
+        return checks
+    out = []
+    for c in checks:
+        held = [r for r in c.repairs if r.database in damaged]
+        if held:
+            database = held[0].database or "shared"
+            name = ctx.db_path(database).name
+            rest = tuple(r for r in c.repairs if r.database not in damaged)
+            fix = (
+                f"none: {name} is not Kaja's, and kaja changes nothing in it"
+                if ctx.foreign(database)
+                else f"recover {name} first (see its integrity check); then run kaja doctor --fix again"
+            )
+            c = replace(c, repairs=rest, fixable=bool(rest), fix=fix)
+        out.append(c)
+    return out
+
+
+def _checks_of(value: Check | Iterable[Check] | None) -> list[Check]:
+    if value is None:
+        return []
+    if isinstance(value, Check):
+        return [value]
+    return list(value)
+
+
+def _matches(check_id: str, selector: str) -> bool:
+    return check_id == selector or check_id.startswith(selector + ".")
+
+
+def _not_checked(ctx: Context, spec: Spec) -> Check:
+    path = ctx.db_path("shared") if ctx.local else None
+    reason = (
+        "cloud mode keeps no local database" if path is None else f"no readable store at {path}"
+    )
+    return Check(spec.id, spec.group, OK, f"not checked: {reason}")
+
+
+def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[FixResult]:
+    """Run every distinct repair the checks attached, cheapest first; none
+    whose key is in `tried` (which gains the keys of those run)."""
+    tried = set() if tried is None else tried
+    seen: dict[str, tuple[Repair, str]] = {}
+    for c in checks:
+        for r in c.repairs:
+            if r.key not in tried:
+                seen.setdefault(r.key, (r, c.id))
+    tried |= seen.keys()
+    results = []
+    for repair, check_id in sorted(seen.values(), key=lambda rc: rc[0].order):
+        try:
+            message = repair.run()
+            results.append(FixResult(check_id, True, message))
+        except KajaError as e:
+            results.append(FixResult(check_id, False, str(e)))
+        except sqlite3.Error as e:
+            results.append(FixResult(check_id, False, f"{repair.key}: {e}"))
+        except OSError as e:
+            results.append(FixResult(check_id, False, f"{e.filename or repair.key}: {e.strerror}"))
+    return results
+
+
+# --- the checks ---------------------------------------------------------------------
+# Imported last, in the report's order: each module registers its checks with
+# `check` above as it loads.
+# isort: off
+from kaja_cli.core.care.doctor import environment, locations, restores  # noqa: E402
+from kaja_cli.core.care.doctor import settings_file, server, databases  # noqa: E402
+from kaja_cli.core.care.doctor import orphans, search, search_cjk, images, side_data  # noqa: E402
+from kaja_cli.core.care.doctor import query_profile, qdrant  # noqa: E402
+
+# isort: on
+from kaja_cli.core.care.doctor.environment import versions  # noqa: E402
+from kaja_cli.core.care.doctor.redaction import redacted, redactor  # noqa: E402
+
+__all__ = [
+    "CHECKS",
+    "DATABASE_NAMES",
+    "ERROR",
+    "GROUPS",
+    "OK",
+    "WARN",
+    "Check",
+    "Context",
+    "FixResult",
+    "Group",
+    "Repair",
+    "RepairOrder",
+    "Report",
+    "Status",
+    "check",
+    "databases",
+    "environment",
+    "images",
+    "list_checks",
+    "locations",
+    "orphans",
+    "qdrant",
+    "query_profile",
+    "redacted",
+    "redactor",
+    "restores",
+    "run",
+    "search",
+    "search_cjk",
+    "server",
+    "settings_file",
+    "side_data",
+    "versions",
+]  # fmt: skip

@@ -1,0 +1,296 @@
+"""Checks of cloud mode's server (SPEC §7, §10): one connection, a few seconds
+at most, read-only, each finding one line.
+
+`server.reachable` (connects within the URL's connect_timeout, 5 s by
+default), `server.version`, `server.schema` (kaja's schema there, its version
+against this kaja's, missing tables and columns: `--fix` adds them),
+`server.others` (what kaja's schema holds that is not Kaja's, which `kaja
+wipe` keeps: `kaja sync`'s shared ledger there is a warning),
+`server.extensions` (unaccent, which search needs), `server.tables` (rows per
+table), `server.search` (the search index: valid, its statistics in step with
+the messages, its folding still SQLite's), `server.encryption` (TLS or not)
+and `server.privileges` (what the role may do: a read-only role reads, and
+writes are refused). Locally there is nothing to check here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from kaja_cli.core.care.doctor import check
+from kaja_cli.core.care.doctor.context import Context
+from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group, Repair, RepairOrder
+from kaja_cli.core.wording import plural
+from kaja_cli.errors import KajaError
+
+STATEMENT_TIMEOUT_MS = 10_000  # doctor never hangs on a query either
+_G = Group.SERVER
+
+
+@check(
+    "server",
+    _G,
+    "cloud mode's PostgreSQL: reachable, version, kaja's schema, unaccent, rows per table,"
+    " the search index, encryption, the role's privileges",
+)
+def check_server(ctx: Context) -> list[Check] | None:
+    if ctx.local:
+        return None
+    from kaja_cli.core.engine import postgres as pg
+
+    try:
+        where = pg.target(ctx.paths.server)
+    except KajaError as e:
+        return [Check("server.reachable", _G, ERROR, e.message, fix=e.hint)]
+    try:
+        pg.driver()  # imported before the clock starts: the connection is timed, not Python
+    except KajaError as e:
+        return [Check("server.reachable", _G, ERROR, e.message, fix=e.hint)]
+    start = time.perf_counter()
+    try:
+        with pg.connect(where) as conn:
+            took = (time.perf_counter() - start) * 1000
+            wait = STATEMENT_TIMEOUT_MS * (12 if ctx.thorough else 1)  # every code point: slower
+            conn.set_statement_timeout(wait)
+            out = [Check("server.reachable", _G, OK, f"reached {where.shown} in {took:.0f} ms")]
+            for step in (
+                _version,
+                _schema,
+                _others,
+                _extensions,
+                _tables,
+                _search,
+                _encryption,
+                _privileges,
+            ):
+                found = _safe(step, conn, ctx)
+                if found is not None:
+                    out.append(found)
+            return out
+    except KajaError as e:
+        return [Check("server.reachable", _G, ERROR, e.message, fix=e.hint)]
+
+
+def _safe(step: Callable, conn, ctx: Context) -> Check | None:
+    try:
+        return step(conn, ctx)
+    except KajaError as e:
+        name = step.__name__.strip("_")
+        return Check(f"server.{name}", _G, ERROR, f"could not check: {e.message}", fix=e.hint)
+
+
+def _version(conn, ctx: Context) -> Check:
+    text = conn.execute("SELECT pg_catalog.current_setting('server_version')").fetchone()[0]
+    number = int(
+        conn.execute("SELECT pg_catalog.current_setting('server_version_num')").fetchone()[0]
+    )
+    if number < 120000:
+        return Check("server.version", _G, ERROR, f"PostgreSQL {text}: kaja needs 12 or later",
+                     ["the search index is a generated column (PostgreSQL 12)"])  # fmt: skip
+    return Check("server.version", _G, OK, f"PostgreSQL {text}")
+
+
+def _schema(conn, ctx: Context) -> Check:
+    from kaja_cli.core.store.server import schema
+
+    where = conn.target
+    state = schema.status(conn)
+    if not state.exists:
+        return Check("server.schema", _G, WARN, f"no Kaja store in {where.where}",
+                     ["the agent (or `kaja demo`) makes it when it first writes"],
+                     fix="run the agent in cloud mode, or check [memory] databaseSchema")  # fmt: skip
+    if not state.kajas:
+        return Check("server.schema", _G, ERROR, f"{where.where} is not Kaja's",
+                     [f"its tables are another program's: {', '.join(sorted(state.tables))}"],
+                     fix="point [memory] databaseSchema at Kaja's schema")  # fmt: skip
+    if state.newer:
+        return Check("server.schema", _G, ERROR,
+                     f"schema version {state.version} is newer than this kaja's ({schema.SCHEMA_VERSION})",
+                     ["this kaja reads it but never writes it"],
+                     fix="pip install -U 'kaja-cli[postgres]'")  # fmt: skip
+    missing = schema.missing(conn)
+    if missing or state.version != schema.SCHEMA_VERSION:
+        items = missing or [f"version {state.version}"]
+        return Check(
+            "server.schema", _G, WARN,
+            f"schema {where.schema} lacks {plural(len(items), 'thing')} this kaja makes",
+            items, fix=f"add them: {', '.join(items[:3])}", fixable=True,
+            repairs=(Repair("server.schema", RepairOrder.SCHEMA, _apply(ctx), "server"),),
+        )  # fmt: skip
+    return Check(
+        "server.schema", _G, OK, f"schema {where.schema}: version {state.version}, this kaja's"
+    )
+
+
+def _others(conn, ctx: Context) -> Check | None:
+    from kaja_cli.core.ledger.sync import server as sync_server
+    from kaja_cli.core.store.server import schema
+
+    where = conn.target
+    state = schema.status(conn)
+    if not state.exists or not state.kajas:
+        return None
+    found = schema.contents(conn)
+    details = [f"{t.kind} {t.name}" for t in found.others]
+    details += [f"{t.kind} {t.name} uses {on}: `kaja wipe` refuses while it does"
+                for t, on in found.dependents]  # fmt: skip
+    if not details:
+        return Check("server.others", _G, OK, f"schema {where.schema} holds only Kaja's objects")
+    ledger = [t for t in found.others if t.name.rpartition(".")[2] in sync_server.LEDGER_OBJECTS]
+    if ledger:
+        return Check(
+            "server.others", _G, WARN,
+            f"schema {where.schema} also holds the shared usage ledger of `kaja sync`",
+            [*details, "an earlier kaja made it here (the role is named like the schema);"
+             " `kaja wipe` keeps it, and kaja sync keeps using it"],
+            fix=f"move it while no sync runs: {sync_server.move_sql(where.schema)}",
+        )  # fmt: skip
+    return Check("server.others", _G, OK,
+                 f"schema {where.schema} also holds {plural(len(found.others), 'thing')}"
+                 " that are not Kaja's", [*details, "`kaja wipe` keeps them, and the schema"])  # fmt: skip
+
+
+def _apply(ctx: Context) -> Callable[[], str]:
+    def run() -> str:
+        from kaja_cli.core.store import Store
+
+        store = Store(ctx.paths)
+        with store.writer():  # brings the schema up to date
+            pass
+        return "brought kaja's schema on the server up to date"
+
+    return run
+
+
+def _extensions(conn, ctx: Context) -> Check:
+    from kaja_cli.core.store.server import schema
+
+    where = schema.unaccent_schema(conn, create=False)
+    if where is None:
+        return Check("server.extensions", _G, ERROR, "the unaccent extension is missing",
+                     ["search folds accents with it; kaja creates it when its role may"],
+                     fix=schema.UNACCENT_HINT)  # fmt: skip
+    return Check("server.extensions", _G, OK, f"unaccent is installed (schema {where})")
+
+
+def _tables(conn, ctx: Context) -> Check | None:
+    from kaja_cli.core.engine import postgres as pg
+    from kaja_cli.core.store.server import schema
+
+    state = schema.status(conn)
+    if not state.kajas:
+        return None
+    s = pg.quote(conn.target.schema)
+    names = [t.name for t in schema.CLOUD_TABLES if t.name in state.tables]
+    counts = conn.execute(
+        "SELECT " + ", ".join(f"(SELECT count(*) FROM {s}.{pg.quote(n)})" for n in names)
+    ).fetchone()
+    details = [f"{n}: {c:,}" for n, c in zip(names, counts, strict=True)]
+    total = dict(zip(names, counts, strict=True))
+    return Check("server.tables", _G, OK,
+                 f"{plural(total.get('sessions', 0), 'session')},"
+                 f" {plural(total.get('messages', 0), 'message')}", details)  # fmt: skip
+
+
+def _search(conn, ctx: Context) -> Check | None:
+    from kaja_cli.core.conversations.search import tokenizer
+    from kaja_cli.core.engine import postgres as pg
+    from kaja_cli.core.store.server import schema
+
+    state = schema.status(conn)
+    if not state.kajas or "messages" not in state.tables:
+        return None
+    s = pg.quote(conn.target.schema)
+    columns = schema.present_columns(conn).get("messages", [])
+    if schema.SEARCH_COLUMN not in columns or schema.STATS_TABLE not in state.tables:
+        return Check("server.search", _G, ERROR, "the search index is missing",
+                     fix="kaja search --reindex")  # fmt: skip
+    valid = conn.execute(
+        "SELECT i.indisvalid FROM pg_catalog.pg_index AS i WHERE i.indexrelid = to_regclass(?)",
+        (f"{s}.{pg.quote(schema.SEARCH_INDEX)}",),
+    ).fetchone()
+    if not valid or not valid[0]:
+        return Check("server.search", _G, ERROR, f"index {schema.SEARCH_INDEX} is missing or invalid",
+                     fix="kaja search --reindex")  # fmt: skip
+    messages, words = conn.execute(
+        f"SELECT count(*), coalesce(sum({schema.WORDS_COLUMN}), 0) FROM {s}.messages"
+    ).fetchone()
+    kept = conn.execute(
+        f"SELECT coalesce(sum(messages), 0), coalesce(sum(words), 0) FROM {s}.{schema.STATS_TABLE}"
+    ).fetchone()
+    details = [f"{messages:,} messages, {words:,} words indexed"]
+    if (int(kept[0]), int(kept[1])) != (messages, words):
+        return Check("server.search", _G, WARN, "the search statistics are out of step with the messages",
+                     [*details, f"{schema.STATS_TABLE} says {kept[0]:,} messages, {kept[1]:,} words",
+                      "a writer ran with triggers disabled; rankings drift until they are recounted"],
+                     fix="recount them", fixable=True,
+                     repairs=(Repair("server.search", RepairOrder.SEARCH_INDEX, _recount(ctx), "server"),))  # fmt: skip
+    if ctx.thorough:
+        bad = tokenizer.verify(conn, conn.target.schema, every=True)
+        if bad:
+            return Check("server.search", _G, WARN,
+                         f"the index folds {plural(len(bad), 'character')} unlike SQLite (U+{bad[0]:04X} first)",
+                         [*details, "the server's unaccent or locale changed since the index was made"],
+                         fix="kaja search --reindex")  # fmt: skip
+        details.append("every code point folds as SQLite's tokenizer")
+    return Check("server.search", _G, OK, "the search index is in step with the messages", details)
+
+
+def _recount(ctx: Context) -> Callable[[], str]:
+    def run() -> str:
+        from kaja_cli.core.engine import db
+        from kaja_cli.core.store import Store
+        from kaja_cli.core.store.server import schema
+
+        with Store(ctx.paths).writer() as conn, db.transaction(conn):
+            messages, words = schema.recount(conn)  # type: ignore[arg-type]
+        return f"recounted the search statistics: {messages:,} messages, {words:,} words"
+
+    return run
+
+
+def _encryption(conn, ctx: Context) -> Check:
+    row = conn.execute(
+        "SELECT s.ssl, s.version, a.client_addr IS NULL FROM pg_catalog.pg_stat_ssl AS s"
+        " JOIN pg_catalog.pg_stat_activity AS a ON a.pid = s.pid WHERE s.pid = pg_backend_pid()"
+    ).fetchone()
+    ssl, version, socket = row if row else (False, None, False)
+    if ssl:
+        return Check("server.encryption", _G, OK, f"the connection is encrypted ({version})")
+    if socket:
+        return Check("server.encryption", _G, OK,
+                     "the connection is not encrypted: a Unix socket, on the server's own machine")  # fmt: skip
+    return Check("server.encryption", _G, WARN, "the connection is not encrypted",
+                 ["the conversations cross the network in the clear"],
+                 fix="add sslmode=require (or verify-full) to the database URL")  # fmt: skip
+
+
+def _privileges(conn, ctx: Context) -> Check | None:
+    from kaja_cli.core.store.server import schema
+
+    state = schema.status(conn)
+    if not state.kajas:
+        return None
+    from kaja_cli.core.store.schema import CONVERSATION_TABLES
+
+    names = [t.name for t in CONVERSATION_TABLES if t.name in state.tables]
+    may = "pg_catalog.has_table_privilege(to_regclass(t), '{}')"
+    rows = conn.execute(
+        f"SELECT t, {may.format('SELECT')}, {may.format('INSERT')} AND {may.format('UPDATE')}"
+        f" AND {may.format('DELETE')} FROM unnest(CAST(? AS text[])) AS t",
+        (names,),
+    ).fetchall()
+    role = conn.execute("SELECT current_user").fetchone()[0]
+    unreadable = [t for t, read, _ in rows if not read]
+    read_only = [t for t, _, write in rows if not write]
+    if unreadable:
+        return Check("server.privileges", _G, ERROR,
+                     f"role {role} may not read {', '.join(unreadable)}",
+                     fix=f"GRANT SELECT ON ALL TABLES IN SCHEMA {conn.target.schema} TO {role}")  # fmt: skip
+    if read_only:
+        return Check("server.privileges", _G, WARN,
+                     f"role {role} may only read: reading works, writing is refused",
+                     [f"no INSERT, UPDATE or DELETE on {', '.join(read_only)}"],
+                     fix="use a role that may write to delete, wipe or record")  # fmt: skip
+    return Check("server.privileges", _G, OK, f"role {role} may read and write kaja's tables")

@@ -1,0 +1,393 @@
+"""`kaja sessions prune`: delete the sessions a filter selects, beside a running
+agent (`plan()`, then `execute()`).
+
+The plan reads only (a read-only connection): the sessions the filter selects
+(`session_filter.where`, the listing's own condition), less those with a tool
+call waiting on the human unless asked; their rows per table, the bytes of
+their messages, their image files, and a sample to show. The same plan drives
+`--dry-run`, the question and the execution.
+
+The execution deletes in batches, one transaction each (`BEGIN IMMEDIATE`), so
+the agent never waits on kaja for long: inside each batch's transaction the
+filter is checked again, and a session the agent touched meanwhile (a new
+message makes it newer, a call now waits on the human, it changed owner or
+was archived) is left alone. Image folders go after their batch committed,
+never through a symbolic link: a linked session folder loses the link, and a
+linked `files/` or `files/images/` keeps its folders (they are counted as
+kept). Before each commit a marker beside the shared file
+(`kaja.db.pruning`) lists the batch's image folders; a prune killed after a
+commit leaves it, and the next prune removes the folders it lists whose
+sessions are gone, then the marker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from kaja_cli.core.care.wipe import hook
+from kaja_cli.core.clock import now_iso
+from kaja_cli.core.conversations import cascade, images
+from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, when, where
+from kaja_cli.core.conversations.sessions import col, columns
+from kaja_cli.core.engine import db, fs
+from kaja_cli.core.store import guard
+from kaja_cli.core.wording import noun, plural
+from kaja_cli.errors import Busy, Interrupted
+
+if TYPE_CHECKING:
+    from kaja_cli.core.store import Store
+    from kaja_cli.core.store.paths import Paths
+
+Progress = Callable[[int, int | None], None]
+MARKER_SUFFIX = guard.PRUNE_SUFFIX
+SAMPLE = 5  # sessions shown in the plan: the oldest and the newest
+# One transaction deletes at most this many sessions, or messages (each
+# message also leaves the search index): about 0.1 s of the write lock on a
+# busy 2-core machine, so the agent's writes never wait longer than that.
+BATCH_SESSIONS = 100
+BATCH_MESSAGES = 2000
+
+
+class Candidate(NamedTuple):
+    """A session the plan would delete, with what the plan shows of it."""
+
+    id: str
+    owner: str | None
+    title: str | None
+    updated: str | None
+    messages: int
+
+
+class PrunePlan(NamedTuple):
+    filter: SessionFilter
+    sessions: list[Candidate]  # what will be deleted, oldest first
+    rows: dict[str, int]  # rows per table, the sessions' own included
+    message_bytes: int  # text of their messages (content, parts, reasoning)
+    image_files: int
+    image_bytes: int
+    pending_kept: int  # sessions the filter selects but kept: a call waits on the human
+    leftovers: list[Path]  # image folders an interrupted prune left behind
+    location: Path
+
+    @property
+    def sample(self) -> list[Candidate]:
+        s = self.sessions
+        return s if len(s) <= SAMPLE else [*s[: SAMPLE - 2], *s[-2:]]
+
+
+class PruneResult(NamedTuple):
+    deleted: int  # sessions
+    rows: dict[str, int]
+    image_folders: int  # removed
+    kept_folders: list[tuple[Path, str]]  # (folder, why it stayed)
+    skipped: int  # planned, but changed meanwhile (or gone): left alone
+    batches: int
+
+
+# --- the plan ---------------------------------------------------------------------------
+def plan(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> PrunePlan:
+    """What prune would delete; reads, never writes. A missing store plans nothing."""
+    store.require_local()
+    path = store.path()
+    leftovers = _leftovers(store.paths)
+    if not path.exists():
+        return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path)
+    flt = flt._replace(limit=0, pending=None if include_pending else False)
+    with store.reader() as conn:
+        have = columns(conn, *FILTER_TABLES)
+        s = have.get("sessions")
+        if not s or "id" not in s:
+            return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path)
+        sessions = _candidates(conn, have, flt)
+        pending_kept = 0
+        if not include_pending:
+            cond, args = where(have, flt._replace(pending=True))
+            pending_kept = conn.execute(
+                f"SELECT count(*) FROM sessions AS s WHERE {cond}", args
+            ).fetchone()[0]
+        ids = [c.id for c in sessions]
+        rows = _count_rows(conn, ids)
+        text = _message_bytes(conn, have, ids)
+    files = size = 0
+    for c in sessions:
+        folder = images.session_dir(store.paths.images_dir, c.id)
+        if folder is not None and folder.is_dir() and not folder.is_symlink():
+            b, n = fs.tree_size(folder)
+            size, files = size + b, files + n
+    return PrunePlan(flt, sessions, rows, text, files, size, pending_kept, leftovers, path)
+
+
+def _candidates(
+    conn: sqlite3.Connection, have: dict[str, list[str]], flt: SessionFilter
+) -> list[Candidate]:
+    s = have["sessions"]
+    cond, args = where(have, flt)
+    m = have.get("messages") or []
+    count = (
+        "(SELECT count(*) FROM messages AS m WHERE m.sessionId = s.id)" if "sessionId" in m else "0"
+    )
+    sql = (
+        f"SELECT s.id, {col(s, 's', 'owner')}, {col(s, 's', 'title')}, {when(s)}, {count}"
+        f" FROM sessions AS s WHERE {cond} ORDER BY {when(s)}, s.id"
+    )
+    return [
+        Candidate(str(i), o if isinstance(o, str) else None, t if isinstance(t, str) else None,
+                  u if isinstance(u, str) else None, int(n or 0))
+        for i, o, t, u, n in conn.execute(sql, args)
+    ]  # fmt: skip
+
+
+def _count_rows(conn: sqlite3.Connection, ids: list[str]) -> dict[str, int]:
+    if not ids:
+        return {}
+    try:
+        return cascade.count_session_rows(conn, ids)
+    except sqlite3.OperationalError:
+        # A table another program left without a column the cascade uses:
+        # the counts are for the plan only.
+        return {"sessions": len(ids)}
+
+
+def _message_bytes(conn: sqlite3.Connection, have: dict[str, list[str]], ids: list[str]) -> int:
+    m = have.get("messages") or []
+    if not ids or "sessionId" not in m:
+        return 0
+    parts = [f"coalesce(length(CAST(m.{c} AS BLOB)), 0)" for c in ("content", "parts", "reasoning")
+             if c in m]  # fmt: skip
+    if not parts:
+        return 0
+    total = 0
+    # Ids bound as a JSON list: no limit on how many variables a statement takes.
+    for chunk in _chunks(ids, 5000):
+        total += conn.execute(
+            f"SELECT coalesce(sum({' + '.join(parts)}), 0) FROM messages AS m"
+            " WHERE m.sessionId IN (SELECT value FROM json_each(?))",
+            (json.dumps(chunk),),
+        ).fetchone()[0]
+    return int(total)
+
+
+def _chunks(items: list, size: int) -> list[list]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+# --- the execution ----------------------------------------------------------------------
+def batches(sessions: list[Candidate]) -> list[list[Candidate]]:
+    """The plan's sessions in transactions of at most BATCH_SESSIONS sessions
+    or BATCH_MESSAGES messages (a bigger session is a batch of its own)."""
+    out: list[list[Candidate]] = []
+    current: list[Candidate] = []
+    messages = 0
+    for c in sessions:
+        if current and (len(current) >= BATCH_SESSIONS or messages + c.messages > BATCH_MESSAGES):
+            out.append(current)
+            current, messages = [], 0
+        current.append(c)
+        messages += c.messages
+    if current:
+        out.append(current)
+    return out
+
+
+def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) -> PruneResult:
+    """Delete the planned sessions, a batch per transaction, then each batch's
+    image folders (the module docstring). Ctrl-C between batches keeps what
+    was committed and says how to finish."""
+    paths = store.paths
+    report = progress or (lambda done, total=None: None)
+    total = len(pruning.sessions)
+    rows: dict[str, int] = {}
+    removed, kept = _finish_leftovers(store)
+    deleted = skipped = done = 0
+    groups = batches(pruning.sessions)
+    report(0, total)
+    with store.writer() as conn:
+        have = columns(conn, *FILTER_TABLES)
+        for group in groups:
+            try:
+                gone, counts = _delete_batch(conn, have, pruning.filter, group, paths)
+            except KeyboardInterrupt:
+                raise Interrupted(
+                    f"interrupted after deleting {deleted} of {plural(total, 'session')}",
+                    hint="run the same `kaja sessions prune` again to finish",
+                ) from None
+            except Busy as e:
+                if not deleted:
+                    raise
+                raise Busy(
+                    f"{e.message} after {deleted} of {plural(total, 'session')}"
+                    f" {noun(deleted, 'was', 'were')} deleted",
+                    hint="run the same `kaja sessions prune` again to finish",
+                ) from None
+            for table, k in counts.items():
+                rows[table] = rows.get(table, 0) + k
+            deleted += len(gone)
+            skipped += len(group) - len(gone)
+            try:
+                hook.checkpoint("prune-images")
+                r, k = remove_folders(paths, gone)
+                _clear_marker(paths)
+            except KeyboardInterrupt:
+                raise Interrupted(
+                    f"interrupted after deleting {deleted} of {plural(total, 'session')}, before all"
+                    " their image folders",
+                    hint="run the same `kaja sessions prune` again to finish",
+                ) from None
+            removed += r
+            kept += k
+            done += len(group)
+            report(done, total)
+    return PruneResult(deleted, rows, removed, kept, skipped, len(groups))
+
+
+def _delete_batch(
+    conn: sqlite3.Connection,
+    have: dict[str, list[str]],
+    flt: SessionFilter,
+    group: list[Candidate],
+    paths: Paths,
+) -> tuple[list[str], dict[str, int]]:
+    """One transaction: the sessions of `group` that still match, and their rows."""
+    wrote = False
+    try:
+        with db.transaction(conn):
+            cond, args = where(have, flt)
+            still = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT s.id FROM sessions AS s WHERE s.id IN (SELECT value FROM json_each(?))"
+                    f" AND {cond}",
+                    (json.dumps([c.id for c in group]), *args),
+                )
+            ]
+            counts = cascade.delete_session_rows(conn, still) if still else {}
+            folders = [
+                str(d) for sid in still
+                if (d := images.session_dir(paths.images_dir, sid)) and _lexists(d)
+            ]  # fmt: skip
+            if folders:
+                _write_marker(paths, folders)
+                wrote = True
+            hook.checkpoint("prune-commit")
+    except BaseException:
+        if wrote:  # rolled back: the folders stay with their sessions
+            _clear_marker(paths)
+        raise
+    return still, counts
+
+
+# --- image folders, never through a link ------------------------------------------------
+def _lexists(path: Path) -> bool:
+    try:
+        os.lstat(path)
+    except OSError:
+        return False
+    return True
+
+
+def remove_folders(paths: Paths, session_ids: list[str]) -> tuple[int, list[tuple[Path, str]]]:
+    """Remove `images/<id>/` of these (deleted) sessions: (removed, kept with why).
+
+    A session folder that is a link loses the link; under a linked `files/`
+    or `images/` nothing is removed (it would be deleting through the link)."""
+    removed = 0
+    kept: list[tuple[Path, str]] = []
+    folders = [d for sid in session_ids if (d := images.session_dir(paths.images_dir, sid))]
+    folders = [d for d in folders if _lexists(d)]
+    if not folders:
+        return 0, []
+    linked = cascade.images_link(paths.images_dir)
+    for folder in folders:
+        if linked is not None:
+            kept.append((folder, f"{linked} is a symbolic link: kaja deletes nothing through one"))
+            continue
+        mode = os.lstat(folder).st_mode
+        if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+            folder.unlink()
+        else:
+            shutil.rmtree(folder)  # fd-based: links inside lose the link, never their target
+        removed += 1
+    return removed, kept
+
+
+# --- the marker an interrupted prune leaves ------------------------------------------------
+def marker_path(paths: Paths) -> Path:
+    return fs.beside(paths.shared_db.path, MARKER_SUFFIX)
+
+
+def _write_marker(paths: Paths, folders: list[str]) -> None:
+    data = {"action": "prune", "started_at": now_iso(), "pid": os.getpid(), "paths": folders}
+    path = marker_path(paths)
+    fs.write_private_file(path, json.dumps(data, indent=1).encode())
+    fs.fsync_dir(path.parent)
+
+
+def _clear_marker(paths: Paths) -> None:
+    path = marker_path(paths)
+    if _lexists(path):
+        path.unlink()
+        fs.fsync_dir(path.parent)
+
+
+def _listed(paths: Paths) -> list[Path]:
+    """The image folders the marker lists that are still there (and in reach)."""
+    path = marker_path(paths)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    raw = data.get("paths") if isinstance(data, dict) else None
+    out = []
+    for p in raw if isinstance(raw, list) else []:
+        if not isinstance(p, str):
+            continue
+        folder = Path(os.path.normpath(p))
+        if folder.parent == paths.images_dir and images.safe_name(folder.name) and _lexists(folder):
+            out.append(folder)
+    return out
+
+
+def _leftovers(paths: Paths) -> list[Path]:
+    """Folders an interrupted prune left, whose sessions are gone (read-only)."""
+    listed = _listed(paths)
+    if not listed or not paths.shared_db.path.exists():
+        return listed
+    try:
+        with db.open_read(paths.shared_db.path) as conn:
+            live = _live(conn, [p.name for p in listed])
+    except Exception:  # an unreadable store: its folders stay, nothing is guessed
+        return []
+    return [p for p in listed if p.name not in live]
+
+
+def _live(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+    }
+
+
+def _finish_leftovers(store: Store) -> tuple[int, list[tuple[Path, str]]]:
+    """Remove what an interrupted prune left (its sessions are gone), then its marker.
+
+    A marker written before a rollback lists folders whose sessions are still
+    there: those stay."""
+    paths = store.paths
+    if not _lexists(marker_path(paths)):
+        return 0, []
+    listed = _listed(paths)
+    with store.reader() as conn:
+        live = _live(conn, [p.name for p in listed]) if listed else set()
+    removed, kept = remove_folders(paths, [p.name for p in listed if p.name not in live])
+    _clear_marker(paths)
+    return removed, kept

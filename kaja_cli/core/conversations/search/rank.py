@@ -1,0 +1,138 @@
+"""BM25 as FTS5 computes it, for FTS4: each phrase's idf from matchinfo, and
+every match's score in SQL arithmetic over the matchinfo and docsize blobs,
+so SQLite's top-n sorter ranks and Python sees only the rows kept.
+
+`core.search` runs the query; `core.pg.search` computes the same figures on
+PostgreSQL with these constants, in the same order of operations.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from array import array
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite3
+
+    from kaja_cli.core.conversations.search import _Index
+
+K1 = 1.2  # FTS5's bm25 constants (sqlite-fts4's rank_bm25 uses the same)
+B = 0.75
+IDF_FLOOR = 1e-6  # FTS5: a phrase in more than half the rows still counts a little
+
+
+def _varints(data: bytes, start: int = 0) -> list[int]:
+    out, value, shift = [], 0, 0
+    for byte in data[start:]:
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            out.append(value)
+            value, shift = 0, 0
+    return out
+
+
+def _idf(conn: sqlite3.Connection, ix: _Index, match: str, n: int) -> tuple[list[float], int]:
+    """FTS5's idf of each phrase, from the rows holding it (matchinfo 'x'), and
+    the most rows any phrase is in; nothing when nothing matches."""
+    row = conn.execute(
+        f"SELECT matchinfo({ix.name}, 'pcx') FROM {ix.table} WHERE {ix.name} MATCH ? LIMIT 1",
+        (match,),
+    ).fetchone()
+    if row is None:
+        return [], 0
+    info = array("I")
+    info.frombytes(row[0])
+    phrases, columns = info[0], info[1]
+    out, most = [], 0
+    for i in range(phrases):
+        hits = sum(info[2 + 3 * (i * columns + c) + 2] for c in range(columns))
+        most = max(most, hits)
+        idf = math.log((n - hits + 0.5) / (hits + 0.5))
+        out.append(idf if idf > 0.0 else IDF_FLOOR)
+    return out, most
+
+
+class Bm25:
+    """FTS5's bm25 for one query: the idf of each phrase and the average length."""
+
+    __slots__ = ("avgdl", "idf", "rows")
+
+    def __init__(self, idf: list[float], avgdl: float, rows: int = 0) -> None:
+        self.idf = idf
+        self.avgdl = avgdl
+        self.rows = rows  # the most rows any phrase is in
+
+    def score(self, hits: Iterable[int], length: int) -> float:
+        """The same arithmetic as FTS5 (and `sql` below), in the same order."""
+        score = 0.0
+        for idf, f in zip(self.idf, hits, strict=False):
+            score += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / self.avgdl)))
+        return score
+
+    def params(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "lut": bytes(range(256)), "k1p1": K1 + 1.0, "k1": K1, "omb": 1 - B, "b": B,
+            "avgdl": self.avgdl,
+        }  # fmt: skip
+        out.update({f"idf{i}": v for i, v in enumerate(self.idf)})
+        return out
+
+    def sql(self, ix: _Index, push: str = "") -> str:
+        """Every match as (docid, score), best first, ties to the lower docid,
+        at most :n of them: BM25 in SQL arithmetic over the matchinfo and
+        docsize blobs, so SQLite's top-n sorter does the ranking and Python
+        sees only the rows it keeps."""
+        p = len(self.idf)
+        decoded = [f"{_uint32('mi', 4 * i, p)} AS f{i}" for i in range(p)]
+        decoded.append(f"{_varint_sql('sz')} AS dl")
+        terms = " + ".join(
+            f":idf{i} * ((f{i} * :k1p1) / (f{i} + :k1 * (:omb + :b * dl / :avgdl)))"
+            for i in range(p)
+        )
+        # The two inner LIMIT -1 keep SQLite from flattening the layers, which
+        # would evaluate matchinfo() and each decoding several times per row.
+        return (
+            f"SELECT docid, {terms} AS score FROM ("
+            f" SELECT docid, {', '.join(decoded)} FROM ("
+            f"  SELECT {ix.name}.docid AS docid, matchinfo({ix.name}, 'y') AS mi, d.size AS sz"
+            f"  FROM {ix.table} LEFT JOIN {ix.docsize} AS d ON d.docid = {ix.name}.docid"
+            f"  WHERE {ix.name} MATCH :match{push} LIMIT -1) LIMIT -1)"
+            " ORDER BY score DESC, docid LIMIT :n"
+        )
+
+
+def _byte(blob: str, i: int) -> str:
+    """Byte `i` (from 1) of a blob as an integer: its position in :lut, a
+    blob holding the bytes 0-255 in order."""
+    return f"(instr(:lut, substr({blob}, {i}, 1)) - 1)"
+
+
+def _uint32(blob: str, offset: int, count: int) -> str:
+    """The native-order unsigned 32-bit integer at `offset` of a matchinfo
+    blob of `count` of them; hit counts below 4 are found by comparison alone."""
+    piece = blob if count == 1 else f"substr({blob}, {offset + 1}, 4)"
+    order = sys.byteorder
+    places = range(offset + 1, offset + 5) if order == "little" else range(offset + 4, offset, -1)
+    full = " + ".join(f"{1 << (8 * k)} * {_byte(blob, i)}" for k, i in enumerate(places))
+    quick = " ".join(f"WHEN x'{v.to_bytes(4, order).hex()}' THEN {v}" for v in range(4))
+    return f"(CASE {piece} {quick} ELSE {full} END)"
+
+
+def _varint_sql(blob: str, width: int = 5) -> str:
+    """The varint at the start of a %_docsize blob (a message's length in tokens).
+
+    One byte below 128 is the usual case: unicode() reads it without a copy
+    (a first byte of 128 or more makes it 128 or more)."""
+    value = ""
+    for i in range(width, 0, -1):
+        part = f"(({_byte(blob, i)} & 127) << {7 * (i - 1)})"
+        value = (
+            part
+            if not value
+            else f"{part} + CASE WHEN {_byte(blob, i)} < 128 THEN 0 ELSE {value} END"
+        )
+    return f"(CASE WHEN unicode({blob}) < 128 THEN unicode({blob}) ELSE {value} END)"

@@ -1,0 +1,297 @@
+"""`kaja search` on the server: the same messages, ranked the same way (SPEC §6, §10).
+
+The query is FTS4 syntax in both modes (`core.search.plain_match` writes
+plain words as FTS4 phrases); `fts4` turns it into a `tsquery` over
+`messages.kaja_search`, the words SQLite's tokenizer makes (`tokenizer`), so
+the set of matching messages is local search's.
+
+Ranking is BM25 exactly as local search computes it (FTS5's bm25(): k1 = 1.2,
+b = 0.75, idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, the true
+average length), from the same numbers: N and the words in all from
+`kaja_search_stats`, each phrase's n from a count of the messages holding it,
+its hits in a message from `ts_rank_cd` (which, with every weight 1 and no
+normalisation, is the number of times a phrase occurs: FTS4's matchinfo 'y'),
+and the message's length from `kaja_words`, combined in SQL in FTS5's order
+of operations so the server's top-n sort ranks the matches. Ties go to the
+message stored first (`ctid`, as SQLite's rowid). The filters (owner, role,
+since, session) are part of the one query.
+
+Snippets are FTS4's own: the messages shown go into an FTS4 table in memory
+and `snippet()` answers with the same query, as local search does for many
+matches.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from typing import TYPE_CHECKING, Any
+
+from kaja_cli.core.conversations.search import (
+    SNIPPET_TOKENS,
+    Hit,
+    SearchResult,
+    _parse_snippet,
+    fts4,
+    plain_match,
+)
+from kaja_cli.core.conversations.search.rank import IDF_FLOOR, K1, B
+from kaja_cli.core.engine import dialect
+from kaja_cli.core.owners import Owner
+from kaja_cli.core.store.server import schema as pg_schema
+from kaja_cli.errors import Failed
+
+if TYPE_CHECKING:
+    from kaja_cli.core.engine.postgres import Connection
+    from kaja_cli.core.store import Store
+
+_WEIGHTS = "'{1,1,1,1}'::float4[]"  # every position weighs 1: ts_rank_cd counts hits
+
+
+def search(
+    store: Store,
+    query: str,
+    *,
+    fts: bool,
+    owner: Owner | None,
+    session: str | None,
+    roles: tuple[str, ...],
+    since: str | None,
+    limit: int,
+    recent: bool,
+) -> SearchResult:
+    """`core.search.search` on kaja's schema (options already checked there)."""
+    match = query if fts else plain_match(query)
+    parsed = fts4.parse(match)  # malformed: exit 2 with SQLite's words
+    result = SearchResult(
+        query=query, match=match, fts=fts, recent=recent, owner=owner.id if owner else None,
+        all_owners=owner is None, limit=limit, location=store.where(),
+    )  # fmt: skip
+    with store.maybe_reader() as conn:
+        if conn is None:
+            result.source = "none"
+            result.notes.append(f"no Kaja store in {result.location}: nothing to search")
+            return result
+        have = dialect.columns(conn, "messages", "sessions") or {}
+        messages = have.get("messages", [])
+        if "content" not in messages:
+            result.source = "none"
+            result.notes.append(f"{result.location} holds no messages: nothing to search")
+            return result
+        if pg_schema.SEARCH_COLUMN not in messages or pg_schema.WORDS_COLUMN not in messages:
+            raise Failed(
+                f"{result.location} has no search index",
+                hint="`kaja search --reindex` makes it (it writes to the server)",
+            )
+        session_id = None
+        if session:
+            from kaja_cli.core.conversations import sessions as core_sessions
+
+            session_id = core_sessions.find(conn, session, owner).id
+        conn.execute("BEGIN")  # one snapshot for every query below
+        _run(conn, result, parsed, _Filters(owner, roles, since, session_id, have))
+        conn.execute("COMMIT")
+    return result
+
+
+class _Filters:
+    """What a message must be to be shown, as SQL over messages `m` and sessions `s`."""
+
+    def __init__(self, owner: Owner | None, roles: tuple[str, ...], since: str | None,
+                 session_id: str | None, have: dict[str, list[str]]) -> None:  # fmt: skip
+        self.owner, self.roles, self.since, self.session_id = owner, roles, since, session_id
+        self.sessions = "id" in have.get("sessions", [])
+
+    def joins(self) -> str:
+        """A message whose session is missing is nobody's but --all-owners'."""
+        if not self.sessions:
+            return ""
+        kind = "LEFT JOIN" if self.owner is None else "JOIN"
+        return f' {kind} sessions AS s ON s.id = m."sessionId"'
+
+    def where(self) -> tuple[str, list[Any]]:
+        parts, params = [], []
+        if self.owner is not None:
+            if not self.sessions:
+                parts.append("false")
+            else:
+                cond, args = self.owner.sessions_where("s.owner")
+                parts.append(cond)
+                params.extend(args)
+        if self.roles:
+            parts.append(f"m.role IN ({', '.join('?' * len(self.roles))})")
+            params.extend(self.roles)
+        if self.since:
+            parts.append('m."createdAt" >= ?')
+            params.append(self.since)
+        if self.session_id:
+            parts.append('m."sessionId" = ?')
+            params.append(self.session_id)
+        return " AND ".join(parts) or "true", params
+
+
+def _run(conn: Connection, result: SearchResult, parsed: fts4.Query, filters: _Filters) -> None:
+    if parsed.tsquery is None or not parsed.phrases:
+        return  # nothing can match (an empty phrase, say)
+    n, words = stats(conn)
+    if not n:
+        return
+    avgdl = words / n
+    counts = _counts(conn, [p.tsquery for p in parsed.phrases])
+    idf = []
+    for hits in counts:
+        value = math.log((n - hits + 0.5) / (hits + 0.5))
+        idf.append(value if value > 0.0 else IDF_FLOOR)
+    want = result.limit + 1 if result.limit else None  # one more: are there more?
+    rows = _ranked(conn, parsed, filters, idf, avgdl, want, recent=result.recent)
+    if want is not None and len(rows) >= want:
+        result.more = True
+        rows = rows[: result.limit]
+    result.hits = _details(conn, result.match, rows)
+
+
+def stats(conn: Connection) -> tuple[int, int]:
+    """Messages in the index and their words in all (kaja_search_stats)."""
+    row = conn.execute(
+        f"SELECT coalesce(sum(messages), 0), coalesce(sum(words), 0) FROM {pg_schema.STATS_TABLE}"
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def _counts(conn: Connection, phrases: list[str]) -> list[int]:
+    """How many messages hold each phrase (FTS4's matchinfo 'x', third value)."""
+    column = pg_schema.SEARCH_COLUMN
+    selects = ", ".join(
+        f"(SELECT count(*) FROM messages WHERE {column} @@ CAST(? AS tsquery))" for _ in phrases
+    )
+    return [int(v) for v in conn.execute(f"SELECT {selects}", phrases).fetchone()]
+
+
+def _score_sql(count: int) -> str:
+    """FTS5's bm25 over ts_rank_cd's hits and kaja_words, as local search
+    computes it (core.search_rank.Bm25.sql), in the same order of operations."""
+    return " + ".join(
+        f"CAST(? AS float8) * ((f{i} * CAST(? AS float8)) / (f{i} + CAST(? AS float8)"
+        f" * (CAST(? AS float8) + CAST(? AS float8) * dl / CAST(? AS float8))))"
+        for i in range(count)
+    )
+
+
+def _ranked(
+    conn: Connection,
+    parsed: fts4.Query,
+    filters: _Filters,
+    idf: list[float],
+    avgdl: float,
+    want: int | None,
+    *,
+    recent: bool,
+) -> list[tuple[Any, ...]]:
+    """(id, score) of the best (or newest) `want` matches passing the filters."""
+    column = pg_schema.SEARCH_COLUMN
+    hits, hit_params = [], []
+    for i, phrase in enumerate(parsed.phrases):
+        rank = f"CAST(ts_rank_cd({_WEIGHTS}, m.{column}, CAST(? AS tsquery)) AS float8)"
+        if phrase.condition is None:
+            hits.append(f"{rank} AS f{i}")
+            hit_params.append(phrase.tsquery)
+        else:  # FTS4 counts the hits only where the phrase's branch matched
+            hits.append(
+                f"CASE WHEN m.{column} @@ CAST(? AS tsquery) THEN {rank} ELSE 0 END AS f{i}"
+            )
+            hit_params += [phrase.condition, phrase.tsquery]
+    where, params = filters.where()
+    score_params: list[Any] = []
+    for value in idf:
+        score_params += [value, K1 + 1.0, K1, 1 - B, B, avgdl]
+    order = 'h."createdAt" DESC, h.c DESC' if recent else "h.score DESC, h.c"
+    limit = "ALL" if want is None else str(int(want))
+    sql = (
+        f'SELECT h.id, h.score FROM (SELECT m.id, m.ctid AS c, m."createdAt",'
+        f' {_score_sql(len(idf))} AS score FROM (SELECT m.id, m.ctid, m."createdAt",'
+        f" m.{pg_schema.WORDS_COLUMN} AS dl, {', '.join(hits)} FROM messages AS m{filters.joins()}"
+        f" WHERE m.{column} @@ CAST(? AS tsquery) AND {where}) AS m) AS h"
+        f" ORDER BY {order} LIMIT {limit}"
+    )
+    args = [*score_params, *hit_params, parsed.tsquery, *params]
+    return conn.execute(sql, args).fetchall()
+
+
+def _details(conn: Connection, match: str, ranked: list[tuple[Any, ...]]) -> list[Hit]:
+    """The hits to show, in rank order, with their sessions and FTS4's snippets."""
+    if not ranked:
+        return []
+    ids = [r[0] for r in ranked]
+    rows = conn.execute(
+        'SELECT m.id, m."sessionId", m.seq, m.role, m."createdAt", m.content, s.title, s.owner'
+        ' FROM messages AS m LEFT JOIN sessions AS s ON s.id = m."sessionId"'
+        " WHERE m.id = ANY(CAST(? AS text[]))",
+        (ids,),
+    ).fetchall()
+    found = {r[0]: r for r in rows}
+    snippets = _snippets(match, [(i, found[i][5]) for i in ids if i in found])
+    short = _short_ids(conn, sorted({r[1] for r in rows if r[1]}))
+    hits = []
+    for mid, score in ranked:
+        if mid not in found:
+            continue
+        _, sid, seq, role, created, content, title, owner = found[mid]
+        text, spans = snippets.get(mid) or (" ".join(str(content or "").split())[:120], ())
+        hits.append(
+            Hit(message_id=mid, session_id=sid, session_short=short.get(sid) if sid else None,
+                session_title=title, owner=owner, seq=seq, role=role, created_at=created,
+                score=float(score), snippet=text, highlights=spans)
+        )  # fmt: skip
+    return hits
+
+
+def _snippets(match: str, messages: list[tuple[str, str | None]]) -> dict[str, tuple[str, Any]]:
+    """FTS4's snippet() of each message for `match`, from an FTS4 table in memory."""
+    from kaja_cli.core.conversations.search import MARK_END, MARK_START
+
+    memory = sqlite3.connect(":memory:")
+    try:
+        memory.execute(
+            'CREATE VIRTUAL TABLE hits USING fts4(content, tokenize=unicode61 "remove_diacritics=2")'
+        )
+        memory.executemany(
+            "INSERT INTO hits(docid, content) VALUES (?, ?)",
+            [(i, content) for i, (_, content) in enumerate(messages, 1)],
+        )
+        out = {}
+        for docid, raw in memory.execute(
+            f"SELECT docid, snippet(hits, char({ord(MARK_START)}), char({ord(MARK_END)}), '…',"
+            f" -1, {SNIPPET_TOKENS}) FROM hits WHERE hits MATCH ?",
+            (match,),
+        ):
+            out[messages[docid - 1][0]] = _parse_snippet(raw or "")
+        return out
+    finally:
+        memory.close()
+
+
+def _short_ids(conn: Connection, ids: list[str]) -> dict[str, str]:
+    """Each session id's short id, as `kaja sessions` shows it."""
+    from kaja_cli.core.ids import short_id
+
+    if not ids:
+        return {}
+    rows = conn.execute(
+        "SELECT j, (SELECT max(id) FROM sessions WHERE id < j), (SELECT min(id) FROM sessions"
+        " WHERE id > j) FROM unnest(CAST(? AS text[])) AS j",
+        (ids,),
+    )
+    return {sid: short_id(sid, before, after) for sid, before, after in rows}
+
+
+# --- kaja search --reindex ---------------------------------------------------------------------
+def reindex(store: Store) -> int:
+    """Make the server's index again: the folding functions probed anew against
+    this server and SQLite (after an upgrade of either), the indexed columns
+    recomputed, the statistics recounted. One transaction; returns the messages."""
+    from kaja_cli.core.engine import db
+
+    with store.writer() as conn:
+        with db.transaction(conn):
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (pg_schema.LOCK,))
+            return pg_schema.rebuild_search(conn)

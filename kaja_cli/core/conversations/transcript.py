@@ -1,0 +1,655 @@
+"""One session read back: the terminal replay, the agent's resume context and
+the full export (SPEC §4, §5).
+
+- `replay()`: what the screen showed, from `session_events`; a session with no
+  events (the Telegram bot keeps none, an older agent) is rebuilt from its
+  messages and tool calls.
+- `context_stream()` (and `context_json()`, the same held in memory): what
+  the agent resumes with (`kaja resume --json`): the session row, the latest
+  summary, the messages from its `summaryFrom` on with their tool calls, and
+  each oversized tool result replaced by its `resultSummary`; streamed as
+  SQLite's UTF-8 bytes while the connection stays open.
+- `transcript()` / `transcript_json()`: everything (`kaja sessions export`).
+
+Rows are keyed by the seed's column names (a missing column reads as null,
+extra columns are kept, BLOBs become hex). JSON columns (`parts`,
+`arguments`, `payload`) are parsed when they hold valid JSON and kept as the
+text they hold otherwise: another program wrote them, and a reader shows what
+there is.
+
+Each message is serialized by SQLite (`json_object`), one row per message:
+the largest benchmark session (76,000 messages) would otherwise spend most of
+its time building Python dicts and encoding them again. The human views parse
+those same objects, so there is one definition of a message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kaja_cli.core import values
+from kaja_cli.core.conversations import images
+from kaja_cli.core.conversations.sessions import (
+    SESSION_COLUMNS,
+    SessionRef,
+    col,
+    columns,
+    find,
+    json_fields,
+    latest,
+)
+from kaja_cli.core.engine import dialect
+from kaja_cli.core.owners import Owner
+from kaja_cli.errors import Failed
+
+if TYPE_CHECKING:
+    from kaja_cli.core.store import Store
+
+MESSAGE_COLUMNS = (
+    "id", "sessionId", "seq", "role", "content", "parts", "reasoning", "toolCallId", "persona",
+    "model", "promptTokens", "completionTokens", "latencyMs", "finishReason", "createdAt",
+)  # fmt: skip
+TOOL_CALL_COLUMNS = (
+    "id", "messageId", "position", "callId", "name", "arguments", "resultMessageId", "status",
+    "durationMs", "approval", "resultSummary",
+)  # fmt: skip
+SUMMARY_COLUMNS = ("sessionId", "summaryFrom", "summary", "createdAt")
+MODEL_CALL_COLUMNS = (
+    "sessionId", "kind", "model", "promptTokens", "completionTokens", "latencyMs", "createdAt",
+)  # fmt: skip
+EVENT_TYPES = (
+    "user", "assistant", "reasoning", "tool_start", "tool_end", "notice", "error", "image",
+)  # fmt: skip
+
+_TABLES = ("sessions", "messages", "tool_calls", "session_summaries", "session_events",
+           "model_calls")  # fmt: skip
+
+
+def parse_json(value: Any) -> Any:
+    """A JSON column's value: parsed if it is JSON text (`values.loads`: not
+    `NaN`, not nested deeper than `values.JSON_DEPTH`), else as stored."""
+    if isinstance(value, str) and value:
+        try:
+            return values.loads(value)
+        except ValueError:
+            return value
+    return _plain(value)
+
+
+_plain = values.json_safe
+
+
+def _valid_utf8(data: bytes) -> bytes:
+    """SQLite's UTF-8 as it is, unless another program stored TEXT that is not
+    UTF-8: then with U+FFFD, as `db._text` reads every other value."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("utf-8", "replace").encode("utf-8")
+    return data
+
+
+# --- the data ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Entry:
+    """One line of the timeline, as the terminal showed it."""
+
+    kind: str  # one of EVENT_TYPES, or an unknown type written by a newer agent
+    text: str | None = None
+    name: str | None = None
+    arguments: Any = None
+    status: str | None = None
+    duration_ms: int | None = None
+    path: str | None = None
+    missing: bool = False  # an image whose file is gone
+    payload: Any = None  # an unknown type's payload, as stored (parsed if JSON)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A tool call waiting on the human (`sessions.pendingCallId`)."""
+
+    call_id: str
+    kind: str | None
+    name: str | None
+    arguments: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"call_id": self.call_id, "kind": self.kind, "name": self.name,
+                "arguments": self.arguments}  # fmt: skip
+
+
+@dataclass
+class Replay:
+    session: dict[str, Any]
+    entries: list[Entry]
+    source: str  # "events", "messages", or "none" (nothing left to show)
+    message_count: int
+    earlier: int = 0  # entries left out by --tail
+    pending: Pending | None = None
+
+
+@dataclass
+class Transcript:
+    """Everything about one session (`kaja sessions export`)."""
+
+    session: dict[str, Any]
+    summaries: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    model_calls: list[dict[str, Any]]
+    pending: Pending | None
+
+
+@dataclass
+class JsonDocument:
+    """A JSON object whose last key holds a long list already serialized:
+    `head` as plain data, then `key` = the items' JSON texts, in order."""
+
+    head: dict[str, Any]
+    key: str
+    items: Iterator[str]
+
+
+# --- reading -----------------------------------------------------------------------------
+class _Reader:
+    """Queries over one session that tolerate missing tables and columns."""
+
+    def __init__(self, conn: sqlite3.Connection, session_id: str, images_dir: Path):
+        self.conn = conn
+        self.sid = session_id
+        self.images_dir = images_dir
+        self.have = columns(conn, *_TABLES)
+        self.dialect = dialect.of(conn)
+
+    def _has(self, table: str, *cols: str) -> bool:
+        have = self.have.get(table)
+        return bool(have) and all(c in have for c in cols)
+
+    def rows(self, sql: str, args: tuple, known: tuple[str, ...]) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, args)
+        names = [d[0] for d in cur.description]
+        extras = [n for n in names if n not in known]
+        out = []
+        for r in cur:
+            values = dict(zip(names, map(_plain, r), strict=True))
+            out.append({c: values.get(c) for c in known} | {c: values[c] for c in extras})
+        return out
+
+    def session(self) -> dict[str, Any]:
+        got = self.rows("SELECT * FROM sessions WHERE id = ?", (self.sid,), SESSION_COLUMNS)
+        return got[0] if got else {c: None for c in SESSION_COLUMNS} | {"id": self.sid}
+
+    def message_count(self) -> int:
+        if not self._has("messages", "sessionId"):
+            return 0
+        return self.conn.execute(
+            'SELECT count(*) FROM messages WHERE "sessionId" = ?', (self.sid,)
+        ).fetchone()[0]
+
+    def summaries(self) -> list[dict[str, Any]]:
+        if not self._has("session_summaries", "sessionId"):
+            return []
+        order = col(self.have["session_summaries"], "s", "summaryFrom")
+        return self.rows(
+            f'SELECT * FROM session_summaries AS s WHERE "sessionId" = ? ORDER BY {order}',
+            (self.sid,),
+            SUMMARY_COLUMNS,
+        )
+
+    def latest_summary(self) -> dict[str, Any] | None:
+        if not self._has("session_summaries", "sessionId", "summaryFrom"):
+            return None
+        got = self.rows(
+            'SELECT * FROM session_summaries WHERE "sessionId" = ?'
+            ' ORDER BY "summaryFrom" DESC LIMIT 1',
+            (self.sid,),
+            SUMMARY_COLUMNS,
+        )
+        return got[0] if got else None
+
+    def messages_sql(self, from_seq: int | None, *, condense: bool) -> tuple[str, tuple]:
+        """One row per message: its JSON object (columns, `tool_calls`, `images`
+        to fill in, `condensed`) and its raw `parts` when it has some."""
+        d = self.dialect
+        m = self.have["messages"]
+        t = self.have.get("tool_calls") or []
+        where, args = 'm."sessionId" = ?', (self.sid,)
+        if from_seq is not None and "seq" in m:
+            where, args = where + " AND m.seq >= ?", (self.sid, from_seq)
+        linked = "resultMessageId" in t and "resultSummary" in t and "id" in m
+        summary = (
+            '(SELECT t."resultSummary" FROM tool_calls AS t WHERE t."resultMessageId" = m.id'
+            " AND t.\"resultSummary\" <> '' LIMIT 1)"
+            if condense and linked
+            else "NULL"
+        )
+        if "messageId" in t and "id" in m:
+            fields = json_fields(
+                t, "t", TOOL_CALL_COLUMNS, {"arguments": d.json_parsed(col(t, "t", "arguments"))}, d
+            )
+            calls = d.json_array(
+                d.json_object(fields), 'FROM tool_calls AS t WHERE t."messageId" = m.id',
+                col(t, "t", "position"),
+            )  # fmt: skip
+        else:
+            calls = d.empty_json_array
+        content = d.json_value(col(m, "m", "content"))
+        overrides = {
+            "content": f"coalesce(m.kaja_summary, {content})" if summary != "NULL" else content,
+            "parts": d.json_parsed(col(m, "m", "parts")),
+        }
+        fields = json_fields(m, "m", MESSAGE_COLUMNS, overrides, d)
+        fields += [("tool_calls", calls), ("images", d.empty_json_array)]
+        if condense:
+            fields.append(("condensed", d.json_bool("m.kaja_summary IS NOT NULL")))
+        order = f"{col(m, 'm', 'seq')}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
+        sql = (
+            f"SELECT {d.json_object(fields)}, {col(m, 'm', 'parts')} FROM"
+            f" (SELECT m.*, {summary} AS kaja_summary FROM messages AS m WHERE {where}) AS m"
+            f" ORDER BY {order}"
+        )
+        return sql, args
+
+    def messages_json(self, from_seq: int | None = None, *, condense: bool) -> Iterator[str]:
+        """Each message's JSON text, in order; images resolved to their files."""
+        for data in self.messages_json_bytes(from_seq, condense=condense):
+            yield data.decode("utf-8", "surrogateescape")
+
+    def messages_json_bytes(
+        self, from_seq: int | None = None, *, condense: bool
+    ) -> Iterator[bytes]:
+        """Each message's JSON text as UTF-8 bytes, as SQLite made it: a long
+        session goes out without being decoded and encoded again."""
+        if not self._has("messages", "sessionId"):
+            return
+        sql, args = self.messages_sql(from_seq, condense=condense)
+        conn = self.conn
+        local = self.dialect is dialect.SQLITE  # the server's rows arrive as text
+        factory = conn.text_factory if local else None
+        if local:
+            conn.text_factory = bytes  # applies to the rows fetched while it is set
+        try:
+            try:
+                cur = conn.execute(sql, args)
+            except sqlite3.OperationalError as e:
+                if "no such function" in str(e):
+                    raise Failed(
+                        f"this SQLite ({sqlite3.sqlite_version}) has no JSON functions",
+                        hint="kaja needs SQLite 3.38 or later, or one built with JSON1",
+                    ) from None
+                raise
+            for data, parts in cur:
+                if isinstance(data, str):
+                    data = data.encode("utf-8")
+                elif not data.isascii():
+                    data = _valid_utf8(data)
+                if parts is None:
+                    yield data
+                    continue
+                if isinstance(parts, bytes):
+                    parts = parts.decode("utf-8", "replace")
+                found = images.image_parts(parse_json(parts))
+                if not found:
+                    yield data
+                    continue
+                obj = json.loads(data)
+                obj["images"] = [self.image(p) for p in found]
+                yield json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        finally:
+            if local:
+                conn.text_factory = factory
+
+    def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
+        # One parse of the whole list: far cheaper than one json.loads per message.
+        return json.loads("[" + ",".join(self.messages_json(from_seq, condense=condense)) + "]")
+
+    def image(self, part: images.ImagePart) -> dict[str, Any]:
+        path = images.image_path(self.images_dir, self.sid, part.sha256, part.mime)
+        return {"sha256": part.sha256, "mime": part.mime, "path": str(path) if path else None,
+                "exists": bool(path and path.is_file())}  # fmt: skip
+
+    def events(self) -> list[dict[str, Any]]:
+        if not self._has("session_events", "sessionId"):
+            return []
+        have = self.have["session_events"]
+        rows = self.conn.execute(
+            f"SELECT {col(have, 'e', 'seq')}, {col(have, 'e', 'type')}, {col(have, 'e', 'payload')}"
+            f' FROM session_events AS e WHERE "sessionId" = ? ORDER BY {col(have, "e", "seq")}',
+            (self.sid,),
+        ).fetchall()
+        return [{"seq": s, "type": _plain(t), "payload": parse_json(_plain(p))} for s, t, p in rows]
+
+    def model_calls(self) -> list[dict[str, Any]]:
+        if not self._has("model_calls", "sessionId"):
+            return []
+        order = col(self.have["model_calls"], "c", "createdAt")
+        return self.rows(
+            f'SELECT * FROM model_calls AS c WHERE "sessionId" = ? ORDER BY {order}',
+            (self.sid,),
+            MODEL_CALL_COLUMNS,
+        )
+
+    def pending(self, session: dict[str, Any]) -> Pending | None:
+        call_id = session.get("pendingCallId")
+        if not call_id:
+            return None
+        name = arguments = None
+        if self._has("tool_calls", "messageId", "callId") and self._has(
+            "messages", "id", "sessionId"
+        ):
+            tc = self.have["tool_calls"]
+            row = self.conn.execute(
+                f"SELECT {col(tc, 't', 'name')}, {col(tc, 't', 'arguments')} FROM tool_calls AS t"
+                ' JOIN messages AS m ON t."messageId" = m.id'
+                ' WHERE m."sessionId" = ? AND t."callId" = ? LIMIT 1',
+                (self.sid, call_id),
+            ).fetchone()
+            if row:
+                name, arguments = _plain(row[0]), parse_json(_plain(row[1]))
+        return Pending(str(call_id), session.get("pendingKind"), name, arguments)
+
+    def event_path(self, value: Any) -> tuple[str | None, bool]:
+        """An image event's path and whether its file is missing.
+
+        The agent writes the absolute path it saved the file to. A file of
+        this session's image folder (`<sessionId>/<sha256>.<ext>`) is shown
+        where it is now, so a store that was moved or copied still finds it.
+        """
+        if not isinstance(value, str) or not value:
+            return None, True
+        path = Path(value)
+        sha, _, ext = path.name.partition(".")
+        if path.parent.name == self.sid and ext:
+            here = images.image_path(self.images_dir, self.sid, sha, images.MIME_BY_EXT.get(ext))
+            if here is not None and here.name == path.name:
+                return str(here), not here.is_file()
+        if not path.is_absolute():  # relative to the shared file's folder
+            path = self.images_dir.parent.parent / path
+        return value, not os.path.isfile(path)
+
+
+SessionReader = _Reader  # for the bulk export (core/export.py), which reads the same way
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _int_or_none(value: Any) -> int | None:
+    """A duration as stored: a number, else None (NaN, an infinity, 'slow')."""
+    return None if isinstance(value, bool | str) else values.whole(value)
+
+
+def _from_events(reader: _Reader, events: list[dict[str, Any]]) -> list[Entry]:
+    return [_event_entry(e, reader) for e in events]
+
+
+def _event_entry(e: dict[str, Any], reader: _Reader | None = None) -> Entry:
+    """One event as a timeline entry (an image's file is looked up with `reader`)."""
+    kind = e["type"] if isinstance(e["type"], str) and e["type"] else "event"
+    p = e["payload"]
+    if not isinstance(p, dict):
+        # Not a JSON object: show the text that is there.
+        return Entry(kind, text=_text(p), payload=p if kind not in EVENT_TYPES else None)
+    if kind == "image":
+        path, missing = reader.event_path(p.get("path")) if reader else (None, True)
+        return Entry(kind, text=_text(p.get("text")), path=path, missing=missing)
+    if kind in EVENT_TYPES:
+        return Entry(
+            kind,
+            text=_text(p.get("text")),
+            name=_text(p.get("name")),
+            arguments=p.get("arguments"),
+            status=_text(p.get("status")),
+            duration_ms=_int_or_none(p.get("durationMs")),
+        )
+    return Entry(kind, text=_text(p.get("text")), payload=p)
+
+
+# --- what the messages do not hold (the exports) --------------------------------------------
+# The exports are written from the messages (every tool result in full), but
+# the timeline also holds entries no message does: notices ("Waiting for your
+# approval to run shell."), errors, and the types of a newer agent. Each goes
+# after the message that holds the timeline entry before it, found by
+# counting: the n-th `user`, `assistant` or `tool_start` entry of the events
+# is the n-th the messages make (`_from_messages`' rules). Whatever cannot be
+# placed so (a timeline longer than the messages) goes at the end.
+_MESSAGE_KINDS = ("user", "assistant", "reasoning", "tool_start", "tool_end", "image")
+_COUNTED = ("user", "assistant", "tool_start")
+
+
+class Asides:
+    """The timeline's entries that no message holds, handed out in order as the
+    messages they follow are written: `due()` before each message (and once
+    after the last), `count(m)` after it."""
+
+    def __init__(self, events: Iterable[dict[str, Any]]):
+        seen = dict.fromkeys(_COUNTED, 0)
+        after: tuple[str, int] | None = None
+        self._left: list[tuple[tuple[str, int] | None, Entry]] = []
+        for e in events:
+            entry = _event_entry(e)
+            if entry.kind in _COUNTED:
+                seen[entry.kind] += 1
+                after = (entry.kind, seen[entry.kind])
+            elif entry.kind not in _MESSAGE_KINDS:
+                self._left.append((after, entry))
+        self._left.reverse()  # taken from the end
+        self._seen = dict.fromkeys(_COUNTED, 0)
+
+    def count(self, m: dict[str, Any]) -> None:
+        """Count the entries message `m` makes in a timeline rebuilt from messages."""
+        role = m.get("role")
+        if role == "user" and _text(m.get("content")):
+            self._seen["user"] += 1
+        elif role == "assistant":
+            if _text(m.get("content")):
+                self._seen["assistant"] += 1
+            self._seen["tool_start"] += len(m.get("tool_calls") or ())
+
+    def due(self, *, rest: bool = False) -> list[Entry]:
+        """The entries whose place is before the next message (`rest`: all that are left)."""
+        out = []
+        while self._left:
+            after = self._left[-1][0]
+            if not rest and after is not None and self._seen[after[0]] < after[1]:
+                break
+            out.append(self._left.pop()[1])
+        return out
+
+
+def _from_messages(messages: list[dict[str, Any]]) -> list[Entry]:
+    """The timeline the terminal would have shown, rebuilt from the messages."""
+    out: list[Entry] = []
+    calls_by_result: dict[Any, dict[str, Any]] = {}
+    calls_by_call_id: dict[Any, dict[str, Any]] = {}
+    ended: set[int] = set()
+    for m in messages:
+        for c in m["tool_calls"]:
+            if c["resultMessageId"]:
+                calls_by_result[c["resultMessageId"]] = c
+            if c["callId"]:
+                calls_by_call_id[c["callId"]] = c
+    result_ids = {m["id"] for m in messages}
+
+    def image_entries(m: dict[str, Any], label: str | None = None) -> None:
+        for img in m["images"]:
+            out.append(Entry("image", text=label, path=img["path"], missing=not img["exists"]))
+
+    def end(c: dict[str, Any]) -> None:
+        ended.add(id(c))
+        out.append(
+            Entry("tool_end", name=_text(c["name"]), status=_text(c["status"]),
+                  duration_ms=_int_or_none(c["durationMs"]))
+        )  # fmt: skip
+
+    for m in messages:
+        role = m["role"] if isinstance(m["role"], str) and m["role"] else "message"
+        content = _text(m["content"])
+        if role == "assistant":
+            if m["reasoning"]:
+                out.append(Entry("reasoning", text=_text(m["reasoning"])))
+            if content:
+                out.append(Entry("assistant", text=content))
+            image_entries(m)
+            for c in m["tool_calls"]:
+                out.append(Entry("tool_start", name=_text(c["name"]), arguments=c["arguments"]))
+                if c["status"] and c["resultMessageId"] not in result_ids:
+                    end(c)  # finished, but its result message is not there
+        elif role == "tool":
+            c = calls_by_result.get(m["id"]) or calls_by_call_id.get(m["toolCallId"])
+            if c is None:
+                out.append(Entry("tool_end", name=_text(m["toolCallId"])))
+            elif id(c) not in ended:
+                end(c)
+            image_entries(m, _text(c["name"]) if c else None)
+        elif role == "user":
+            if content:
+                out.append(Entry("user", text=content))
+            image_entries(m)
+        else:  # system, or a role a newer agent added
+            if content:
+                out.append(Entry(role, text=content))
+            image_entries(m)
+    return out
+
+
+def replay(
+    conn: sqlite3.Connection, session_id: str, images_dir: Path, *, tail: int | None = None
+) -> Replay:
+    """The timeline of one session: its events, else rebuilt from its messages."""
+    r = _Reader(conn, session_id, images_dir)
+    session = r.session()
+    events = r.events()
+    count = r.message_count()
+    if events:
+        entries, source = _from_events(r, events), "events"
+    else:
+        entries = _from_messages(r.messages(condense=False)) if count else []
+        source = "messages" if entries else "none"
+    earlier = 0
+    if tail is not None and len(entries) > tail:
+        earlier = len(entries) - tail
+        entries = entries[earlier:]
+    return Replay(session, entries, source, count, earlier, r.pending(session))
+
+
+def context_json(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> JsonDocument:
+    """The agent's resume context (the README documents the shape)."""
+    r = _Reader(conn, session_id, images_dir)
+    session = r.session()
+    summary = r.latest_summary()
+    start = summary.get("summaryFrom") if summary else None
+    head = {
+        "session": session,
+        "summary": summary,
+        "pending": p.to_json() if (p := r.pending(session)) else None,
+    }
+    # Read now: the connection closes when the caller's `with` ends.
+    items = list(r.messages_json(start if isinstance(start, int) else None, condense=True))
+    return JsonDocument(head, "messages", iter(items))
+
+
+@dataclass
+class JsonStream:
+    """`JsonDocument` whose items are UTF-8 bytes, read as they are written."""
+
+    head: dict[str, Any]
+    key: str
+    items: Iterator[bytes]
+
+
+@contextmanager
+def context_stream(store: Store, ref: str | None, owner: Owner) -> Iterator[JsonStream]:
+    """`kaja resume --json` without holding the messages: the connection stays
+    open while the caller writes them out, in one read transaction."""
+    with store.reader() as conn:
+        conn.execute("BEGIN")
+        s = resolve(conn, ref, owner)
+        r = _Reader(conn, s.id, store.paths.images_dir)
+        session = r.session()
+        summary = r.latest_summary()
+        start = summary.get("summaryFrom") if summary else None
+        head = {
+            "session": session,
+            "summary": summary,
+            "pending": p.to_json() if (p := r.pending(session)) else None,
+        }
+        frm = start if isinstance(start, int) else None
+        yield JsonStream(head, "messages", r.messages_json_bytes(frm, condense=True))
+        conn.execute("COMMIT")
+
+
+def transcript(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> Transcript:
+    """Everything about one session, tool results in full."""
+    r = _Reader(conn, session_id, images_dir)
+    session = r.session()
+    return Transcript(
+        session, r.summaries(), r.messages(condense=False), r.events(), r.model_calls(),
+        r.pending(session),
+    )  # fmt: skip
+
+
+def transcript_json(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> JsonDocument:
+    r = _Reader(conn, session_id, images_dir)
+    session = r.session()
+    head = {
+        "session": session,
+        "summaries": r.summaries(),
+        "events": r.events(),
+        "model_calls": r.model_calls(),
+        "pending": p.to_json() if (p := r.pending(session)) else None,
+    }
+    return JsonDocument(head, "messages", iter(list(r.messages_json(condense=False))))
+
+
+def messages_query(
+    conn: sqlite3.Connection,
+    session_id: str,
+    images_dir: Path,
+    from_seq: int | None = None,
+    *,
+    condense: bool,
+) -> tuple[str, tuple]:
+    """The SQL behind a session's messages (what bench/ compares with sqlite3)."""
+    return _Reader(conn, session_id, images_dir).messages_sql(from_seq, condense=condense)
+
+
+# --- from a store: resolve the id (owner rule), then read --------------------------------
+def resolve(conn: sqlite3.Connection, ref: str | None, owner: Owner) -> SessionRef:
+    """`ref` as an id or unique prefix, or (None) the owner's latest session."""
+    return find(conn, ref, owner) if ref is not None else latest(conn, owner)
+
+
+def load_replay(store: Store, ref: str | None, owner: Owner, *, tail: int | None = None) -> Replay:
+    with store.reader() as conn:
+        s = resolve(conn, ref, owner)
+        return replay(conn, s.id, store.paths.images_dir, tail=tail)
+
+
+def load_context_json(store: Store, ref: str | None, owner: Owner) -> JsonDocument:
+    with store.reader() as conn:
+        s = resolve(conn, ref, owner)
+        return context_json(conn, s.id, store.paths.images_dir)
+
+
+def load_transcript(store: Store, ref: str, owner: Owner) -> Transcript:
+    with store.reader() as conn:
+        s = resolve(conn, ref, owner)
+        return transcript(conn, s.id, store.paths.images_dir)
+
+
+def load_transcript_json(store: Store, ref: str, owner: Owner) -> JsonDocument:
+    with store.reader() as conn:
+        s = resolve(conn, ref, owner)
+        return transcript_json(conn, s.id, store.paths.images_dir)

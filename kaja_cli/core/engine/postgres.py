@@ -1,0 +1,537 @@
+"""Connecting to the server, and the connection the query functions hold.
+
+psycopg is imported here only, the first time cloud mode needs it: local
+start-up (every TAB press) never pays for it, and without it cloud mode says
+in one line how to install it.
+
+What a connection promises, as `db.open_read`/`open_write` do locally:
+
+- it never hangs: connecting gives up after `CONNECT_TIMEOUT` seconds (unless
+  the URL says `connect_timeout`), a lock wait after `LOCK_TIMEOUT_MS` (busy,
+  exit 4, like SQLite's busy timeout), a statement after `[memory]
+  statementTimeout` seconds (the server cancels it; the URL's own
+  `statement_timeout` wins), and kaja stops waiting for a server that does not
+  answer at all `ANSWER_GRACE_S` after that (`Deadline`: exit 1);
+- a reader's transactions are read-only: a read command cannot write, even by
+  mistake;
+- every psycopg error becomes one line with its exit status (`translate`):
+  the password is never part of it;
+- `Connection` speaks the sqlite3 interface the query functions use
+  (`execute` with `?` and `:name` placeholders, cursors, `BEGIN IMMEDIATE`,
+  `in_transaction`), and says `dialect = POSTGRES` for the few spellings
+  that differ (`core.dialect`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kaja_cli.core.engine import dialect
+from kaja_cli.errors import Busy, Failed, KajaError, NotFound
+
+if TYPE_CHECKING:
+    from kaja_cli.core.store.paths import Server
+
+CONNECT_TIMEOUT = 5  # seconds; libpq's own default is to wait forever
+LOCK_TIMEOUT_MS = 5000  # as long as SQLite's busy timeout
+STATEMENT_TIMEOUT_S = 60  # `[memory] statementTimeout` when it is not set
+ANSWER_GRACE_S = 5  # past the statement timeout, a server that has not answered is not answering
+INSTALL_HINT = "install it with: pip install 'kaja-cli[postgres]'"
+
+
+class Target(NamedTuple):
+    """Where cloud mode's store is: the server's URL, kaja's schema, and the
+    account that "you" means there."""
+
+    url: str
+    schema: str
+    account: str | None
+    url_source: str = "settings [memory] databaseUrl"
+    statement_timeout_s: int = STATEMENT_TIMEOUT_S
+
+    @property
+    def shown(self) -> str:
+        """The URL as kaja may print it: the password as ***."""
+        from kaja_cli.core.masking import mask
+
+        return mask(self.url)
+
+    @property
+    def where(self) -> str:
+        """How a message names the store: `postgresql://kaja:***@db/kaja (schema kaja)`."""
+        return f"{self.shown} (schema {self.schema})"
+
+
+def target(server: Server | None) -> Target:
+    """The server cloud mode uses; Failed (exit 1) when it is not set or not a
+    PostgreSQL URL, saying which setting to fix."""
+    from kaja_cli.core.store.settings import keys as settings_keys
+
+    if server is None or not server.url.value:
+        raise Failed(
+            "cloud mode needs the PostgreSQL server's URL",
+            hint="set [memory] databaseUrl (kaja config set memory.databaseUrl postgresql://…),"
+            " KAJA_DATABASE_URL, or give --database-url",
+        )
+    url, account, schema = server[:3]
+    for key, setting in (("memory.databaseUrl", url), ("memory.account", account),
+                         ("memory.databaseSchema", schema)):  # fmt: skip
+        if setting.value is not None and (
+            why := settings_keys.check(settings_keys.KEYS[key], setting.value)
+        ):
+            raise Failed(f"{setting.source}: {why}")
+    return Target(str(url.value), str(schema.value), account.value, url.source,
+                  server.statement_timeout_s)  # fmt: skip
+
+
+def driver() -> Any:
+    """The psycopg module; Failed (exit 1) with the way to install it when missing."""
+    try:
+        import psycopg
+    except ImportError:
+        raise Failed("cloud mode needs psycopg, the PostgreSQL driver", hint=INSTALL_HINT) from None
+    return psycopg
+
+
+# --- errors -------------------------------------------------------------------------------
+def translate(error: Exception, where: Target, *, connecting: bool = False) -> KajaError:
+    """A psycopg error as the one line a user should read (never the password).
+    `connecting`: the error came before there was a connection to lose."""
+    from kaja_cli.core.masking import scrub
+
+    server = where.shown
+    if getattr(error, "no_reply_s", None):
+        return Failed(
+            f"the server at {server} stopped answering: no reply in {error.no_reply_s:.0f} s",  # type: ignore[attr-defined]
+            hint="check the server and the network, then try again (what was not committed is"
+            " rolled back); [memory] statementTimeout sets how long kaja waits",
+        )
+    state = getattr(error, "sqlstate", None) or ""
+    text = scrub(_primary(error), where.url)  # libpq may quote the URL, or a piece of it
+    low = text.lower()
+    if connecting and not state:  # libpq's words are all there is before a connection
+        if "authentication failed" in low or "no password supplied" in low:
+            state = "28P01"
+        elif "database" in low and "does not exist" in low:
+            state = "3D000"
+    if state in ("28P01", "28000"):
+        return Failed(
+            f"the server at {server} refused the login: {text}",
+            hint="check the user and password in the database URL",
+        )
+    if state == "3D000":
+        return Failed(f"{server}: {text}", hint="check the database name in the URL")
+    if state == "55P03" or state in ("40001", "40P01"):
+        return Busy(
+            f"{where.where} is busy: {text}",
+            hint="another session holds kaja's tables; try again when it is done",
+        )
+    if state == "57014":
+        return Failed(
+            f"the server cancelled the query ({text})",
+            hint="raise [memory] statementTimeout (kaja config set memory.statementTimeout"
+            " SECONDS), or ask for less (--limit, --since)",
+        )
+    if state == "42501":
+        return Failed(
+            f"your role may not do this on {where.where}: {text}",
+            hint="ask the database's owner for the privilege, or use a role that has it",
+        )
+    if connecting and not state.startswith("57P"):
+        return Failed(
+            f"cannot reach the PostgreSQL server at {server}: {text}",
+            hint="check the host and port in the database URL, and that the server runs",
+        )
+    if state.startswith("57P") or state.startswith("08") or _lost(error):
+        return Failed(
+            f"lost the connection to the server at {server} ({text})",
+            hint="nothing was changed: what was not committed rolled back; try again",
+        )
+    if state == "53100":
+        return Failed(f"the server at {server} is out of disk space ({text})")
+    return Failed(f"{where.where}: {text}")
+
+
+def _primary(error: Exception) -> str:
+    """The server's own words (libpq's, for a connection that failed)."""
+    diag = getattr(error, "diag", None)
+    text = getattr(diag, "message_primary", None) if diag is not None else None
+    if not text:
+        lines = str(error).strip().splitlines()
+        text = lines[0] if lines else type(error).__name__
+    return re.sub(r"\s+", " ", str(text)).strip()
+
+
+def _lost(error: Exception) -> bool:
+    text = str(error).lower()
+    return any(
+        words in text
+        for words in ("server closed the connection", "connection is closed", "terminating connection",
+                      "consuming input failed", "the connection is lost", "connection is lost")
+    )  # fmt: skip
+
+
+# --- placeholders -------------------------------------------------------------------------
+_TOKEN = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\?|::|:[A-Za-z_]\w*|%""")
+
+
+def placeholders(sql: str) -> str:
+    """sqlite3's `?` and `:name` as psycopg's `%s` and `%(name)s`; a literal `%`
+    doubled. Quoted strings and names, and `::` casts, are left alone."""
+
+    def sub(m: re.Match[str]) -> str:
+        token = m.group()
+        if token == "?":
+            return "%s"
+        if token == "%":
+            return "%%"
+        if token.startswith(":") and token != "::":
+            return f"%({token[1:]})s"
+        return token
+
+    return _TOKEN.sub(sub, sql)
+
+
+# --- the connection ----------------------------------------------------------------------
+class Cursor:
+    """A psycopg cursor as the query functions use a sqlite3 one."""
+
+    def __init__(self, raw: Any, conn: Connection) -> None:
+        self._raw = raw
+        self._conn = conn
+
+    @property
+    def description(self) -> Any:
+        return self._raw.description
+
+    @property
+    def rowcount(self) -> int:
+        return self._raw.rowcount
+
+    lastrowid = None  # PostgreSQL has no rowid: RETURNING says what was written
+
+    def fetchone(self) -> Any:
+        with self._conn.translated():
+            return self._raw.fetchone() if self._raw.description is not None else None
+
+    def fetchall(self) -> list[Any]:
+        with self._conn.translated():
+            return self._raw.fetchall() if self._raw.description is not None else []
+
+    def fetchmany(self, size: int) -> list[Any]:
+        with self._conn.translated():
+            return self._raw.fetchmany(size)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._raw.description is None:
+            return
+        while True:
+            with self._conn.translated():
+                rows = self._raw.fetchmany(2000)
+            if not rows:
+                return
+            yield from rows
+
+
+class Connection:
+    """A connection to kaja's schema on the server (see the module docstring)."""
+
+    dialect = dialect.POSTGRES
+
+    def __init__(self, raw: Any, where: Target, *, writable: bool) -> None:
+        self.raw = raw
+        self.target = where
+        self.writable = writable
+        self.statement_timeout_ms = where.statement_timeout_s * 1000
+
+    def set_statement_timeout(self, ms: int) -> None:
+        """Let statements run `ms` on the server from now on, and wait as long
+        for their answers (plus the grace)."""
+        self.execute(f"SET statement_timeout = {int(ms)}")
+        self.statement_timeout_ms = int(ms)
+        self.raw.deadline.seconds = answer_within(int(ms))
+
+    @contextmanager
+    def waiting(self, ms: int) -> Iterator[None]:
+        """Inside a transaction: the statements of the block may run `ms` (when
+        that is longer than the statement timeout), then back to it."""
+        if ms <= self.statement_timeout_ms:
+            yield
+            return
+        before = self.execute("SHOW statement_timeout").fetchone()[0]
+        self.execute(f"SET LOCAL statement_timeout = {int(ms)}")
+        self.raw.deadline.seconds = answer_within(int(ms))
+        try:
+            yield
+        finally:
+            self.raw.deadline.seconds = answer_within(self.statement_timeout_ms)
+        self.execute("SELECT pg_catalog.set_config('statement_timeout', ?, true)", (before,))
+
+    def server_statement_timeout_ms(self) -> int:
+        """The statement timeout the server applies to this session (0: none)."""
+        with self.translated():
+            row = self.raw.execute(
+                "SELECT setting::bigint FROM pg_catalog.pg_settings WHERE name = 'statement_timeout'"
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    @contextmanager
+    def translated(self) -> Iterator[None]:
+        psycopg = driver()
+        try:
+            yield
+        except psycopg.Error as e:
+            raise translate(e, self.target) from None
+
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Cursor:
+        word = sql.lstrip()[:8].upper()
+        if word.startswith("BEGIN"):
+            return self._begin(sql)
+        if sql.strip().upper() == "ROLLBACK":
+            self.rollback()
+            return Cursor(self.raw.cursor(), self)
+        with self.translated():
+            if params is None or (not params and not isinstance(params, Mapping)):
+                return Cursor(self.raw.execute(sql), self)  # not parsed for placeholders
+            return Cursor(self.raw.execute(placeholders(sql), params), self)
+
+    def executemany(self, sql: str, rows: Any) -> Cursor:
+        with self.translated():
+            cur = self.raw.cursor()
+            cur.executemany(placeholders(sql), list(rows))
+            return Cursor(cur, self)
+
+    def _begin(self, sql: str) -> Cursor:
+        # BEGIN IMMEDIATE (a write): READ COMMITTED, as SQLite's one writer sees
+        # what is committed; a plain BEGIN (a read's snapshot): one snapshot for
+        # every statement until COMMIT, as a SQLite read transaction.
+        level = "READ COMMITTED" if "IMMEDIATE" in sql.upper() else "REPEATABLE READ"
+        with self.translated():
+            return Cursor(self.raw.execute(f"BEGIN ISOLATION LEVEL {level}"), self)
+
+    def rollback(self) -> None:
+        """Roll back, quietly: on a lost connection there is nothing to roll back."""
+        psycopg = driver()
+        try:
+            if self.in_transaction:
+                self.raw.execute("ROLLBACK")
+        except psycopg.Error:
+            pass
+
+    @property
+    def in_transaction(self) -> bool:
+        status = self.raw.info.transaction_status
+        return int(status) != 0  # IDLE
+
+    def close(self) -> None:
+        try:
+            self.raw.close()
+        except Exception:  # closing a lost connection
+            pass
+
+
+# --- never waiting forever --------------------------------------------------------------
+class Deadline:
+    """Stops waiting for a server that does not answer. A round trip that
+    outlasts `seconds` (the statement timeout the server keeps, plus a grace)
+    has its connection's socket shut down by a watch thread: the wait fails at
+    once, as on a dropped connection, and `fired` says why. (libpq has no limit
+    on a query; TCP keepalives do not help when something between still answers
+    for the server, a proxy or a frozen machine's kernel.)"""
+
+    def __init__(self, fileno: int, seconds: float) -> None:
+        self.seconds = seconds
+        self.fired = False
+        self._fileno = fileno
+        self._until: float | None = None
+        self._closed = False
+        self._wake = threading.Condition()
+        threading.Thread(target=self._watch, name="kaja-deadline", daemon=True).start()
+
+    @contextmanager
+    def armed(self) -> Iterator[None]:
+        with self._wake:
+            nested = self._until is not None
+            if not nested:
+                self._until = time.monotonic() + self.seconds
+                self._wake.notify()
+        try:
+            yield
+        finally:
+            if not nested:
+                with self._wake:
+                    self._until = None
+
+    def close(self) -> None:
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+
+    def _watch(self) -> None:
+        with self._wake:
+            while not self._closed:
+                if self._until is None:
+                    self._wake.wait()
+                elif (left := self._until - time.monotonic()) > 0:
+                    self._wake.wait(left)
+                else:
+                    self.fired, self._until = True, None
+                    self._shut()
+
+    def _shut(self) -> None:
+        import socket
+
+        try:  # a duplicate shuts the one socket for every descriptor of it
+            with socket.socket(fileno=socket.dup(self._fileno)) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # closed meanwhile: nothing is waiting on it
+
+
+_driver_connection: Any = None
+
+
+def connection_class() -> Any:
+    """psycopg's Connection, each wait for the server under its `deadline`
+    (every round trip goes through `wait`). A wait the deadline ended raises
+    an OperationalError whose `no_reply_s` says how long kaja waited."""
+    global _driver_connection
+    if _driver_connection is None:
+        psycopg = driver()
+
+        class NoReply(psycopg.OperationalError):
+            no_reply_s: float = 0.0
+
+        class DeadlinedConnection(psycopg.Connection):
+            deadline: Deadline | None = None
+
+            def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
+                deadline = self.deadline
+                if deadline is None:
+                    return super().wait(gen, *args, **kwargs)
+                with deadline.armed():
+                    try:
+                        return super().wait(gen, *args, **kwargs)
+                    except psycopg.Error:
+                        if not deadline.fired:
+                            raise
+                        error = NoReply(
+                            f"the server stopped answering (no reply in {deadline.seconds:.0f} s)"
+                        )
+                        error.no_reply_s = deadline.seconds
+                        raise error from None
+
+            def close(self) -> None:
+                if self.deadline is not None:
+                    self.deadline.close()
+                super().close()
+
+        _driver_connection = DeadlinedConnection
+    return _driver_connection
+
+
+def lock_wait_ms(lock_ms: int, statement_ms: int) -> int:
+    """A lock wait ends before the statement timeout: it is reported busy (exit
+    4), not as a statement the server cancelled, whatever the timeout is set to."""
+    return max(1, min(lock_ms, statement_ms - 100))
+
+
+def answer_within(statement_timeout_ms: int) -> float:
+    """How long kaja waits for an answer when statements may run this long."""
+    return statement_timeout_ms / 1000 + ANSWER_GRACE_S
+
+
+def deadlined(raw: Any, statement_timeout_ms: int) -> Any:
+    """`raw` (a `connection_class()` connection) waiting at most `answer_within`."""
+    raw.deadline = Deadline(raw.fileno(), answer_within(statement_timeout_ms))
+    return raw
+
+
+def _params(url: str) -> dict[str, Any]:
+    """Connection parameters: the URL's, with kaja's defaults where it says nothing."""
+    psycopg = driver()
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as e:
+        from kaja_cli.core.masking import mask, scrub
+
+        reason = scrub(_primary(e), url)  # libpq quotes the URL, or the piece it choked on
+        raise Failed(f"the database URL {mask(url)} does not parse: {reason}") from None
+    extra: dict[str, Any] = {}
+    if "connect_timeout" not in given:
+        extra["connect_timeout"] = CONNECT_TIMEOUT
+    if "application_name" not in given:
+        extra["application_name"] = "kaja"
+    return extra
+
+
+@contextmanager
+def connect(
+    where: Target, *, writable: bool = False, lock_timeout_ms: int | None = None
+) -> Iterator[Connection]:
+    """A connection to the server with kaja's schema first on its search path.
+
+    Readers' transactions are read-only. Raises Failed (exit 1) saying why the
+    server cannot be reached or refused, never showing the password."""
+    psycopg = driver()
+    try:
+        raw = connection_class().connect(where.url, autocommit=True, **_params(where.url))
+    except psycopg.Error as e:
+        raise translate(e, where, connecting=True) from None
+    statement_ms = where.statement_timeout_s * 1000
+    conn = Connection(deadlined(raw, statement_ms), where, writable=writable)
+    try:
+        with conn.translated():
+            wait = LOCK_TIMEOUT_MS if lock_timeout_ms is None else int(lock_timeout_ms)
+            settings = [f"SET search_path TO {quote(where.schema)}"]
+            if not writable:
+                settings.append("SET default_transaction_read_only = on")
+            if _url_sets(where.url, "statement_timeout"):  # the URL's own wins
+                statement_ms = max(statement_ms, conn.server_statement_timeout_ms())
+                settings.append(f"SET lock_timeout = {max(wait, 1)}")
+            else:
+                settings += [f"SET statement_timeout = {statement_ms}",
+                             f"SET lock_timeout = {lock_wait_ms(wait, statement_ms)}"]  # fmt: skip
+            raw.execute("; ".join(settings))
+        conn.statement_timeout_ms = statement_ms
+        raw.deadline.seconds = answer_within(statement_ms)
+        yield conn
+    finally:
+        if conn.in_transaction:
+            conn.rollback()
+        conn.close()
+
+
+def _url_sets(url: str, setting: str) -> bool:
+    """Whether the URL's `options` set this server setting (`-c statement_timeout=…`)."""
+    psycopg = driver()
+    try:
+        options = psycopg.conninfo.conninfo_to_dict(url).get("options") or ""
+    except psycopg.ProgrammingError:
+        return False
+    return re.search(rf"\b{setting}\s*=", str(options)) is not None
+
+
+def quote(name: str) -> str:
+    """An SQL identifier, quoted."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def require_schema(conn: Connection, *, writing: bool = False) -> None:
+    """NotFound (exit 3) when the server has no Kaja schema here, and not Kaja's
+    (exit 5 for a command that would write it, else 1: `pg.schema.Status`)."""
+    from kaja_cli.core.store.server import schema
+
+    state = schema.status(conn)
+    if not state.exists:
+        raise NotFound(
+            f"no Kaja store in {conn.target.where}",
+            hint="run the agent in cloud mode (or `kaja demo --database-url …`) first,"
+            " or check [memory] databaseSchema",
+        )
+    state.require_kaja(conn.target, writing=writing)

@@ -1,0 +1,771 @@
+"""Ledger sync: the usage ledger shared between machines through PostgreSQL.
+
+The seed's protocol (andromeda-database.txt, "Postgres (optional)"; SPEC §10),
+with SQLite still what every process writes and reads:
+
+- Triggers on the ledger tables (`schema.SYNC_TRIGGERS`) append every change
+  to `sync_outbox` once the ledger has an origin: a UUID the first sync stores
+  in `sync_state`. History from before that is sent by the first push
+  ("seeding", `history_seeded` in sync_state, resumable at `seed_at`).
+- One process per database syncs at a time: it holds the lease in
+  `sync_state` (pid, host, token, expiry). A holder that died stops blocking
+  when its lease expires, or at once when it was on this host and its pid is
+  gone. Every batch renews the lease and checks that it still holds it.
+- Push: the outbox, oldest first, in batches; each (table, key) goes out as
+  the row's current JSON, or as a deletion when the row is gone. Pull: every
+  change other writers made since `pull_cursor`, imported under new local ids
+  (see `sync_rows`), with `sync_flags` 'importing' set inside the importing
+  transaction so the imports do not re-enter the outbox.
+
+Each batch is one transaction on each side. Where `kill -9` can land, and why
+each point is safe:
+
+1. Before the server's transaction commits (push or seeding): PostgreSQL
+   rolls it back when the connection drops; nothing local changed. The next
+   sync sends the same batch.
+2. After the server commits, before the local commit that deletes the
+   batch's outbox rows (or moves `seed_at`): the next sync sends the batch
+   again. Sending is idempotent: an unchanged row is not rewritten (not even
+   its `seq`), a deletion of a deleted row changes nothing.
+3. During the local commit: SQLite's WAL makes it all or nothing: case 2, or
+   done.
+4. Pull: the server is only read. The import, the flag and the new cursor are
+   one SQLite transaction: killed before its commit, nothing was imported and
+   the cursor did not move; after, all of it is there. The flag is set and
+   cleared inside that transaction, so a dead import never leaves it set.
+5. Holding the lease: it stays in sync_state; the next sync on this host sees
+   the pid is gone and takes it over (another host waits for the expiry).
+
+Concurrent writers are safe too: the outbox rows a push deletes are exactly
+those it read (`seq <= the batch's last`; AUTOINCREMENT never reuses a
+number), so a change made meanwhile waits for the next push, which sends the
+row as it is then.
+
+`HOOK`, when set, is called with each step's name (`STEPS`): the tests kill
+the process there. Nothing here imports psycopg; `sync_server` does, when
+sync is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kaja_cli.core import clock, values
+from kaja_cli.core.engine import db
+from kaja_cli.core.ledger.sync import rows as sync_rows
+from kaja_cli.core.store import Store
+from kaja_cli.errors import Busy, Failed, KajaError
+
+if TYPE_CHECKING:
+    from kaja_cli.core.ledger.sync import server as sync_server
+    from kaja_cli.core.ledger.usage import UsageReport
+
+ENV_URL = "USAGE_POSTGRES_URL"
+URL_KEY = "usage.postgres_url"
+PUSH_BATCH = 5_000  # outbox rows per batch
+SEED_BATCH = 20_000  # history rows per batch
+PULL_BATCH = 5_000
+LEASE_TTL = timedelta(seconds=60)
+
+# sync_state names (the demo store and the seed use the first two).
+CURSOR, SEEDED = "pull_cursor", "history_seeded"
+ORIGIN, SERVER, SEED_AT, LEASE = "origin", "server", "seed_at", "lease"
+LAST_PUSH, LAST_PULL, EPOCHS = "last_push", "last_pull", "epochs"
+LEDGER_AT = "server_schema"  # the server's schema holding the shared ledger (for doctor)
+IMPORTING = "importing"  # the sync_flags row
+
+# The points of a sync where the tests kill it (every one, in tests/cloud/test_sync.py).
+STEPS = (
+    "lease-taken",
+    "seed-read", "seed-sent", "seed-committed", "seed-recorded",
+    "push-read", "push-sent", "push-committed", "push-recorded",
+    "pull-fetched", "pull-applied", "pull-recorded",
+    "releasing",
+)  # fmt: skip
+HOOK: Callable[[str], None] | None = None
+
+Progress = Callable[[int, int | None], None]  # (done, total)
+# How core shows a long job: `render.progress(description, total)`.
+ProgressFactory = Callable[[str, int | None], AbstractContextManager[Progress]]
+
+
+def _step(name: str) -> None:
+    if HOOK is not None:
+        HOOK(name)
+
+
+def _host() -> str:
+    return socket.gethostname()
+
+
+def _statement_timeout(store: Store) -> int:
+    """`[memory] statementTimeout`: it bounds sync's statements too."""
+    server = store.paths.server
+    return server.statement_timeout_s if server is not None else 60
+
+
+# --- where the server is ----------------------------------------------------------------------
+class Url(NamedTuple):
+    value: str
+    source: str  # "flag --url", "env USAGE_POSTGRES_URL", "settings [usage] postgres_url"
+
+    @property
+    def shown(self) -> str:
+        from kaja_cli.core.masking import mask
+
+        return mask(self.value)
+
+
+def find_url(store: Store, flag: str | None = None, environ: dict | None = None) -> Url | None:
+    """The PostgreSQL URL: --url, then USAGE_POSTGRES_URL, then [usage] postgres_url.
+
+    A value that is not a postgresql:// URL is an error naming where it came from."""
+    from kaja_cli.core.store.settings import keys as settings_keys
+    from kaja_cli.errors import SettingsError, UsageError
+
+    key = settings_keys.KEYS[URL_KEY]
+    env = os.environ if environ is None else environ
+    if flag is not None:
+        if why := settings_keys.check(key, flag):
+            raise UsageError(f"--url: {why.removeprefix(URL_KEY + ' ')}")
+        return Url(flag, "flag --url")
+    if env.get(ENV_URL):
+        if why := settings_keys.check(key, env[ENV_URL]):
+            raise Failed(f"{ENV_URL}: {why.removeprefix(URL_KEY + ' ')}")
+        return Url(env[ENV_URL], f"env {ENV_URL}")
+    settings = store.paths.settings
+    value = settings.get("usage", "postgres_url")
+    if value is None:
+        return None
+    if why := settings_keys.check(key, value):
+        line = settings.line_of(key.parts)
+        raise SettingsError(
+            f"{settings.path}{f':{line}' if line else ''}: {why}",
+            hint="fix it with `kaja config edit`",
+        )
+    return Url(value, "settings [usage] postgres_url")
+
+
+NOT_CONFIGURED_HINT = (
+    "set [usage] postgres_url in settings.toml or USAGE_POSTGRES_URL, or pass --url"
+)
+
+
+def require_url(store: Store, flag: str | None = None) -> Url:
+    url = find_url(store, flag)
+    if url is None:
+        raise Failed("ledger sync is not configured", hint=NOT_CONFIGURED_HINT)
+    return url
+
+
+# --- sync_state ------------------------------------------------------------------------------
+def _get(conn: sqlite3.Connection, name: str) -> str | None:
+    row = conn.execute("SELECT value FROM sync_state WHERE name = ?", (name,)).fetchone()
+    return None if row is None or row[0] is None else str(row[0])
+
+
+def _set(conn: sqlite3.Connection, name: str, value: object) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO sync_state (name, value, updated_at) VALUES (?, ?, ?)",
+        (name, None if value is None else str(value), clock.now_iso()),
+    )
+
+
+def _cursor(conn: sqlite3.Connection) -> int:
+    value = _get(conn, CURSOR)
+    return int(value) if value and value.isdigit() else 0
+
+
+def _epochs(conn: sqlite3.Connection) -> dict[str, list[int]]:
+    try:
+        value = values.loads(_get(conn, EPOCHS) or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# --- the lease ---------------------------------------------------------------------------------
+@dataclass
+class Lease:
+    pid: int | None
+    host: str | None
+    token: str | None
+    expires: str | None
+
+    def expired(self, now: datetime) -> bool:
+        when = clock.parse_stored(self.expires)
+        return when is None or when <= now
+
+    def alive(self) -> bool | None:
+        """Whether the holder runs; None when it is on another host (cannot tell)."""
+        if self.host != _host() or not self.pid:
+            return None
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def read_lease(conn: sqlite3.Connection) -> Lease | None:
+    raw = _get(conn, LEASE)
+    if raw is None:
+        return None
+    try:
+        data = values.loads(raw)
+        return Lease(data.get("pid"), data.get("host"), data.get("token"), data.get("expires"))
+    except (ValueError, AttributeError):
+        return Lease(None, None, None, None)  # unreadable: treated as expired
+
+
+def _write_lease(conn: sqlite3.Connection, token: str) -> None:
+    lease = {"pid": os.getpid(), "host": _host(), "token": token,
+             "expires": clock.iso(clock.now() + LEASE_TTL)}  # fmt: skip
+    _set(conn, LEASE, json.dumps(lease))
+
+
+def _take_lease(conn: sqlite3.Connection) -> str:
+    """Take the lease (inside a write transaction), or Busy naming its live holder."""
+    held = read_lease(conn)
+    if held is not None and not held.expired(clock.now()) and held.alive() is not False:
+        raise Busy(
+            f"another sync holds the ledger (pid {held.pid} on {held.host}, until {held.expires})",
+            hint="wait for it to finish; a holder that died lets go when its lease ends",
+        )
+    token = uuid.uuid4().hex
+    _write_lease(conn, token)
+    return token
+
+
+def _hold(conn: sqlite3.Connection, token: str) -> None:
+    """Check this process still holds the lease and renew it (inside a write transaction)."""
+    held = read_lease(conn)
+    if held is None or held.token != token:
+        raise Busy("another sync took the ledger over while this one waited", hint="try again")
+    _write_lease(conn, token)
+
+
+# --- one sync: the lease, both connections ----------------------------------------------------
+class Session:
+    """What push and pull share: the store's write connection, the server's, the lease."""
+
+    def __init__(self, store: Store, url: Url, progress: ProgressFactory | None) -> None:
+        self.store, self.url, self.progress = store, url, progress
+        self.reseeded: str | None = None  # why history is sent again, if it is
+
+    def __enter__(self) -> Session:
+        self.store.require()
+        self._stack = ExitStack()
+        try:
+            self._open()
+        except BaseException:
+            self._stack.close()
+            raise
+        return self
+
+    def _open(self) -> None:
+        from kaja_cli.core.ledger.sync import server as server
+
+        self.pg = self._stack.enter_context(
+            server.connect(self.url.value, statement_timeout_s=_statement_timeout(self.store))
+        )
+        with server.errors_of(self.url.value, "setting up the shared ledger"):
+            ledger = server.ledger_id(self.pg, create=True)
+            schema = server.schema_of(self.pg)
+        self.conn = self._stack.enter_context(self.store.writer())
+        with db.transaction(self.conn):
+            self.token = _take_lease(self.conn)
+            self.origin = self._origin(ledger)
+            self._stale_flag()
+            _set(self.conn, LEDGER_AT, schema)
+        self._stack.callback(self._release)
+        _step("lease-taken")
+        with server.errors_of(self.url.value, "registering this ledger"):
+            server.register_origin(self.pg, self.origin, _host())
+        self.cols = sync_rows.Columns(self.conn)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _origin(self, ledger: str | None) -> str:
+        """This ledger's origin (made by the first sync); starts over on another server."""
+        origin = _get(self.conn, ORIGIN)
+        if origin is None:
+            origin = str(uuid.uuid4())
+            _set(self.conn, ORIGIN, origin)
+        if _get(self.conn, SERVER) != ledger:
+            # A first sync, or another server: its numbers mean nothing here.
+            if _get(self.conn, SERVER) is not None:
+                self.reseeded = "the shared ledger is not the one this ledger synced with"
+            _set(self.conn, SERVER, ledger)
+            _set(self.conn, CURSOR, 0)
+            _set(self.conn, SEEDED, 0)
+            self.conn.execute("DELETE FROM sync_state WHERE name = ?", (SEED_AT,))
+        return origin
+
+    def _stale_flag(self) -> None:
+        """An 'importing' flag left set (by a writer that keeps it across transactions
+        and died): the ledger's changes were not queued meanwhile, so clear it and
+        send the history again."""
+        row = self.conn.execute(
+            "SELECT value FROM sync_flags WHERE name = ?", (IMPORTING,)
+        ).fetchone()
+        if row is not None and str(row[0]) == "1":
+            self.conn.execute("UPDATE sync_flags SET value = '0' WHERE name = ?", (IMPORTING,))
+            _set(self.conn, SEEDED, 0)
+            self.conn.execute("DELETE FROM sync_state WHERE name = ?", (SEED_AT,))
+            self.reseeded = "an import had died with sync_flags 'importing' set"
+
+    def _release(self) -> None:
+        _step("releasing")
+        try:
+            with db.transaction(self.conn):
+                held = read_lease(self.conn)
+                if held is not None and held.token == self.token:
+                    self.conn.execute("DELETE FROM sync_state WHERE name = ?", (LEASE,))
+        except KajaError:
+            pass  # the lease ends by itself; the next sync here sees this pid gone
+
+    @contextmanager
+    def bar(self, description: str, total: int) -> Iterator[Progress]:
+        """A progress bar for a phase with work to do (none for an empty one)."""
+        if self.progress is None or total <= 0:
+            yield lambda done, total=None: None
+            return
+        with self.progress(description, total) as update:
+            yield update
+
+    def send(self, changes: list, phase: str, doing: str) -> sync_server.Sent:
+        from kaja_cli.core.ledger.sync import server as server
+
+        if not changes:  # only rows of tables that are not synced
+            return server.Sent()
+        with server.errors_of(self.url.value, doing):
+            return server.send(
+                self.pg, self.origin, changes, before_commit=lambda: _step(f"{phase}-sent")
+            )
+
+
+# --- push -----------------------------------------------------------------------------------
+@dataclass
+class PushResult:
+    history: int = 0  # rows of history sent (the first sync)
+    changes: int = 0  # outbox rows handled
+    written: int = 0  # rows the server stored or changed
+    deleted: int = 0  # rows the server marked deleted
+    ignored: int = 0  # outbox rows of tables that are not synced
+
+
+def _push(s: Session) -> PushResult:
+    result = PushResult()
+    if _get(s.conn, SEEDED) != "1":
+        _seed(s, result)
+    total = s.conn.execute("SELECT COUNT(*) FROM sync_outbox").fetchone()[0]
+    with s.bar("pushing changes", total) as bar:
+        while _push_batch(s, result):
+            bar(result.changes + result.ignored, max(total, result.changes + result.ignored))
+    return result
+
+
+def _push_batch(s: Session, result: PushResult) -> bool:
+    """Send the oldest outbox rows; False when the outbox is empty."""
+    last, changes, ignored = _outbox_batch(s)
+    if last is None:
+        return False
+    _step("push-read")
+    sent = s.send(changes, "push", "pushing")
+    _step("push-committed")
+    with db.transaction(s.conn):
+        _hold(s.conn, s.token)
+        n = s.conn.execute("DELETE FROM sync_outbox WHERE seq <= ?", (last,)).rowcount
+        _set(s.conn, LAST_PUSH, clock.now_iso())
+    _step("push-recorded")
+    result.changes += n - ignored
+    result.ignored += ignored
+    result.written += sent.written
+    result.deleted += sent.deleted
+    return True
+
+
+def _outbox_batch(s: Session) -> tuple[int | None, list, int]:
+    """The oldest outbox rows, one change per (table, key), read in one snapshot:
+    (last seq, changes, rows of tables that are not synced)."""
+    conn = s.conn
+    conn.execute("BEGIN")
+    try:
+        rows = conn.execute(
+            "SELECT seq, tbl, key FROM sync_outbox ORDER BY seq LIMIT ?", (PUSH_BATCH,)
+        ).fetchall()
+        if not rows:
+            return None, [], 0
+        epochs = _epochs(conn)
+        wanted: dict[tuple[str, str], None] = {}
+        ignored = 0
+        for _, table, key in rows:
+            if table in sync_rows.KEYS and key is not None:
+                wanted[(table, str(key))] = None
+            else:
+                ignored += 1
+        changes: dict[tuple, tuple] = {}
+        for table in sync_rows.TABLES:
+            keys = [k for t, k in wanted if t == table]
+            for change in _changes(s, table, keys, epochs):
+                changes[change[:3]] = change
+        return rows[-1][0], list(changes.values()), ignored
+    finally:
+        conn.execute("COMMIT")
+
+
+def _changes(s: Session, table: str, keys: list[str], epochs: dict) -> list[tuple]:
+    """What the server should hold for the outbox's keys of one table."""
+    if table not in sync_rows.OWNED:
+        rows = sync_rows.current_rows(s.conn, s.cols, table, keys)
+        return [(sync_rows.SHARED, table, k, rows[k]) for k in keys]
+    # A key with a `~` names a row a reset removed, by its key on the server.
+    out = [(s.origin, table, sync_rows.named_key(k), None) for k in keys if "~" in k]
+    ids = [k for k in keys if "~" not in k and k.lstrip("-").isdigit()]
+    rows = sync_rows.current_rows(s.conn, s.cols, table, ids)
+    out += [(s.origin, table, sync_rows.server_key(table, k, epochs), rows[k]) for k in ids]
+    return out
+
+
+def _seed(s: Session, result: PushResult) -> None:
+    """Send the history from before sync was on, table by table, resumably."""
+    at = _seed_position(s.conn)
+    tables = list(sync_rows.TABLES)
+    start = tables.index(at[0]) if at and at[0] in tables else 0
+    with s.bar("sending the history", _history_size(s, tables[start:])) as bar:
+        for table in tables[start:]:
+            after = at[1] if at and at[0] == table else None
+            while table in s.cols.of:
+                after = _seed_batch(s, table, after, result)
+                if after is None:
+                    break
+                bar(result.history, None)
+    with db.transaction(s.conn):
+        _hold(s.conn, s.token)
+        _set(s.conn, SEEDED, 1)
+        s.conn.execute("DELETE FROM sync_state WHERE name = ?", (SEED_AT,))
+
+
+def _seed_batch(s: Session, table: str, after: Any, result: PushResult) -> Any:
+    """Send the next history rows of `table` after local id `after`; their last
+    local id, or None when there were none."""
+    rows = sync_rows.history(s.conn, s.cols, table, after, SEED_BATCH)
+    if not rows:
+        return None
+    _step("seed-read")
+    origin = s.origin if table in sync_rows.OWNED else sync_rows.SHARED
+    epochs = _epochs(s.conn)
+    changes = [(origin, table, sync_rows.server_key(table, key, epochs), j) for _, key, j in rows]
+    sent = s.send(changes, "seed", "sending the history")
+    _step("seed-committed")
+    after = rows[-1][0]
+    with db.transaction(s.conn):
+        _hold(s.conn, s.token)
+        _set(s.conn, SEED_AT, json.dumps([table, after]))
+        _set(s.conn, LAST_PUSH, clock.now_iso())
+    _step("seed-recorded")
+    result.history += len(rows)
+    result.written += sent.written
+    return after
+
+
+def _seed_position(conn: sqlite3.Connection) -> tuple[str, Any] | None:
+    try:
+        table, after = values.loads(_get(conn, SEED_AT) or "null")
+    except (ValueError, TypeError):
+        return None
+    return table, after
+
+
+def _history_size(s: Session, tables: list[str]) -> int:
+    total = 0
+    for table in tables:
+        if table in s.cols.of:
+            total += s.conn.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
+            total -= s.conn.execute(
+                "SELECT COUNT(*) FROM sync_map WHERE tbl = ?", (table,)
+            ).fetchone()[0]
+    return max(total, 0)
+
+
+# --- pull -----------------------------------------------------------------------------------
+def _pull(s: Session) -> sync_rows.Applied:
+    from kaja_cli.core.ledger.sync import server as server
+
+    done = sync_rows.Applied()
+    with server.errors_of(s.url.value, "counting the changes to pull"):
+        total = server.waiting(s.pg, _cursor(s.conn), s.origin)
+    with s.bar("pulling changes", total) as bar:
+        while _pull_batch(s, done):
+            bar(done.changes + done.kept_local + done.skipped, None)
+    return done
+
+
+def _pull_batch(s: Session, done: sync_rows.Applied) -> bool:
+    """Import the next changes of the other machines; False once none are left."""
+    from kaja_cli.core.ledger.sync import server as server
+
+    cursor = _cursor(s.conn)
+    with server.errors_of(s.url.value, "pulling"):
+        fetched = server.fetch(s.pg, cursor, s.origin, PULL_BATCH)
+    _step("pull-fetched")
+    with db.transaction(s.conn):
+        _hold(s.conn, s.token)
+        if _cursor(s.conn) != cursor:
+            raise Busy("another sync pulled into this ledger meanwhile", hint="try again")
+        _flag(s.conn, "1")
+        sync_rows.apply(s.conn, s.cols, fetched.rows, done)
+        _flag(s.conn, "0")
+        _set(s.conn, CURSOR, fetched.cursor)
+        _set(s.conn, LAST_PULL, clock.now_iso())
+        _step("pull-applied")
+    _step("pull-recorded")
+    return len(fetched.rows) == PULL_BATCH
+
+
+def _flag(conn: sqlite3.Connection, value: str) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO sync_flags (name, value) VALUES (?, ?)", (IMPORTING, value)
+    )
+
+
+# --- what the commands call -----------------------------------------------------------------
+@dataclass
+class SyncResult:
+    store: str
+    url: str  # the password replaced by ***
+    origin: str
+    push: PushResult | None = None
+    pull: sync_rows.Applied | None = None
+    reseeded: str | None = None  # why history was sent again
+
+
+def sync(
+    store: Store, url: Url, *, push: bool = True, pull: bool = True,
+    progress: ProgressFactory | None = None,
+) -> SyncResult:  # fmt: skip
+    """Push (the history first, the first time), then pull, under one lease."""
+    with Session(store, url, progress) as s:
+        result = SyncResult(str(store.path()), url.shown, s.origin, reseeded=s.reseeded)
+        if push:
+            result.push = _push(s)
+        if pull:
+            result.pull = _pull(s)
+        return result
+
+
+# --- kaja sync status -------------------------------------------------------------------------
+@dataclass
+class ServerState:
+    answers: bool
+    error: str | None = None
+    ledger_id: str | None = None  # None: the shared ledger does not exist yet
+    same_ledger: bool | None = None  # the one this ledger last synced with
+    rows: int = 0
+    origins: list = field(default_factory=list)  # sync_server.OriginRows
+    to_pull: int | None = None  # changes of other machines a pull would bring
+    schema: str | None = None  # the schema holding the shared ledger
+
+
+@dataclass
+class Status:
+    store: str
+    store_exists: bool
+    url: str | None  # redacted
+    url_source: str | None
+    origin: str | None = None
+    seeded: bool = False
+    outbox_rows: int = 0
+    outbox_oldest: str | None = None
+    last_push: str | None = None
+    last_pull: str | None = None
+    pull_cursor: int = 0
+    lease: Lease | None = None
+    lease_expired: bool | None = None
+    lease_alive: bool | None = None
+    importing_flag: bool = False
+    server: ServerState | None = None
+    ledger_schema: str | None = None  # where the last sync found the shared ledger
+
+
+def status(store: Store, url: Url | None, *, timeout_s: float = 3) -> Status:
+    """The local sync state (read-only) and, with a URL, what the server holds."""
+    path = store.path()
+    result = Status(str(path), path.exists(), url.shown if url else None,
+                    url.source if url else None)  # fmt: skip
+    server_ledger = None
+    if result.store_exists:
+        with store.reader() as conn:
+            conn.execute("BEGIN")
+            _local_status(conn, result)
+            server_ledger = _get(conn, SERVER) if "sync_state" in db.table_names(conn) else None
+            conn.execute("COMMIT")
+    if url is not None:
+        result.server = _server_state(url, result, server_ledger, timeout_s)
+    return result
+
+
+def _local_status(conn: sqlite3.Connection, out: Status) -> None:
+    tables = db.table_names(conn)
+    if "sync_state" in tables:
+        out.origin = _get(conn, ORIGIN)
+        out.seeded = _get(conn, SEEDED) == "1" and out.origin is not None
+        out.last_push, out.last_pull = _get(conn, LAST_PUSH), _get(conn, LAST_PULL)
+        out.pull_cursor = _cursor(conn)
+        out.ledger_schema = _get(conn, LEDGER_AT)
+        out.lease = read_lease(conn)
+        if out.lease is not None:
+            out.lease_expired = out.lease.expired(clock.now())
+            out.lease_alive = out.lease.alive()
+    if "sync_outbox" in tables:
+        out.outbox_rows, out.outbox_oldest = conn.execute(
+            "SELECT COUNT(*), MIN(at) FROM sync_outbox"
+        ).fetchone()
+    if "sync_flags" in tables:
+        row = conn.execute("SELECT value FROM sync_flags WHERE name = ?", (IMPORTING,)).fetchone()
+        out.importing_flag = row is not None and str(row[0]) == "1"
+
+
+def _server_state(url: Url, local: Status, ledger: str | None, timeout_s: float) -> ServerState:
+    from kaja_cli.core.ledger.sync import server as server
+
+    try:
+        with server.connect(url.value, timeout_s=timeout_s, statement_timeout_s=timeout_s) as pg:
+            with server.errors_of(url.value, "reporting"):
+                summary = server.summary(pg)
+                state = ServerState(
+                    True, None, summary.ledger_id, None, summary.rows, summary.origins
+                )
+                if summary.ledger_id is not None:
+                    state.schema = server.schema_of(pg)
+                if summary.ledger_id is not None and ledger is not None:
+                    state.same_ledger = summary.ledger_id == ledger
+                if state.same_ledger and local.origin:
+                    state.to_pull = server.waiting(pg, local.pull_cursor, local.origin)
+                return state
+    except KajaError as e:
+        return ServerState(False, str(e))
+
+
+# --- kaja usage --all-machines ------------------------------------------------------------------
+@dataclass
+class MachineTotals:
+    origin: str
+    host: str | None
+    calls: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    this_machine: bool = False
+
+
+def all_machines_report(
+    store: Store, url: Url, by: str = "model", since: str | None = None, until: str | None = None
+) -> tuple[UsageReport, list[MachineTotals]]:
+    """`kaja usage` over the shared ledger on the server: every machine's rows as
+    pushed (no pull needed, nothing written), and the calls of each machine."""
+    from kaja_cli.core.ledger import usage
+    from kaja_cli.core.ledger.sync import server as server
+    from kaja_cli.errors import UsageError
+
+    if by not in usage.GROUPINGS:
+        raise UsageError(f"--by: expected one of {', '.join(usage.GROUPINGS)}, not {by!r}")
+    origin = None
+    if store.exists():
+        with store.reader() as conn:
+            if "sync_state" in db.table_names(conn):
+                origin = _get(conn, ORIGIN)
+    result = usage.UsageReport(location=url.shown, exists=False, by=by, since=since, until=until)
+    with server.connect(url.value, statement_timeout_s=_statement_timeout(store)) as pg, \
+            server.errors_of(url.value, "reporting usage"):  # fmt: skip
+        result.exists = server.ledger_id(pg, create=False) is not None
+        if not result.exists:
+            return result, []
+        rows = server.usage_rows(pg, by, since, until)
+    result.groups = usage.group_totals(rows["calls"], by)
+    result.total = usage.add_up(result.groups)
+    result.tools = usage.tool_stats(rows["tools"])
+    result.runs = usage.runs_by_status(rows["runs"])
+    machines = [MachineTotals(o, h, n, p, c, o == origin) for o, h, n, p, c in rows["machines"]]
+    return result, machines
+
+
+# --- kaja usage reset ------------------------------------------------------------------------
+def owned_maxima(conn: sqlite3.Connection) -> dict[str, int | None]:
+    """The highest id of each integer-id ledger table (before a reset deletes)."""
+    present = db.table_names(conn)
+    return {
+        t: conn.execute(f'SELECT MAX(id) FROM "{t}"').fetchone()[0]
+        for t in sync_rows.OWNED
+        if t in present
+    }
+
+
+def after_reset(conn: sqlite3.Connection, maxima: dict[str, int | None]) -> list[str]:
+    """Keep sync right after `usage reset` deleted rows (inside its transaction).
+
+    A reset is local: nothing is queued, the server and the other machines
+    keep their copies. Two things follow here: sync_map rows of deleted
+    imports go (the reset set the triggers that drop them aside), and a
+    table whose highest id went down opens an epoch, so that ids SQLite hands
+    out again do not overwrite the old rows' copies (see sync_rows). Returns
+    the tables that opened one."""
+    present = db.table_names(conn)
+    if not {"sync_state", "sync_map"} <= present:
+        return []
+    for table, local in sync_rows.LOCAL_ID.items():
+        if table in present:
+            conn.execute(
+                f'DELETE FROM sync_map WHERE tbl = ? AND NOT EXISTS (SELECT 1 FROM "{table}"'
+                f' WHERE "{local}" = sync_map.local_id)',
+                (table,),
+            )
+    if _get(conn, ORIGIN) is None:
+        return []
+    epochs = _epochs(conn)
+    opened = []
+    for table, before in maxima.items():
+        after = conn.execute(f'SELECT MAX(id) FROM "{table}"').fetchone()[0]
+        if before is None or (after is not None and after >= before):
+            continue
+        floor = after or 0
+        _name_gone_rows(conn, table, floor, epochs)
+        epochs.setdefault(table, []).append(floor)
+        opened.append(table)
+    if opened:
+        _set(conn, EPOCHS, json.dumps(epochs))
+    return opened
+
+
+def _name_gone_rows(conn: sqlite3.Connection, table: str, floor: int, epochs: dict) -> None:
+    """Pending outbox rows of ids above the new floor are about rows already gone:
+    name them by their key on the server before the epoch changes what an id means."""
+    rows = conn.execute(
+        "SELECT seq, key FROM sync_outbox WHERE tbl = ? AND key NOT LIKE '%~%'", (table,)
+    ).fetchall()
+    for seq, key in rows:
+        if str(key).lstrip("-").isdigit() and int(key) > floor:
+            named = sync_rows.gone_key(table, str(key), epochs)
+            conn.execute("UPDATE sync_outbox SET key = ? WHERE seq = ?", (named, seq))
+
+
+def is_configured(store: Store) -> bool:
+    """Sync is in use: a URL is configured or the ledger has synced before."""
+    if find_url(store) is not None:
+        return True
+    if not store.exists():
+        return False
+    with store.reader() as conn:
+        return "sync_state" in db.table_names(conn) and _get(conn, ORIGIN) is not None

@@ -1,0 +1,1 @@
+"""kaja's tests, laid out as the code is (README "Layout")."""

@@ -1,0 +1,1 @@
+"""Every command through the real `kaja` (in-process unless the behaviour is about processes)."""

@@ -1,0 +1,320 @@
+"""`kaja sessions export --all` (core/export.py, render/export.py, render/html.py,
+core/redact.py), through the real command: every format, the filters, the
+HTML parsed as a browser parses it, --redact, where it may write, and memory
+that stays flat however long a session is."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import stat
+import subprocess
+
+import html5lib
+import pytest
+
+from tests.conftest import KAJA
+from tests.support.sessions_support import ANA, BACKUP, BUDGET, PRS, TOMATO
+
+
+def ids_listed(kaja, *filters: str) -> list[str]:
+    r = kaja("sessions", "list", "-n", "0", *filters)
+    assert r.code == 0, r
+    return [line.split("\t")[0] for line in r.out.splitlines()]
+
+
+def test_jsonl_is_one_line_per_session_each_the_single_export(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
+    r = demo_store("sessions", "export", "--all", "-f", "jsonl")
+    assert r.code == 0, r
+    lines = r.out.splitlines()
+    assert [json.loads(line)["session"]["id"] for line in lines] == ids_listed(demo_store)
+    one = demo_store("sessions", "export", BACKUP[:8], "-f", "json")
+    assert json.loads(lines[0]) == json.loads(one.out)
+    assert lines[0] == one.out.rstrip("\n")  # byte for byte
+
+
+def test_the_filters_are_the_listings(shared_demo_store):
+    demo_store = shared_demo_store  # only reads
+    filters = ["--all-owners", "--before", "2026-11-28T12:00:00Z", "--max-messages", "14"]
+    r = demo_store("sessions", "export", "--all", "-f", "jsonl", *filters)
+    got = [json.loads(line)["session"]["id"] for line in r.out.splitlines()]
+    assert got == ids_listed(demo_store, *filters) and len(got) == 5
+
+
+def test_json_to_a_file_is_one_document_readable_only_by_you(demo_store, tmp_path):
+    out = tmp_path / "everything.json"
+    r = demo_store("sessions", "export", "--all", "--all-owners", "-o", str(out))
+    assert r.code == 0, r
+    assert r.err.startswith(f"kaja: wrote {out} (13 sessions, ")
+    doc = json.loads(out.read_text())
+    assert list(doc) == ["sessions"] and len(doc["sessions"]) == 13
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+def test_markdown_of_all_is_each_sessions_markdown_in_turn(demo_store, tmp_path):
+    out = tmp_path / "all.md"
+    assert demo_store("sessions", "export", "--all", "-o", str(out)).code == 0
+    parts = out.read_text().split("\n---\n\n")
+    assert len(parts) == 7
+    assert parts[0] == demo_store("sessions", "export", BACKUP).out
+    assert parts[-1] == demo_store("sessions", "export", BUDGET).out
+
+
+def test_a_folder_gets_one_file_per_session(demo_store, tmp_path):
+    folder = tmp_path / "md/"
+    r = demo_store("sessions", "export", "--all", "-o", str(folder) + "/", "--title", "*o*")
+    assert r.code == 0, r
+    names = sorted(os.listdir(folder))
+    assert names == sorted(f"{i}.md" for i in ids_listed(demo_store, "--title", "*o*"))
+    assert (folder / f"{TOMATO}.md").read_text() == demo_store("sessions", "export", TOMATO).out
+
+
+def _parse(path):
+    """Parsed as a browser parses it; html5lib's strict mode raises on any parse error."""
+    with open(path, "rb") as f:
+        return html5lib.HTMLParser(strict=True, namespaceHTMLElements=False).parse(f)
+
+
+def test_html_is_a_self_contained_valid_page_per_session(demo_store, tmp_path):
+    conn = sqlite3.connect(demo_store.db)
+    with conn:
+        conn.execute(
+            "UPDATE messages SET content = ?1 WHERE sessionId = ?2 AND seq = (SELECT min(seq) FROM messages WHERE sessionId = ?2)",
+            ('<script>alert(1)</script> & <img src="http://example.org/x.png">', PRS),
+        )
+    conn.close()
+    out = tmp_path / "site"
+    r = demo_store("sessions", "export", "--all", "--all-owners", "-f", "html", "-o", str(out))
+    assert r.code == 0, r
+    files = sorted(os.listdir(out))
+    assert len(files) == 14 and "index.html" in files
+    for name in files:
+        tree = _parse(out / name)
+        # nothing is fetched from elsewhere: no script, no stylesheet link, no remote source
+        assert tree.findall(".//script") == [] and tree.findall(".//link") == []
+        for el in tree.iter():
+            for attr in ("src", "href"):
+                value = el.get(attr)
+                assert value is None or value.startswith("data:") or value.endswith(".html"), value
+        csp = [m.get("content") for m in tree.findall(".//meta") if m.get("http-equiv")]
+        assert csp == ["default-src 'none'; img-src data:; style-src 'unsafe-inline'"]
+    page = (out / f"{PRS}.html").read_text()
+    assert (
+        "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;img src=&quot;http://example.org" in page
+    )
+    tomato = _parse(out / f"{TOMATO}.html")
+    images = [i.get("src") for i in tomato.findall(".//img")]
+    assert images and all(src.startswith("data:image/") for src in images)
+    index = _parse(out / "index.html")
+    assert sorted(a.get("href") for a in index.findall(".//a")) == sorted(
+        f for f in files if f != "index.html"
+    )
+
+
+def test_html_shows_what_resume_shows(demo_store, tmp_path):
+    """The timeline's error and notice, which no message holds, where `kaja
+    resume` shows them; the call waiting on you as waiting, not "no result";
+    the pause sign drawn, not a glyph a browser's font may lack."""
+    out = tmp_path / "backup.html"
+    assert demo_store("sessions", "export", BACKUP, "-o", str(out)).code == 0
+    page = out.read_text()
+    body = _parse(out).find(".//body")
+    text = " ".join("".join(body.itertext()).split())
+    error = "Error: The NAS was not mounted when I checked /mnt/nas: the job will fail until it is."
+    assert text.index("Here is the cron line") < text.index(error) < text.index("It's mounted now")
+    assert text.endswith("Notice: Waiting for your approval to run shell.")
+    assert "→ shell waiting on you (approval)" in text and "no result" not in text
+    assert text.startswith("Nightly backup with rsync id: ")
+    assert "Waiting on you: shell (approval), call call_7327e5920673" in text
+    pending = body.find(".//p[@class='pending']")
+    assert [el.tag for el in pending.iter() if el.tag.endswith("svg")] == [
+        "{http://www.w3.org/2000/svg}svg"
+    ]
+    # Only the punctuation every font has: no ⏸ (U+23F8), no ✓ ✗ ⊘ (dingbats, symbols).
+    assert not re.search("[\u2300-\u23ff\u2600-\u27bf\u2295-\u22a1\U0001f000-\U0001faff]", page)
+    resume = demo_store("resume", BACKUP).out
+    assert "error: The NAS was not mounted" in resume and "• Waiting for your approval" in resume
+
+
+def test_html_needs_a_folder_and_filters_need_all(demo_store, tmp_path):
+    r = demo_store("sessions", "export", "--all", "-f", "html")
+    assert r.code == 2 and "give -o FOLDER" in r.err
+    assert demo_store("sessions", "export", BACKUP, "--before", "3d").code == 2
+    assert demo_store("sessions", "export", BACKUP, "--all").code == 2
+    assert demo_store("sessions", "export").code == 2
+    assert demo_store("sessions", "export", "--all", "-f", "pdf").code == 2
+    # one session as HTML goes to stdout
+    r = demo_store("sessions", "export", BACKUP, "-f", "html")
+    assert r.code == 0 and r.out.startswith("<!DOCTYPE html>")
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "jsonl", "html"])
+def test_an_export_that_matches_nothing_writes_no_file(demo_store, tmp_path, fmt):
+    """Not an empty file (or folder) in its place, and one already there is not emptied."""
+    out = tmp_path / ("pages" if fmt == "html" else f"out.{fmt}")
+    args = ("sessions", "export", "--all", "--title", "no such title", "-f", fmt, "-o", str(out))
+    r = demo_store(*args)
+    assert (r.code, r.out, r.err) == (
+        0, "", f"kaja: no sessions match the filters: nothing written to {out}\n"
+    )  # fmt: skip
+    assert not out.exists()
+    if fmt != "html":
+        out.write_text("last week's export\n")
+        r = demo_store(*args)
+        assert r.err == (
+            f"kaja: no sessions match the filters: nothing written to {out} (it is left as it was)\n"
+        )
+        assert out.read_text() == "last week's export\n"
+    r = demo_store("sessions", "export", "--all", "--title", "no such title", "-f", "json")
+    assert (r.code, r.out) == (0, '{"sessions":[]}\n')  # on stdout, the empty document still
+    bare = demo_store("--state-dir", str(tmp_path / "none"), *args)
+    assert bare.err.endswith(f": nothing written to {out}" + (
+        " (it is left as it was)\n" if fmt != "html" else "\n"))  # fmt: skip
+    assert "there is no Kaja store" in bare.err
+
+
+def test_never_over_the_stores_own_files(demo_store):
+    for target in ("kaja.db", "kaja.db-wal", "files/images/x.md", "files/"):
+        r = demo_store("sessions", "export", "--all", "-o", str(demo_store.state / target))
+        assert r.code == 5, (target, r)
+        assert "part of Kaja's store" in r.err
+    assert sqlite3.connect(demo_store.db).execute("PRAGMA quick_check").fetchone() == ("ok",)
+
+
+def test_redact_replaces_owners_homes_emails_and_tokens(demo_store):
+    ana_session = json.loads(demo_store("sessions", "--owner", ANA, "--json").out)["sessions"][0][
+        "id"
+    ]
+    secret = "sk-proj-Abc123def456GHI789jkl0"
+    text = (
+        f"write to ana.perez@example.org, my key is {secret}, the file is"
+        f" {demo_store.home}/notes.txt and /home/marie/x; I am {ANA}"
+    )
+    conn = sqlite3.connect(demo_store.db)
+    with conn:
+        conn.execute(
+            "UPDATE messages SET content = ?1 WHERE sessionId = ?2 AND seq = (SELECT min(seq) FROM messages WHERE sessionId = ?2)",
+            (text, ana_session),
+        )
+    conn.close()
+    r = demo_store("sessions", "export", "--all", "--owner", ANA, "-f", "jsonl", "--redact")
+    assert r.code == 0, r
+    for word in (
+        "ana.perez@example.org",
+        secret,
+        str(demo_store.home),
+        "/home/marie",
+        ANA,
+        "482913",
+    ):
+        assert word not in r.out, word
+    docs = [json.loads(line) for line in r.out.splitlines()]  # still JSON
+    assert {d["session"]["owner"] for d in docs} == {"telegram:owner-1"}
+    first = next(m for d in docs for m in d["messages"] if "[email]" in (m["content"] or ""))
+    assert first["content"] == (
+        "write to [email], my key is [token], the file is ~/notes.txt and ~/x;"
+        " I am telegram:owner-1"
+    )
+    # ids and image names stay: they are what a bug report refers to
+    assert docs[0]["session"]["id"] == ana_session
+    r = demo_store("sessions", "export", ana_session, "--owner", ANA, "--redact")
+    assert "[email]" in r.out and secret not in r.out
+
+
+def test_redacted_html_leaves_images_out(demo_store, tmp_path):
+    out = tmp_path / "r"
+    r = demo_store("sessions", "export", "--all", "-f", "html", "-o", str(out), "--redact")
+    assert r.code == 0, r
+    page = (out / f"{TOMATO}.html").read_text()
+    assert "data:image" not in page and "left out (--redact)" in page
+
+
+# --- memory ------------------------------------------------------------------------------
+def _long_store(db, messages: int, size: int) -> None:
+    """A store of another program: one session with `messages` messages of `size` bytes."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(db)
+    conn.executescript(
+        "PRAGMA journal_mode = WAL;"
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, createdAt, updatedAt, title, owner);"
+        "CREATE TABLE messages (id TEXT PRIMARY KEY, sessionId, seq INTEGER, role, content,"
+        " createdAt);"
+        "INSERT INTO sessions VALUES ('01a00000-0000-7000-8000-000000000001',"
+        " '2026-11-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z', 'Long', NULL);"
+    )
+    body = "lorem ipsum " * (size // 12)
+    with conn:
+        conn.executemany(
+            "INSERT INTO messages VALUES (?, '01a00000-0000-7000-8000-000000000001', ?, 'user', ?, '')",
+            ((f"m{i:08d}", i, f"{i} {body}") for i in range(messages)),
+        )
+    conn.close()
+
+
+def _peak_rss_kb(kaja, *args: str) -> int:
+    p = subprocess.Popen([KAJA, *args], env=kaja.env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    _, status, usage = os.wait4(p.pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, p.stderr.read()
+    p.returncode = 0
+    p.stderr.close()
+    return usage.ru_maxrss
+
+
+@pytest.mark.process
+@pytest.mark.parametrize("fmt", ["jsonl", "md"])
+def test_memory_stays_flat_however_long_the_session(kaja, tmp_path, fmt):
+    _long_store(kaja.db, 40, 1000)
+    small = _peak_rss_kb(kaja, "sessions", "export", "--all", "-f", fmt, "-o", str(tmp_path / "a"))
+    for p in kaja.state.iterdir():
+        p.unlink()
+    _long_store(kaja.db, 40_000, 1000)  # a 40 MB conversation
+    big = _peak_rss_kb(kaja, "sessions", "export", "--all", "-f", fmt, "-o", str(tmp_path / "b"))
+    assert (tmp_path / "b").stat().st_size > 40_000_000
+    assert big - small < 12_000, (small, big)  # kB: far less than the 40 MB it wrote
+
+
+def test_a_fifo_is_refused_and_a_link_is_followed(demo_store, tmp_path):
+    """core/guard.py's rule, as for every file kaja writes: never a FIFO (a
+    write would wait for a reader), a link to a regular file is kept."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    r = demo_store("sessions", "export", "--all", "-f", "jsonl", "-o", str(fifo))
+    assert r.code == 5 and "not a regular file" in r.err, r
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    real, link = tmp_path / "real.jsonl", tmp_path / "link.jsonl"
+    real.write_text("old\n")
+    link.symlink_to(real)
+    r = demo_store("sessions", "export", "--all", "-f", "jsonl", "-o", str(link))
+    assert r.code == 0, r
+    assert link.is_symlink() and len(real.read_text().splitlines()) == 7
+    r = demo_store("sessions", "export", "--all", "-f", "jsonl", "-o", "")
+    assert r.code == 2 and "Invalid value for '--output'" in r.err and "is empty" in r.err, r
+
+
+def test_text_that_is_not_utf8_is_shown_with_a_replacement_character(kaja):
+    """Another program stored bytes that are not UTF-8 as TEXT: every format
+    is still UTF-8 (U+FFFD in their place), as every other read shows them."""
+    kaja.db.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(kaja.db)
+    conn.executescript(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, createdAt, updatedAt, title, owner);"
+        "CREATE TABLE messages (id TEXT PRIMARY KEY, sessionId, seq INTEGER, role, content);"
+        "INSERT INTO sessions VALUES ('s1', '2026-11-01', '2026-11-01', 'Bytes', NULL);"
+        "INSERT INTO messages VALUES ('m1', 's1', 1, 'user', CAST(x'6361e4' AS TEXT));"
+        "INSERT INTO messages VALUES ('m2', 's1', 2, 'assistant', 'ça va');"
+    )
+    conn.commit()
+    conn.close()
+    for argv in (["resume", "s1", "--json"], ["sessions", "export", "s1", "-f", "json"],
+                 ["sessions", "export", "--all", "-f", "jsonl"]):  # fmt: skip
+        r = kaja.proc(*argv)
+        assert r.code == 0, (argv, r)
+        doc = json.loads(r.out)
+        assert [m["content"] for m in doc["messages"]] == ["ca\ufffd", "ça va"], argv
+    r = kaja.proc("sessions", "export", "s1")
+    assert r.code == 0 and "ca\ufffd" in r.out and "ça va" in r.out, r

@@ -1,0 +1,1 @@
+"""Cloud mode and ledger sync against a real PostgreSQL the tests start (support/pg.py)."""

@@ -1,0 +1,1 @@
+"""Faults: kill -9 at every point, full disks, live writers, stores another program wrote, bad input."""

@@ -1,0 +1,39 @@
+"""`kaja`, stopping a backup or a restore at a chosen step so a test can kill it there.
+
+    python tests/support/backup_paused.py STEP FLAG [SECONDS] -- restore FILE --force --yes …
+
+Sets `kaja_cli.core.care.backup.hook.checkpoint` so that, at STEP ("written",
+"extracted", "prepared", "move:kaja.db", "cleanup", …), the process writes
+its pid to FLAG and sleeps SECONDS (default 600), then runs kaja with the
+arguments after `--`, exactly as the console script does. Production code
+reads no environment variable for this: the hook is set here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    split = sys.argv.index("--")
+    step, flag, *rest = sys.argv[1:split]
+    seconds = float(rest[0]) if rest else 600.0
+
+    def pause(name: str) -> None:
+        if name == step:
+            Path(flag).write_text(str(os.getpid()))
+            time.sleep(seconds)
+
+    from kaja_cli.app import main as kaja
+    from kaja_cli.core.care.backup import hook
+
+    hook.checkpoint = pause
+    sys.argv = ["kaja", *sys.argv[split + 1 :]]
+    kaja()
+
+
+if __name__ == "__main__":
+    main()

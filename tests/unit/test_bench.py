@@ -1,0 +1,179 @@
+"""The benchmark's own arithmetic (bench/harness.py, bench/run.py): a ratio is
+two positive medians divided, never a difference; a goal can be missed, and
+`--check` turns a miss into exit 1.
+
+The runner is fed a fake kaja (a shell script that sleeps on `--version`)
+through `--kaja`, so these tests time nothing of kaja's and judge only the
+bench: they assert what it prints and its exit status, not how fast anything is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+from harness import IN_PROCESS, PROCESS, Bench, Row, interleave  # noqa: E402
+
+
+# --- a row --------------------------------------------------------------------------------
+def test_ratio_is_kaja_over_floor_and_a_goal_can_be_missed():
+    fast = Row("case", PROCESS, kaja=12.0, floor=10.0, floor_what="floor", goal=1.5)
+    slow = Row("case", PROCESS, kaja=16.0, floor=10.0, floor_what="floor", goal=1.5)
+    assert fast.ratio == pytest.approx(1.2)
+    assert (fast.verdict, slow.verdict) == ("ok", "MISSED")
+    assert slow.missed and not fast.missed
+    assert Row("case", PROCESS, 15.0, 10.0, "floor", goal=1.5).verdict == "ok"  # at the goal
+
+
+def test_information_rows_are_never_judged_unless_a_condition_fails():
+    info = Row("case", IN_PROCESS, kaja=50.0, floor=1.0, floor_what="floor")
+    assert (info.goal_text, info.verdict, info.missed) == ("(info)", "", False)
+    wrong = Row("case", PROCESS, kaja=1.0, floor=2.0, floor_what="floor", holds=False)
+    assert wrong.verdict == "MISSED"
+
+
+def test_a_goal_row_whose_condition_fails_is_missed_whatever_its_ratio():
+    row = Row("case", PROCESS, kaja=1.0, floor=10.0, floor_what="floor", goal=1.5, holds=False)
+    assert row.ratio < 1.5
+    assert row.verdict == "MISSED"
+
+
+@pytest.mark.parametrize("bad", [0, 0.0, -3.5, math.nan, math.inf, None, "12"])
+def test_a_row_refuses_a_median_that_would_make_the_ratio_negative_or_undefined(bad):
+    with pytest.raises(ValueError, match="must be positive"):
+        Row("case", PROCESS, kaja=bad, floor=10.0, floor_what="floor")
+    with pytest.raises(ValueError, match="must be positive"):
+        Row("case", PROCESS, kaja=10.0, floor=bad, floor_what="floor")
+
+
+@pytest.mark.parametrize("bad", [0, -1.5, math.nan])
+def test_a_goal_is_a_positive_ratio(bad):
+    with pytest.raises(ValueError, match="goal"):
+        Row("case", PROCESS, kaja=1.0, floor=1.0, floor_what="floor", goal=bad)
+
+
+# --- timing -------------------------------------------------------------------------------
+def test_interleave_alternates_the_order_discards_the_warm_up_and_keeps_medians():
+    calls: list[str] = []
+    a_times = iter([1000.0, 3.0, 1.0, 2.0])  # the first is the warm-up
+    b_times = iter([1000.0, 30.0, 10.0, 20.0])
+
+    def a() -> float:
+        calls.append("a")
+        return next(a_times)
+
+    def b() -> float:
+        calls.append("b")
+        return next(b_times)
+
+    assert interleave(a, b, 3) == (2.0, 20.0)
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
+
+
+def test_interleave_runs_setup_before_every_run():
+    log: list[str] = []
+    interleave(lambda: log.append("a") or 1.0, lambda: log.append("b") or 1.0, 1,
+               setup=lambda: log.append("setup"))  # fmt: skip
+    assert log == ["setup", "a", "setup", "b", "setup", "b", "setup", "a"]
+
+
+def test_an_in_process_row_misses_when_the_core_call_is_slower(tmp_path):
+    # A hundredfold apart: on a loaded machine a 1 ms sleep takes 15 ms (the
+    # scheduler's delay), and 2 ms against 20 ms came out as a ratio of 1.4.
+    printed: list[str] = []
+    bench = Bench(tmp_path, repeat=3, kaja_command="kaja", echo=printed.append)
+    slow = bench.in_process("slow core", lambda: time.sleep(0.1), lambda: time.sleep(0.001),
+                            "sleep 1 ms", goal=1.5)  # fmt: skip
+    fast = bench.in_process("fast core", lambda: time.sleep(0.001), lambda: time.sleep(0.1),
+                            "sleep 100 ms", goal=1.5)  # fmt: skip
+    assert slow.ratio > 1.5 and slow.verdict == "MISSED"
+    assert 0 < fast.ratio < 1.5 and fast.verdict == "ok"
+    assert bench.rows == [slow, fast]
+    assert "MISSED" in printed[0] and " ok " in printed[1]
+
+
+# --- the runner, with a fake kaja -------------------------------------------------------------
+def _fake_kaja(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "kaja"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return path
+
+
+def _run(tmp_path: Path, kaja: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "--kaja", str(kaja), "--out", str(tmp_path / "out"),
+         "--only", "startup", "--repeat", "1", *options],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+RATIO = re.compile(r"\s(-?[\d.]+)×\s")
+
+
+def _rows(stdout: str) -> dict[str, str]:
+    return {line.split("  ")[0]: line for line in stdout.splitlines() if " process " in line}
+
+
+def test_a_slow_kaja_is_reported_missed_and_check_makes_it_exit_1(tmp_path):
+    slow = _fake_kaja(tmp_path, 'case "$1" in --version) sleep 1.5;; esac')  # slow beyond any load
+    p = _run(tmp_path, slow)
+    assert p.returncode == 0, p.stderr  # without --check a miss is reported, not an error
+    rows = _rows(p.stdout)
+    version = rows["start-up: kaja --version"]
+    assert "≤ 1.15×" in version and "MISSED" in version and "bare Typer app" in version
+    assert float(RATIO.search(version).group(1)) > 1.15
+    # The fake answers everything else at once: those goals are met, the ratio still positive.
+    assert " ok " in rows["start-up: kaja config paths --json"]
+    ratios = [float(m.group(1)) for m in map(RATIO.search, rows.values())]
+    assert len(ratios) == 6 and all(r > 0 for r in ratios)
+    assert "MISSED: start-up: kaja --version" in p.stdout
+    saved = json.loads((tmp_path / "out" / "last.json").read_text())
+    assert [r["verdict"] for r in saved if r["case"] == "start-up: kaja --version"] == ["MISSED"]
+    assert all(r["ratio"] > 0 for r in saved)
+
+    p = _run(tmp_path, slow, "--check")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "MISSED" in _rows(p.stdout)["start-up: kaja --version"]
+
+
+def test_a_fast_kaja_meets_every_goal_and_check_exits_0(tmp_path):
+    # `config get` is judged against `config paths`, both kaja: the fake makes
+    # `paths` the slower one, so that ratio is not a coin toss around 1.
+    fast = _fake_kaja(tmp_path, 'case "$1 $2" in "config paths") sleep 0.02;; esac')
+    p = _run(tmp_path, fast, "--check")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "every goal met" in p.stdout
+    assert "MISSED" not in p.stdout
+
+
+def test_a_failing_command_stops_the_bench_with_exit_2_and_no_figures(tmp_path):
+    p = _run(tmp_path, _fake_kaja(tmp_path, "echo broken >&2; exit 3"))
+    assert p.returncode == 2
+    assert "bench: " in p.stderr and "failed (3)" in p.stderr and "broken" in p.stderr
+    assert not _rows(p.stdout)
+    assert "Traceback" not in p.stderr
+
+
+def test_help_documents_every_option_and_the_exit_status():
+    p = subprocess.run([sys.executable, str(BENCH / "run.py"), "--help"], capture_output=True,
+                       text=True, check=True)  # fmt: skip
+    for option in ("--sessions", "--messages", "--repeat", "--only", "--check", "--kaja", "--out"):
+        assert option in p.stdout
+    assert "Exit status" in p.stdout and "MISSED" in p.stdout
+
+
+def test_an_unknown_module_is_a_usage_error(tmp_path):
+    p = _run(tmp_path, _fake_kaja(tmp_path, "exit 0"), "--only", "startup,nope")
+    assert p.returncode == 2
+    assert "--only: no module nope" in p.stderr

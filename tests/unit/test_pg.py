@@ -1,0 +1,55 @@
+"""tests/support/pg.py, the PostgreSQL the tests start themselves: a fresh database per
+test, the server stopped and started on demand, and CI failing (not skipping)
+when the server cannot be had."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["tests.support.pg", "pytester"]
+
+
+def test_each_test_gets_a_fresh_database(pg, pg_server):
+    with pg.connect() as conn:
+        conn.execute("CREATE TABLE mine (x int)")
+        conn.execute("INSERT INTO mine VALUES (1)")
+    other = pg_server.create_database()
+    try:
+        assert other.query("SELECT to_regclass('mine') IS NULL") == [(True,)]
+        assert other.query("SELECT extname FROM pg_extension WHERE extname = 'unaccent'") == [
+            ("unaccent",)
+        ]
+    finally:
+        pg_server.drop_database(other.name)
+    assert pg.url.startswith(f"postgresql://postgres@/{pg.name}?host={pg_server.root}")
+
+
+def test_the_server_stops_and_starts_again(pg, pg_server):
+    import psycopg
+
+    with pg_server.stopped():
+        assert not pg_server.running
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(pg.url, connect_timeout=2)
+    assert pg_server.running
+    assert pg.query("SELECT 1") == [(1,)]
+
+
+MISSING = """
+import tests.support.pg
+tests.support.pg.find_bindir = lambda: None
+pytest_plugins = ["tests.support.pg"]
+
+def test_needs_postgres(pg):
+    pass
+"""
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "errors"), ("", "skipped")])
+def test_without_postgresql_ci_fails_and_elsewhere_skips(pytester, monkeypatch, ci, outcome):
+    monkeypatch.setenv("CI", ci)
+    pytester.makepyfile(MISSING)
+    result = pytester.runpytest_subprocess("-rs")
+    result.assert_outcomes(**{outcome: 1})
+    reason = "PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql)"
+    result.stdout.fnmatch_lines([f"*{reason}*"])
