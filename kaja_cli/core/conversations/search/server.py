@@ -68,8 +68,8 @@ def search(
     since: str | None,
     limit: int,
     recent: bool,
-    progress: ProgressFactory | None = None,
-    archived: bool = False,
+    progress: ProgressFactory | None,
+    archived: bool,
 ) -> SearchResult:
     """`search.search` on kaja's schema (options already checked there). The
     server's index is kept by its own columns, so nothing is built here
