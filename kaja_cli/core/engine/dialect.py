@@ -8,8 +8,9 @@ are not here: queries use `?` (and `:name`), and the PostgreSQL connection
 rewrites them.
 
 Where the engines truly differ (full-text search, the schema's own
-bookkeeping) there is a module per engine instead: `core.search` and
-`core.pg.search`, `core.schema` and `core.pg.schema`.
+bookkeeping) a feature holds one skeleton and two engine parts instead
+(`conversations.search.local` and `.server`, asked of `store.part`), or
+one module per engine (`store.schema` and `store.server.schema`).
 
 Imports nothing heavy: the listing commands load it.
 """
