@@ -598,13 +598,14 @@ def test_filters_that_reject_most_candidates_ask_again(demo_store: Kaja, monkeyp
     """In-process, with tiny first rounds: a rare owner's best hits come out
     the same as in one round."""
     from kaja_cli.core.conversations import search
+    from kaja_cli.core.conversations.search import local
     from kaja_cli.core.store import Store
 
     bjorn = "telegram:771204"  # 4 of the 44 messages holding "the"
     store = Store.locate(environ=demo_store.env)
     once = search.search(store, "the", owner=bjorn, limit=3)
-    monkeypatch.setattr(search, "_FIRST_RANKED", 1)
-    monkeypatch.setattr(search, "_FIRST_BATCH", 1)
+    monkeypatch.setattr(local, "_FIRST_RANKED", 1)
+    monkeypatch.setattr(local, "_FIRST_BATCH", 1)
     again = search.search(store, "the", owner=bjorn, limit=3)
     assert [h.message_id for h in again.hits] == [h.message_id for h in once.hits]
     assert len(once.hits) == 3 and once.more and again.more

@@ -8,15 +8,16 @@ are not here: queries use `?` (and `:name`), and the PostgreSQL connection
 rewrites them.
 
 Where the engines truly differ (full-text search, the schema's own
-bookkeeping) there is a module per engine instead: `core.search` and
-`core.pg.search`, `core.schema` and `core.pg.schema`.
+bookkeeping) a feature holds one skeleton and two engine parts instead
+(`conversations.search.local` and `.server`, asked of `store.part`), or
+one module per engine (`store.schema` and `store.server.schema`).
 
 Imports nothing heavy: the listing commands load it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kaja_cli.core import values
@@ -30,6 +31,9 @@ class Dialect:
     limit_all = "-1"  # LIMIT that keeps every row
     rowid = "rowid"  # the order rows were stored in
     empty_json_array = "json('[]')"
+    # The connection hands text back as its UTF-8 bytes when asked (sqlite3's
+    # `text_factory`), so a long result goes out without a decode and encode.
+    text_as_bytes = True
 
     def equals_ignoring_case(self, expr: str) -> str:
         """`expr` equal to the next `?`, ASCII letters compared without case."""
@@ -99,6 +103,38 @@ class Dialect:
             f" ORDER BY {order}) AS x)"
         )
 
+    def columns(self, conn: Any, *tables: str, views: bool = True) -> dict[str, list[str]]:
+        """The columns of those tables (and views) that exist, in their order;
+        one query. `views` False: ordinary tables only (no views, no virtual
+        tables), what a DELETE may touch."""
+        marks = ",".join("?" * len(tables))
+        kinds = (
+            "m.type IN ('table', 'view')"
+            if views
+            else "m.type = 'table' AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%'"
+        )
+        out: dict[str, list[str]] = {}
+        rows = conn.execute(
+            "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p"
+            f" WHERE {kinds} AND m.name IN ({marks}) ORDER BY m.name, p.cid",
+            tables,
+        )
+        for table, column in rows:
+            out.setdefault(table, []).append(column)
+        return out
+
+    def id_set(self, conn: Any, ids: Iterable[object]) -> tuple[str, tuple]:
+        """`ids` as a subquery a condition tests with `IN`, and its parameters.
+        SQLite: a TEMP table of the connection, with no declared type, so an id
+        is compared as it is stored (TEXT, or an INTEGER another program wrote);
+        a read-only connection may create one (it lives in its temp database)."""
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS _kaja_ids (id PRIMARY KEY)")
+        conn.execute("DELETE FROM temp._kaja_ids")
+        conn.executemany(
+            "INSERT OR IGNORE INTO temp._kaja_ids (id) VALUES (?)", ((i,) for i in ids)
+        )
+        return "(SELECT id FROM temp._kaja_ids)", ()
+
 
 class Postgres(Dialect):
     name = "postgres"
@@ -108,6 +144,7 @@ class Postgres(Dialect):
     # moves it, which is as close as PostgreSQL comes to SQLite's rowid.
     rowid = "ctid"
     empty_json_array = "'[]'::json"
+    text_as_bytes = False  # the server's rows arrive as text
 
     def equals_ignoring_case(self, expr: str) -> str:
         # Text columns are COLLATE "C": lower() folds ASCII only, as NOCASE does.
@@ -167,6 +204,14 @@ class Postgres(Dialect):
             f"(SELECT coalesce('[' || string_agg(x.j, ',' ORDER BY x.o) || ']', '[]')::json"
             f" FROM (SELECT {item} AS j, {order} AS o {source}) AS x)"
         )
+
+    def columns(self, conn: Any, *tables: str, views: bool = True) -> dict[str, list[str]]:
+        return columns(conn, *tables) or {}  # kaja's schema has no views
+
+    def id_set(self, conn: Any, ids: Iterable[object]) -> tuple[str, tuple]:
+        # An array parameter: the server's read-only transactions may not
+        # create even a temporary table.
+        return "(SELECT unnest(CAST(? AS text[])))", (sorted({str(i) for i in ids}),)
 
 
 _PG_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string, as a PostgreSQL regular expression

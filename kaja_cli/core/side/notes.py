@@ -502,8 +502,6 @@ def bm25(info: bytes) -> float:
 
 
 def _snippet(raw: str) -> tuple[str, tuple[tuple[int, int], ...]]:
-    from kaja_cli.core.conversations.search import (
-        _parse_snippet,  # the message search's own markers
-    )
+    from kaja_cli.core.conversations.search import parse_snippet  # the message search's marks
 
-    return _parse_snippet(raw)
+    return parse_snippet(raw)
