@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core.conversations import images
 from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, quote, when, where
-from kaja_cli.core.conversations.search.index import FTS_TABLE
 from kaja_cli.core.conversations.sessions import col, columns
 from kaja_cli.core.engine import fs
+from kaja_cli.core.store.search_index import FTS_TABLE
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store

@@ -2,14 +2,16 @@
 
 The core writes one query text for both engines wherever they differ only in
 spelling; the spelling comes from here. `of(conn)` is the dialect of a
-connection: a `sqlite3.Connection` speaks SQLite, the cloud backend's
-connection (`core.pg.connection.Connection`) says `POSTGRES`. Placeholders
-are not here: queries use `?` (and `:name`), and the PostgreSQL connection
-rewrites them.
+connection: a `sqlite3.Connection` speaks SQLite, the server's connection
+(`postgres.Connection`) says `POSTGRES`; a store says which its engine
+speaks (`Store.dialect`). Placeholders are not here: queries use `?` (and
+`:name`), and the PostgreSQL connection rewrites them. The dialect also
+answers what a connection's database holds (`table_names`, `columns`): the
+catalog is spelled differently too.
 
-Where the engines truly differ (full-text search, the schema's own
-bookkeeping) there is a module per engine instead: `core.search` and
-`core.pg.search`, `core.schema` and `core.pg.schema`.
+Where the engines truly differ by more than spelling (full-text search, the
+schema's own bookkeeping) a feature holds one skeleton and asks its store for
+its engine part (`Store.part`).
 
 Imports nothing heavy: the listing commands load it.
 """
@@ -99,6 +101,26 @@ class Dialect:
             f" ORDER BY {order}) AS x)"
         )
 
+    # -- the catalog ----------------------------------------------------------------------
+    def table_names(self, conn: Any) -> set[str]:
+        """The tables and views the connection's database holds."""
+        from kaja_cli.core.engine.db import table_names
+
+        return table_names(conn)
+
+    def columns(self, conn: Any, tables: Sequence[str]) -> dict[str, list[str]]:
+        """The columns of those tables (or views) that exist, in their order; one query."""
+        marks = ",".join("?" * len(tables))
+        out: dict[str, list[str]] = {}
+        rows = conn.execute(
+            "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p"
+            f" WHERE m.type IN ('table', 'view') AND m.name IN ({marks}) ORDER BY m.name, p.cid",
+            tuple(tables),
+        )
+        for table, column in rows:
+            out.setdefault(table, []).append(column)
+        return out
+
 
 class Postgres(Dialect):
     name = "postgres"
@@ -167,6 +189,14 @@ class Postgres(Dialect):
             f"(SELECT coalesce('[' || string_agg(x.j, ',' ORDER BY x.o) || ']', '[]')::json"
             f" FROM (SELECT {item} AS j, {order} AS o {source}) AS x)"
         )
+
+    # The connection's schema, asked of its catalog (`postgres.Connection`).
+    def table_names(self, conn: Any) -> set[str]:
+        return conn.table_names()
+
+    def columns(self, conn: Any, tables: Sequence[str]) -> dict[str, list[str]]:
+        have = conn.columns()
+        return {t: have[t] for t in tables if t in have}
 
 
 _PG_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string, as a PostgreSQL regular expression
@@ -242,22 +272,11 @@ def of(conn: Any) -> Dialect:
 
 
 def table_names(conn: Any) -> set[str]:
-    """The tables (and views) the store has: the file's, or those of kaja's schema."""
-    if of(conn) is POSTGRES:
-        from kaja_cli.core.store.server import schema
-
-        return set(schema.status(conn).tables)
-    from kaja_cli.core.engine.db import table_names as sqlite_tables
-
-    return sqlite_tables(conn)
+    """The tables (and views) the connection's database has: the file's, or
+    those of the connection's schema on the server."""
+    return of(conn).table_names(conn)
 
 
-def columns(conn: Any, *tables: str) -> dict[str, list[str]] | None:
-    """The columns of those tables that exist, in their order (PostgreSQL only:
-    None means "ask SQLite", which `core.sessions.columns` does in one query)."""
-    if of(conn) is not POSTGRES:
-        return None
-    from kaja_cli.core.store.server import schema
-
-    have = schema.present_columns(conn)
-    return {t: have[t] for t in tables if t in have}
+def columns(conn: Any, *tables: str) -> dict[str, list[str]]:
+    """The columns of those tables (or views) that exist, in their order."""
+    return of(conn).columns(conn, tables)

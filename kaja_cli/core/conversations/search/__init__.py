@@ -39,11 +39,10 @@ from typing import TYPE_CHECKING
 
 from kaja_cli.core import values
 from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.conversations.search.rank import Bm25, _idf, _varints
 from kaja_cli.core.engine import db
 from kaja_cli.core.owners import Owner
-from kaja_cli.core.store import Store
+from kaja_cli.core.store import Store, search_index
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, NotFound, Refused, UsageError
 

@@ -22,9 +22,8 @@ from kaja_cli.core.conversations.search import (
     cjk,
     cjk_index,
 )
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.engine import db
-from kaja_cli.core.store import Store
+from kaja_cli.core.store import Store, search_index
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, Refused
 
