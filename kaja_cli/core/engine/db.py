@@ -40,7 +40,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, Protocol
 
-from kaja_cli.core.engine import fs, timing
+from kaja_cli.core.engine import fs
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
 
 BUSY_TIMEOUT_MS = 5000  # the seed's busy_timeout: how long any connection waits on a lock
@@ -192,6 +192,8 @@ class Expected(Protocol):
 
 
 def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
+    from kaja_cli.core.engine import timing  # not on a TAB press's path (open_glance)
+
     # Timed for whoever listens (kaja's query profile: side/profiler.py).
     conn = sqlite3.connect(
         uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None, factory=timing.factory()
