@@ -153,7 +153,7 @@ class Postgres(Dialect):
         return f"CAST(sum({expr}) AS double precision)"
 
     def json_parsed(self, expr: str) -> str:
-        # json_or_text: a function of kaja's schema (core.pg.schema). The
+        # json_or_text: a function of kaja's schema (store/server/schema.py). The
         # server's parser has no depth limit but its stack ("stack depth limit
         # exceeded" fails the query), so the depth is counted without parsing:
         # the brackets outside strings, a running sum over them.
