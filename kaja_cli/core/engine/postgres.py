@@ -301,7 +301,7 @@ class Connection:
         self.raw = raw
         self.target = where
         self.writable = writable
-        self.statement_timeout_ms = where.statement_timeout_s * 1000
+        self.statement_timeout_ms = where.statement_timeout_ms
 
     def set_statement_timeout(self, ms: int) -> None:
         """Let statements run `ms` on the server from now on, and wait as long
