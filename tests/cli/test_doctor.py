@@ -515,7 +515,7 @@ def test_search_index_entries_under_the_wrong_message(demo_store: Kaja) -> None:
 
     # Put the triggers back without reindexing: counts agree, contents do not.
     with sqlite3.connect(demo_store.db) as conn:
-        from kaja_cli.core.conversations.search import index as search_index
+        from kaja_cli.core.store import search_index
 
         for name in ("messages_fts_bu", "messages_fts_au"):
             conn.execute(f"CREATE TRIGGER {name} {search_index.FTS_TRIGGERS[name]}")

@@ -511,8 +511,8 @@ def test_missing_trigger_is_repaired_by_the_next_writable_kaja(demo_store: Kaja)
 def test_the_agent_can_write_while_the_index_is_built(tmp_path: Path, monkeypatch) -> None:
     """In-process, with tiny batches: deletes, updates and inserts between
     batches leave an index FTS4 finds whole."""
-    from kaja_cli.core.conversations.search import index as search_index
     from kaja_cli.core.engine.db import transaction
+    from kaja_cli.core.store import search_index
 
     monkeypatch.setattr(search_index, "FILL_BATCH", 3)
     db = tmp_path / "kaja.db"

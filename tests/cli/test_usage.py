@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from kaja_cli.core.conversations.record import Recorder
-from kaja_cli.core.conversations.search import index as search_index
-from kaja_cli.core.store import Store, schema
+from kaja_cli.core.store import Store, schema, search_index
 from kaja_cli.core.store.paths import Overrides
 from tests.conftest import KAJA, Kaja
 

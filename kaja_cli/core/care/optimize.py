@@ -48,9 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kaja_cli.core.care.backup.create import existing_databases
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.engine import db, fs
-from kaja_cli.core.store import Store, guard
+from kaja_cli.core.store import Store, guard, search_index
 from kaja_cli.core.store.registry import DatabaseFile
 from kaja_cli.errors import Busy, KajaError
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from kaja_cli.core.conversations import images
 from kaja_cli.core.conversations.columns import col, columns, quote
 from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, when, where
-from kaja_cli.core.conversations.search.index import FTS_TABLE
 from kaja_cli.core.engine import fs
+from kaja_cli.core.store.search_index import FTS_TABLE
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store

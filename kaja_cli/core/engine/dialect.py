@@ -2,10 +2,12 @@
 
 The core writes one query text for both engines wherever they differ only in
 spelling; the spelling comes from here. `of(conn)` is the dialect of a
-connection: a `sqlite3.Connection` speaks SQLite, the cloud backend's
-connection (`core.pg.connection.Connection`) says `POSTGRES`. Placeholders
-are not here: queries use `?` (and `:name`), and the PostgreSQL connection
-rewrites them.
+connection: a `sqlite3.Connection` speaks SQLite, the server's connection
+(`postgres.Connection`) says `POSTGRES`; a store says which its engine
+speaks (`Store.dialect`). Placeholders are not here: queries use `?` (and
+`:name`), and the PostgreSQL connection rewrites them. The dialect also
+answers what a connection's database holds (`table_names`, `columns`): the
+catalog is spelled differently too.
 
 Where the engines truly differ (full-text search, the schema's own
 bookkeeping) a feature holds one skeleton and two engine parts instead
@@ -103,6 +105,13 @@ class Dialect:
             f" ORDER BY {order}) AS x)"
         )
 
+    # -- the catalog ----------------------------------------------------------------------
+    def table_names(self, conn: Any) -> set[str]:
+        """The tables and views the connection's database holds."""
+        from kaja_cli.core.engine.db import table_names
+
+        return table_names(conn)
+
     def columns(self, conn: Any, *tables: str, views: bool = True) -> dict[str, list[str]]:
         """The columns of those tables (and views) that exist, in their order;
         one query. `views` False: ordinary tables only (no views, no virtual
@@ -168,7 +177,7 @@ class Postgres(Dialect):
         return f"CAST(sum({expr}) AS double precision)"
 
     def json_parsed(self, expr: str) -> str:
-        # json_or_text: a function of kaja's schema (core.pg.schema). The
+        # json_or_text: a function of kaja's schema (store/server/schema.py). The
         # server's parser has no depth limit but its stack ("stack depth limit
         # exceeded" fails the query), so the depth is counted without parsing:
         # the brackets outside strings, a running sum over them.
@@ -205,8 +214,13 @@ class Postgres(Dialect):
             f" FROM (SELECT {item} AS j, {order} AS o {source}) AS x)"
         )
 
+    # The connection's schema, asked of its catalog (`postgres.Connection`).
+    def table_names(self, conn: Any) -> set[str]:
+        return conn.table_names()
+
     def columns(self, conn: Any, *tables: str, views: bool = True) -> dict[str, list[str]]:
-        return columns(conn, *tables) or {}  # kaja's schema has no views
+        have = conn.columns()  # kaja's schema has no views
+        return {t: have[t] for t in tables if t in have}
 
     def id_set(self, conn: Any, ids: Iterable[object]) -> tuple[str, tuple]:
         # An array parameter: the server's read-only transactions may not
@@ -287,22 +301,11 @@ def of(conn: Any) -> Dialect:
 
 
 def table_names(conn: Any) -> set[str]:
-    """The tables (and views) the store has: the file's, or those of kaja's schema."""
-    if of(conn) is POSTGRES:
-        from kaja_cli.core.store.server import schema
-
-        return set(schema.status(conn).tables)
-    from kaja_cli.core.engine.db import table_names as sqlite_tables
-
-    return sqlite_tables(conn)
+    """The tables (and views) the connection's database has: the file's, or
+    those of the connection's schema on the server."""
+    return of(conn).table_names(conn)
 
 
-def columns(conn: Any, *tables: str) -> dict[str, list[str]] | None:
-    """The columns of those tables that exist, in their order (PostgreSQL only:
-    None means "ask SQLite", which `core.sessions.columns` does in one query)."""
-    if of(conn) is not POSTGRES:
-        return None
-    from kaja_cli.core.store.server import schema
-
-    have = schema.present_columns(conn)
-    return {t: have[t] for t in tables if t in have}
+def columns(conn: Any, *tables: str) -> dict[str, list[str]]:
+    """The columns of those tables (or views) that exist, in their order."""
+    return of(conn).columns(conn, *tables)

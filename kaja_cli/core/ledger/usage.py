@@ -27,9 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kaja_cli.core import values
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.engine import db, dialect, fs
-from kaja_cli.core.store import Store, schema
+from kaja_cli.core.store import Store, schema, search_index
 from kaja_cli.errors import Busy, Refused, UsageError
 
 GROUPINGS = ("model", "day", "source", "engine")

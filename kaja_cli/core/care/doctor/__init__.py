@@ -198,9 +198,11 @@ def run(
 
 def _private(overrides: Overrides | None, environ: dict[str, str] | None) -> dict[str, str]:
     """Cloud mode's server details that --redact hides (redaction.py)."""
+    from kaja_cli.core.store import Store
+
     paths, _ = locate(overrides, environ)
-    server = paths.server
-    if not paths.cloud or server is None:
+    server = Store(paths).server  # None: the store is no server's
+    if server is None:
         return {}
     out: dict[str, str] = {}
     if server.url.value:
@@ -387,7 +389,7 @@ def _matches(check_id: str, selector: str) -> bool:
 
 
 def _not_checked(ctx: Context, spec: Spec) -> Check:
-    path = ctx.db_path("shared") if ctx.local else None
+    path = ctx.db_path("shared") if ctx.databases() else None
     reason = (
         "cloud mode keeps no local database" if path is None else f"no readable store at {path}"
     )

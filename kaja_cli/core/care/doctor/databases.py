@@ -332,7 +332,7 @@ def check_schema(ctx: Context, name: str) -> Check | None:
             (m for m in schema.missing(conn, file) if not m.startswith("search index")),
             key=lambda m: kinds.index(m.split(" ", 1)[0]) if m.split(" ", 1)[0] in kinds else 9,
         )
-        expected = {t.name for t in file.tables}
+        expected = {t.name for t in schema.tables_of(file)}
         present = db.table_names(conn)
         extra = sorted(
             t for t in present - expected

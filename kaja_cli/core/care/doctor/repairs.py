@@ -16,9 +16,9 @@ from pathlib import Path
 from kaja_cli.core.care.doctor.common import Header, in_use, size_of
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import Repair, RepairOrder
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.engine.fs import human_size
+from kaja_cli.core.store import search_index
 from kaja_cli.core.wording import noun
 from kaja_cli.errors import Busy
 

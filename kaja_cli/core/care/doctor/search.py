@@ -13,10 +13,9 @@ from kaja_cli.core.care.doctor.context import _INTERRUPTED as _INTERRUPTED  # fo
 from kaja_cli.core.care.doctor.context import Context, raise_if_interrupted
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
 from kaja_cli.core.care.doctor.repairs import rebuild_repair, schema_repair
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.engine import db
 from kaja_cli.core.engine.sqlite_format import varints
-from kaja_cli.core.store import schema
+from kaja_cli.core.store import schema, search_index
 from kaja_cli.core.wording import noun, plural
 
 SEARCH_SAMPLE = 16  # messages looked up in the index by the default check

@@ -35,12 +35,12 @@ _G = Group.SERVER
     " the search index, encryption, the role's privileges",
 )
 def check_server(ctx: Context) -> list[Check] | None:
-    if ctx.local:
+    if ctx.store.server is None:  # a local store: no server to check
         return None
     from kaja_cli.core.engine import postgres as pg
 
     try:
-        where = pg.target(ctx.paths.server)
+        where = ctx.store.target()
     except KajaError as e:
         return [Check("server.reachable", _G, ERROR, e.message, fix=e.hint)]
     try:
@@ -137,7 +137,7 @@ def _others(conn, ctx: Context) -> Check | None:
                 for t, on in found.dependents]  # fmt: skip
     if not details:
         return Check("server.others", _G, OK, f"schema {where.schema} holds only Kaja's objects")
-    ledger = [t for t in found.others if t.name.rpartition(".")[2] in sync_server.LEDGER_OBJECTS]
+    ledger = [t for t in found.others if t.name.rpartition(".")[2] in schema.LEDGER_OBJECTS]
     if ledger:
         return Check(
             "server.others", _G, WARN,
@@ -153,10 +153,7 @@ def _others(conn, ctx: Context) -> Check | None:
 
 def _apply(ctx: Context) -> Callable[[], str]:
     def run() -> str:
-        from kaja_cli.core.store import Store
-
-        store = Store(ctx.paths)
-        with store.writer():  # brings the schema up to date
+        with ctx.store.writer():  # brings the schema up to date
             pass
         return "brought kaja's schema on the server up to date"
 
@@ -194,9 +191,8 @@ def _tables(conn, ctx: Context) -> Check | None:
 
 
 def _search(conn, ctx: Context) -> Check | None:
-    from kaja_cli.core.conversations.search import tokenizer
     from kaja_cli.core.engine import postgres as pg
-    from kaja_cli.core.store.server import schema
+    from kaja_cli.core.store.server import schema, tokenizer
 
     state = schema.status(conn)
     if not state.kajas or "messages" not in state.tables:
@@ -240,10 +236,9 @@ def _search(conn, ctx: Context) -> Check | None:
 def _recount(ctx: Context) -> Callable[[], str]:
     def run() -> str:
         from kaja_cli.core.engine import db
-        from kaja_cli.core.store import Store
         from kaja_cli.core.store.server import schema
 
-        with Store(ctx.paths).writer() as conn, db.transaction(conn):
+        with ctx.store.writer() as conn, db.transaction(conn):
             messages, words = schema.recount(conn)  # type: ignore[arg-type]
         return f"recounted the search statistics: {messages:,} messages, {words:,} words"
 

@@ -262,7 +262,7 @@ def _purge_index(store: Store, timeout_ms: int) -> bool:
     for seconds on a large store, so it runs only while nobody else has the
     file open; otherwise the caller says how to finish. True if purged."""
     from kaja_cli.core.conversations.search import cjk_index
-    from kaja_cli.core.conversations.search import index as search_index
+    from kaja_cli.core.store import search_index
 
     path = store.paths.shared_db.path
     if db.holder(path) is not None:

@@ -6,13 +6,13 @@ the model's `SearchResult`:
 
 - `model`: the query's plain words, `Hit`, `SearchResult`, the snippet's
   marks, the BM25 constants and idf, progress; what both engines share.
-- `local`: FTS4 over the store's SQLite file, with `index` (the index and
-  its triggers), `rank` (BM25 in SQL over FTS4's blobs), `tables` (which
+- `local`: FTS4 over the store's SQLite file (the index and its triggers
+  are the store's `search_index`), with `rank` (BM25 in SQL over FTS4's blobs), `tables` (which
   FTS4 table answers), and `cjk`, `cjk_index`, `cjk_search` (Chinese,
   Japanese and Korean words, as bigrams).
 - `server`: PostgreSQL full-text search over kaja's schema, with `fts4`
-  (FTS4's query syntax as a tsquery) and `tokenizer` (SQLite's unicode61
-  words, in SQL).
+  (FTS4's query syntax as a tsquery); SQLite's unicode61 words in SQL are
+  the server schema's (`store.server.tokenizer`).
 
 Both parts expose `search(store, query, …)` and `reindex(store, progress)`
 and find, rank and show the same messages for the same query.

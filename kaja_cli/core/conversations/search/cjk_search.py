@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kaja_cli.core.conversations.search import cjk, cjk_index
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.conversations.search.model import TOKENIZE, ProgressFactory, SearchResult
 from kaja_cli.core.conversations.search.model import progress as progress_of
 from kaja_cli.core.conversations.search.tables import BUILD_WAIT_MS, NOT_KAJAS, Index
 from kaja_cli.core.engine import db
+from kaja_cli.core.store import search_index
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, Refused
 

@@ -1,6 +1,6 @@
 """`kaja search` on the local engine: FTS4 over the store's SQLite file (SPEC §6).
 
-Matching is FTS4's, over the index `search.index` keeps (`conversation_text`,
+Matching is FTS4's, over the index `store.search_index` keeps (`conversation_text`,
 tokenizer unicode61 with remove_diacritics=2: accents and case are ignored);
 plain queries are the model's (`search.model.plain_match`), and a query in
 Chinese, Japanese or Korean asks the CJK index instead (`search.cjk_search`).
@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 
 from kaja_cli.core import values
 from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
-from kaja_cli.core.conversations.search import index as search_index
+from kaja_cli.core.store import search_index
 from kaja_cli.core.conversations.search.model import (
     SNIPPET_TOKENS,
     TOKENIZE,
@@ -164,7 +164,7 @@ def _main_index(
 
 def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
     """Rebuild the index from every message: a short transaction to start it
-    again empty, then batches, then incremental merges (`search.index`), and
+    again empty, then batches, then incremental merges (`store.search_index`), and
     the CJK index too if the store has one. Returns how many messages it holds."""
     path = store.require()
     file = store.paths.file_of("shared")
