@@ -33,15 +33,17 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import fs
+from kaja_cli.core.store.markers import SUFFIX, Operation
 from kaja_cli.core.store.registry import LEGACY_FILES, DatabaseFile, DatabaseSpec
 from kaja_cli.errors import Refused
 
 if TYPE_CHECKING:
     from kaja_cli.core.store.paths import Paths
 
-MARKER_SUFFIX = ".wiping"  # `kaja.db.wiping`, `kaja.db.wiping-owner-…`: wipe's markers
-RESTORE_MARKER_SUFFIX = ".restoring"  # `kaja.db.restoring`: an interrupted restore's
-PRUNE_SUFFIX = ".pruning"  # `kaja.db.pruning`: the image folders a prune's batch will remove
+# The markers interrupted commands leave beside the shared file (core/store/markers.py).
+MARKER_SUFFIX = SUFFIX[Operation.WIPE]  # `kaja.db.wiping`, `kaja.db.wiping-owner-…`: wipe's
+RESTORE_MARKER_SUFFIX = SUFFIX[Operation.RESTORE]  # `kaja.db.restoring`: an interrupted restore's
+PRUNE_SUFFIX = SUFFIX[Operation.PRUNE]  # `kaja.db.pruning`: the image folders a prune will remove
 MAX_NAMED = 5  # tables named in a refusal
 
 
