@@ -10,7 +10,8 @@ from kaja_cli.commands import JSON_HELP, store_of, typed_path
 if TYPE_CHECKING:
     from kaja_cli.core.care.backup.archive import Manifest
     from kaja_cli.core.care.backup.create import BackupResult
-    from kaja_cli.core.care.backup.restore import Finished, RestorePlan, RestoreResult, Staged
+    from kaja_cli.core.care.backup.interrupted import Finished
+    from kaja_cli.core.care.backup.restore import RestorePlan, RestoreResult, Staged
 
 
 def backup(

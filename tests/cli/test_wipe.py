@@ -1,9 +1,9 @@
-"""`kaja wipe` and `kaja wipe --owner` (core/wipe/, commands/wipe.py).
+"""`kaja wipe` and `kaja wipe --owner` (core/care/wipe/, commands/wipe.py).
 
 Every safety rule of SPEC §8 through the real command: the exact paths
 deleted (the whole tree compared before and after), refusals, real second
 processes holding the files, and `kill -9` of a real `kaja wipe` stopped at
-chosen steps by the test hook (core/wipe/hook.py, set by tests/support/wipe_paused.py).
+chosen steps by the test hook (core/store/markers.py, set by tests/support/wipe_paused.py).
 """
 
 from __future__ import annotations

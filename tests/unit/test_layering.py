@@ -86,7 +86,7 @@ def test_importing_the_whole_core_loads_nothing_above_it():
 
 
 def test_no_test_hook_is_read_from_the_environment():
-    """Tests inject their hooks (core/wipe/hook.py); production code never looks
+    """Tests inject their hooks (`markers.checkpoint`, core/store/markers.py); production code never looks
     for a test's environment variable."""
     for path in (ROOT / "kaja_cli").rglob("*.py"):
         assert "KAJA_TEST" not in path.read_text(), path

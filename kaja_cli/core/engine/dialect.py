@@ -92,6 +92,13 @@ class Dialect:
     def json_bool(self, condition: str) -> str:
         return f"json(iif({condition}, 'true', 'false'))"
 
+    def in_list(self, expr: str, texts: Sequence[str]) -> tuple[str, object]:
+        """`expr` is one of `texts`: the condition, with one `?`, and its one
+        parameter (the list bound whole: no limit on how many it holds)."""
+        import json
+
+        return f"{expr} IN (SELECT value FROM json_each(?))", json.dumps(list(texts))
+
     def json_object(self, pairs: Sequence[tuple[str, str]]) -> str:
         """A JSON object's text, keys in this order: (key, SQL value) pairs."""
         inner = ", ".join(f"'{_quote_text(k)}', {v}" for k, v in pairs)
@@ -201,6 +208,9 @@ class Postgres(Dialect):
 
     def json_bool(self, condition: str) -> str:
         return f"({condition})"
+
+    def in_list(self, expr: str, texts: Sequence[str]) -> tuple[str, object]:
+        return f"{expr} = ANY(CAST(? AS text[]))", list(texts)
 
     def json_object(self, pairs: Sequence[tuple[str, str]]) -> str:
         # row_to_json writes compact JSON, as SQLite does (json_build_object

@@ -297,8 +297,8 @@ def forget(store: Store, plan: ForgetPlan) -> list[Note]:
     """Delete the planned notes in one transaction; returns those deleted
     (a note deleted meanwhile by the agent is simply not among them).
     Overwritten on disk (`secure_delete`): forgotten text does not linger."""
-    from kaja_cli.core.care.wipe import hook
     from kaja_cli.core.engine import db
+    from kaja_cli.core.store import markers
 
     with store.writer() as conn:
         conn.execute("PRAGMA secure_delete = ON")
@@ -312,7 +312,7 @@ def forget(store: Store, plan: ForgetPlan) -> list[Note]:
                 )
                 if cur.rowcount:
                     gone.append(note)
-            hook.checkpoint("notes-commit")
+            markers.checkpoint("notes-commit")
     return gone
 
 

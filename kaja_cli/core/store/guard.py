@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core.engine import fs
 from kaja_cli.core.engine.fs import home_or_above, is_home_or_above, safe_name
+from kaja_cli.core.store.markers import SUFFIX, Operation
 from kaja_cli.core.store.registry import (  # noqa: F401 - guard is where callers ask
     LEGACY_FILES,
     DatabaseFile,
@@ -47,9 +48,10 @@ from kaja_cli.errors import Refused
 if TYPE_CHECKING:
     from kaja_cli.core.store.paths import Paths
 
-MARKER_SUFFIX = ".wiping"  # `kaja.db.wiping`, `kaja.db.wiping-owner-…`: wipe's markers
-RESTORE_MARKER_SUFFIX = ".restoring"  # `kaja.db.restoring`: an interrupted restore's
-PRUNE_SUFFIX = ".pruning"  # `kaja.db.pruning`: the image folders a prune's batch will remove
+# The markers interrupted commands leave beside the shared file (core/store/markers.py).
+MARKER_SUFFIX = SUFFIX[Operation.WIPE]  # `kaja.db.wiping`, `kaja.db.wiping-owner-…`: wipe's
+RESTORE_MARKER_SUFFIX = SUFFIX[Operation.RESTORE]  # `kaja.db.restoring`: an interrupted restore's
+PRUNE_SUFFIX = SUFFIX[Operation.PRUNE]  # `kaja.db.pruning`: the image folders a prune will remove
 
 
 # --- is this database Kaja's? ------------------------------------------------------------

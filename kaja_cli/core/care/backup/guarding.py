@@ -22,8 +22,6 @@ from kaja_cli.core.store import guard
 from kaja_cli.core.store.paths import Paths
 from kaja_cli.errors import UsageError
 
-RESTORE_MARKER_SUFFIX = guard.RESTORE_MARKER_SUFFIX
-
 
 def default_name(now: datetime) -> str:
     return f"kaja-backup-{now.strftime('%Y%m%dT%H%M%SZ')}.tar.gz"

@@ -15,9 +15,9 @@ that removes it, never removed.
 
 This package: the registry and the runner are here; `model` holds the data,
 `context` what checks share during a run, `repairs` what `--fix` can do, and
-one module per group of checks (`environment`, `locations`, `settings_file`,
-`databases`, `orphans`, `search`, `search_cjk`, `images`, `side_data`, `restores`,
-`query_profile`, `qdrant`), imported at the end
+one module per group of checks (`environment`, `locations`, `pending`,
+`settings_file`, `databases`, `orphans`, `search`, `search_cjk`, `images`,
+`side_data`, `query_profile`, `qdrant`), imported at the end
 of this file in the report's order. `redaction` is `--redact`.
 
 Adding a check: write a function taking the `Context` (and a database name,
@@ -424,7 +424,7 @@ def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[Fi
 # Imported last, in the report's order: each module registers its checks with
 # `check` above as it loads.
 # isort: off
-from kaja_cli.core.care.doctor import environment, locations, restores  # noqa: E402
+from kaja_cli.core.care.doctor import environment, locations, pending  # noqa: E402
 from kaja_cli.core.care.doctor import settings_file, server, databases  # noqa: E402
 from kaja_cli.core.care.doctor import orphans, search, search_cjk, images, side_data  # noqa: E402
 from kaja_cli.core.care.doctor import query_profile, qdrant  # noqa: E402
@@ -455,11 +455,11 @@ __all__ = [
     "list_checks",
     "locations",
     "orphans",
+    "pending",
     "qdrant",
     "query_profile",
     "redacted",
     "redactor",
-    "restores",
     "run",
     "search",
     "search_cjk",

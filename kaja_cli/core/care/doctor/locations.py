@@ -1,6 +1,6 @@
 """Checks of the paths: every location `kaja config paths` shows (its source,
-existence, owner and permissions), legacy per-feature files, and what an
-interrupted `kaja wipe` left to finish."""
+existence, owner and permissions) and legacy per-feature files. What
+interrupted commands left beside them is `pending`."""
 
 from __future__ import annotations
 
@@ -257,50 +257,6 @@ def _conversation_files(memory: Path, threads: list[Path], done: dict[str, str])
         f"{memory}: {len(waiting)} of {plural(len(threads), 'conversation file')} not imported",
         [*listed(waiting, str), "their conversations are not sessions yet: `kaja migrate` imports them"],
         fix="kaja migrate",
-    )  # fmt: skip
-
-
-@check(
-    "interrupted-wipe",
-    Group.PATHS,
-    "what an interrupted `kaja wipe` (or `wipe --owner`) left to finish",
-)
-def check_interrupted_wipe(ctx: Context) -> Check:
-    from kaja_cli.core.care import wipe
-
-    left = wipe.interrupted(ctx.paths)
-    if left is None:
-        return Check("interrupted-wipe", Group.PATHS, OK, "no unfinished wipe")
-    # A -wal whose database is gone would be replayed into the next database
-    # created at that name: that one is an error, the rest is unfinished work.
-    orphan_wal = any(
-        p.name.endswith("-wal") and not p.with_name(p.name.removesuffix("-wal")).exists()
-        for p in left.remaining
-    )
-    return Check(
-        "interrupted-wipe", Group.PATHS, ERROR if orphan_wal else WARN, left.summary,
-        [*left.details, *(f"left: {p}" for p in left.remaining)],
-        fix=" and ".join(f"`{c}`" for c in left.commands),
-    )  # fmt: skip
-
-
-@check(
-    "interrupted-demo",
-    Group.PATHS,
-    "a `kaja demo` cut short (Ctrl-C, kill -9, a full disk): a partial sample store",
-)
-def check_interrupted_demo(ctx: Context) -> Check:
-    from kaja_cli.core.care import wipe
-
-    started = wipe.demo_cut_short(ctx.paths)
-    if started is None:
-        return Check("interrupted-demo", Group.PATHS, OK, "no demo store cut short")
-    marker = wipe.demo_marker(ctx.paths)
-    return Check(
-        "interrupted-demo", Group.PATHS, WARN,
-        f"`kaja demo` (started {started}) was cut short: the store holds part of the sample",
-        [f"left: {marker}", "what it wrote is sound, but conversations, tables or side databases are missing"],
-        fix="`kaja wipe --yes`, then `kaja demo`",
     )  # fmt: skip
 
 

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 
 from kaja_cli.core import values
 from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
-from kaja_cli.core.store import search_index
 from kaja_cli.core.conversations.search.model import (
     SNIPPET_TOKENS,
     TOKENIZE,
@@ -56,6 +55,7 @@ from kaja_cli.core.conversations.search.rank import Bm25, idfs, stats
 from kaja_cli.core.conversations.search.tables import BUILD_WAIT_MS, NOT_KAJAS, Index
 from kaja_cli.core.engine import db
 from kaja_cli.core.owners import Owner
+from kaja_cli.core.store import search_index
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, NotFound, Refused, UsageError
 
