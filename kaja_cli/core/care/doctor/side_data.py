@@ -91,7 +91,7 @@ def check_sync_outbox(ctx: Context) -> Check | None:
 )
 def check_sync(ctx: Context) -> Check | list[Check] | None:
     """Nothing where sync was never used; the server is asked only when changes
-    have waited long (core/sync_health.py decides, with a 3 s connect timeout)."""
+    have waited long (ledger/sync/health.py decides, with a 3 s connect timeout)."""
     from kaja_cli.core.ledger import sync
     from kaja_cli.core.ledger.sync import health as sync_health
     from kaja_cli.core.store import Store

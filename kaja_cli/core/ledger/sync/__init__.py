@@ -14,7 +14,7 @@ with SQLite still what every process writes and reads:
 - Push: the outbox, oldest first, in batches; each (table, key) goes out as
   the row's current JSON, or as a deletion when the row is gone. Pull: every
   change other writers made since `pull_cursor`, imported under new local ids
-  (see `sync_rows`), with `sync_flags` 'importing' set inside the importing
+  (see `sync.rows`), with `sync_flags` 'importing' set inside the importing
   transaction so the imports do not re-enter the outbox.
 
 Each batch is one transaction on each side. Where `kill -9` can land, and why
@@ -42,8 +42,13 @@ number), so a change made meanwhile waits for the next push, which sends the
 row as it is then.
 
 `HOOK`, when set, is called with each step's name (`STEPS`): the tests kill
-the process there. Nothing here imports psycopg; `sync_server` does, when
+the process there. Nothing here imports psycopg; `sync.server` does, when
 sync is used.
+
+Also here, what the rest of the ledger asks of sync: `kaja usage
+--all-machines` (the report of `ledger.report` over the shared ledger), and
+what a `kaja usage reset` must keep right (`owned_maxima`, `after_reset`,
+`used_on`). `ledger.usage` sits above this package; nothing here imports it.
 """
 
 from __future__ import annotations
@@ -66,8 +71,8 @@ from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, Failed, KajaError
 
 if TYPE_CHECKING:
+    from kaja_cli.core.ledger.report import UsageReport
     from kaja_cli.core.ledger.sync import server as sync_server
-    from kaja_cli.core.ledger.usage import UsageReport
 
 ENV_URL = "USAGE_POSTGRES_URL"
 URL_KEY = "usage.postgres_url"
@@ -610,15 +615,17 @@ def status(store: Store, url: Url | None, *, timeout_s: float = 3) -> Status:
     if result.store_exists:
         with store.reader() as conn:
             conn.execute("BEGIN")
-            _local_status(conn, result)
+            local_status(conn, result)
             server_ledger = _get(conn, SERVER) if "sync_state" in db.table_names(conn) else None
             conn.execute("COMMIT")
     if url is not None:
-        result.server = _server_state(url, result, server_ledger, timeout_s)
+        result.server = server_state(url, result, server_ledger, timeout_s)
     return result
 
 
-def _local_status(conn: sqlite3.Connection, out: Status) -> None:
+def local_status(conn: sqlite3.Connection, out: Status) -> None:
+    """Fill `out` with the sync state the file holds (in the caller's snapshot;
+    doctor's sync checks read it too)."""
     tables = db.table_names(conn)
     if "sync_state" in tables:
         out.origin = _get(conn, ORIGIN)
@@ -639,7 +646,9 @@ def _local_status(conn: sqlite3.Connection, out: Status) -> None:
         out.importing_flag = row is not None and str(row[0]) == "1"
 
 
-def _server_state(url: Url, local: Status, ledger: str | None, timeout_s: float) -> ServerState:
+def server_state(url: Url, local: Status, ledger: str | None, timeout_s: float) -> ServerState:
+    """What the server holds, asked within `timeout_s`; one that does not
+    answer is a state too (`answers` False, with the error's line)."""
     from kaja_cli.core.ledger.sync import server as server
 
     try:
@@ -676,28 +685,23 @@ def all_machines_report(
 ) -> tuple[UsageReport, list[MachineTotals]]:
     """`kaja usage` over the shared ledger on the server: every machine's rows as
     pushed (no pull needed, nothing written), and the calls of each machine."""
-    from kaja_cli.core.ledger import usage
+    from kaja_cli.core.ledger import report
     from kaja_cli.core.ledger.sync import server as server
-    from kaja_cli.errors import UsageError
 
-    if by not in usage.GROUPINGS:
-        raise UsageError(f"--by: expected one of {', '.join(usage.GROUPINGS)}, not {by!r}")
+    report.require_grouping(by)
     origin = None
     if store.exists():
         with store.reader() as conn:
             if "sync_state" in db.table_names(conn):
                 origin = _get(conn, ORIGIN)
-    result = usage.UsageReport(location=url.shown, exists=False, by=by, since=since, until=until)
+    result = report.UsageReport(location=url.shown, exists=False, by=by, since=since, until=until)
     with server.connect(url.value, statement_timeout_s=_statement_timeout(store)) as pg, \
             server.errors_of(url.value, "reporting usage"):  # fmt: skip
         result.exists = server.ledger_id(pg, create=False) is not None
         if not result.exists:
             return result, []
         rows = server.usage_rows(pg, by, since, until)
-    result.groups = usage.group_totals(rows["calls"], by)
-    result.total = usage.add_up(result.groups)
-    result.tools = usage.tool_stats(rows["tools"])
-    result.runs = usage.runs_by_status(rows["runs"])
+    report.fill(result, rows)
     machines = [MachineTotals(o, h, n, p, c, o == origin) for o, h, n, p, c in rows["machines"]]
     return result, machines
 
@@ -761,11 +765,13 @@ def _name_gone_rows(conn: sqlite3.Connection, table: str, floor: int, epochs: di
             conn.execute("UPDATE sync_outbox SET key = ? WHERE seq = ?", (named, seq))
 
 
-def is_configured(store: Store) -> bool:
-    """Sync is in use: a URL is configured or the ledger has synced before."""
+def used_on(store: Store, conn: sqlite3.Connection) -> bool:
+    """Sync is in use for the store `conn` reads: a URL is configured, or the
+    ledger has synced before (it has an origin)."""
     if find_url(store) is not None:
         return True
-    if not store.exists():
-        return False
-    with store.reader() as conn:
-        return "sync_state" in db.table_names(conn) and _get(conn, ORIGIN) is not None
+    return (
+        "sync_state" in db.table_names(conn)
+        and conn.execute("SELECT 1 FROM sync_state WHERE name = ?", (ORIGIN,)).fetchone()
+        is not None
+    )

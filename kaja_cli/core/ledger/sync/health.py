@@ -17,8 +17,8 @@ from kaja_cli.core.ledger.sync import (
     NOT_CONFIGURED_HINT,
     Status,
     Url,
-    _local_status,
-    _server_state,
+    local_status,
+    server_state,
 )
 from kaja_cli.core.ledger.sync import rows as sync_rows
 from kaja_cli.core.store import Store
@@ -56,7 +56,7 @@ def doctor_checks_on(
     if ours:
         conn.execute("BEGIN")
     try:
-        _local_status(conn, local)
+        local_status(conn, local)
         dangling = _dangling_map(conn, tables)
     finally:
         if ours:
@@ -85,7 +85,7 @@ def _check_progress(local: Status, url: Url | None, now: datetime, timeout_s: fl
     if url is None:
         return ("sync-progress", "warn", f"{age}, and no PostgreSQL URL is configured",
                 [NOT_CONFIGURED_HINT])  # fmt: skip
-    answers = _server_state(url, local, None, timeout_s)
+    answers = server_state(url, local, None, timeout_s)
     if not answers.answers:
         return ("sync-progress", "warn", f"{age}: PostgreSQL does not answer",
                 [*([answers.error] if answers.error else []),
