@@ -387,6 +387,7 @@ def _write(output: Path, text: str) -> None:
 def markdown(notes: "list[Note]", owner: str | None) -> str:
     """The notes as Markdown: a section per note (per owner, then note, for everyone's)."""
     from kaja_cli.core.owners import label
+    from kaja_cli.core.wording import plural
 
     out = [f"# Kaja's notes: {owner}" if owner else "# Kaja's notes", ""]
     if not notes:
@@ -402,7 +403,7 @@ def markdown(notes: "list[Note]", owner: str | None) -> str:
             facts.append("sticky")
         if n.tags:
             facts.append("tags: " + ", ".join(n.tags))
-        facts.append(f"used {n.use_count} {'time' if n.use_count == 1 else 'times'}")
+        facts.append(f"used {plural(n.use_count, 'time')}")
         if n.last_used_at:
             facts.append(f"last {n.last_used_at[:10]}")
         if n.created_at:

@@ -362,9 +362,9 @@ def _rows(total: int, outbox: int, older: str = "", *, always_outbox: bool = Fal
     """'229 usage rows and 4 pending sync rows': what the table's total counts."""
     from kaja_cli import render
 
-    text = f"{total:,} {render.noun(total, 'usage row')}{older}"
+    text = f"{render.plural(total, 'usage row', commas=True)}{older}"
     if outbox or always_outbox:
-        text += f" and {outbox:,} {render.noun(outbox, 'pending sync row')}"
+        text += f" and {render.plural(outbox, 'pending sync row', commas=True)}"
     return text
 
 

@@ -510,7 +510,7 @@ def apply(conn: sqlite3.Connection, file: DatabaseFile) -> Report:
 
             conn.execute(
                 "INSERT OR REPLACE INTO counters(name, value) VALUES ('schema:upgraded', ?)",
-                (f"kaja {__version__}: {len(report.changes)} changes",),
+                (f"kaja {__version__}: {plural(len(report.changes), 'change')}",),
             )
     return report
 

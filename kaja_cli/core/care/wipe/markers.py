@@ -194,7 +194,7 @@ def describe(marker: Path, paths: Paths, live: set[str] | None) -> tuple[str, st
             return f"`{command}` (started {started}) stopped before its commit", command, left
         return (
             f"`{command}` (started {started}) stopped after its commit with"
-            f" {len(left)} image folder(s) left",
+            f" {plural(len(left), 'image folder')} left",
             command,
             left,
         )
