@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from kaja_cli.core import clock
 from kaja_cli.core.clock import iso, now_iso
 from kaja_cli.core.conversations.record import Recorder
 from kaja_cli.core.engine import fs
@@ -133,7 +134,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
             else "demo writes a new store only where there is nothing: use another --db or --state-dir",
         )
     rng = random.Random(options.seed)
-    base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    base = options.now or clock.now().replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
     demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
     demo.legacy = options.legacy
@@ -544,7 +545,7 @@ class _Demo:
                    flagged_at=iso(base - timedelta(days=3)), reviewed_at=iso(base - timedelta(days=2)),
                    updated_at=iso(base - timedelta(days=2)))  # fmt: skip
         for i in range(6):
-            minute = (base - timedelta(minutes=15 * i)).strftime("%Y-%m-%dT%H:%M")
+            minute = clock.minute(base - timedelta(minutes=15 * i))
             rec.count_cache(minute, "web_fetch", hits=rng.randint(0, 9), misses=rng.randint(0, 4),
                             saved_ms=rng.randint(0, 4000), load_ms=rng.randint(0, 900))  # fmt: skip
             rec.count_cache(minute, "embeddings", hits=rng.randint(0, 30), misses=rng.randint(0, 3),
@@ -700,7 +701,7 @@ class _Demo:
                     for db, sql, mean, rows in self.PROFILED:
                         calls = rng.randint(3, 30)
                         times = [mean * rng.uniform(0.5, 1.6) for _ in range(calls)]
-                        rec.insert("db_query_stats", bucket=minute.strftime("%Y-%m-%dT%H:%M"), pid=pid,
+                        rec.insert("db_query_stats", bucket=clock.minute(minute), pid=pid,
                                    db=db, sql=sql, calls=calls, total_ms=round(sum(times), 3),
                                    max_ms=round(max(times), 3), rows=rows * calls, errors=0,
                                    process=process)  # fmt: skip
