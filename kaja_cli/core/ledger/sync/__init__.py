@@ -638,12 +638,16 @@ def local_status(conn: sqlite3.Connection, out: Status) -> None:
             out.lease_expired = out.lease.expired(clock.now())
             out.lease_alive = out.lease.alive()
     if "sync_outbox" in tables:
-        out.outbox_rows, out.outbox_oldest = conn.execute(
-            "SELECT COUNT(*), MIN(at) FROM sync_outbox"
-        ).fetchone()
+        out.outbox_rows, out.outbox_oldest = outbox(conn)
     if "sync_flags" in tables:
         row = conn.execute("SELECT value FROM sync_flags WHERE name = ?", (IMPORTING,)).fetchone()
         out.importing_flag = row is not None and str(row[0]) == "1"
+
+
+def outbox(conn: sqlite3.Connection) -> tuple[int, str | None]:
+    """The changes waiting in `sync_outbox` to be pushed, and when the oldest was queued."""
+    count, oldest = conn.execute("SELECT COUNT(*), MIN(at) FROM sync_outbox").fetchone()
+    return count, oldest
 
 
 def server_state(url: Url, local: Status, ledger: str | None, timeout_s: float) -> ServerState:
