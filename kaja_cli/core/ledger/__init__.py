@@ -2,9 +2,11 @@
 
 - `report`: the usage report's model and the SQL of its queries, read by both
   reports below (the bottom of the package).
-- `sync/`: ledger sync through PostgreSQL: the protocol (`sync`), rows as JSON
-  out and back in (`rows`), the shared table on the server (`server`), and
-  its health for `kaja doctor` (`health`); `kaja usage --all-machines`.
+- `sync/`: ledger sync through PostgreSQL: the protocol (`sync`), the
+  `sync_state` table and the lease (`state`), where the server is (`url`),
+  `kaja sync status` (`status`), rows as JSON out and back in (`rows`), the
+  shared table on the server (`server`), and its health for `kaja doctor`
+  (`health`); `kaja usage --all-machines`.
 - `usage/`: `kaja usage` and `kaja usage reset`, one skeleton with an engine
   part per store (`local`, `server`: the ledger is reset only locally) and
   what a reset picks (`plan`).
