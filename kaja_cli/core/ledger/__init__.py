@@ -4,7 +4,7 @@
   reports below (the bottom of the package).
 - `sync/`: ledger sync through PostgreSQL: the protocol (`sync`), the
   `sync_state` table and the lease (`state`), where the server is (`url`),
-  `kaja sync status` (`status`), rows as JSON out and back in (`rows`), the
+  `kaja sync status` (`overview`), rows as JSON out and back in (`rows`), the
   shared table on the server (`server`), and its health for `kaja doctor`
   (`health`); `kaja usage --all-machines`.
 - `usage/`: `kaja usage` and `kaja usage reset`, one skeleton with an engine

@@ -50,7 +50,7 @@ Also here, what the rest of the ledger asks of sync: `kaja usage
 what a `kaja usage reset` must keep right (`owned_maxima`, `after_reset`,
 `used_on`). `ledger.usage` sits above this package; nothing here imports it.
 Beside it: `state` (the `sync_state` table and the lease), `url` (where the
-server is), `status` (`kaja sync status`), `rows` (ledger rows as JSON and
+server is), `overview` (`kaja sync status`), `rows` (ledger rows as JSON and
 back), `server` (the shared table on PostgreSQL), `health` (doctor's checks).
 """
 
@@ -68,6 +68,7 @@ from kaja_cli.core import clock, values
 from kaja_cli.core.engine import db
 from kaja_cli.core.ledger.sync import rows as sync_rows
 from kaja_cli.core.ledger.sync import state
+from kaja_cli.core.ledger.sync.overview import Status, outbox, status
 from kaja_cli.core.ledger.sync.state import (
     CURSOR,
     EPOCHS,
@@ -81,7 +82,6 @@ from kaja_cli.core.ledger.sync.state import (
     SEEDED,
     SERVER,
 )
-from kaja_cli.core.ledger.sync.status import Status, outbox, status
 from kaja_cli.core.ledger.sync.url import Url, find_url, require_url
 from kaja_cli.core.store import Store
 from kaja_cli.errors import Busy, KajaError

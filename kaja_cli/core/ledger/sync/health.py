@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from kaja_cli.core import clock
 from kaja_cli.core.engine import db
 from kaja_cli.core.ledger.sync import rows as sync_rows
-from kaja_cli.core.ledger.sync.status import Status, local_status, server_state
+from kaja_cli.core.ledger.sync.overview import Status, local_status, server_state
 from kaja_cli.core.ledger.sync.url import NOT_CONFIGURED_HINT, Url
 from kaja_cli.core.store import Store
 from kaja_cli.core.wording import noun, plural
