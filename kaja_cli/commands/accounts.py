@@ -65,9 +65,8 @@ def accounts(ctx: typer.Context, as_json: Json = False) -> None:
 
 
 def _table(accounts: "list[Account]") -> None:
-    from datetime import UTC, datetime
-
     from kaja_cli import render
+    from kaja_cli.core import clock
 
     Col = render.Col
     # Ids, counts and marks never give way; on a narrow terminal the last
@@ -79,7 +78,7 @@ def _table(accounts: "list[Account]") -> None:
         Col("last sign-in", kind="whole", drop=1), Col("", kind="whole"),
     ]  # fmt: skip
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for a in accounts:
         mark = "legacy owner" if a.legacy_owner else ""
         rows.append(
@@ -102,9 +101,8 @@ def sessions(ctx: typer.Context, user: User, as_json: Json = False) -> None:
     When each began and when it expires, nothing else: no token hash is
     ever read.
     """
-    from datetime import UTC, datetime
-
     from kaja_cli import render
+    from kaja_cli.core import clock
     from kaja_cli.core.side import accounts as core
 
     account, sign_ins = core.sign_ins(store_of(ctx), user)
@@ -115,7 +113,7 @@ def sessions(ctx: typer.Context, user: User, as_json: Json = False) -> None:
     if not sign_ins:
         render.note(f"{account.username} has no sign-in sessions")
         return
-    now = datetime.now(UTC)
+    now = clock.now()
     Col = render.Col
     cols = [Col("created", kind="whole"), Col("expires", kind="whole"), Col("", kind="whole")]
     rows = [[render.relative_time(s.created_at, now) if s.created_at else "-", render.relative_time(s.expires_at, now) if s.expires_at else "never",

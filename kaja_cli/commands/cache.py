@@ -77,9 +77,8 @@ def _report_json(result: "CacheReport") -> dict:
 
 
 def _table(result: "CacheReport") -> None:
-    from datetime import UTC, datetime
-
     from kaja_cli import render
+    from kaja_cli.core import clock
 
     Col = render.Col
     # Counts and the hit rate never give way; on a narrow terminal the oldest
@@ -91,7 +90,7 @@ def _table(result: "CacheReport") -> None:
         Col("hit rate", justify="right"),
     ]  # fmt: skip
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for s in result.namespaces:
         rate = s.hit_rate
         rows.append(

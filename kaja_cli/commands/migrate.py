@@ -63,7 +63,7 @@ def _fail_for(skipped: list, dry_run: bool) -> None:
     from kaja_cli.errors import Failed
 
     files = render.plural(len(skipped), "file")
-    it = "it" if len(skipped) == 1 else "them"
+    it = render.noun(len(skipped), "it", "them")
     done = "would not be imported" if dry_run else "not imported"
     raise Failed(f"{files} skipped, {done}",
                  hint=f"fix {it} or move {it} aside, then run `kaja migrate` again")  # fmt: skip
@@ -71,13 +71,14 @@ def _fail_for(skipped: list, dry_run: bool) -> None:
 
 def _rows(plan: "Plan") -> tuple[list, list]:
     """Table rows (a person's) and plain rows (a script's): one per table and thread."""
+    from kaja_cli.core import clock
     from kaja_cli.core.care.legacy import Status
 
     shown, plain = [], []
     for f in plan.files:
         if f.status is not Status.IMPORT:
             state = (
-                "imported " + (f.imported_at or "")[:10]
+                "imported " + clock.day_of(f.imported_at or "")
                 if f.status is Status.IMPORTED
                 else f.reason
             )
@@ -105,7 +106,7 @@ def _rows(plan: "Plan") -> tuple[list, list]:
         name = f"{t.resource_id}/{t.thread_id}"
         if t.status is not Status.IMPORT:
             state = (
-                "imported " + (t.imported_at or "")[:10]
+                "imported " + clock.day_of(t.imported_at or "")
                 if t.status is Status.IMPORTED
                 else t.reason
             )

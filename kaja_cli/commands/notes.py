@@ -158,9 +158,8 @@ app.command("ls", hidden=True)(list_)
 
 
 def _table(notes: "list[Note]", *, all_owners: bool) -> None:
-    from datetime import UTC, datetime
-
     from kaja_cli import render
+    from kaja_cli.core import clock
     from kaja_cli.core.owners import label
 
     Col = render.Col
@@ -179,7 +178,7 @@ def _table(notes: "list[Note]", *, all_owners: bool) -> None:
         Col("content", kind="text", min=20),
     ]
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for n in notes:
         who = [label(n.owner)] if all_owners else []
         rows.append(
@@ -386,7 +385,9 @@ def _write(output: Path, text: str) -> None:
 
 def markdown(notes: "list[Note]", owner: str | None) -> str:
     """The notes as Markdown: a section per note (per owner, then note, for everyone's)."""
+    from kaja_cli.core.clock import day_of
     from kaja_cli.core.owners import label
+    from kaja_cli.core.wording import plural
 
     out = [f"# Kaja's notes: {owner}" if owner else "# Kaja's notes", ""]
     if not notes:
@@ -402,11 +403,11 @@ def markdown(notes: "list[Note]", owner: str | None) -> str:
             facts.append("sticky")
         if n.tags:
             facts.append("tags: " + ", ".join(n.tags))
-        facts.append(f"used {n.use_count} {'time' if n.use_count == 1 else 'times'}")
+        facts.append(f"used {plural(n.use_count, 'time')}")
         if n.last_used_at:
-            facts.append(f"last {n.last_used_at[:10]}")
+            facts.append(f"last {day_of(n.last_used_at)}")
         if n.created_at:
-            facts.append(f"written {n.created_at[:10]}")
+            facts.append(f"written {day_of(n.created_at)}")
         out += [
             f"{level} {n.key}",
             "",
@@ -459,9 +460,8 @@ def _search_json(result) -> dict:
 
 
 def _search_table(result) -> None:
-    from datetime import UTC, datetime
-
     from kaja_cli import render
+    from kaja_cli.core import clock
     from kaja_cli.core.owners import label
 
     Col = render.Col
@@ -474,7 +474,7 @@ def _search_table(result) -> None:
     cols += [Col("importance", kind="whole", drop=2), Col("last used", kind="whole", drop=1),
              Col("match", kind="text", min=30)]  # fmt: skip
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for h in result.hits:
         n = h.note
         who = [label(n.owner)] if owners else []

@@ -115,6 +115,7 @@ def _pending(n: int) -> str:
 def _show(plan: "PrunePlan") -> None:
     """The plan: the sessions (a sample on a terminal, all of them piped), then a summary."""
     from kaja_cli import render
+    from kaja_cli.core import clock
     from kaja_cli.core.owners import label
 
     everyone = plan.filter.owner is None
@@ -127,7 +128,7 @@ def _show(plan: "PrunePlan") -> None:
     rows = []
     for c in shown:
         owner = [label(c.owner)] if everyone else []
-        updated = (c.updated or "-")[:10] if terminal else c.updated
+        updated = clock.day_of(c.updated or "-") if terminal else c.updated
         rows.append([c.id if not terminal else c.id[:13], updated, *owner, c.title, c.messages])
     more = len(plan.sessions) - len(shown)
     caption = f"… and {render.plural(more, 'more session')} between them" if more else None

@@ -151,9 +151,8 @@ TITLE_ROOM = 20  # a listing's title wraps to two lines, not four, before column
 
 
 def _table(result, *, all_owners: bool, caption: str | None) -> None:
-    from datetime import UTC, datetime
-
     from kaja_cli import render
+    from kaja_cli.core import clock
     from kaja_cli.core.owners import label
 
     S, Col = render.Styled, render.Col
@@ -176,7 +175,7 @@ def _table(result, *, all_owners: bool, caption: str | None) -> None:
     if pending:
         cols.append(Col("", kind="whole"))
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for s in result.sessions:
         r = s.row
         kind = (render.text(r.get("pendingKind")) or "pending") if s.pending else ""

@@ -250,7 +250,7 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
                     f" ({points.where.collection} at {points.where.where})")  # fmt: skip
     n = len(result.image_folders)
     render.note(
-        f"erased {sum(result.rows.values())} rows and {render.plural(n, 'image folder')}"
+        f"erased {render.plural(sum(result.rows.values()), 'row')} and {render.plural(n, 'image folder')}"
         f" of {who.label}"
     )
     if not result.index_purged:

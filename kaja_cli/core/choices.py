@@ -20,6 +20,7 @@ from kaja_cli.core.ids import short_id
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store
 from kaja_cli.core.store.paths import Paths
+from kaja_cli.core.wording import plural
 
 
 class SessionChoice(NamedTuple):
@@ -157,7 +158,7 @@ def note_tags(paths: Paths, owner: Owner | None) -> list[Choice]:
     for (tags,) in _glance(paths, "shared", f"SELECT tags FROM notes WHERE {where}", args):
         for tag in parse_tags(tags):
             counts[tag] = counts.get(tag, 0) + 1
-    return [Choice(t, f"{n} note{'s' if n != 1 else ''}") for t, n in sorted(counts.items())]
+    return [Choice(t, plural(n, "note")) for t, n in sorted(counts.items())]
 
 
 def namespaces(paths: Paths) -> list[Choice]:
@@ -166,9 +167,7 @@ def namespaces(paths: Paths) -> list[Choice]:
         paths, "cache",
         "SELECT namespace, count(*) FROM shared_cache GROUP BY namespace ORDER BY namespace",
     )  # fmt: skip
-    return [
-        Choice(str(ns), f"{n} entr{'ies' if n != 1 else 'y'}") for ns, n in rows if ns is not None
-    ]
+    return [Choice(str(ns), plural(n, "entry", "entries")) for ns, n in rows if ns is not None]
 
 
 def accounts(paths: Paths) -> list[Choice]:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from kaja_cli.core import clock
 from kaja_cli.core.clock import iso
 from kaja_cli.core.conversations.record import Recorder
 from kaja_cli.core.engine import fs
@@ -98,7 +99,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
             else "demo writes a new store only where there is nothing: use another --db or --state-dir",
         )
     rng = random.Random(options.seed)
-    base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    base = options.now or clock.now().replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
     demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
     demo.legacy = options.legacy
@@ -219,11 +220,11 @@ class _Demo(OtherTables):
         steps = script.steps(spec)
         end = self.base - timedelta(hours=spec["hours_ago"], minutes=rng.randint(0, 50))
         at = end - timedelta(minutes=2 * len(steps))
-        clock = _Clock(at)
+        ticks = _Clock(at)
         sid = rec.start_session(
             owner=owner, persona=spec["persona"], model=spec["model"], title=spec["title"],
             system_prompt=f"You are Kaja, a helpful personal assistant{_persona(spec['persona'])}.",
-            at=clock.now,
+            at=ticks.now,
         )  # fmt: skip
         self.result.sessions += 1
         self.result.owners.add(owner or "terminal")
@@ -234,7 +235,7 @@ class _Demo(OtherTables):
         run_ids = list(spec.get("run_ids", []))
         prompt_tokens = 900
         for step in steps:
-            when = clock.step(rng)
+            when = ticks.step(rng)
             if isinstance(step, User):
                 rec.add_message(sid, "user", step.text, at=when)
                 run_id = self._run_for(
@@ -436,7 +437,7 @@ class _Demo(OtherTables):
                 title = rng.choice(spec["titles"])
                 model = rng.choice(("gpt-5-mini", "claude-sonnet-4.5", "claude-haiku-4.5", "gpt-5"))
                 start = base - timedelta(days=rng.uniform(0.1, 365))
-                clock = _Clock(start)
+                ticks = _Clock(start)
                 sid = rec.start_session(
                     owner=owner, persona=None, model=model, title=title, at=start
                 )
@@ -449,7 +450,7 @@ class _Demo(OtherTables):
                 seq = 0
                 remaining = count - 1 if with_image else count
                 while remaining > 0:
-                    when = clock.step(rng)
+                    when = ticks.step(rng)
                     seq += 1
                     role = "user" if seq % 2 == 1 else "assistant"
                     if role == "assistant" and remaining >= 2 and rng.random() < 0.12:
@@ -502,7 +503,7 @@ class _Demo(OtherTables):
                         ),
                     )
                     seq += 1
-                    rec.add_message(sid, "user", None, parts=[part], at=clock.step(rng), seq=seq)
+                    rec.add_message(sid, "user", None, parts=[part], at=ticks.step(rng), seq=seq)
                     self.result.images += 1
                     pending_rows += 1
             ledger.flush(rec.conn())

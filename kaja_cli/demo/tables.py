@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from kaja_cli.core import clock
 from kaja_cli.core.clock import iso
 from kaja_cli.core.conversations.record import Recorder
 from kaja_cli.core.store import Store
@@ -132,7 +133,7 @@ class OtherTables:
                    flagged_at=iso(base - timedelta(days=3)), reviewed_at=iso(base - timedelta(days=2)),
                    updated_at=iso(base - timedelta(days=2)))  # fmt: skip
         for i in range(6):
-            minute = (base - timedelta(minutes=15 * i)).strftime("%Y-%m-%dT%H:%M")
+            minute = clock.minute(base - timedelta(minutes=15 * i))
             rec.count_cache(minute, "web_fetch", hits=rng.randint(0, 9), misses=rng.randint(0, 4),
                             saved_ms=rng.randint(0, 4000), load_ms=rng.randint(0, 900))  # fmt: skip
             rec.count_cache(minute, "embeddings", hits=rng.randint(0, 30), misses=rng.randint(0, 3),
@@ -288,7 +289,7 @@ class OtherTables:
                     for db, sql, mean, rows in self.PROFILED:
                         calls = rng.randint(3, 30)
                         times = [mean * rng.uniform(0.5, 1.6) for _ in range(calls)]
-                        rec.insert("db_query_stats", bucket=minute.strftime("%Y-%m-%dT%H:%M"), pid=pid,
+                        rec.insert("db_query_stats", bucket=clock.minute(minute), pid=pid,
                                    db=db, sql=sql, calls=calls, total_ms=round(sum(times), 3),
                                    max_ms=round(max(times), 3), rows=rows * calls, errors=0,
                                    process=process)  # fmt: skip

@@ -788,9 +788,7 @@ def test_owner_killed_after_the_commit_leaves_folders_the_next_run_removes(demo_
     assert snapshot(kaja.db, kaja.root / "s2") == expected
     assert ana_folder in image_folders(kaja)
     left = interrupted(kaja)
-    assert (
-        left is not None and "stopped after its commit with 1 image folder(s) left" in left.summary
-    )
+    assert left is not None and "stopped after its commit with 1 image folder left" in left.summary
 
     r = kaja("wipe", "--owner", ANA, "--dry-run")
     assert r.code == 0 and "image_folders\t1" in r.out, r  # nothing in the rows, one folder

@@ -19,6 +19,7 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from kaja_cli.core import clock
 from kaja_cli.core.conversations import images
 from kaja_cli.core.conversations.columns import col, columns, quote
 from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, when, where
@@ -87,7 +88,7 @@ def stats(store: Store, flt: SessionFilter) -> Stats:
         groups = {
             dim: _grouped(conn, expr)
             for dim, expr in (("owner", "owner"), ("model", "model"), ("persona", "persona"),
-                              ("month", "substr(at, 1, 7)"))
+                              ("month", clock.month_sql("at")))
         }  # fmt: skip
         total = _grouped(conn, "NULL")
         ids_by_size = conn.execute(

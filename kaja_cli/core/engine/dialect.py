@@ -65,6 +65,10 @@ class Dialect:
         """`expr` summed as REAL, never "integer overflow" (`values.real_sum`)."""
         return values.real_sum(expr)
 
+    def as_number(self, condition: str) -> str:
+        """A condition as the number 1 or 0, to be summed (SQLite's already is)."""
+        return condition
+
     def json_parsed(self, expr: str) -> str:
         """A JSON text column as a JSON value: parsed when it is JSON nested at
         most `values.JSON_DEPTH` deep, else the text (as `values.loads` reads).
@@ -182,6 +186,9 @@ class Postgres(Dialect):
         if expr == "NULL":  # a column this schema lacks: sum(NULL) has no type to pick
             return "CAST(NULL AS double precision)"
         return f"CAST(sum({expr}) AS double precision)"
+
+    def as_number(self, condition: str) -> str:
+        return f"CASE WHEN {condition} THEN 1 ELSE 0 END"
 
     def json_parsed(self, expr: str) -> str:
         # json_or_text: a function of kaja's schema (store/server/schema.py). The

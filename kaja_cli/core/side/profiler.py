@@ -37,10 +37,11 @@ import re
 import sys
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from kaja_cli.core import clock
 from kaja_cli.core.engine import timing
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ DEFAULT_RETENTION_DAYS = 7
 WRITE_TIMEOUT_MS = 500  # the agent flushes every 10 s: a longer wait means something is wrong
 MAX_SLOW = 1000  # slow-log rows one process keeps; beyond that only the totals grow
 MAX_SQL = 4000  # characters of a statement kept (a long script is cut, marked with …)
-BUCKET_FORMAT = "%Y-%m-%dT%H:%M"  # one row per minute, as the seed's processes write
 
 
 class _Totals:
@@ -101,7 +101,7 @@ class Session:
             if ms > totals.max_ms:
                 totals.max_ms = ms
             if ms > self.slow_ms and len(self.slow) < MAX_SLOW:
-                at = datetime.fromtimestamp(now - seconds, UTC)
+                at = clock.from_epoch(now - seconds)
                 self.slow.append((_iso(at), db, text, ms, max(rows, 0)))
 
 
@@ -248,22 +248,20 @@ def _add(conn: sqlite3.Connection, session: Session) -> None:
 
 def prune(conn: sqlite3.Connection, retention_days: int, *, now: datetime | None = None) -> int:
     """Drop rows older than the retention (in the caller's transaction)."""
-    cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
+    cutoff = (now or clock.now()) - timedelta(days=retention_days)
     gone = conn.execute(
-        "DELETE FROM db_query_stats WHERE bucket < ?", (cutoff.strftime(BUCKET_FORMAT),)
+        "DELETE FROM db_query_stats WHERE bucket < ?", (clock.minute(cutoff),)
     ).rowcount
     gone += conn.execute("DELETE FROM db_slow_queries WHERE at < ?", (_iso(cutoff),)).rowcount
     return gone
 
 
 def _bucket(minute: int) -> str:
-    return datetime.fromtimestamp(minute * 60, UTC).strftime(BUCKET_FORMAT)
+    return clock.minute(clock.from_epoch(minute * 60))
 
 
 def _iso(dt: datetime) -> str:
-    from kaja_cli.core.clock import iso
-
-    return iso(dt)
+    return clock.iso(dt)
 
 
 # --- statements as recorded: placeholders, never values -----------------------------

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kaja_cli.core.clock import now_iso
+from kaja_cli.core.clock import SQLITE_NOW, now_iso
 from kaja_cli.core.engine.db import column_names, table_names
 from kaja_cli.core.store import search_index
 from kaja_cli.core.store.registry import Database, DatabaseFile
@@ -309,7 +309,7 @@ _SYNC_ON = (
     "EXISTS (SELECT 1 FROM sync_state WHERE name = 'origin')"
     " AND NOT EXISTS (SELECT 1 FROM sync_flags WHERE name = 'importing' AND value IN ('1', 1))"
 )
-_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+_NOW = SQLITE_NOW
 
 
 def _sync_triggers(table: str) -> dict[str, str]:
@@ -517,7 +517,7 @@ def apply(conn: sqlite3.Connection, file: DatabaseFile) -> Report:
 
             conn.execute(
                 "INSERT OR REPLACE INTO counters(name, value) VALUES ('schema:upgraded', ?)",
-                (f"kaja {__version__}: {len(report.changes)} changes",),
+                (f"kaja {__version__}: {plural(len(report.changes), 'change')}",),
             )
     return report
 

@@ -302,7 +302,7 @@ def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> 
     from kaja_cli.core.care.backup.create import backup
 
     state = store.paths.state_dir.path
-    stamp = clock.now().strftime("%Y%m%dT%H%M%SZ")
+    stamp = clock.stamp(clock.now())
     out = state.parent / f"kaja-before-restore-{stamp}.tar.gz"
     n = 1
     while out.exists():

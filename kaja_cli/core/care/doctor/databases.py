@@ -76,7 +76,7 @@ def check_database(ctx: Context, name: str) -> Check:
     header = Header.read(path)
     details = [str(path), where]
     if header is None:
-        return Check(cid, group, ERROR, f"{label}: the SQLite header is cut short ({size} bytes)", details,
+        return Check(cid, group, ERROR, f"{label}: the SQLite header is cut short ({plural(size, 'byte')})", details,
                      fix="restore the file from a backup")  # fmt: skip
     details.append(f"page size {header.page_size}, last written by SQLite {header.version}")
     too_new = db.format_too_new(path)

@@ -11,6 +11,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kaja_cli.core import clock
 from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import listed, owner_name, quote, tighten_all
 from kaja_cli.core.care.doctor.context import Context
@@ -234,7 +235,7 @@ def _legacy_file(ctx: Context, p: Path, when: str | None) -> Check:
     cid, size = f"legacy-files.{p.stem}", human_size(p.stat().st_size)
     if when is not None:
         return Check(
-            cid, Group.PATHS, OK, f"{p.name} ({size}): imported {when[:10] or 'earlier'}, kept as a rollback copy",
+            cid, Group.PATHS, OK, f"{p.name} ({size}): imported {clock.day_of(when) or 'earlier'}, kept as a rollback copy",
             [f"{p}", "delete it once you no longer need to roll back"], fix=f"rm -- {quote(p)}",
         )  # fmt: skip
     return Check(

@@ -215,10 +215,12 @@ def _search(conn, ctx: Context) -> Check | None:
     kept = conn.execute(
         f"SELECT coalesce(sum(messages), 0), coalesce(sum(words), 0) FROM {s}.{schema.STATS_TABLE}"
     ).fetchone()
-    details = [f"{messages:,} messages, {words:,} words indexed"]
+    details = [
+        f"{plural(messages, 'message', commas=True)}, {plural(words, 'word', commas=True)} indexed"
+    ]
     if (int(kept[0]), int(kept[1])) != (messages, words):
         return Check("server.search", _G, WARN, "the search statistics are out of step with the messages",
-                     [*details, f"{schema.STATS_TABLE} says {kept[0]:,} messages, {kept[1]:,} words",
+                     [*details, f"{schema.STATS_TABLE} says {plural(kept[0], 'message', commas=True)}, {plural(kept[1], 'word', commas=True)}",
                       "a writer ran with triggers disabled; rankings drift until they are recounted"],
                      fix="recount them", fixable=True,
                      repairs=(Repair("server.search", RepairOrder.SEARCH_INDEX, _recount(ctx), "server"),))  # fmt: skip
@@ -240,7 +242,8 @@ def _recount(ctx: Context) -> Callable[[], str]:
 
         with ctx.store.writer() as conn, db.transaction(conn):
             messages, words = schema.recount(conn)  # type: ignore[arg-type]
-        return f"recounted the search statistics: {messages:,} messages, {words:,} words"
+        return (f"recounted the search statistics: {plural(messages, 'message', commas=True)},"
+                f" {plural(words, 'word', commas=True)}")  # fmt: skip
 
     return run
 

@@ -128,7 +128,7 @@ def describe(found: Pending, paths: Paths, live: set[str] | None) -> tuple[str, 
             return f"`{command}` (started {started}) stopped before its commit", command, left
         return (
             f"`{command}` (started {started}) stopped after its commit with"
-            f" {len(left)} image folder(s) left",
+            f" {plural(len(left), 'image folder')} left",
             command,
             left,
         )

@@ -27,7 +27,7 @@ schema, and a cloud `kaja wipe` took it along. A new ledger is made in
 `public`; one an earlier kaja made elsewhere is found where that kaja's
 search_path put it (`ledger_schema`) and used there, so every machine keeps
 meeting in the same tables, old kajas and new; `kaja doctor` says it should
-move (`sync_health`, `doctor/server.py`).
+move (`sync.health`, `doctor/server.py`).
 
 The connection is the engine's one PostgreSQL client (`engine/postgres.py`:
 psycopg imported there only, when sync is used, never at start-up; one
@@ -44,6 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from kaja_cli.core import clock
 from kaja_cli.core.engine import postgres as pg
 from kaja_cli.core.engine.postgres import DriverConnection, DriverCursor
 from kaja_cli.core.masking import mask
@@ -348,7 +349,7 @@ def summary(conn: DriverConnection) -> Summary:
         return Summary(None)
     rows = conn.execute(
         "SELECT l.origin, o.host, COUNT(l.row), COUNT(*) - COUNT(l.row),"
-        " to_char(o.last_sync AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        f" {clock.postgres_iso('o.last_sync')}"
         f" FROM {_in(conn, 'andromeda_ledger')} AS l"
         f" LEFT JOIN {_in(conn, 'andromeda_origins')} AS o ON o.origin = l.origin"
         " GROUP BY l.origin, o.host, o.last_sync ORDER BY l.origin"
@@ -382,9 +383,9 @@ def usage_rows(
 ) -> dict[str, list[tuple]]:
     """The three queries of `kaja usage`, over every machine's rows, in one snapshot.
 
-    Same columns and meaning as `usage.report_queries` (SQLite): calls grouped
+    Same columns and meaning as `report.report_queries` (SQLite): calls grouped
     `by`, tools by (tool, outcome), runs by status; plus calls per origin."""
-    key = "substr(row->>'at', 1, 10)" if by == "day" else f"row->>'{by}'"
+    key = clock.day_sql("row->>'at'") if by == "day" else f"row->>'{by}'"
     at, at_params = _window(since, until, "at")
     started, started_params = _window(since, until, "started_at")
     live = "row IS NOT NULL"

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from kaja_cli.core.store import schema as core_schema
 from kaja_cli.core.store.registry import DATABASES, Database, telltales_match
 from kaja_cli.core.store.server import ddl, tokenizer
+from kaja_cli.core.wording import plural
 from kaja_cli.errors import Failed, Refused
 
 if TYPE_CHECKING:
@@ -332,7 +333,7 @@ def _search_index(conn: Connection, message_columns: list[str], indexes: set[str
     bad = tokenizer.verify(conn, schema, folding.aside)
     if bad:
         raise Failed(
-            f"{where.where}: the server folds {len(bad)} characters differently from SQLite"
+            f"{where.where}: the server folds {plural(len(bad), 'character')} differently from SQLite"
             f" (U+{bad[0]:04X} first); the search index was not made",
             hint="report this with `kaja doctor --redact` output",
         )
