@@ -174,7 +174,7 @@ class BrowseApp(App[str | None]):
     CSS = """
     Screen { layout: vertical; }
     #search { dock: top; }
-    #panes { height: 1fr; }
+    #panes { height: 1fr; layout: horizontal; }
     #panes.narrow { layout: vertical; }
     #list { width: 45%; height: 1fr; border: round $primary-darken-2; }
     #preview { width: 1fr; height: 1fr; border: round $primary-darken-2; }
@@ -210,6 +210,7 @@ class BrowseApp(App[str | None]):
         self.page: data.Page | None = None
         self.generation = 0
         self.preview_for: str | None = None
+        self._said: str | None = None  # what an action did, kept on the status line
         # For the benchmark and the tests: when each page was asked for, was
         # ready, and was on screen (time.perf_counter()).
         self.started = time.perf_counter()
@@ -289,7 +290,9 @@ class BrowseApp(App[str | None]):
         else:
             self.preview_for = None
             self.query_one("#preview").remove_children()
-        self._status(self._summary(page))
+        summary = self._summary(page)
+        self._status(f"{self._said} · {summary}" if self._said else summary)
+        self._said = None
         asked = self._asked.pop(generation, ready)
         self.call_after_refresh(self._painted, page.query, asked, ready)
 
@@ -397,10 +400,12 @@ class BrowseApp(App[str | None]):
         text = str(e) if isinstance(e, KajaError) else f"{e.strerror or e} ({e.filename})"
         self.notify(text, severity="error", markup=False, timeout=8)
         self._status(text)
+        self._said = None
 
     def _done(self, text: str) -> None:
         self.notify(text, markup=False, timeout=5)
         self._status(text)
+        self._said = text
 
     def action_delete(self) -> None:
         row = self.selected()
@@ -413,7 +418,7 @@ class BrowseApp(App[str | None]):
 
         def answer(yes: bool | None) -> None:
             if not yes:
-                self._status("nothing deleted")
+                self._done("nothing deleted")
                 return
             try:
                 self._done(data.delete(self.store, self.opts, plan, points))

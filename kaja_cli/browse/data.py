@@ -206,6 +206,9 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
 
 
+HEADER = 2  # the replay's first lines: the title and the facts (render.replay.header)
+
+
 def _find(lines: Sequence[Line], row: Row) -> int | None:
     """The first line showing the matched words of `row`'s snippet (the
     longest run around the first highlight), ignoring accents and case."""
@@ -220,7 +223,7 @@ def _find(lines: Sequence[Line], row: Row) -> int | None:
     for needle in words:
         if not needle.strip():
             continue
-        for n, line in enumerate(lines):
+        for n, line in enumerate(lines[HEADER:], start=HEADER):
             if needle in fold("".join(t for t, _ in line)):
                 return n
     return None
@@ -320,9 +323,11 @@ def export_markdown(store: Store, opts: Options, row: Row, output: str) -> str:
         raise UsageError(f"{output.strip()} is a folder: give a file name")
     with store.reader() as conn:
         sid = resolve(conn, row.id, acting(store, opts)).id
-    doc = next(core.sessions(store, [sid]), None)
+    docs = core.sessions(store, [sid])  # held: its connection reads the messages as written
+    doc = next(docs, None)
     if doc is None:
         raise UsageError(f"session {sid} is gone: nothing was written")
     with core.private_file(target.real) as f:
         size = write(f, session_chunks(doc, "md", embed_images=True))
+    docs.close()
     return f"wrote {target.path} ({render.human_size(size)})"
