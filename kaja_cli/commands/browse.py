@@ -58,16 +58,31 @@ def browse(
     rename, d delete (asks first), Ctrl-O everyone's sessions, ? help. Needs a
     terminal (exit 2 otherwise: use `kaja search` or `kaja sessions`).
     """
-    from kaja_cli.browse.data import Options
-
     args = opt.FilterArgs(owner, all_owners, since, before, older_than, model, persona, title,
                           max_messages, min_tokens, empty, archived)  # fmt: skip
+    _browse(ctx, args, " ".join(query or []), fts, limit)
+
+
+def from_sessions(ctx: typer.Context, args: opt.FilterArgs, limit: int, as_json: bool) -> None:
+    """`kaja sessions -i`: the listing's filters handed over to `kaja browse`
+    (its -n when given, else browse's 200 rows)."""
+    from kaja_cli.errors import UsageError
+
+    if as_json:
+        raise UsageError("-i is full screen; --json prints the listing: give one")
+    given = getattr(ctx.get_parameter_source("limit"), "name", "") == "COMMANDLINE"
+    _browse(ctx, args, "", False, limit if given else 200)
+
+
+def _browse(ctx: typer.Context, args: opt.FilterArgs, query: str, fts: bool, limit: int) -> None:
+    from kaja_cli.browse.data import Options
+
     store = store_of(ctx)
     flt = args.to_filter(store)
     _need_terminal()
     from kaja_cli import browse as ui
 
-    chosen = ui.run(store, Options(flt, owner, fts, limit), " ".join(query or []))
+    chosen = ui.run(store, Options(flt, args.owner, fts, limit), query)
     if chosen is None:
         raise typer.Exit(1)
     import sys

@@ -41,6 +41,10 @@ def sessions(
     archived: opt.ArchivedOpt = False,
     no_pager: NoPager = False,
     as_json: Json = False,
+    interactive: Annotated[
+        bool,
+        typer.Option("--interactive", "-i", help="Full screen, to search and pick: `kaja browse`."),
+    ] = False,
 ) -> None:
     """List your conversations, newest first; prune, export, archive, rename them.
 
@@ -64,6 +68,10 @@ def sessions(
         return
     args = opt.FilterArgs(owner, all_owners, since, before, older_than, model, persona, title,
                           max_messages, min_tokens, empty, archived)  # fmt: skip
+    if interactive:
+        from kaja_cli.commands import browse
+
+        return browse.from_sessions(ctx, args, limit, as_json)
     _list(ctx, args, limit, no_pager, as_json)
 
 

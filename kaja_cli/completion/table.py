@@ -219,6 +219,7 @@ COMMANDS = {
             ('option', 'archived', ('--archived',), (), 'Archived sessions only (they are left out otherwise).', False, False, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'interactive', ('--interactive', '-i'), (), 'Full screen, to search and pick: `kaja browse`.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },

@@ -91,6 +91,25 @@ def test_a_usage_error_in_the_filters_comes_first(shared_demo_store):
     assert r.code == 2 and "can't be combined" in r.err, r
 
 
+def test_sessions_i_hands_over_to_browse(shared_demo_store):
+    r = shared_demo_store("sessions", "-i", "--model", "gpt-5-mini")
+    assert r.code == 2 and r.err.startswith("kaja: browse needs a terminal"), r
+    r = shared_demo_store("sessions", "-i", "--json")
+    assert r.code == 2 and "-i is full screen" in r.err, r
+
+
+def test_the_browse_floor_imports_no_command():
+    """browse sits beside render: it imports the core and render, never the
+    commands or the app (they import it)."""
+    from tests.unit.test_layering import ROOT, _kaja_imports
+
+    for path in sorted((ROOT / "kaja_cli" / "browse").glob("*.py")):
+        bad = {
+            n for n in _kaja_imports(path) if n.startswith(("kaja_cli.commands", "kaja_cli.app"))
+        }
+        assert not bad, (path, bad)
+
+
 def test_textual_is_imported_by_browse_only():
     """No other command's start-up moves: the app, every command module and
     the core load without Textual."""
