@@ -376,6 +376,14 @@ def test_the_preview_is_scrolled_to_the_match(shared_demo_store):
     word = row.snippet[row.highlights[0][0] : row.highlights[0][1]].lower()
     assert word in "".join(t for t, _ in p.lines[p.target]).lower()
 
+    app = _app(shared_demo_store, query="invoice parser")
+
+    async def steps(pilot):
+        assert app.query_one("#preview").scroll_y > 0  # opened at the match
+        await pilot.press("escape")
+
+    drive(app, steps, size=(120, 30))
+
 
 # --- end to end, in a real terminal ---------------------------------------------------------
 @pytest.mark.process
