@@ -349,19 +349,20 @@ class BrowseApp(App[str | None]):
         if not worker.is_cancelled:
             self.call_from_thread(self._show_preview, p)
 
-    def _show_preview(self, p: data.Preview) -> None:
+    async def _show_preview(self, p: data.Preview) -> None:
         if p.session_id != self.preview_for:
             return
         pane = self.query_one("#preview", VerticalScroll)
-        pane.remove_children()
+        await pane.remove_children()
         if p.error:
-            pane.mount(Static(Text(p.error, style="red")))
+            await pane.mount(Static(Text(p.error, style="red")))
             return
         blocks, target = _chunks(p.lines, p.target)
         widgets = [Static(Text("\n").join(line_text(line) for line in b)) for b in blocks]
-        pane.mount_all(widgets)
-        if target is not None:
-            self.call_after_refresh(pane.scroll_to_widget, widgets[target], top=True, animate=False)
+        await pane.mount_all(widgets)
+        if target is not None:  # once laid out: where the matching message is
+            self.call_after_refresh(pane.scroll_to_widget, widgets[target], top=True,
+                                    animate=False, immediate=True)  # fmt: skip
         else:
             pane.scroll_home(animate=False)
 

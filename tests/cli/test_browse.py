@@ -379,6 +379,10 @@ def test_the_preview_is_scrolled_to_the_match(shared_demo_store):
     app = _app(shared_demo_store, query="invoice parser")
 
     async def steps(pilot):
+        for _ in range(40):  # the scroll follows the layout
+            if app.query_one("#preview").scroll_y > 0:
+                break
+            await pilot.pause(0.025)
         assert app.query_one("#preview").scroll_y > 0  # opened at the match
         await pilot.press("escape")
 
