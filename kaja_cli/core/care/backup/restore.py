@@ -117,6 +117,35 @@ class RestorePlan:
     def replaces(self) -> bool:
         return bool(self.existing)
 
+    def to_json(
+        self, manifest: Manifest, done: RestoreResult | None = None, *,
+        finished: Finished | None = None, dry_run: bool = False,
+    ) -> dict:  # fmt: skip
+        """`kaja restore --json`: the archive's `manifest`, what `done` placed (None:
+        the dry run), and what `finished` did with an interrupted restore first."""
+        images = next(str(p.target) for p in self.parts if p.name == IMAGES)
+        return {
+            "action": "restore",
+            "archive": str(self.archive),
+            "dry_run": dry_run,
+            "done": done is not None,
+            "backup": manifest.to_json(),
+            "images": {"files": len(manifest.image_files),
+                       "bytes": sum(f.bytes for f in manifest.image_files), "path": images},
+            "placed": [] if done is None else [
+                {"name": p.name, "path": str(p.path), "bytes": p.bytes, "files": p.files}
+                for p in done.placed
+            ],
+            "replaced": [{"path": str(e.path), "what": e.what, "bytes": e.size}
+                         for e in self.existing],
+            "previous_backup": None if done is None or done.previous_backup is None
+            else str(done.previous_backup),
+            "kept": [] if done is None else [str(p) for p in done.kept],
+            "only_in_backup": [str(p) for p in self.only_in_backup],
+            "put_back": [str(p) for p in self.put_back],
+            "finished": None if finished is None else finished.to_json(),
+        }  # fmt: skip
+
 
 @dataclass
 class Staged:
@@ -159,6 +188,9 @@ class Finished:
     completed: bool  # True: rolled forward (the new store is in place); False: undone
     summary: str
     same_archive: bool = False  # it was a restore of the archive now asked for
+
+    def to_json(self) -> dict:
+        return {"archive": self.archive, "completed": self.completed, "summary": self.summary}
 
 
 @dataclass

@@ -552,6 +552,20 @@ class SyncResult:
     pull: sync_rows.Applied | None = None
     reseeded: str | None = None  # why history was sent again
 
+    def to_json(self) -> dict[str, Any]:
+        """`kaja sync --json` (`push`, `pull`): what went each way."""
+        p, q = self.push, self.pull
+        push = None if p is None else {"history": p.history, "changes": p.changes,
+                                       "written": p.written, "deleted": p.deleted,
+                                       "ignored": p.ignored}  # fmt: skip
+        pull = None if q is None else {
+            "changes": q.changes, "inserted": q.inserted, "updated": q.updated,
+            "deleted": q.deleted, "kept_local": q.kept_local, "skipped": q.skipped,
+            "origins": sorted(q.origins),
+        }  # fmt: skip
+        return {"store": self.store, "url": self.url, "origin": self.origin,
+                "reseeded": self.reseeded, "push": push, "pull": pull}  # fmt: skip
+
 
 def sync(
     store: Store, url: Url, *, push: bool = True, pull: bool = True,
@@ -599,6 +613,32 @@ class Status:
     importing_flag: bool = False
     server: ServerState | None = None
     ledger_schema: str | None = None  # where the last sync found the shared ledger
+
+    def to_json(self) -> dict[str, Any]:
+        """`kaja sync status --json`."""
+        lease = self.lease and {
+            "pid": self.lease.pid, "host": self.lease.host, "expires": self.lease.expires,
+            "expired": self.lease_expired, "alive": self.lease_alive,
+        }  # fmt: skip
+        s = self.server
+        server = s and {
+            "answers": s.answers, "error": s.error, "ledger_id": s.ledger_id,
+            "same_ledger": s.same_ledger, "rows": s.rows, "to_pull": s.to_pull,
+            "schema": s.schema,
+            "origins": [
+                {"origin": o.origin, "host": o.host, "rows": o.rows, "deleted": o.deleted,
+                 "last_sync": o.last_sync, "this_machine": o.origin == self.origin}
+                for o in s.origins
+            ],
+        }  # fmt: skip
+        return {
+            "store": self.store, "store_exists": self.store_exists, "url": self.url,
+            "url_source": self.url_source, "origin": self.origin, "seeded": self.seeded,
+            "outbox": {"rows": self.outbox_rows, "oldest": self.outbox_oldest},
+            "last_push": self.last_push, "last_pull": self.last_pull,
+            "pull_cursor": self.pull_cursor, "lease": lease,
+            "importing_flag": self.importing_flag, "server": server,
+        }  # fmt: skip
 
 
 def status(store: Store, url: Url | None, *, timeout_s: float = 3) -> Status:
@@ -669,6 +709,11 @@ class MachineTotals:
     prompt_tokens: int | None
     completion_tokens: int | None
     this_machine: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"origin": self.origin, "host": self.host, "calls": self.calls,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "this_machine": self.this_machine}  # fmt: skip
 
 
 def all_machines_report(
