@@ -55,7 +55,7 @@ def _floor_sql(store: Path, word: str) -> tuple[str, str]:
 
 def cases(bench) -> None:
     from kaja_cli.core.conversations import search
-    from kaja_cli.core.conversations.search import index as search_index
+    from kaja_cli.core.store import search_index
 
     store = bench.db
     with closing(sqlite3.connect(store.as_uri() + "?mode=ro", uri=True)) as conn:

@@ -10,7 +10,8 @@ from kaja_cli.commands import store_of, typed_path
 from kaja_cli.commands.options import DryRun, Json, Yes
 
 if TYPE_CHECKING:
-    from kaja_cli.core.care.backup.restore import Finished, RestorePlan, Staged
+    from kaja_cli.core.care.backup.interrupted import Finished
+    from kaja_cli.core.care.backup.restore import RestorePlan, Staged
 
 
 def backup(

@@ -56,7 +56,7 @@ def _fail_for(skipped: list, dry_run: bool) -> None:
     from kaja_cli.errors import Failed
 
     files = render.plural(len(skipped), "file")
-    it = "it" if len(skipped) == 1 else "them"
+    it = render.noun(len(skipped), "it", "them")
     done = "would not be imported" if dry_run else "not imported"
     raise Failed(f"{files} skipped, {done}",
                  hint=f"fix {it} or move {it} aside, then run `kaja migrate` again")  # fmt: skip

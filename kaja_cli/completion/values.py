@@ -95,31 +95,18 @@ def sessions(params: Params, incomplete: str, described: bool) -> list[Item]:
 
 
 class _Clock:
-    """Now, and a month ago as stored text: most of a big store is older, and
-    its age is then its date, read off the text without parsing it."""
+    """Now, once for every value TAB offers; a time as `kaja sessions` shows it (`clock.ago`)."""
 
     def __init__(self) -> None:
-        from datetime import UTC, datetime, timedelta
+        from kaja_cli.core import clock
 
-        self.now = datetime.now(UTC)
-        self.month_ago = (self.now - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S")
+        self.now = clock.now()
 
     def ago(self, value: str) -> str:
         """ "3h ago", "2d ago", or the date for anything older than a month (as `kaja sessions`)."""
-        if value.endswith("Z") and value[10:11] == "T" and value < self.month_ago:
-            return value[:10]
-        from kaja_cli.core.clock import parse_stored
+        from kaja_cli.core.clock import ago
 
-        dt = parse_stored(value)
-        if dt is None:
-            return value
-        seconds = (self.now - dt).total_seconds()
-        if seconds < 0:
-            return dt.strftime("%Y-%m-%d %H:%M")
-        for limit, div, unit in ((60, 1, "s"), (3600, 60, "m"), (86400, 3600, "h"), (86400 * 30, 86400, "d")):  # fmt: skip
-            if seconds < limit:
-                return f"{int(seconds // div)}{unit} ago" if unit != "s" else "just now"
-        return dt.strftime("%Y-%m-%d")
+        return ago(value, self.now) or value
 
 
 def _describe(c, clock: _Clock) -> str:

@@ -3,9 +3,10 @@ and when they were last updated), owners, note keys and tags, the cache's
 namespaces and web usernames.
 
 Completion runs on every TAB press, often while the agent writes. So these
-only read, through `db.open_glance`: nothing is written or created, no lock
-is waited for, and a missing, busy, damaged or foreign file (or a store in
-cloud mode) offers nothing rather than an error. The commands' own checks
+only read, through the store's glance (`Store.glance`, `db.open_glance`):
+nothing is written or created, no lock is waited for, and a missing, busy,
+damaged or foreign file (or a store on a server, which a TAB press never
+asks) offers nothing rather than an error. The commands' own checks
 (owner rule, prefixes) still apply when the command runs.
 """
 
@@ -17,8 +18,9 @@ from typing import NamedTuple
 from kaja_cli.core.conversations.sessions import col, columns
 from kaja_cli.core.ids import short_id
 from kaja_cli.core.owners import Owner
+from kaja_cli.core.store import Store
 from kaja_cli.core.store.paths import Paths
-from kaja_cli.core.store.settings import Mode
+from kaja_cli.core.wording import plural
 
 
 class SessionChoice(NamedTuple):
@@ -43,11 +45,7 @@ def sessions(paths: Paths, owner: Owner | None, prefix: str) -> list[SessionChoi
 
 
 def _sessions(paths: Paths, owner: Owner | None, prefix: str) -> list[SessionChoice]:
-    from kaja_cli.core.engine import db
-
-    if paths.mode is Mode.CLOUD:
-        return []
-    with db.open_glance(paths.shared_db.path) as conn:
+    with Store(paths).glance() as conn:
         if conn is None:
             return []
         have = columns(conn, "sessions").get("sessions")
@@ -84,12 +82,8 @@ def owners(paths: Paths) -> list[OwnerChoice]:
 
 
 def _owners(paths: Paths) -> list[OwnerChoice]:
-    from kaja_cli.core.engine import db
-
-    if paths.mode is Mode.CLOUD:
-        return []
     counts: dict[str, int] = {}
-    with db.open_glance(paths.shared_db.path) as conn:
+    with Store(paths).glance() as conn:
         if conn is None:
             return []
         have = columns(conn, "sessions", "notes", "dataset_answers", "dataset_versions")
@@ -124,12 +118,10 @@ class Choice(NamedTuple):
     about: str | None
 
 
-def _glance(path, query: str, args: tuple = ()) -> list[tuple]:
-    """Rows of `query` on `path` through `db.open_glance`; [] on any failure."""
-    from kaja_cli.core.engine import db
-
+def _glance(paths: Paths, name: str, query: str, args: tuple = ()) -> list[tuple]:
+    """Rows of `query` on a database through the store's glance; [] on any failure."""
     try:
-        with db.open_glance(path) as conn:
+        with Store(paths).glance(name) as conn:
             if conn is None:
                 return []
             return conn.execute(query, args).fetchall()
@@ -139,8 +131,6 @@ def _glance(path, query: str, args: tuple = ()) -> list[tuple]:
 
 def note_keys(paths: Paths, owner: Owner | None) -> list[Choice]:
     """The keys of `owner`'s notes (None: anyone's), with the start of each."""
-    if paths.mode is Mode.CLOUD:
-        return []
     where, args = "1", ()
     if owner is not None:
         where, args = (
@@ -148,8 +138,8 @@ def note_keys(paths: Paths, owner: Owner | None) -> list[Choice]:
             if owner.is_terminal
             else ("owner = ?", (owner.id,))
         )
-    rows = _glance(paths.shared_db.path,
-                   f"SELECT key, content FROM notes WHERE {where} ORDER BY key", args)  # fmt: skip
+    rows = _glance(paths, "shared", f"SELECT key, content FROM notes WHERE {where} ORDER BY key",
+                   args)  # fmt: skip
     return [Choice(str(k), _start(v)) for k, v in rows if k is not None]
 
 
@@ -157,8 +147,6 @@ def note_tags(paths: Paths, owner: Owner | None) -> list[Choice]:
     """The tags of `owner`'s notes, with how many notes have each."""
     from kaja_cli.core.side.notes import parse_tags
 
-    if paths.mode is Mode.CLOUD:
-        return []
     where, args = "1", ()
     if owner is not None:
         where, args = (
@@ -167,28 +155,27 @@ def note_tags(paths: Paths, owner: Owner | None) -> list[Choice]:
             else ("owner = ?", (owner.id,))
         )
     counts: dict[str, int] = {}
-    for (tags,) in _glance(paths.shared_db.path, f"SELECT tags FROM notes WHERE {where}", args):
+    for (tags,) in _glance(paths, "shared", f"SELECT tags FROM notes WHERE {where}", args):
         for tag in parse_tags(tags):
             counts[tag] = counts.get(tag, 0) + 1
-    return [Choice(t, f"{n} note{'s' if n != 1 else ''}") for t, n in sorted(counts.items())]
+    return [Choice(t, plural(n, "note")) for t, n in sorted(counts.items())]
 
 
 def namespaces(paths: Paths) -> list[Choice]:
     """The cache's namespaces, with their entry counts."""
-    path = paths.file_of("cache").path
     rows = _glance(
-        path, "SELECT namespace, count(*) FROM shared_cache GROUP BY namespace ORDER BY namespace"
-    )
-    return [
-        Choice(str(ns), f"{n} entr{'ies' if n != 1 else 'y'}") for ns, n in rows if ns is not None
-    ]
+        paths, "cache",
+        "SELECT namespace, count(*) FROM shared_cache GROUP BY namespace ORDER BY namespace",
+    )  # fmt: skip
+    return [Choice(str(ns), plural(n, "entry", "entries")) for ns, n in rows if ns is not None]
 
 
 def accounts(paths: Paths) -> list[Choice]:
     """Web usernames, with the display name (a site visitor chooses it: cut as
     a note is) and role (never a secret)."""
-    path = paths.file_of("auth").path
-    rows = _glance(path, "SELECT username, display_name, role FROM web_users ORDER BY username")
+    rows = _glance(
+        paths, "auth", "SELECT username, display_name, role FROM web_users ORDER BY username"
+    )
     return [
         Choice(str(u), " · ".join(x for x in (_start(_text(d)), _text(r)) if x) or None)
         for u, d, r in rows

@@ -1,18 +1,34 @@
-"""Timestamps as the store keeps them: ISO 8601 UTC with milliseconds and a Z.
+"""Timestamps: as the store keeps them, as kaja shows them, and the one clock.
 
-Every TEXT timestamp kaja writes (`2026-11-29T21:00:00.000Z`) comes from
-`iso()`, and every one it reads back goes through `parse_stored()`; `now()`
-is the one clock the core asks.
+Every TEXT timestamp kaja writes (`2026-11-29T21:00:00.000Z`, ISO 8601 UTC
+with milliseconds and a Z) comes from `iso()`, or from `SQLITE_NOW` in a
+trigger, and every one it reads back goes through `parse_stored()`; `now()`
+is the one clock kaja asks. The other forms a time takes are spelled here
+too, so that no module writes a format of its own: the minute of the seed's
+per-minute rows (`minute()`), the stamp in a file name (`stamp()`), the day
+or minute of a stored time (`day_of()`, `minute_of()`, and in SQL
+`day_sql()`, `month_sql()`; `postgres_iso()` is `iso()` on the server), and
+a time as a listing shows it (`ago()`).
+
+Imports nothing but datetime: shell completion reads it on every TAB press.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
+
+# `iso(now())` as SQLite writes it in SQL (a trigger's, a default's): %f is SS.SSS.
+SQLITE_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
 
 def now() -> datetime:
     """The current time, in UTC."""
     return datetime.now(UTC)
+
+
+def from_epoch(seconds: float) -> datetime:
+    """A Unix time (seconds) as a UTC datetime."""
+    return datetime.fromtimestamp(seconds, UTC)
 
 
 def iso(dt: datetime) -> str:
@@ -25,6 +41,55 @@ def now_iso() -> str:
     return iso(now())
 
 
+def minute(dt: datetime) -> str:
+    """The minute of `dt` in UTC, `2026-11-29T21:00`: the key of the seed's
+    per-minute rows (`cache_stats.minute`, `db_query_stats.bucket`)."""
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M")
+
+
+def stamp(dt: datetime) -> str:
+    """`dt` in UTC as a file name carries it, `20261129T210000Z` (sorts as it reads)."""
+    return dt.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+
+
+def day_of(text: str) -> str:
+    """The day of a stored time, `2026-11-29`, read off its text (no parsing)."""
+    return text[:10]
+
+
+def minute_of(text: str) -> str:
+    """The minute of a stored time, `2026-11-29T21:00` (as `minute()` writes it), off its text."""
+    return text[:16]
+
+
+def postgres_iso(expr: str) -> str:
+    """SQL (PostgreSQL): the timestamptz `expr` as `iso()` writes it."""
+    return f"to_char({expr} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+
+
+def day_sql(expr: str) -> str:
+    """SQL: the day of the stored time `expr` (`day_of`), in SQLite and PostgreSQL alike."""
+    return f"substr({expr}, 1, 10)"
+
+
+def month_sql(expr: str) -> str:
+    """SQL: the month of the stored time `expr`, `2026-11`."""
+    return f"substr({expr}, 1, 7)"
+
+
+def days(first: str, last: str, most: int) -> list[str] | None:
+    """Every day from `first` to `last` (`2026-11-29`, both included), or None
+    when either is not a day or there would be more than `most` of them."""
+    try:
+        start, end = date.fromisoformat(first), date.fromisoformat(last)
+    except (TypeError, ValueError):
+        return None
+    count = (end - start).days + 1
+    if count > most:
+        return None
+    return [(start + timedelta(days=i)).isoformat() for i in range(count)]
+
+
 def parse_stored(value: object) -> datetime | None:
     """A timestamp as stored (ISO 8601, naive = UTC), or None for anything else."""
     if not isinstance(value, str) or not value:
@@ -34,6 +99,45 @@ def parse_stored(value: object) -> datetime | None:
     except ValueError:
         return None
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def ago(value: str, now: datetime | None = None) -> str | None:
+    """A stored time as a listing shows it: "just now", "5m ago", "3h ago",
+    "2d ago", the day for one older than 30 days, the minute for one still to
+    come (another machine's clock); None when `value` is not a time."""
+    if now is not None and value.endswith("Z") and value[10:11] == "T":
+        # Most of a big store is older than a month: its day is the text's
+        # first ten characters, no parsing (10,000 rows of a listing).
+        if value < _month_before(now):
+            return day_of(value)
+    dt = parse_stored(value)
+    if dt is None:
+        return None
+    seconds = ((now or datetime.now(UTC)) - dt).total_seconds()
+    if seconds < 0:
+        return dt.strftime("%Y-%m-%d %H:%M")
+    for limit, div, unit in (
+        (60, 1, "s"),
+        (3600, 60, "m"),
+        (86400, 3600, "h"),
+        (86400 * 30, 86400, "d"),
+    ):
+        if seconds < limit:
+            return f"{int(seconds // div)}{unit} ago" if unit != "s" else "just now"
+    return dt.strftime("%Y-%m-%d")
+
+
+_MONTH_BEFORE: dict[datetime, str] = {}
+
+
+def _month_before(now: datetime) -> str:
+    """30 days before `now` as stored text (ISO 8601 UTC, to the second)."""
+    text = _MONTH_BEFORE.get(now)
+    if text is None:
+        text = (now - timedelta(days=30)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        _MONTH_BEFORE.clear()
+        _MONTH_BEFORE[now] = text
+    return text
 
 
 def iso_before(column: str, param: str = ":now") -> str:

@@ -39,13 +39,10 @@ def parse_when(value: str, *, option: str = "--since", now: datetime | None = No
             return iso(now - amount * _UNITS[unit])
         except OverflowError:
             raise UsageError(f"{option}: {value!r} is too far back") from None
-    try:
-        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
+    dt = clock.parse_stored(text)  # ISO 8601, naive = UTC
+    if dt is None:
         raise UsageError(
             f"{option}: not a date or age: {value!r}",
             hint="use e.g. 2026-11-01, 2026-11-01T08:00, 3d, 12h or 2w",
-        ) from None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)
+        )
     return iso(dt)

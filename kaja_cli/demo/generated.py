@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 from kaja_cli.core.clock import iso
 from kaja_cli.core.conversations.record import uuid7
-from kaja_cli.demo import script
+from kaja_cli.demo.topics import ASSISTANT_OPENERS, FILLER, TOPICS, USER_OPENERS
 
 if TYPE_CHECKING:
-    from kaja_cli.demo.sample import DemoResult
+    from kaja_cli.demo.model import DemoResult
 
 
 class GeneratedLedger:
@@ -167,8 +167,8 @@ class Vocabulary:
 
     def __init__(self, rng: random.Random, tail: int = 30000):
         self.rng = rng
-        head = list(script.FILLER)
-        topic_words = sorted({w for t in script.TOPICS.values() for w in t["words"]})
+        head = list(FILLER)
+        topic_words = sorted({w for t in TOPICS.values() for w in t["words"]})
         gen = random.Random(7)  # the same tail whatever the seed
         tail_words: list[str] = []
         seen = set(head) | set(topic_words)
@@ -181,7 +181,7 @@ class Vocabulary:
         self.words = head + topic_words + tail_words[:tail]
         weights = [1 / (rank + 1) ** 1.2 for rank in range(len(self.words))]
         self.cum = list(itertools.accumulate(weights))
-        self.topic_words = {k: v["words"] for k, v in script.TOPICS.items()}
+        self.topic_words = {k: v["words"] for k, v in TOPICS.items()}
 
     def sentence(self, topic: str, role: str) -> str:
         rng = self.rng
@@ -192,10 +192,10 @@ class Vocabulary:
             picks.insert(rng.randrange(len(picks) + 1), rng.choice(self.topic_words[topic]))
         body = " ".join(picks)
         if role == "user":
-            return f"{rng.choice(script.USER_OPENERS)} {body}?"
+            return f"{rng.choice(USER_OPENERS)} {body}?"
         if role == "tool":
             return body
-        return f"{rng.choice(script.ASSISTANT_OPENERS)} {body}."
+        return f"{rng.choice(ASSISTANT_OPENERS)} {body}."
 
 
 def split_counts(total: int, parts: int, rng: random.Random) -> list[int]:

@@ -11,21 +11,23 @@ The same seed and base time give the same rows.
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from kaja_cli.core.clock import iso, now_iso
+from kaja_cli.core import clock
+from kaja_cli.core.clock import iso
 from kaja_cli.core.conversations.record import Recorder
 from kaja_cli.core.engine import fs
-from kaja_cli.core.store import Store
+from kaja_cli.core.store import Store, markers
 from kaja_cli.demo import png, script
 from kaja_cli.demo.generated import GeneratedLedger, Vocabulary, engine_of, split_counts
+from kaja_cli.demo.model import DemoOptions, DemoResult
 from kaja_cli.demo.script import Assistant, Compact, Image, Pending, Shown, Tool, User
-from kaja_cli.errors import Interrupted, Refused, UsageError
+from kaja_cli.demo.tables import OtherTables
+from kaja_cli.demo.topics import TOPICS
+from kaja_cli.errors import Interrupted, KajaError, Refused, UsageError
 
 Progress = Callable[[int, int | None], None]
 
@@ -36,65 +38,24 @@ BATCH = 2000  # messages per transaction in the scaled-up store
 # examples use (the time part of a UUIDv7 is its first 12 hex digits, so of every
 # short id). Ids still sort in the order their rows were written.
 ID_EPOCH = datetime(2026, 11, 29, 12, tzinfo=UTC)
-DEFAULT_SEED = 1  # the store the README and the tests describe
-
-
-@dataclass(frozen=True)
-class DemoOptions:
-    seed: int = DEFAULT_SEED
-    sessions: int | None = None  # total sessions (None: the scripted ones)
-    messages: int | None = None  # total messages (None: about 20 per generated session)
-    now: datetime | None = None  # base time; default: the current hour
-    legacy: bool = False  # also the legacy files of an older install (demo/legacy.py)
-
-
-@dataclass
-class DemoResult:
-    sessions: int = 0
-    messages: int = 0
-    tool_calls: int = 0
-    images: int = 0
-    owners: set[str] = field(default_factory=set)
-    calls: int = 0
-    location: str = ""
-    legacy_files: int = 0
-
-    def to_json(self) -> dict:
-        """`kaja demo --json`: what was written."""
-        return {"path": self.location, "sessions": self.sessions, "messages": self.messages,
-                "tool_calls": self.tool_calls, "images": self.images,
-                "owners": sorted(self.owners), "calls": self.calls,
-                "legacy_files": self.legacy_files}  # fmt: skip
 
 
 def existing_store(store: Store) -> list[str]:
     """What already lives at the store's location (demo refuses to touch it)."""
-    paths = store.paths
-    if store.cloud:
-        found = _existing_on_server(store)
-    else:
-        found = [str(f.path) for f in paths.databases() if f.path.exists() or f.path.is_symlink()]
-    if paths.files_dir.exists():
-        found.append(str(paths.files_dir))
+    return [str(p) for p in _existing(store)]
+
+
+def _existing(store: Store) -> list[Path | str]:
+    """The files there (a path), or the server's schema holding conversations."""
+    found = store.part(__package__).existing(store)
+    if store.paths.files_dir.exists():
+        found.append(store.paths.files_dir)
     return found
-
-
-def _existing_on_server(store: Store) -> list[str]:
-    """Kaja's schema on the server, if it holds conversations (or isn't Kaja's)."""
-    from kaja_cli.core.engine import postgres as connection
-    from kaja_cli.core.store.server import schema
-
-    with connection.connect(store.target()) as conn:
-        state = schema.status(conn)
-        state.require_kaja(conn.target, writing=True)
-        if "sessions" in state.tables and conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
-            return [conn.target.where]
-    return []
 
 
 def _what_is_there(path: Path) -> str | None:
     """None for a file that may be a store (demo says one exists); else what it is."""
-    from kaja_cli.core.engine import db, fs
+    from kaja_cli.core.engine import db
 
     kind = db.classify(path) if not path.is_symlink() else "link"
     if kind in ("sqlite", "empty", "missing"):
@@ -114,41 +75,37 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
         raise UsageError("--messages must not be negative")
     from kaja_cli.core.care import wipe
 
-    left = None if store.cloud else wipe.interrupted(store.paths)
+    left = wipe.interrupted(store.paths)
     if left is not None:
         raise Refused(f"an interrupted wipe is not finished: {left.summary}")
-    if not store.cloud and wipe.demo_cut_short(store.paths) is not None:
+    if markers.pending(store.paths, markers.Operation.DEMO):
         raise Refused(
-            f"an earlier `kaja demo` was cut short: a partial store is left at"
-            f" {store.paths.shared_db.path}",
+            f"an earlier `kaja demo` was cut short: a partial store is left at {store.where()}",
             hint="`kaja wipe --yes` removes it, then run `kaja demo` again",
         )
-    found = existing_store(store)
+    found = _existing(store)
     if options.legacy:
         from kaja_cli.demo import legacy
 
-        found += [str(p) for p in legacy.existing(store.paths.state_dir.path)]
+        found += legacy.existing(store.paths.state_dir.path)
     if found:
-        first = Path(found[0])
-        what = None if store.cloud or first == store.paths.files_dir else _what_is_there(first)
+        first = found[0]
+        files = store.paths.files_dir
+        what = _what_is_there(first) if isinstance(first, Path) and first != files else None
         raise Refused(
-            f"a Kaja store already exists ({found[0]})"
-            if what is None
-            else f"{found[0]} is {what}",
+            f"a Kaja store already exists ({first})" if what is None else f"{first} is {what}",
             hint="demo only writes a fresh one: use another --state-dir, or `kaja wipe` first"
             if what is None
             else "demo writes a new store only where there is nothing: use another --db or --state-dir",
         )
     rng = random.Random(options.seed)
-    base = options.now or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    base = options.now or clock.now().replace(minute=0, second=0, microsecond=0)
     base = base.astimezone(UTC)
     demo = _Demo(store, rng, base, progress or (lambda done, total=None: None), options.seed)
     demo.legacy = options.legacy
     scripted = script.SESSIONS[: options.sessions] if options.sessions else script.SESSIONS
     _plan(options, len(scripted), _count_scripted(scripted))  # bad options: before any file
-    # On a server the schema is the store: a demo cut short there leaves
-    # sessions (or images) that the next demo finds, and `kaja wipe` drops.
-    marker = None if store.cloud else _mark_start(store)
+    marker = _mark_start(store)
     try:
         _write(demo, store, options, rng, base)
     except KeyboardInterrupt:
@@ -157,12 +114,11 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
             hint="`kaja wipe --yes` removes it before another `kaja demo`",
         ) from None
     except BaseException:
-        if marker is not None and not existing_store(store):  # it stopped before writing anything
-            marker.unlink(missing_ok=True)
+        if _wrote_nothing(store):  # it stopped before writing anything
+            markers.finish(marker)
         raise
-    if marker is not None:  # every file is closed (the -wal folded in): the store is whole
-        marker.unlink()
-        fs.fsync_dir(marker.parent)
+    # Every file is closed (the -wal folded in): the store is whole.
+    markers.finish(marker)
     demo.result.location = store.where()
     if options.legacy:
         from kaja_cli.demo import legacy
@@ -172,15 +128,20 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
 
 
 def _mark_start(store: Store) -> Path:
-    """`kaja.db.demo`, made durable before the first file: until it goes, the
-    store is a demo cut short (doctor says so, `kaja wipe` removes both)."""
-    from kaja_cli.core.care import wipe
-
-    marker = wipe.demo_marker(store.paths)
+    """`kaja.db.demo` (core/store/markers.py), made durable before the first
+    file: until it goes, the store is a demo cut short (doctor says so, `kaja
+    wipe` removes both). On a server too: the images it writes are here."""
+    marker = markers.path(store.paths, markers.Operation.DEMO)
     fs.ensure_private_dir(marker.parent)
-    wipe.write_marker(marker, {"version": wipe.MARKER_VERSION, "action": "demo",
-                               "started_at": now_iso(), "pid": os.getpid()})  # fmt: skip
+    markers.begin(marker, markers.Operation.DEMO)
     return marker
+
+
+def _wrote_nothing(store: Store) -> bool:
+    try:
+        return not _existing(store)
+    except KajaError:  # the server that failed the demo can't say: the marker stays
+        return False
 
 
 def _write(
@@ -227,7 +188,7 @@ def _plan(options: DemoOptions, scripted: int, scripted_messages: int) -> tuple[
     return extra_sessions, extra_messages
 
 
-class _Demo:
+class _Demo(OtherTables):
     def __init__(
         self, store: Store, rng: random.Random, base: datetime, progress: Progress, seed: int = 0
     ):
@@ -243,9 +204,9 @@ class _Demo:
         self.seed = seed
         self.legacy = False  # --legacy: the older install's files are written beside the store
         self.ledger: GeneratedLedger
-        # The server holds the conversations and the ledger (core.pg.schema):
-        # learning, services, bookkeeping and the side databases stay local.
-        self.cloud = store.cloud
+        # What the store's engine keeps (demo.local, demo.server): a server the
+        # conversations and the ledger only.
+        self.keeps = store.part(__package__).keeps
 
     def _tick(self, n: int = 1) -> None:
         self.result.messages += n
@@ -259,11 +220,11 @@ class _Demo:
         steps = script.steps(spec)
         end = self.base - timedelta(hours=spec["hours_ago"], minutes=rng.randint(0, 50))
         at = end - timedelta(minutes=2 * len(steps))
-        clock = _Clock(at)
+        ticks = _Clock(at)
         sid = rec.start_session(
             owner=owner, persona=spec["persona"], model=spec["model"], title=spec["title"],
             system_prompt=f"You are Kaja, a helpful personal assistant{_persona(spec['persona'])}.",
-            at=clock.now,
+            at=ticks.now,
         )  # fmt: skip
         self.result.sessions += 1
         self.result.owners.add(owner or "terminal")
@@ -274,7 +235,7 @@ class _Demo:
         run_ids = list(spec.get("run_ids", []))
         prompt_tokens = 900
         for step in steps:
-            when = clock.step(rng)
+            when = ticks.step(rng)
             if isinstance(step, User):
                 rec.add_message(sid, "user", step.text, at=when)
                 run_id = self._run_for(
@@ -348,7 +309,7 @@ class _Demo:
         if not any(isinstance(s, Compact) for s in steps) and len(steps) >= 8:
             rec.add_model_call(sid, "summarize", model, prompt_tokens=prompt_tokens, completion_tokens=120,
                                latency_ms=1500, at=end)  # fmt: skip
-        if not self.cloud:
+        if self.keeps("conversation_threads"):
             rec.insert(
                 "conversation_threads", or_replace=True, resource_id=owner or "terminal",
                 thread_id=sid, count=self._next_seq(sid) - 1, title=spec["title"],
@@ -416,10 +377,6 @@ class _Demo:
         )
         return row.fetchone()[0]
 
-    def _start_run(self, **kw) -> str:
-        """Runs of the demo's imaginary agent: a fixed pid and host keep the store reproducible."""
-        return self.rec.start_run(pid=4242, host="kaja-demo", **kw)
-
     def _run_for(
         self, owner: str | None, sid: str, prompt: str, when: datetime, run_id: str | None = None
     ) -> str:
@@ -457,274 +414,11 @@ class _Demo:
         )  # fmt: skip
         self.result.calls += 1
 
-    # -- every other table ---------------------------------------------------------
-    def fill_other_tables(self) -> None:
-        rec, rng, base = self.rec, self.rng, self.base
-        with rec.transaction():
-            for owner, key, content, importance, tags, sticky in script.NOTES:
-                rec.put_note(owner, key, content, importance=importance, tags=tags, sticky=sticky,
-                             at=base - timedelta(days=rng.randint(1, 60)))  # fmt: skip
-            for (owner, key), (times, ago) in script.NOTE_USES.items():
-                rec.use_note(owner, key, at=base - ago, times=times)
-            for topic, owner, version, answers, completed in script.DATASETS:
-                when = base - timedelta(days=rng.randint(1, 90))
-                for fld, value in answers.items():
-                    rec.answer_dataset(topic, owner, version, fld, value, at=when)
-                if completed:
-                    rec.complete_dataset(topic, owner, version, at=when + timedelta(minutes=5))
-            self._ledger_extras()
-            if not self.cloud:
-                self._learning_and_services()
-                self._bookkeeping()
-        if not self.cloud:
-            self._side_databases()
-
-    def _ledger_extras(self) -> None:
-        rec, rng, base = self.rec, self.rng, self.base
-        # The seed's example turn: run_7f3a's model call 1201 starts subagent run_91c0.
-        parent = "run_7f3a" if "run_7f3a" in self.runs else self.runs[0]
-        when = base - timedelta(hours=6)
-        rec.insert("calls", id=1201, run_id=parent, at=iso(when), engine="ollama", model="llama3.2:3b", role="assistant",
-                   source="interactive", kind="chat", prompt_tokens=2140, completion_tokens=96, cached_tokens=0,
-                   duration_ms=1650, ttft_ms=410, ok=1, tool_calls='["spawn_subagent"]', purpose="reply")  # fmt: skip
-        child = self._start_run(agent="researcher", source="subagent", parent_id=parent, prompt="Read the open PRs",
-                              at=when, run_id="run_91c0")  # fmt: skip
-        rec.end_run(child, "completed", result="3 open PRs", at=when + timedelta(seconds=9))
-        rec.add_call(child, model="llama3.2:3b", at=when, engine="ollama", role="subagent", source="subagent",
-                     kind="chat", prompt_tokens=1320, completion_tokens=210, cached_tokens=0, duration_ms=1300,
-                     ttft_ms=380, ok=1, tool_calls='["git_log"]', purpose="subagent")  # fmt: skip
-        rec.add_tool(
-            child,
-            "git_log",
-            "ok",
-            at=when,
-            duration_ms=84,
-            result_chars=3120,
-            preview="commit 4c1e2d9…",
-        )
-        failed = self._start_run(
-            agent="kaja",
-            source="schedule",
-            prompt="Weekly running plan",
-            at=base - timedelta(days=3),
-        )
-        rec.end_run(
-            failed,
-            "failed",
-            error="calendar integration not connected",
-            at=base - timedelta(days=3, seconds=-20),
-        )
-        rec.add_call(failed, model="claude-haiku-4.5", at=base - timedelta(days=3), engine="anthropic", ok=0,
-                     error="tool failed", prompt_tokens=800, completion_tokens=0)  # fmt: skip
-        canceled = self._start_run(
-            agent="kaja", source="api", prompt="Summarise my inbox", at=base - timedelta(days=2)
-        )
-        rec.end_run(canceled, "canceled", at=base - timedelta(days=2, seconds=-4))
-        running = self._start_run(
-            agent="kaja",
-            source="interactive",
-            prompt="Install the nightly backup",
-            at=base - timedelta(hours=1),
-        )
-        for level, message in (("warn", "slow model response: 8.2 s"), ("error", "calendar API returned 403"),
-                               ("debug", "cache hit for web_search")):  # fmt: skip
-            rec.insert("logs", at=iso(base - timedelta(hours=rng.randint(1, 48))), level=level, message=message,
-                       entity_type="agent", entity_name="kaja", process="terminal", run_id=running)  # fmt: skip
-        rec.insert("logs", at=iso(base - timedelta(days=1)), level="info", message="kaja started", entity_type="process",
-                   entity_name="kaja", process="telegram", run_id="")  # fmt: skip
-        rec.insert("media", run_id=running, at=iso(base - timedelta(hours=2)), kind="stt", engine="whisper",
-                   model="whisper-small", source="telegram", channel="voice", duration_ms=1800, first_ms=400,
-                   audio_ms=5200, chars=96, outcome="ok", cold=1, details={"language": "es"})  # fmt: skip
-        rec.insert("media", run_id=running, at=iso(base - timedelta(hours=2)), kind="tts", engine="piper",
-                   model="es_ES-davefx", source="telegram", channel="voice", duration_ms=900, first_ms=250,
-                   audio_ms=4100, chars=120, outcome="error", error="voice not installed", cold=0)  # fmt: skip
-        good, bad = self.runs[0], self.runs[min(3, len(self.runs) - 1)]
-        rec.insert("feedback", run_id=good, span_id="span_1", at=iso(base - timedelta(hours=2)), agent="kaja",
-                   source="terminal", type="thumbs", value_num=1, comment="exactly what I needed", user_id="local")  # fmt: skip
-        rec.insert("feedback", run_id=bad, span_id="span_2", at=iso(base - timedelta(hours=30)), agent="kaja",
-                   source="telegram", type="thumbs", value_num=-1, comment="the times were wrong", user_id=script.TELEGRAM_ANA)  # fmt: skip
-        rec.insert("feedback", run_id=good, at=iso(base - timedelta(hours=1)), agent="kaja", source="web",
-                   type="score", value_num=4.5, value_text="4.5/5", tags=["helpful"])  # fmt: skip
-        rec.insert("reviews", run_id=bad, status="needs-review", reason="feedback", note="thumbs down on timetable",
-                   flagged_at=iso(base - timedelta(hours=30)), updated_at=iso(base - timedelta(hours=30)))  # fmt: skip
-        rec.insert("reviews", run_id=failed, status="complete", reason="manual", tags=["calendar"], note="integration fixed",
-                   flagged_at=iso(base - timedelta(days=3)), reviewed_at=iso(base - timedelta(days=2)),
-                   updated_at=iso(base - timedelta(days=2)))  # fmt: skip
-        for i in range(6):
-            minute = (base - timedelta(minutes=15 * i)).strftime("%Y-%m-%dT%H:%M")
-            rec.count_cache(minute, "web_fetch", hits=rng.randint(0, 9), misses=rng.randint(0, 4),
-                            saved_ms=rng.randint(0, 4000), load_ms=rng.randint(0, 900))  # fmt: skip
-            rec.count_cache(minute, "embeddings", hits=rng.randint(0, 30), misses=rng.randint(0, 3),
-                            saved_ms=rng.randint(0, 900), load_ms=rng.randint(0, 200))  # fmt: skip
-        rec.insert(
-            "counters",
-            or_replace=True,
-            name="backfill:cache-estimates",
-            value=iso(base - timedelta(days=40)),
-        )
-
-    def _learning_and_services(self) -> None:
-        rec, base = self.rec, self.base
-        ts = (base - timedelta(days=1)).timestamp()
-        recipe = rec.insert(
-            "experience_recipes", created_at=ts, updated_at=ts, task="split a long function and rerun the tests",
-            steps=["read_file", "edit_file", "run_tests"], source="learned", prompt="Refactor the invoice parser",
-            uses=3, wins=2, losses=1,
-        )  # fmt: skip
-        rec.insert(
-            "experience_runs", created_at=ts, resource_id="terminal", thread_id=self.session_ids[0][0],
-            prompt="Refactor the invoice parser", steps=[{"tool": "read_file"}, {"tool": "run_tests"}],
-            output="All 412 tests pass.", model_calls=4, tool_calls=6, tool_errors=1, duration=41.5,
-            used_recipes=[recipe], learned_recipe=recipe, feedback=1, trace_run_id=self.runs[0],
-        )  # fmt: skip
-        rec.insert("experience_tool_fixes", created_at=ts, updated_at=ts, scope="terminal", tool="run_tests",
-                   error_key="pytest: no tests ran", error="no tests ran", failed={"command": "pytest tests/billing/"},
-                   fixed={"command": "pytest tests/billing -q"}, hits=2)  # fmt: skip
-        day = timedelta(days=1)
-        rec.insert("schedules", id="sch_dentist", agent_id="kaja", cron="30 8 * * 2", prompt="Recordar la cita con el dentista",
-                   name="dentista", timezone="Europe/Madrid", resource_id=script.TELEGRAM_ANA, status="active",
-                   next_run_at=iso(base + 2 * day), last_run_at=iso(base - 5 * day), created_at=iso(base - 9 * day),
-                   updated_at=iso(base - 5 * day), metadata={"channel": "telegram"})  # fmt: skip
-        rec.insert("schedules", id="sch_running", agent_id="coach", cron="0 19 * * 0", prompt="Send this week's runs",
-                   name="running plan", timezone="Europe/Stockholm", resource_id=script.TELEGRAM_BJORN, status="active",
-                   next_run_at=iso(base - timedelta(minutes=5)), created_at=iso(base - 6 * day), updated_at=iso(base - day))  # fmt: skip
-        rec.insert("schedules", id="sch_digest", agent_id="kaja", cron="0 7 * * *", prompt="Morning news digest",
-                   name="digest", timezone="Europe/Paris", status="paused", created_at=iso(base - 30 * day),
-                   updated_at=iso(base - 20 * day))  # fmt: skip
-        rec.insert("triggers", id="trg_gmail", agent_id="kaja", name="invoices by mail", kind="gmail",
-                   prompt="File invoices that arrive by mail", config={"label": "invoices"}, status="active",
-                   secret="gmail-oauth-refresh-" + "%032x" % self.rng.getrandbits(128), state={"historyId": 88123},
-                   next_check_at=iso(base + timedelta(minutes=10)), last_fired_at=iso(base - 2 * day),
-                   recent_fires=[iso(base - 2 * day)], created_at=iso(base - 20 * day), updated_at=iso(base - 2 * day))  # fmt: skip
-        rec.insert("triggers", id="trg_hook", agent_id="kaja", name="deploy finished", kind="webhook",
-                   prompt="Tell me when the deploy finishes", config={"path": "/hooks/deploy"}, status="active",
-                   secret="whsec_" + "%040x" % self.rng.getrandbits(160), last_error="signature mismatch",
-                   created_at=iso(base - 10 * day), updated_at=iso(base - day))  # fmt: skip
-        for i, (status, err) in enumerate((("completed", None), ("running", None), ("failed", "timeout after 300 s"),
-                                           ("queued", None), ("cancelled", None))):  # fmt: skip
-            rec.insert("background_tasks", id=f"bg_{i + 1:03d}", agent_id="kaja", tool_name="web_fetch",
-                       arguments={"url": f"https://example.org/report/{i}"}, status=status, error=err,
-                       result="saved" if status == "completed" else None, attempts=1 if status != "queued" else 0,
-                       max_retries=3, timeout_seconds=300, resource_id="terminal", notify=1, notified=int(status == "completed"),
-                       created_at=iso(base - timedelta(hours=i + 1)), updated_at=iso(base - timedelta(hours=i)))  # fmt: skip
-        rec.insert("artifacts", id="a1b2c3", kind="screenshot", source="browser_screenshot", title="PR list",
-                   fingerprint="sha256:" + "%064x" % self.rng.getrandbits(256),
-                   path=str(self.store.paths.files_dir / "artifacts" / "pr-list.png"), created_at=iso(base - day))  # fmt: skip
-        rec.insert("artifacts", id="a4d5e6", kind="page", source="https://www.sbb.ch/en", title="SBB timetable",
-                   text="Zürich HB 07:32 → Genève 10:18", fingerprint="sha256:" + "%064x" % self.rng.getrandbits(256),
-                   created_at=iso(base - 2 * day))  # fmt: skip
-
-    def _bookkeeping(self) -> None:
-        rec, base = self.rec, self.base
-        if not self.legacy:  # with --legacy, usage.db is there waiting for `kaja migrate`
-            rec.insert("kaja_migrations", or_replace=True, source=str(self.store.paths.state_dir.path / "usage.db"),
-                       migrated_at=iso(base - timedelta(days=45)))  # fmt: skip
-        for i in range(3):
-            rec.insert(
-                "sync_outbox",
-                tbl="calls",
-                key=str(i + 1),
-                op="upsert",
-                at=iso(base - timedelta(minutes=i)),
-            )
-        rec.insert("sync_outbox", tbl="runs", key=self.runs[-1], op="upsert", at=iso(base))
-        rec.insert(
-            "sync_map",
-            or_replace=True,
-            origin="laptop-7f3a",
-            tbl="calls",
-            key="1201",
-            local_id="9001",
-            seq=41,
-        )
-        rec.insert(
-            "sync_state",
-            or_replace=True,
-            name="pull_cursor",
-            value="41",
-            updated_at=iso(base - timedelta(minutes=3)),
-        )
-        rec.insert(
-            "sync_state",
-            or_replace=True,
-            name="history_seeded",
-            value="1",
-            updated_at=iso(base - timedelta(days=45)),
-        )
-        rec.insert("sync_flags", or_replace=True, name="importing", value="0")
-
-    def _side_databases(self) -> None:
-        rec, rng, base = self.rec, self.rng, self.base
-        with rec.transaction("cache"):
-            for i in range(8):
-                expires = base + timedelta(hours=6) if i % 3 else base - timedelta(hours=2)
-                rec.cache_put("web_fetch", f"https://example.org/page/{i}", {"status": 200, "bytes": 1000 + i},
-                              expires_at=iso(expires), at=base - timedelta(minutes=35 * i))  # fmt: skip
-            rec.cache_put(
-                "embeddings",
-                "all-minilm:tomato leaves curling",
-                [0.12, -0.03, 0.44],
-                expires_at=None,
-                at=base - timedelta(days=3),
-            )
-        self._query_profile()
-        with rec.transaction("auth"):
-            user = rec.add_web_user("marie", "correct horse battery staple %d" % rng.getrandbits(32),
-                                    role="admin", display_name="Marie", at=base - timedelta(days=50))  # fmt: skip
-            rec.add_web_session(user, "token-%032x" % rng.getrandbits(128), expires_at=iso(base + timedelta(days=30)),
-                                at=base - timedelta(hours=4))  # fmt: skip
-            rec.add_web_session(user, "token-%032x" % rng.getrandbits(128), expires_at=iso(base - timedelta(days=2)),
-                                at=base - timedelta(days=32))  # fmt: skip
-            rec.insert("web_auth_meta", or_replace=True, key="legacy_owner_id", value=user)
-            # Accounts made later: one signed in, one disabled (`kaja accounts`).
-            ana = rec.add_web_user("ana", "mi contraseña %d" % rng.getrandbits(32), display_name="Ana García",
-                                   at=base - timedelta(days=20))  # fmt: skip
-            rec.add_web_session(ana, "token-%032x" % rng.getrandbits(128), expires_at=iso(base + timedelta(days=30)),
-                                at=base - timedelta(days=2))  # fmt: skip
-            rec.add_web_user("guest", "guest password %d" % rng.getrandbits(32), display_name="Guest",
-                             at=base - timedelta(days=9), active=False)  # fmt: skip
-
-    # The statements the agent's profiler times most: (db, sql, mean ms, rows per call).
-    PROFILED = (
-        ("kaja.db", "SELECT * FROM messages WHERE sessionId = ? ORDER BY seq", 1.4, 24),
-        ("kaja.db", 'INSERT INTO messages (id, sessionId, seq, role, content, parts, reasoning, toolCallId, persona, model, promptTokens, completionTokens, latencyMs, finishReason, createdAt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)', 0.35, 1),
-        ("kaja.db", "INSERT INTO calls (run_id, at, engine, model, prompt_tokens, completion_tokens, duration_ms) VALUES (?, ?, ?, ?, ?, ?, ?)", 0.3, 1),
-        ("kaja.db", "SELECT id, name, cron, next_run_at FROM schedules WHERE status = ? AND next_run_at <= ? ORDER BY next_run_at", 0.12, 0),
-        ("cache.db", "SELECT value, expires_at FROM shared_cache WHERE namespace = ? AND key = ?", 0.06, 1),
-    )  # fmt: skip
-
-    def _query_profile(self) -> None:
-        """db-stats.db as the profilers leave it: per-minute totals of the terminal's,
-        the bot's and kaja's statements over three days, and a few slow queries."""
-        # Its own random numbers: the rows written after these stay as they were.
-        rec, rng, base = self.rec, random.Random(f"profile {self.seed}"), self.base
-        processes = ((4242, "terminal"), (4311, "telegram"), (5120, "scheduler"))
-        with rec.transaction("stats"):
-            for day in range(3):
-                for hours in (1, 5, 10):
-                    pid, process = processes[(day + hours) % 3]
-                    minute = base - timedelta(days=day, hours=hours, minutes=rng.randrange(60))
-                    for db, sql, mean, rows in self.PROFILED:
-                        calls = rng.randint(3, 30)
-                        times = [mean * rng.uniform(0.5, 1.6) for _ in range(calls)]
-                        rec.insert("db_query_stats", bucket=minute.strftime("%Y-%m-%dT%H:%M"), pid=pid,
-                                   db=db, sql=sql, calls=calls, total_ms=round(sum(times), 3),
-                                   max_ms=round(max(times), 3), rows=rows * calls, errors=0,
-                                   process=process)  # fmt: skip
-            slow = (
-                (4242, "terminal", "kaja.db", "SELECT * FROM calls WHERE at >= ?", 88.0, 5000),
-                (4311, "telegram", "kaja.db", "SELECT * FROM messages WHERE sessionId = ? ORDER BY seq", 61.5, 410),
-                (4242, "terminal", "cache.db", "DELETE FROM shared_cache WHERE expires_at < ?", 53.2, 120),
-            )  # fmt: skip
-            for i, (pid, process, db, sql, ms, rows) in enumerate(slow):
-                rec.insert("db_slow_queries", at=iso(base - timedelta(hours=5 * i + 1, minutes=7)), pid=pid,
-                           process=process, db=db, sql=sql, duration_ms=ms, rows=rows)  # fmt: skip
-
     # -- the scaled-up store -----------------------------------------------------------
     def generate(self, sessions: int, messages: int) -> None:
         rec, rng, base = self.rec, self.rng, self.base
         words = Vocabulary(rng)
-        topics = list(script.TOPICS)
+        topics = list(TOPICS)
         owners = (
             [None] * 7
             + [script.TELEGRAM_ANA, script.TELEGRAM_BJORN, script.WIDGET]
@@ -739,11 +433,11 @@ class _Demo:
             for n, count in enumerate(counts):
                 topic = rng.choice(topics)
                 owner = rng.choice(owners)
-                spec = script.TOPICS[topic]
+                spec = TOPICS[topic]
                 title = rng.choice(spec["titles"])
                 model = rng.choice(("gpt-5-mini", "claude-sonnet-4.5", "claude-haiku-4.5", "gpt-5"))
                 start = base - timedelta(days=rng.uniform(0.1, 365))
-                clock = _Clock(start)
+                ticks = _Clock(start)
                 sid = rec.start_session(
                     owner=owner, persona=None, model=model, title=title, at=start
                 )
@@ -756,7 +450,7 @@ class _Demo:
                 seq = 0
                 remaining = count - 1 if with_image else count
                 while remaining > 0:
-                    when = clock.step(rng)
+                    when = ticks.step(rng)
                     seq += 1
                     role = "user" if seq % 2 == 1 else "assistant"
                     if role == "assistant" and remaining >= 2 and rng.random() < 0.12:
@@ -809,7 +503,7 @@ class _Demo:
                         ),
                     )
                     seq += 1
-                    rec.add_message(sid, "user", None, parts=[part], at=clock.step(rng), seq=seq)
+                    rec.add_message(sid, "user", None, parts=[part], at=ticks.step(rng), seq=seq)
                     self.result.images += 1
                     pending_rows += 1
             ledger.flush(rec.conn())

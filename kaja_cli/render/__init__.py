@@ -46,9 +46,10 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from kaja_cli.core.clock import ago
 from kaja_cli.core.engine.fs import human_size  # noqa: F401 - one definition, shared with the core
 from kaja_cli.core.wording import noun, plural  # noqa: F401 - the same wording as the core
 from kaja_cli.errors import Declined, Refused
@@ -407,44 +408,12 @@ def human_count(value: Any) -> str:
 
 
 def relative_time(value: Any, now: datetime | None = None) -> str:
-    """ "3h ago", "2d ago", or the date for anything older than a month."""
-    if now is not None and isinstance(value, str) and value.endswith("Z") and value[10:11] == "T":
-        # Most of a big store is older than a month: its date is the text's
-        # first ten characters, no parsing (10,000 rows of a listing).
-        if value < _month_before(now):
-            return value[:10]
-    from kaja_cli.core.clock import parse_stored
-
-    dt = parse_stored(value) if isinstance(value, str) else None
-    if dt is None:
-        return text(value) or "-"
-    seconds = ((now or datetime.now(UTC)) - dt).total_seconds()
-    if seconds < 0:
-        return dt.strftime("%Y-%m-%d %H:%M")
-    for limit, div, unit in (
-        (60, 1, "s"),
-        (3600, 60, "m"),
-        (86400, 3600, "h"),
-        (86400 * 30, 86400, "d"),
-    ):
-        if seconds < limit:
-            return f"{int(seconds // div)}{unit} ago" if unit != "s" else "just now"
-    return dt.strftime("%Y-%m-%d")
-
-
-_MONTH_BEFORE: dict[datetime, str] = {}
-
-
-def _month_before(now: datetime) -> str:
-    """30 days before `now` as stored text (ISO 8601 UTC, to the second)."""
-    text = _MONTH_BEFORE.get(now)
-    if text is None:
-        from datetime import timedelta
-
-        text = (now - timedelta(days=30)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S")
-        _MONTH_BEFORE.clear()
-        _MONTH_BEFORE[now] = text
-    return text
+    """ "3h ago", "2d ago", or the date for anything older than a month (`clock.ago`)."""
+    if isinstance(value, str):
+        shown = ago(value, now)
+        if shown is not None:
+            return shown
+    return text(value) or "-"
 
 
 def color_enabled() -> bool:

@@ -3,10 +3,10 @@ results' own `to_json()`)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from kaja_cli import render
+from kaja_cli.core import clock
 from kaja_cli.render import Col
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def listing(result: AccountListing) -> None:
         Col("last sign-in", kind="whole", drop=1), Col("", kind="whole"),
     ]  # fmt: skip
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for a in result.accounts:
         mark = "legacy owner" if a.legacy_owner else ""
         rows.append(
@@ -57,7 +57,7 @@ def sign_ins(account: Account, *, sign_ins: list[SignIn]) -> None:
     if not sign_ins:
         render.note(f"{account.username} has no sign-in sessions")
         return
-    now = datetime.now(UTC)
+    now = clock.now()
     cols = [Col("created", kind="whole"), Col("expires", kind="whole"), Col("", kind="whole")]
     rows = [[render.relative_time(s.created_at, now) if s.created_at else "-", render.relative_time(s.expires_at, now) if s.expires_at else "never",
              "live" if s.live else render.Styled("expired", "dim")] for s in sign_ins]  # fmt: skip

@@ -16,7 +16,8 @@ from kaja_cli.render import Col
 if TYPE_CHECKING:
     from kaja_cli.core.care.backup.archive import Manifest
     from kaja_cli.core.care.backup.create import BackupResult
-    from kaja_cli.core.care.backup.restore import Finished, RestorePlan, RestoreResult
+    from kaja_cli.core.care.backup.interrupted import Finished
+    from kaja_cli.core.care.backup.restore import RestorePlan, RestoreResult
 
 
 def backed_up(result: BackupResult, *, images: Path) -> None:
@@ -131,15 +132,15 @@ def strays(plan: RestorePlan) -> None:
         n = len(plan.only_in_backup)
         render.note(
             f"in the image folders of the store in place, {render.plural(n, 'file')}"
-            f" {'is' if n == 1 else 'are'} no image kaja wrote ({_some(plan.only_in_backup, images)}):"
-            f" {'it goes' if n == 1 else 'they go'} with that store, kept only in the backup made"
+            f" {render.noun(n, 'is', 'are')} no image kaja wrote ({_some(plan.only_in_backup, images)}):"
+            f" {render.noun(n, 'it goes', 'they go')} with that store, kept only in the backup made"
             " first"
         )
     if plan.put_back:
         n = len(plan.put_back)
         render.note(
             f"{render.plural(n, 'entry', 'entries')} there that a backup cannot hold"
-            f" ({_some(plan.put_back, images)}) {'is' if n == 1 else 'are'} put back in place"
+            f" ({_some(plan.put_back, images)}) {render.noun(n, 'is', 'are')} put back in place"
         )
 
 

@@ -3,10 +3,10 @@ own `to_json()`)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from kaja_cli import render
+from kaja_cli.core import clock
 from kaja_cli.core.side.cache import How
 from kaja_cli.render import Col
 
@@ -36,7 +36,7 @@ def report(result: CacheReport) -> None:
         Col("hit rate", justify="right"),
     ]  # fmt: skip
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for s in result.namespaces:
         rate = s.hit_rate
         rows.append(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kaja_cli import render
+from kaja_cli.core import clock
 from kaja_cli.core.care.legacy import Status
 from kaja_cli.render import Col
 
@@ -59,7 +60,7 @@ def _rows(plan: Plan) -> tuple[list, list]:
 def _state(item) -> str:  # type: ignore[no-untyped-def]
     """Why a file or a conversation is not imported now."""
     state = (
-        "imported " + (item.imported_at or "")[:10]
+        "imported " + clock.day_of(item.imported_at or "")
         if item.status is Status.IMPORTED
         else item.reason
     )

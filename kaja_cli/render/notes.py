@@ -4,10 +4,10 @@ listing, `show` and `forget` is the results' own `to_json()`)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from kaja_cli import render
+from kaja_cli.core import clock
 from kaja_cli.core.owners import label
 from kaja_cli.render import Col
 
@@ -49,7 +49,7 @@ def listing(result: NoteListing, *, flt: NoteFilter) -> None:
         Col("content", kind="text", min=20),
     ]
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for n in result.notes:
         who = [label(n.owner)] if all_owners else []
         rows.append(
@@ -139,11 +139,11 @@ def markdown(notes: list[Note], owner: str | None) -> str:
             facts.append("sticky")
         if n.tags:
             facts.append("tags: " + ", ".join(n.tags))
-        facts.append(f"used {n.use_count} {'time' if n.use_count == 1 else 'times'}")
+        facts.append(f"used {render.plural(n.use_count, 'time')}")
         if n.last_used_at:
-            facts.append(f"last {n.last_used_at[:10]}")
+            facts.append(f"last {clock.day_of(n.last_used_at)}")
         if n.created_at:
-            facts.append(f"written {n.created_at[:10]}")
+            facts.append(f"written {clock.day_of(n.created_at)}")
         out += [
             f"{level} {n.key}",
             "",
@@ -168,7 +168,7 @@ def search(result: NoteSearch) -> None:
     cols += [Col("importance", kind="whole", drop=2), Col("last used", kind="whole", drop=1),
              Col("match", kind="text", min=30)]  # fmt: skip
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for h in result.hits:
         n = h.note
         who = [label(n.owner)] if owners else []

@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from kaja_cli import render
+from kaja_cli.core import clock
 from kaja_cli.core.owners import label
 from kaja_cli.render import Col
 from kaja_cli.render import Styled as S
@@ -69,7 +69,7 @@ def listing(result: Listing, flt: SessionFilter) -> None:
     if pending:
         cols.append(Col("", kind="whole"))
     rows, plain = [], []
-    now = datetime.now(UTC)
+    now = clock.now()
     for s in result.sessions:
         r = s.row
         kind = (render.text(r.get("pendingKind")) or "pending") if s.pending else ""
@@ -191,7 +191,7 @@ def prune_plan(plan: PrunePlan) -> None:
     rows = []
     for c in shown:
         owner = [label(c.owner)] if everyone else []
-        updated = (c.updated or "-")[:10] if terminal else c.updated
+        updated = clock.day_of(c.updated or "-") if terminal else c.updated
         rows.append([c.id if not terminal else c.id[:13], updated, *owner, c.title, c.messages])
     more = len(plan.sessions) - len(shown)
     caption = f"… and {render.plural(more, 'more session')} between them" if more else None

@@ -11,24 +11,20 @@ if TYPE_CHECKING:
     from kaja_cli.core.ledger.sync import Status, SyncResult
 
 
-def _changes(n: int) -> str:
-    return render.noun(n, "change")
-
-
 def synced(r: SyncResult) -> None:
     if r.reseeded:
         render.note(f"sending the history again: {r.reseeded}")
     parts = []
     if r.push is not None:
-        sent = f"{r.push.changes:,} {_changes(r.push.changes)}"
+        sent = render.plural(r.push.changes, "change", commas=True)
         if r.push.history:
-            sent = f"{r.push.history:,} rows of history and " + sent
+            sent = f"{render.plural(r.push.history, 'row', commas=True)} of history and " + sent
         parts.append(f"pushed {sent}")
     if r.pull is not None:
         machines = len(r.pull.origins - {"*"})
-        got = f"pulled {r.pull.changes:,} {_changes(r.pull.changes)}"
+        got = f"pulled {render.plural(r.pull.changes, 'change', commas=True)}"
         if machines:
-            got += f" from {machines} other {render.noun(machines, 'machine')}"
+            got += f" from {render.plural(machines, 'other machine')}"
         if r.pull.kept_local:
             got += f" ({r.pull.kept_local:,} kept this machine's newer change)"
         parts.append(got)
@@ -42,7 +38,7 @@ def status(s: Status) -> None:
         ["store", s.store],
         ["server", f"{s.url} ({s.url_source})" if s.url else "not configured"],
         ["this ledger", s.origin or "never synced"],
-        ["outbox", f"{s.outbox_rows:,} {_changes(s.outbox_rows)}"
+        ["outbox", render.plural(s.outbox_rows, "change", commas=True)
                    + (f", the oldest from {s.outbox_oldest}" if s.outbox_oldest else "")],
         ["history sent", "yes" if s.seeded else "no"],
         ["last push", s.last_push or "never"],
@@ -57,7 +53,8 @@ def status(s: Status) -> None:
             label = "shared runs, events, reviews" if o.origin == "*" else o.host or "?"
             mark = " (this machine)" if o.origin == s.origin else ""
             deleted = f", {o.deleted:,} deleted" if o.deleted else ""
-            rows.append([f"  {o.origin}", f"{o.rows:,} rows{deleted} · {label}{mark}"])
+            shown = render.plural(o.rows, "row", commas=True)
+            rows.append([f"  {o.origin}", f"{shown}{deleted} · {label}{mark}"])
     render.table(
         [render.Col("", style="bold"), render.Col("")], rows,
         plain_rows=[[k.strip(), v] for k, v in rows],
@@ -79,10 +76,13 @@ def _server(s: Status) -> str:
         return f"does not answer: {server.error}"
     if server.ledger_id is None:
         return "answers; no shared ledger yet (the first `kaja sync` makes it)"
-    text = f"answers; {server.rows:,} rows from {len(server.origins)} origins"
+    text = (
+        f"answers; {render.plural(server.rows, 'row', commas=True)}"
+        f" from {render.plural(len(server.origins), 'origin')}"
+    )
     text += f" in schema {server.schema}"
     if server.same_ledger is False:
         text += "; not the ledger this one synced with (the next sync starts over)"
     if server.to_pull is not None:
-        text += f"; {server.to_pull:,} {_changes(server.to_pull)} to pull"
+        text += f"; {render.plural(server.to_pull, 'change', commas=True)} to pull"
     return text

@@ -119,21 +119,14 @@ def _plain_row(section: str, key: str | None, t: Totals) -> list:
 
 def _with_empty_days(groups: list) -> list:
     """Days without calls between the first and the last, so the chart's gaps show."""
-    from datetime import date, timedelta
-
+    from kaja_cli.core import clock
     from kaja_cli.core.ledger.usage import Totals
 
     days = {g.key: g for g in groups}
-    try:
-        first, last = (date.fromisoformat(k) for k in (groups[0].key, groups[-1].key))
-    except (IndexError, TypeError, ValueError):
+    keys = clock.days(groups[0].key, groups[-1].key, most=3661) if groups else None
+    if keys is None:
         return groups
-    if (last - first).days > 3660:
-        return groups
-    out = []
-    for i in range((last - first).days + 1):
-        key = (first + timedelta(days=i)).isoformat()
-        out.append(days.get(key) or Totals(key))
+    out = [days.get(key) or Totals(key) for key in keys]
     shown = {t.key for t in out}
     return out + [g for g in groups if g.key not in shown]
 
@@ -156,9 +149,9 @@ def reset_question(plan: ResetPlan) -> str:
 
 def _rows(total: int, outbox: int, older: str = "", *, always_outbox: bool = False) -> str:
     """'229 usage rows and 4 pending sync rows': what the table's total counts."""
-    text = f"{total:,} {render.noun(total, 'usage row')}{older}"
+    text = f"{render.plural(total, 'usage row', commas=True)}{older}"
     if outbox or always_outbox:
-        text += f" and {outbox:,} {render.noun(outbox, 'pending sync row')}"
+        text += f" and {render.plural(outbox, 'pending sync row', commas=True)}"
     return text
 
 

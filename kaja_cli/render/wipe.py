@@ -128,7 +128,7 @@ def erased(
                     f" Qdrant ({points.where.collection} at {points.where.where})")  # fmt: skip
     n = len(done.image_folders)
     render.note(
-        f"erased {sum(done.rows.values())} rows and {render.plural(n, 'image folder')}"
+        f"erased {render.plural(sum(done.rows.values()), 'row')} and {render.plural(n, 'image folder')}"
         f" of {who.label}"
     )
     if not done.index_purged:

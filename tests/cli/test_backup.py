@@ -1,4 +1,4 @@
-"""`kaja backup` and `kaja restore` (core/backup/, commands/backup.py).
+"""`kaja backup` and `kaja restore` (core/care/backup/, commands/backup.py).
 
 Through the real command: what the archive holds (members, manifest, sums,
 mode), where it may be written, a backup beside live writers restored

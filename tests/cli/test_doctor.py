@@ -515,7 +515,7 @@ def test_search_index_entries_under_the_wrong_message(demo_store: Kaja) -> None:
 
     # Put the triggers back without reindexing: counts agree, contents do not.
     with sqlite3.connect(demo_store.db) as conn:
-        from kaja_cli.core.conversations.search import index as search_index
+        from kaja_cli.core.store import search_index
 
         for name in ("messages_fts_bu", "messages_fts_au"):
             conn.execute(f"CREATE TRIGGER {name} {search_index.FTS_TRIGGERS[name]}")
@@ -714,17 +714,21 @@ def test_sync_outbox_backlog(demo_store: Kaja) -> None:
     assert stuck.status == "warn" and stuck.summary.endswith("sync looks stuck")
 
 
-def test_registry_takes_new_checks(demo_store: Kaja, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_registry_takes_new_checks(demo_store: Kaja) -> None:
     # How the lead adds the interrupted-wipe check: one decorated function.
     from kaja_cli.core.care import doctor as core
+    from kaja_cli.core.care.doctor import registry
 
-    monkeypatch.setattr(core, "CHECKS", list(core.CHECKS))
+    before = list(registry.CHECKS)
+    try:
 
-    @core.check("wipe-marker", "paths", "an interrupted `kaja wipe`")
-    def wipe_marker(ctx: core.Context) -> core.Check:
-        return core.Check("wipe-marker", "paths", core.WARN, "a wipe was interrupted")
+        @registry.check("wipe-marker", "paths", "an interrupted `kaja wipe`")
+        def wipe_marker(ctx: core.Context) -> core.Check:
+            return core.Check("wipe-marker", "paths", core.WARN, "a wipe was interrupted")
 
-    report = _run_in_process(demo_store, only=["wipe-marker"])
+        report = _run_in_process(demo_store, only=["wipe-marker"])
+    finally:
+        registry.CHECKS[:] = before
     assert [(c.id, c.status) for c in report.checks] == [("wipe-marker", "warn")]
     assert report.verdict() == "0 errors, 1 warning"
 

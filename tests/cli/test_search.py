@@ -511,8 +511,8 @@ def test_missing_trigger_is_repaired_by_the_next_writable_kaja(demo_store: Kaja)
 def test_the_agent_can_write_while_the_index_is_built(tmp_path: Path, monkeypatch) -> None:
     """In-process, with tiny batches: deletes, updates and inserts between
     batches leave an index FTS4 finds whole."""
-    from kaja_cli.core.conversations.search import index as search_index
     from kaja_cli.core.engine.db import transaction
+    from kaja_cli.core.store import search_index
 
     monkeypatch.setattr(search_index, "FILL_BATCH", 3)
     db = tmp_path / "kaja.db"
@@ -598,13 +598,14 @@ def test_filters_that_reject_most_candidates_ask_again(demo_store: Kaja, monkeyp
     """In-process, with tiny first rounds: a rare owner's best hits come out
     the same as in one round."""
     from kaja_cli.core.conversations import search
+    from kaja_cli.core.conversations.search import local
     from kaja_cli.core.store import Store
 
     bjorn = "telegram:771204"  # 4 of the 44 messages holding "the"
     store = Store.locate(environ=demo_store.env)
     once = search.search(store, "the", owner=bjorn, limit=3)
-    monkeypatch.setattr(search, "_FIRST_RANKED", 1)
-    monkeypatch.setattr(search, "_FIRST_BATCH", 1)
+    monkeypatch.setattr(local, "_FIRST_RANKED", 1)
+    monkeypatch.setattr(local, "_FIRST_BATCH", 1)
     again = search.search(store, "the", owner=bjorn, limit=3)
     assert [h.message_id for h in again.hits] == [h.message_id for h in once.hits]
     assert len(once.hits) == 3 and once.more and again.more

@@ -351,7 +351,7 @@ def test_vacuum_that_moves_rowids_starts_the_index_again(tmp_path) -> None:
     """SQLite renumbers the rowids of a table without any index; the CJK
     index is keyed by them, so it is built again (by the next CJK search)."""
     from kaja_cli.core.conversations.search import cjk_index
-    from kaja_cli.core.ledger import usage
+    from kaja_cli.core.ledger.usage import local as usage
 
     db = tmp_path / "kaja.db"
     conn = sqlite3.connect(db, isolation_level=None)

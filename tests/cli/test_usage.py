@@ -22,8 +22,7 @@ from pathlib import Path
 import pytest
 
 from kaja_cli.core.conversations.record import Recorder
-from kaja_cli.core.conversations.search import index as search_index
-from kaja_cli.core.store import Store, schema
+from kaja_cli.core.store import Store, schema, search_index
 from kaja_cli.core.store.paths import Overrides
 from tests.conftest import KAJA, Kaja
 
@@ -796,7 +795,7 @@ def test_vacuum_when_the_agent_is_busy_or_reading(ledger):
 
 def test_vacuum_rebuilds_the_search_index_when_rowids_move(tmp_path):
     """SQLite renumbers the rowids of a table without any index: the index must follow."""
-    from kaja_cli.core.ledger import usage
+    from kaja_cli.core.ledger.usage import local as usage
 
     db = tmp_path / "kaja.db"
     conn = sqlite3.connect(db, isolation_level=None)

@@ -1,9 +1,9 @@
-"""`kaja wipe` and `kaja wipe --owner` (core/wipe/, commands/wipe.py).
+"""`kaja wipe` and `kaja wipe --owner` (core/care/wipe/, commands/wipe.py).
 
 Every safety rule of SPEC §8 through the real command: the exact paths
 deleted (the whole tree compared before and after), refusals, real second
 processes holding the files, and `kill -9` of a real `kaja wipe` stopped at
-chosen steps by the test hook (core/wipe/hook.py, set by tests/support/wipe_paused.py).
+chosen steps by the test hook (core/store/markers.py, set by tests/support/wipe_paused.py).
 """
 
 from __future__ import annotations
@@ -788,9 +788,7 @@ def test_owner_killed_after_the_commit_leaves_folders_the_next_run_removes(demo_
     assert snapshot(kaja.db, kaja.root / "s2") == expected
     assert ana_folder in image_folders(kaja)
     left = interrupted(kaja)
-    assert (
-        left is not None and "stopped after its commit with 1 image folder(s) left" in left.summary
-    )
+    assert left is not None and "stopped after its commit with 1 image folder left" in left.summary
 
     r = kaja("wipe", "--owner", ANA, "--dry-run")
     assert r.code == 0 and "image_folders\t1" in r.out, r  # nothing in the rows, one folder

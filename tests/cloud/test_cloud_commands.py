@@ -79,6 +79,44 @@ def test_wipe_owner_erases_them_in_one_transaction_and_their_words(cloud_demo):
     assert r.code == 3 and "nothing stored for owner telegram:482913" in r.err
 
 
+def test_wipe_owner_terminal_erases_what_is_stored_under_the_word_terminal_too(cloud_demo):
+    """As locally (`Owner.rows_where`): what every listing shows as the
+    terminal's is the terminal's, and goes with it."""
+    with cloud_demo.pg.connect() as conn:
+        conn.execute("INSERT INTO kaja.notes (owner, key, content) VALUES ('terminal', 'k', 'x')")
+    r = cloud_demo("wipe", "--owner", "terminal", "--yes")
+    assert r.code == 0, r
+    sql = "SELECT count(*) FROM kaja.notes WHERE owner IN ('', 'terminal')"
+    assert count(cloud_demo.pg, sql) == 0
+
+
+def test_wipe_owner_waits_for_an_interrupted_whole_wipe_as_locally(cloud_demo):
+    """One plan for both engines: the whole wipe's marker (beside the state
+    dir's shared file) is finished first, then an owner is erased."""
+    marker = cloud_demo.state / "kaja.db.wiping"
+    marker.write_text(json.dumps({"version": 1, "action": "wipe", "paths": []}, indent=1))
+    r = cloud_demo("wipe", "--owner", ANA, "--yes")
+    assert r.code == 5, r
+    assert r.err.startswith("kaja: an interrupted `kaja wipe` has not finished: run `kaja wipe`")
+    assert count(cloud_demo.pg, f"SELECT count(*) FROM kaja.sessions WHERE owner = '{ANA}'") == 3
+
+
+def test_a_demo_cut_short_is_named_and_the_wipe_removes_its_marker_as_locally(cloud):
+    """The demo's marker protocol (core/store/markers.py) is the same on a
+    server: a demo cut short is refused a second start, and `kaja wipe` ends it."""
+    cloud.state.mkdir(parents=True)
+    marker = cloud.state / "kaja.db.demo"
+    marker.write_text(json.dumps({"version": 1, "action": "demo", "pid": 4_194_399}, indent=1))
+    r = cloud(*DEMO)
+    assert r.code == 5 and "an earlier `kaja demo` was cut short" in r.err, r
+    r = cloud("wipe", "--yes")
+    assert r.code == 0, r
+    assert not marker.exists()
+    r = cloud(*DEMO)
+    assert r.code == 0, r
+    assert not marker.exists()  # a whole demo leaves none
+
+
 def test_a_whole_wipe_drops_kajas_schema_only_and_only_with_yes(cloud_demo):
     with cloud_demo.pg.connect() as conn:
         conn.execute("CREATE TABLE public.someone_elses (x int)")

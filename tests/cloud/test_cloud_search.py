@@ -160,7 +160,7 @@ def test_generated_messages_match_the_same_way(two_stores, texts, plain_queries,
 
 
 def test_every_code_point_folds_as_sqlites_tokenizer(cloud_demo):
-    from kaja_cli.core.conversations.search import tokenizer
+    from kaja_cli.core.store.server import tokenizer
 
     store = Store.locate(environ=cloud_demo.env)
     with store.reader() as conn:

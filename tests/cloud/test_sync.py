@@ -364,6 +364,19 @@ def test_status_reads_only_and_says_what_the_server_holds(two, pg):
     assert lines["server"] == f"{pg.url} (settings [usage] postgres_url)"
 
 
+def test_one_row_reads_in_the_singular(two, pg):
+    """b's history is one run: "1 row", "1 origin" (core/wording.py), not "1 rows"."""
+    _, b = two
+    r = b("sync")
+    assert r.code == 0, r
+    assert r.err == f"kaja: pushed 1 row of history and 0 changes; pulled 0 changes ({pg.url})\n"
+    r = b("sync", "status")
+    assert r.code == 0, r
+    lines = dict(line.split("\t", 1) for line in r.out.splitlines())
+    assert lines["PostgreSQL"] == "answers; 1 row from 1 origin in schema public; 0 changes to pull"
+    assert lines["*"] == "1 row · shared runs, events, reviews"
+
+
 def test_status_of_an_unreachable_server_does_not_hang(tmp_path):
     k = Kaja(tmp_path)
     r = k("sync", "status", "--json", "--url", "postgresql://x:pw@10.255.255.1:5432/db",

@@ -2,7 +2,7 @@
 
     python tests/support/backup_paused.py STEP FLAG [SECONDS] -- restore FILE --force --yes …
 
-Sets `kaja_cli.core.care.backup.hook.checkpoint` so that, at STEP ("written",
+Sets `kaja_cli.core.store.markers.checkpoint` so that, at STEP ("written",
 "extracted", "prepared", "move:kaja.db", "cleanup", …), the process writes
 its pid to FLAG and sleeps SECONDS (default 600), then runs kaja with the
 arguments after `--`, exactly as the console script does. Production code
@@ -28,9 +28,9 @@ def main() -> None:
             time.sleep(seconds)
 
     from kaja_cli.app import main as kaja
-    from kaja_cli.core.care.backup import hook
+    from kaja_cli.core.store import markers
 
-    hook.checkpoint = pause
+    markers.checkpoint = pause
     sys.argv = ["kaja", *sys.argv[split + 1 :]]
     kaja()
 

@@ -6,7 +6,7 @@
 - `holding(path, mode)`: a real second process with a database open ("open":
   a connection in WAL mode, "write": inside BEGIN IMMEDIATE).
 - `killed_at(kaja, step, *argv)`: the real kaja, stopped by the test hook
-  (core/wipe/hook.py, set by tests/support/wipe_paused.py) at `step`, then kill -9.
+  (core/store/markers.py, set by tests/support/wipe_paused.py) at `step`, then kill -9.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
     python tests/support/wipe_paused.py STEP FLAG [SECONDS] -- wipe --yes …
 
-Sets `kaja_cli.core.care.wipe.hook.checkpoint` so that, at STEP (a path's file
+Sets `kaja_cli.core.store.markers.checkpoint` so that, at STEP (a path's file
 name, "commit"/"images" for `--owner`, or another command's step named in
-core/wipe/hook.py, e.g. "notes-commit" or "prune-images"), the process writes its pid to FLAG
+core/store/markers.py, e.g. "notes-commit" or "prune-images"), the process writes its pid to FLAG
 and sleeps SECONDS (default 600), then runs kaja with the arguments after
 `--`, exactly as the console script does. Production code reads no
 environment variable for this: the hook is set here, in the test's process.
@@ -29,9 +29,9 @@ def main() -> None:
             time.sleep(seconds)
 
     from kaja_cli.app import main as kaja
-    from kaja_cli.core.care.wipe import hook
+    from kaja_cli.core.store import markers
 
-    hook.checkpoint = pause
+    markers.checkpoint = pause
     sys.argv = ["kaja", *sys.argv[split + 1 :]]
     kaja()
 

@@ -259,7 +259,7 @@ def _file(path):
 
 
 def test_each_statement_counts_once_with_its_rows(tmp_path):
-    from kaja_cli.core.engine import db
+    from kaja_cli.core.engine import db, timing
 
     path = tmp_path / "t.db"
     profiler.begin()
@@ -293,7 +293,7 @@ def test_each_statement_counts_once_with_its_rows(tmp_path):
         "CREATE TABLE t (a)": (1, 0, 0),
         "INSERT INTO t VALUES (?)": (1, 1000, 0),
         "SELECT a FROM t": (1, 1000, 0),
-        "SELECT a FROM t WHERE a < ?": (3, 5 + 3 + profiler.FETCH_CHUNK, 0),
+        "SELECT a FROM t WHERE a < ?": (3, 5 + 3 + timing.FETCH_CHUNK, 0),
         "UPDATE t SET a = a WHERE a < ?": (1, 10, 0),
         "SELECT nothing FROM t": (1, 0, 1),
     }

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from kaja_cli.core.store import schema
 from kaja_cli.core.store.paths import LABELS, Overrides, resolve
-from kaja_cli.core.store.registry import DATABASES, Database, Placement
+from kaja_cli.core.store.registry import DATABASES, Database, DatabaseFile, Placement
 
 
 def _paths(tmp_path: Path, **env: str):
@@ -33,7 +33,8 @@ def test_each_database_has_one_name_label_and_location():
         assert len(set(values)) == len(values), field
     for spec in specs:
         assert LABELS[spec.location] == spec.label
-        assert spec.tables == schema.TABLES_OF[spec.name]
+        alone = DatabaseFile(spec.name, Path(spec.location), "test", (spec.name,))
+        assert schema.tables_of(alone) == schema.TABLES_OF[spec.name]
         assert spec.side == (spec.placement is Placement.STATE_DIR)
         if spec.host is not None:  # a hosted database has no default file of its own
             assert spec.file_name is None and spec.placement is Placement.SETTING
@@ -49,7 +50,7 @@ def test_artifacts_live_in_the_shared_file_unless_a_setting_splits_them(tmp_path
     shared = files[Database.SHARED]
     assert (shared.path, shared.source) == (state / "kaja.db", "default")
     assert shared.holds == (Database.SHARED, Database.ARTIFACTS)
-    assert [t.name for t in shared.tables][-1] == "artifacts" and shared.search_index
+    assert [t.name for t in schema.tables_of(shared)][-1] == "artifacts" and shared.search_index
     assert paths.file_of("artifacts") == shared
     assert files[Database.CACHE].source == "follows the state dir"
     assert not files[Database.CACHE].search_index
@@ -60,7 +61,9 @@ def test_artifacts_live_in_the_shared_file_unless_a_setting_splits_them(tmp_path
     assert files[Database.SHARED].holds == (Database.SHARED,)
     artifacts = split.file_of(Database.ARTIFACTS)
     assert (artifacts.path, artifacts.source) == (state / "art.db", "env KAJA_ARTIFACTS_DB")
-    assert not artifacts.search_index and [t.name for t in artifacts.tables] == ["artifacts"]
+    assert not artifacts.search_index and [t.name for t in schema.tables_of(artifacts)] == [
+        "artifacts"
+    ]
     # `config paths` lists a split database after the side databases.
     assert [row.name for row in split.locations()] == [
         "settings", "state_dir", "shared_db", "images", "cache_db", "stats_db", "auth_db",

@@ -46,7 +46,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -507,7 +506,7 @@ def _stamp(value: object) -> str | None:
     if isinstance(value, int | float):
         seconds = value / 1000 if value > 1e11 else value
         try:
-            return clock.iso(datetime.fromtimestamp(seconds, UTC))
+            return clock.iso(clock.from_epoch(seconds))
         except (OverflowError, OSError, ValueError):
             return None
     parsed = clock.parse_stored(value)
@@ -518,7 +517,7 @@ def _stamp(value: object) -> str | None:
 
 
 def _mtime(path: Path) -> str:
-    return clock.iso(datetime.fromtimestamp(path.stat().st_mtime, UTC))
+    return clock.iso(clock.from_epoch(path.stat().st_mtime))
 
 
 def _text(value: object) -> str | None:

@@ -18,7 +18,7 @@ artifacts file and the side databases), in this order:
    process has the file open (exit 4 otherwise, checked before anything is
    done): the file is rewritten without its free pages, and the search index
    is checked against the messages' rowids (rebuilt if VACUUM moved them;
-   `usage.vacuum_in`).
+   `usage.local.vacuum_in`).
 4. **A WAL checkpoint (TRUNCATE)**: what the -wal holds is copied into the
    database and the -wal emptied, unless a reader still needs it.
 
@@ -48,9 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kaja_cli.core.care.backup.create import existing_databases
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.engine import db, fs
-from kaja_cli.core.store import Store, guard
+from kaja_cli.core.store import Store, guard, search_index
 from kaja_cli.core.store.registry import DatabaseFile
 from kaja_cli.errors import Busy, KajaError
 
@@ -198,7 +197,7 @@ def _optimize_file(
                 current = "VACUUM"
                 step(f"{path.name}: {current}")
                 _require_unheld(path, "VACUUM")
-                from kaja_cli.core.ledger.usage import vacuum_in
+                from kaja_cli.core.ledger.usage.local import vacuum_in
 
                 done = vacuum_in(conn, path)
                 result.vacuumed = True

@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core.clock import now_iso
+from kaja_cli.core.conversations.columns import col, columns
 from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
-from kaja_cli.core.conversations.sessions import SessionRef, col, columns, find
+from kaja_cli.core.conversations.sessions import SessionRef, find
 from kaja_cli.core.engine import db
 from kaja_cli.core.owners import Owner, label
 from kaja_cli.errors import Refused, UsageError

@@ -2,9 +2,9 @@
 
 Used by `kaja sessions delete` and `kaja wipe --owner`. The rows go inside the
 caller's transaction; the image folders only after it committed (a rollback
-must not have lost files). The session ids are a TEMP table in SQLite and an
-array parameter on a PostgreSQL server (whose read-only transactions may not
-create even a temporary table); the conditions are the same text.
+must not have lost files). The session ids are the engine's `id_set` (a TEMP
+table in SQLite, an array parameter on a PostgreSQL server); the conditions
+are the same text on both.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
 from kaja_cli.core.conversations.images import session_dir
 from kaja_cli.core.engine import dialect
-from kaja_cli.core.store import guard, schema
+from kaja_cli.core.store import guard
 
 # (table, columns it needs, condition on the session ids {ids}), children
 # before parents. A table another program left without one of those columns
@@ -38,35 +39,19 @@ _SESSION_ROWS = (
 )
 
 
-def _load_ids(conn: sqlite3.Connection, session_ids: Iterable[object]) -> tuple[str, tuple]:
-    """The ids as SQL for `{ids}` and its parameters."""
-    if dialect.of(conn) is dialect.POSTGRES:
-        return "(SELECT unnest(CAST(? AS text[])))", (sorted({str(i) for i in session_ids}),)
-    # No declared type: an id is compared as it is stored (TEXT, or an
-    # INTEGER another program wrote).
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS _kaja_ids (id PRIMARY KEY)")
-    conn.execute("DELETE FROM temp._kaja_ids")
-    conn.executemany(
-        "INSERT OR IGNORE INTO temp._kaja_ids (id) VALUES (?)", ((i,) for i in session_ids)
-    )
-    return "(SELECT id FROM temp._kaja_ids)", ()
-
-
 def _applicable(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    found = dialect.columns(conn, *{t for _, needs, _ in _SESSION_ROWS for t in needs})
-    have = (
-        {t: set(c) for t, c in found.items()} if found is not None else schema.present_columns(conn)
-    )
+    tables = {t for _, needs, _ in _SESSION_ROWS for t in needs}
+    have = dialect.of(conn).columns(conn, *sorted(tables), views=False)
     return [
         (table, cond)
         for table, needs, cond in _SESSION_ROWS
-        if all(cols <= have.get(t, set()) for t, cols in needs.items())
+        if all(cols <= set(have.get(t, ())) for t, cols in needs.items())
     ]
 
 
 def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
     """How many rows of each table `delete_session_rows` would delete."""
-    ids, args = _load_ids(conn, session_ids)
+    ids, args = dialect.of(conn).id_set(conn, session_ids)
     return {
         table: conn.execute(
             f"SELECT COUNT(*) FROM {table} WHERE {cond.format(ids=ids)}", args
@@ -81,17 +66,17 @@ def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object])
     The search index follows (SQLite: its triggers; PostgreSQL: the indexed
     column goes with its row). Returns rows deleted per table.
     """
-    ids, args = _load_ids(conn, session_ids)
+    d = dialect.of(conn)
+    ids, args = d.id_set(conn, session_ids)
     deleted = {}
     for table, cond in _applicable(conn):
         deleted[table] = conn.execute(
             f"DELETE FROM {table} WHERE {cond.format(ids=ids)}", args
         ).rowcount
-    if not args:  # SQLite (the server has no archive marks: archiving is local)
-        if "sessionId" in schema.present_columns(conn).get("kaja_archived", ()):
-            # kaja's own mark, not a row of the conversation: not counted
-            conn.execute(f"DELETE FROM kaja_archived WHERE sessionId IN {ids}")
-        conn.execute("DELETE FROM temp._kaja_ids")
+    # kaja's own mark, not a row of the conversation: not counted (the server
+    # has no archive marks: archiving is local)
+    if "sessionId" in d.columns(conn, ARCHIVE_TABLE, views=False).get(ARCHIVE_TABLE, ()):
+        conn.execute(f'DELETE FROM {ARCHIVE_TABLE} WHERE "sessionId" IN {ids}', args)
     return deleted
 
 

@@ -9,7 +9,7 @@ never held whole.
 
 Each session is read in one read transaction of its own (a consistent
 session, while the agent writes), and the ids are picked first with the
-listing's own condition (`session_filter.where`): a session deleted meanwhile
+listing's own condition (`filter.where`): a session deleted meanwhile
 is skipped. `--redact` (core/redact.py) runs over every JSON text, so every
 format gets the same redacted data.
 
@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
+from kaja_cli.core.conversations.columns import columns
 from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, matching_ids
-from kaja_cli.core.conversations.sessions import columns
 from kaja_cli.core.conversations.transcript import SessionReader
 from kaja_cli.core.engine import fs
 from kaja_cli.core.store import guard

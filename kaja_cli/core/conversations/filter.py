@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kaja_cli.core.conversations.columns import col, columns, quote
 from kaja_cli.core.engine import dialect
 from kaja_cli.core.engine.dialect import Dialect
 from kaja_cli.core.owners import Owner
@@ -79,15 +80,6 @@ class SessionFilter(NamedTuple):
         """Whose sessions and which, as `--json` documents begin (stats, prune)."""
         return {"owner": self.owner.label if self.owner else None,
                 "all_owners": self.owner is None, "filters": self.described()}  # fmt: skip
-
-
-def quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def col(have: Sequence[str] | None, alias: str, name: str) -> str:
-    """`alias."name"` when the column exists, else `NULL` (an older writer)."""
-    return f"{alias}.{quote(name)}" if have and name in have else "NULL"
 
 
 def when(have: Sequence[str] | None, alias: str = "s") -> str:
@@ -179,8 +171,6 @@ FILTER_TABLES = ("sessions", "messages", ARCHIVE_TABLE)
 
 def matching_ids(conn: sqlite3.Connection, flt: SessionFilter) -> list[str]:
     """The ids `flt` selects, in the listing's order (newest first) and limit."""
-    from kaja_cli.core.conversations.sessions import columns
-
     have = columns(conn, *FILTER_TABLES)
     s = have.get("sessions")
     if not s or "id" not in s:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kaja_cli.core import values
+from kaja_cli.core.engine.fs import safe_name  # the rule for any name kaja puts in a path
 
 EXT_BY_MIME = {
     "image/png": "png",
@@ -23,14 +24,8 @@ EXT_BY_MIME = {
 }
 MIME_BY_EXT = {ext: mime for mime, ext in EXT_BY_MIME.items()} | {"jpeg": "image/jpeg"}
 
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _IMAGE_FILE_NAME = re.compile(r"^[0-9a-f]{64}\.[A-Za-z0-9]+$")
-
-
-def safe_name(name: object) -> bool:
-    """A single path component with no separators, no `..`, nothing hidden."""
-    return isinstance(name, str) and bool(_SAFE_NAME.match(name)) and ".." not in name
 
 
 def is_image_file_name(name: str) -> bool:

@@ -22,7 +22,6 @@ sessions are gone, then the marker.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
@@ -31,22 +30,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kaja_cli.core.care.wipe import hook
-from kaja_cli.core.clock import now_iso
 from kaja_cli.core.conversations import cascade, images
 from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, when, where
 from kaja_cli.core.conversations.sessions import col, columns
-from kaja_cli.core.engine import db, fs
-from kaja_cli.core.store import guard
+from kaja_cli.core.engine import db, dialect, fs
+from kaja_cli.core.store import markers
 from kaja_cli.core.wording import noun, plural
-from kaja_cli.errors import Busy, Interrupted
+from kaja_cli.errors import Busy, Interrupted, Refused
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
     from kaja_cli.core.store.paths import Paths
 
 Progress = Callable[[int, int | None], None]
-MARKER_SUFFIX = guard.PRUNE_SUFFIX
 SAMPLE = 5  # sessions shown in the plan: the oldest and the newest
 # One transaction deletes at most this many sessions, or messages (each
 # message also leaves the search index): about 0.1 s of the write lock on a
@@ -189,10 +185,10 @@ def _message_bytes(conn: sqlite3.Connection, have: dict[str, list[str]], ids: li
     total = 0
     # Ids bound as a JSON list: no limit on how many variables a statement takes.
     for chunk in _chunks(ids, 5000):
+        cond, arg = dialect.of(conn).in_list("m.sessionId", chunk)
         total += conn.execute(
-            f"SELECT coalesce(sum({' + '.join(parts)}), 0) FROM messages AS m"
-            " WHERE m.sessionId IN (SELECT value FROM json_each(?))",
-            (json.dumps(chunk),),
+            f"SELECT coalesce(sum({' + '.join(parts)}), 0) FROM messages AS m WHERE {cond}",
+            (arg,),
         ).fetchone()[0]
     return int(total)
 
@@ -254,7 +250,7 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
             deleted += len(gone)
             skipped += len(group) - len(gone)
             try:
-                hook.checkpoint("prune-images")
+                markers.checkpoint("prune-images")
                 r, k = remove_folders(paths, gone)
                 _clear_marker(paths)
             except KeyboardInterrupt:
@@ -282,12 +278,11 @@ def _delete_batch(
     try:
         with db.transaction(conn):
             cond, args = where(have, flt)
+            listed, ids = dialect.of(conn).in_list("s.id", [c.id for c in group])
             still = [
                 r[0]
                 for r in conn.execute(
-                    f"SELECT s.id FROM sessions AS s WHERE s.id IN (SELECT value FROM json_each(?))"
-                    f" AND {cond}",
-                    (json.dumps([c.id for c in group]), *args),
+                    f"SELECT s.id FROM sessions AS s WHERE {listed} AND {cond}", (ids, *args)
                 )
             ]
             counts = cascade.delete_session_rows(conn, still) if still else {}
@@ -296,12 +291,12 @@ def _delete_batch(
                 if (d := images.session_dir(paths.images_dir, sid)) and _lexists(d)
             ]  # fmt: skip
             if folders:
-                _write_marker(paths, folders)
+                markers.begin(marker_path(paths), markers.Operation.PRUNE, paths=folders)
                 wrote = True
-            hook.checkpoint("prune-commit")
+            markers.checkpoint("prune-commit")
     except BaseException:
         if wrote:  # rolled back: the folders stay with their sessions
-            _clear_marker(paths)
+            markers.finish(marker_path(paths))
         raise
     return still, counts
 
@@ -340,41 +335,33 @@ def remove_folders(paths: Paths, session_ids: list[str]) -> tuple[int, list[tupl
     return removed, kept
 
 
-# --- the marker an interrupted prune leaves ------------------------------------------------
+# --- the marker an interrupted prune leaves (core/store/markers.py) ---------------------------
 def marker_path(paths: Paths) -> Path:
-    return fs.beside(paths.shared_db.path, MARKER_SUFFIX)
-
-
-def _write_marker(paths: Paths, folders: list[str]) -> None:
-    data = {"action": "prune", "started_at": now_iso(), "pid": os.getpid(), "paths": folders}
-    path = marker_path(paths)
-    fs.write_private_file(path, json.dumps(data, indent=1).encode())
-    fs.fsync_dir(path.parent)
+    return markers.path(paths, markers.Operation.PRUNE)
 
 
 def _clear_marker(paths: Paths) -> None:
-    path = marker_path(paths)
-    if _lexists(path):
-        path.unlink()
-        fs.fsync_dir(path.parent)
+    if markers.lexists(marker_path(paths)):
+        markers.finish(marker_path(paths))
+
+
+def _marker(paths: Paths) -> markers.Pending | None:
+    """The marker an interrupted prune left; Refused (exit 5) when what is at
+    its path is not a file kaja wrote (it is never read, nor removed)."""
+    found = markers.of(marker_path(paths), markers.Operation.PRUNE)
+    if found is not None and (why := markers.refusal(found)) is not None:
+        raise Refused(why, hint="nothing was deleted")
+    return found
 
 
 def _listed(paths: Paths) -> list[Path]:
     """The image folders the marker lists that are still there (and in reach)."""
-    path = marker_path(paths)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    raw = data.get("paths") if isinstance(data, dict) else None
-    out = []
-    for p in raw if isinstance(raw, list) else []:
-        if not isinstance(p, str):
-            continue
-        folder = Path(os.path.normpath(p))
-        if folder.parent == paths.images_dir and images.safe_name(folder.name) and _lexists(folder):
-            out.append(folder)
-    return out
+    found = _marker(paths)
+    return [
+        folder
+        for folder in (found.listed if found is not None else [])
+        if folder.parent == paths.images_dir and images.safe_name(folder.name) and _lexists(folder)
+    ]
 
 
 def _leftovers(paths: Paths) -> list[Path]:
@@ -391,13 +378,8 @@ def _leftovers(paths: Paths) -> list[Path]:
 
 
 def _live(conn: sqlite3.Connection, ids: list[str]) -> set[str]:
-    return {
-        r[0]
-        for r in conn.execute(
-            "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(ids),),
-        )
-    }
+    cond, arg = dialect.of(conn).in_list("id", ids)
+    return {r[0] for r in conn.execute(f"SELECT id FROM sessions WHERE {cond}", (arg,))}
 
 
 def _finish_leftovers(store: Store) -> tuple[int, list[tuple[Path, str]]]:
@@ -406,7 +388,7 @@ def _finish_leftovers(store: Store) -> tuple[int, list[tuple[Path, str]]]:
     A marker written before a rollback lists folders whose sessions are still
     there: those stay."""
     paths = store.paths
-    if not _lexists(marker_path(paths)):
+    if _marker(paths) is None:
         return 0, []
     listed = _listed(paths)
     with store.reader() as conn:

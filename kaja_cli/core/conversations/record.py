@@ -12,8 +12,9 @@ each other by shared ids, never enforced foreign keys, like every writer of
 these files.
 
 In cloud mode the same calls write to kaja's schema on the PostgreSQL server
-(`core.pg`): one SQL text for both engines (quoted names, `?` placeholders
-the server's connection rewrites), and "you" (no owner given) is
+(the store's server part): one SQL text for both engines (quoted names, `?`
+placeholders the server's connection rewrites; a row is inserted the way the
+store's engine does it, `Store.insert`), and "you" (no owner given) is
 `[memory] account` there.
 """
 
@@ -32,7 +33,7 @@ from typing import Any
 
 from kaja_cli.core.clock import iso, now
 from kaja_cli.core.conversations import images
-from kaja_cli.core.engine import dialect, fs
+from kaja_cli.core.engine import fs
 from kaja_cli.core.engine.db import transaction
 from kaja_cli.core.store import Store, schema
 from kaja_cli.errors import UsageError
@@ -89,7 +90,7 @@ class Recorder:
         self._conns: dict[str, sqlite3.Connection] = {}
         self._depth: dict[str, int] = {}
         # Whose rows "no owner" means: the terminal locally, the account in cloud mode.
-        self._you = store.owner(None).id if store.cloud else None
+        self._you = store.owner(None).id
 
     # -- connections and transactions ---------------------------------------
     def __enter__(self) -> Recorder:
@@ -151,16 +152,7 @@ class Recorder:
         names = list(columns)
         values = [_json(v) if isinstance(v, dict | list) else v for v in columns.values()]
         with self.transaction(name) as conn:
-            if dialect.of(conn) is dialect.POSTGRES:
-                from kaja_cli.core.store.server import ddl
-
-                return ddl.insert(conn, spec, names, values, or_replace=or_replace)
-            verb = "INSERT OR REPLACE" if or_replace else "INSERT"
-            sql = (
-                f'{verb} INTO "{table}" ({", ".join(chr(34) + n + chr(34) for n in names)})'
-                f" VALUES ({', '.join('?' * len(names))})"
-            )
-            return conn.execute(sql, values).lastrowid or 0
+            return self.store.insert(conn, spec, names, values, or_replace=or_replace)
 
     # -- the conversation store ---------------------------------------------
     def start_session(

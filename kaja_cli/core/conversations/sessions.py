@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from kaja_cli.core.conversations.columns import col, columns
 from kaja_cli.core.conversations.filter import (
     FILTER_TABLES,
     Archived,
@@ -36,29 +37,6 @@ SESSION_COLUMNS = (
     "id", "createdAt", "updatedAt", "persona", "model", "title", "owner", "systemPrompt",
     "pendingCallId", "pendingKind",
 )  # fmt: skip
-
-
-# --- reading a file another program wrote -----------------------------------------
-def columns(conn: sqlite3.Connection, *tables: str) -> dict[str, list[str]]:
-    """The columns of those tables (or views) that exist, in their order; one query."""
-    found = dialect.columns(conn, *tables)  # kaja's schema on a server
-    if found is not None:
-        return found
-    marks = ",".join("?" * len(tables))
-    out: dict[str, list[str]] = {}
-    rows = conn.execute(
-        "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p"
-        f" WHERE m.type IN ('table', 'view') AND m.name IN ({marks}) ORDER BY m.name, p.cid",
-        tables,
-    )
-    for table, column in rows:
-        out.setdefault(table, []).append(column)
-    return out
-
-
-def col(have: Sequence[str] | None, alias: str, name: str) -> str:
-    """`alias."name"` when the column exists, else `NULL` (an older writer)."""
-    return f'{alias}."{name.replace(chr(34), chr(34) * 2)}"' if have and name in have else "NULL"
 
 
 # --- finding one session ------------------------------------------------------------

@@ -6,7 +6,7 @@ stores it) by owner, model, persona and month (of the session's last
 update, the time the listing and the filters use); the largest sessions;
 image files; the search index's size (SQLite's `dbstat`, when compiled in)
 and the database file's. The sessions are those the filters select
-(`session_filter.where`), every owner's unless `--owner`.
+(`filter.where`), every owner's unless `--owner`.
 
 One pass over the messages, grouped by session into a temporary table, and
 then a small query per grouping over that table. Read-only.
@@ -19,11 +19,12 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from kaja_cli.core import clock
 from kaja_cli.core.conversations import images
-from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, quote, when, where
-from kaja_cli.core.conversations.search.index import FTS_TABLE
-from kaja_cli.core.conversations.sessions import col, columns
+from kaja_cli.core.conversations.columns import col, columns, quote
+from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, when, where
 from kaja_cli.core.engine import fs
+from kaja_cli.core.store.search_index import FTS_TABLE
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
@@ -109,7 +110,7 @@ def stats(store: Store, flt: SessionFilter) -> Stats:
         groups = {
             dim: _grouped(conn, expr)
             for dim, expr in (("owner", "owner"), ("model", "model"), ("persona", "persona"),
-                              ("month", "substr(at, 1, 7)"))
+                              ("month", clock.month_sql("at")))
         }  # fmt: skip
         total = _grouped(conn, "NULL")
         ids_by_size = conn.execute(

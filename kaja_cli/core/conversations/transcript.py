@@ -36,11 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 from kaja_cli.core import values
 from kaja_cli.core.conversations import images
+from kaja_cli.core.conversations.columns import col, columns
 from kaja_cli.core.conversations.sessions import (
     SESSION_COLUMNS,
     SessionRef,
-    col,
-    columns,
     find,
     json_fields,
     latest,
@@ -272,9 +271,9 @@ class _Reader:
             return
         sql, args = self.messages_sql(from_seq, condense=condense)
         conn = self.conn
-        local = self.dialect is dialect.SQLITE  # the server's rows arrive as text
-        factory = conn.text_factory if local else None
-        if local:
+        as_bytes = self.dialect.text_as_bytes
+        factory = conn.text_factory if as_bytes else None
+        if as_bytes:
             conn.text_factory = bytes  # applies to the rows fetched while it is set
         try:
             try:
@@ -304,7 +303,7 @@ class _Reader:
                 obj["images"] = [self.image(p) for p in found]
                 yield json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
         finally:
-            if local:
+            if as_bytes:
                 conn.text_factory = factory
 
     def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:

@@ -10,9 +10,10 @@
   line what is left and who can finish it (`NeedsRecovery`).
 - Writing: the folder (0700) and file (0600) are created only when asked,
   `journal_mode=WAL`, `busy_timeout`, and `transaction()` = `BEGIN IMMEDIATE`,
-  one per user action. Only a database that is Kaja's (`guard.recognise`,
-  by its tables and columns) is opened for writing: another program's is
-  refused (exit 5) before anything in it changes, WAL mode included.
+  one per user action. Only a database the caller's `Expected` admits is
+  opened for writing (the store passes the registry's `DatabaseFile`, which
+  admits a file that is Kaja's by its tables and columns): another
+  program's is refused before anything in it changes, WAL mode included.
 - Either way, only regular files: a FIFO or a device at the database's path
   or at its -wal, -shm or -journal is refused before SQLite opens anything
   (it would block on a FIFO forever).
@@ -21,6 +22,10 @@
 
 Any SQLite error leaving a `with open_read/open_write` block becomes a
 `KajaError` with the right exit status.
+
+The opener knows nothing of Kaja: whose a file is (`Expected.admit`, and
+`recover` for a read) is the caller's word, passed in; statements are timed
+for whoever listens (`timing`).
 """
 
 from __future__ import annotations
@@ -33,14 +38,10 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
 from kaja_cli.core.engine import fs
-from kaja_cli.core.side import profiler
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
-
-if TYPE_CHECKING:
-    from kaja_cli.core.store.registry import DatabaseFile
 
 BUSY_TIMEOUT_MS = 5000  # the seed's busy_timeout: how long any connection waits on a lock
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -182,10 +183,20 @@ def _translated(path: Path) -> Iterator[None]:
         raise translate(e, path) from e
 
 
+class Expected(Protocol):
+    """What the caller expects a database it writes to be (the store's
+    `DatabaseFile`): `admit` raises, before anything in the file changes,
+    when it is not (another program's database: exit 5)."""
+
+    def admit(self, conn: sqlite3.Connection, path: Path) -> object: ...
+
+
 def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
-    # While a command runs, its statements are timed into db-stats.db (core/profiler.py).
+    from kaja_cli.core.engine import timing  # not on a TAB press's path (open_glance)
+
+    # Timed for whoever listens (kaja's query profile: side/profiler.py).
     conn = sqlite3.connect(
-        uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None, factory=profiler.factory()
+        uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None, factory=timing.factory()
     )
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     conn.text_factory = _text
@@ -339,13 +350,11 @@ def _remove_read_leftovers(path: Path, wal: Path, shm: Path, had: tuple[bool, bo
 
 @contextmanager
 def open_write(
-    path: Path, file: DatabaseFile, *, create: bool = False, timeout_ms: int = BUSY_TIMEOUT_MS
+    path: Path, file: Expected, *, create: bool = False, timeout_ms: int = BUSY_TIMEOUT_MS
 ) -> Iterator[sqlite3.Connection]:
     """A read-write connection in WAL mode to the database `file` names;
-    creates folder and file only if `create`. Refused (exit 5), with nothing
-    changed, when the file is not Kaja's (`guard.require_kajas`)."""
-    from kaja_cli.core.store import guard
-
+    creates folder and file only if `create`. Refused, with nothing changed,
+    when `file` does not admit it (`Expected`)."""
     if classify(path) == "missing":
         if not create:
             raise NotFound(f"no database at {path}")
@@ -355,7 +364,7 @@ def open_write(
     with _translated(path):
         conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
         try:
-            guard.require_kajas(conn, path, file)
+            file.admit(conn, path)
             # REPLACE deletes the row it replaces without DELETE triggers unless
             # triggers recurse: the search index would keep the old text.
             conn.execute("PRAGMA recursive_triggers = ON")
@@ -408,7 +417,7 @@ def _path_of(conn: sqlite3.Connection) -> Path:
         return Path("the database")
 
 
-def fold_journal(path: Path, file: DatabaseFile, *, timeout_ms: int = 2000) -> bool:
+def fold_journal(path: Path, file: Expected, *, timeout_ms: int = 2000) -> bool:
     """Fold the -wal (or a hot -journal) into `path`, leaving one self-contained file.
 
     SQLite replays a `-wal` or hot `-journal` into whatever file next bears
@@ -419,10 +428,8 @@ def fold_journal(path: Path, file: DatabaseFile, *, timeout_ms: int = 2000) -> b
     switches it back to WAL). Needs the file to itself: Busy when another
     process has it open. False when SQLite cannot do it (a damaged file, a
     read-only folder); the caller then deletes in the safest order it can.
-    Refused (exit 5) for a database that is not Kaja's: it is not converted.
+    Refused for a database `file` does not admit: it is not converted.
     """
-    from kaja_cli.core.store import guard
-
     require_database(path, writing=True)
     try:
         conn = _connect(path.as_uri() + "?mode=rw", timeout_ms)
@@ -431,7 +438,7 @@ def fold_journal(path: Path, file: DatabaseFile, *, timeout_ms: int = 2000) -> b
     try:
         # A read first: it runs WAL recovery or rolls back a hot journal.
         conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        guard.require_kajas(conn, path, file)
+        file.admit(conn, path)
         mode = conn.execute("PRAGMA journal_mode = DELETE").fetchone()[0]
     except sqlite3.Error as e:
         error = translate(e, path)
@@ -459,7 +466,7 @@ SQLITE_READONLY_CANTINIT = 1288
 _WAL_UNREADABLE = {SQLITE_CANTOPEN, SQLITE_PROTOCOL, SQLITE_READONLY_RECOVERY,
                    SQLITE_READONLY_CANTLOCK, SQLITE_READONLY_CANTINIT}  # fmt: skip
 
-Recognise = Callable[[Path], bool]  # whether the file is Kaja's (`guard.may_recover`)
+Recognise = Callable[[Path], bool]  # whether the caller may roll the file back (the store's guard)
 
 
 class NeedsRecovery(Failed):

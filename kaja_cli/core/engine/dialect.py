@@ -2,21 +2,24 @@
 
 The core writes one query text for both engines wherever they differ only in
 spelling; the spelling comes from here. `of(conn)` is the dialect of a
-connection: a `sqlite3.Connection` speaks SQLite, the cloud backend's
-connection (`core.pg.connection.Connection`) says `POSTGRES`. Placeholders
-are not here: queries use `?` (and `:name`), and the PostgreSQL connection
-rewrites them.
+connection: a `sqlite3.Connection` speaks SQLite, the server's connection
+(`postgres.Connection`) says `POSTGRES`; a store says which its engine
+speaks (`Store.dialect`). Placeholders are not here: queries use `?` (and
+`:name`), and the PostgreSQL connection rewrites them. The dialect also
+answers what a connection's database holds (`table_names`, `columns`): the
+catalog is spelled differently too.
 
 Where the engines truly differ (full-text search, the schema's own
-bookkeeping) there is a module per engine instead: `core.search` and
-`core.pg.search`, `core.schema` and `core.pg.schema`.
+bookkeeping) a feature holds one skeleton and two engine parts instead
+(`conversations.search.local` and `.server`, asked of `store.part`), or
+one module per engine (`store.schema` and `store.server.schema`).
 
 Imports nothing heavy: the listing commands load it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from kaja_cli.core import values
@@ -30,6 +33,9 @@ class Dialect:
     limit_all = "-1"  # LIMIT that keeps every row
     rowid = "rowid"  # the order rows were stored in
     empty_json_array = "json('[]')"
+    # The connection hands text back as its UTF-8 bytes when asked (sqlite3's
+    # `text_factory`), so a long result goes out without a decode and encode.
+    text_as_bytes = True
 
     def equals_ignoring_case(self, expr: str) -> str:
         """`expr` equal to the next `?`, ASCII letters compared without case."""
@@ -59,6 +65,10 @@ class Dialect:
         """`expr` summed as REAL, never "integer overflow" (`values.real_sum`)."""
         return values.real_sum(expr)
 
+    def as_number(self, condition: str) -> str:
+        """A condition as the number 1 or 0, to be summed (SQLite's already is)."""
+        return condition
+
     def json_parsed(self, expr: str) -> str:
         """A JSON text column as a JSON value: parsed when it is JSON nested at
         most `values.JSON_DEPTH` deep, else the text (as `values.loads` reads).
@@ -86,6 +96,13 @@ class Dialect:
     def json_bool(self, condition: str) -> str:
         return f"json(iif({condition}, 'true', 'false'))"
 
+    def in_list(self, expr: str, texts: Sequence[str]) -> tuple[str, object]:
+        """`expr` is one of `texts`: the condition, with one `?`, and its one
+        parameter (the list bound whole: no limit on how many it holds)."""
+        import json
+
+        return f"{expr} IN (SELECT value FROM json_each(?))", json.dumps(list(texts))
+
     def json_object(self, pairs: Sequence[tuple[str, str]]) -> str:
         """A JSON object's text, keys in this order: (key, SQL value) pairs."""
         inner = ", ".join(f"'{_quote_text(k)}', {v}" for k, v in pairs)
@@ -99,6 +116,45 @@ class Dialect:
             f" ORDER BY {order}) AS x)"
         )
 
+    # -- the catalog ----------------------------------------------------------------------
+    def table_names(self, conn: Any) -> set[str]:
+        """The tables and views the connection's database holds."""
+        from kaja_cli.core.engine.db import table_names
+
+        return table_names(conn)
+
+    def columns(self, conn: Any, *tables: str, views: bool = True) -> dict[str, list[str]]:
+        """The columns of those tables (and views) that exist, in their order;
+        one query. `views` False: ordinary tables only (no views, no virtual
+        tables), what a DELETE may touch."""
+        marks = ",".join("?" * len(tables))
+        kinds = (
+            "m.type IN ('table', 'view')"
+            if views
+            else "m.type = 'table' AND m.sql NOT LIKE 'CREATE VIRTUAL TABLE%'"
+        )
+        out: dict[str, list[str]] = {}
+        rows = conn.execute(
+            "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p"
+            f" WHERE {kinds} AND m.name IN ({marks}) ORDER BY m.name, p.cid",
+            tables,
+        )
+        for table, column in rows:
+            out.setdefault(table, []).append(column)
+        return out
+
+    def id_set(self, conn: Any, ids: Iterable[object]) -> tuple[str, tuple]:
+        """`ids` as a subquery a condition tests with `IN`, and its parameters.
+        SQLite: a TEMP table of the connection, with no declared type, so an id
+        is compared as it is stored (TEXT, or an INTEGER another program wrote);
+        a read-only connection may create one (it lives in its temp database)."""
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS _kaja_ids (id PRIMARY KEY)")
+        conn.execute("DELETE FROM temp._kaja_ids")
+        conn.executemany(
+            "INSERT OR IGNORE INTO temp._kaja_ids (id) VALUES (?)", ((i,) for i in ids)
+        )
+        return "(SELECT id FROM temp._kaja_ids)", ()
+
 
 class Postgres(Dialect):
     name = "postgres"
@@ -108,6 +164,7 @@ class Postgres(Dialect):
     # moves it, which is as close as PostgreSQL comes to SQLite's rowid.
     rowid = "ctid"
     empty_json_array = "'[]'::json"
+    text_as_bytes = False  # the server's rows arrive as text
 
     def equals_ignoring_case(self, expr: str) -> str:
         # Text columns are COLLATE "C": lower() folds ASCII only, as NOCASE does.
@@ -130,8 +187,11 @@ class Postgres(Dialect):
             return "CAST(NULL AS double precision)"
         return f"CAST(sum({expr}) AS double precision)"
 
+    def as_number(self, condition: str) -> str:
+        return f"CASE WHEN {condition} THEN 1 ELSE 0 END"
+
     def json_parsed(self, expr: str) -> str:
-        # json_or_text: a function of kaja's schema (core.pg.schema). The
+        # json_or_text: a function of kaja's schema (store/server/schema.py). The
         # server's parser has no depth limit but its stack ("stack depth limit
         # exceeded" fails the query), so the depth is counted without parsing:
         # the brackets outside strings, a running sum over them.
@@ -156,6 +216,9 @@ class Postgres(Dialect):
     def json_bool(self, condition: str) -> str:
         return f"({condition})"
 
+    def in_list(self, expr: str, texts: Sequence[str]) -> tuple[str, object]:
+        return f"{expr} = ANY(CAST(? AS text[]))", list(texts)
+
     def json_object(self, pairs: Sequence[tuple[str, str]]) -> str:
         # row_to_json writes compact JSON, as SQLite does (json_build_object
         # puts spaces around every colon), keys in the select list's order.
@@ -167,6 +230,19 @@ class Postgres(Dialect):
             f"(SELECT coalesce('[' || string_agg(x.j, ',' ORDER BY x.o) || ']', '[]')::json"
             f" FROM (SELECT {item} AS j, {order} AS o {source}) AS x)"
         )
+
+    # The connection's schema, asked of its catalog (`postgres.Connection`).
+    def table_names(self, conn: Any) -> set[str]:
+        return conn.table_names()
+
+    def columns(self, conn: Any, *tables: str, views: bool = True) -> dict[str, list[str]]:
+        have = conn.columns()  # kaja's schema has no views
+        return {t: have[t] for t in tables if t in have}
+
+    def id_set(self, conn: Any, ids: Iterable[object]) -> tuple[str, tuple]:
+        # An array parameter: the server's read-only transactions may not
+        # create even a temporary table.
+        return "(SELECT unnest(CAST(? AS text[])))", (sorted({str(i) for i in ids}),)
 
 
 _PG_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string, as a PostgreSQL regular expression
@@ -242,22 +318,11 @@ def of(conn: Any) -> Dialect:
 
 
 def table_names(conn: Any) -> set[str]:
-    """The tables (and views) the store has: the file's, or those of kaja's schema."""
-    if of(conn) is POSTGRES:
-        from kaja_cli.core.store.server import schema
-
-        return set(schema.status(conn).tables)
-    from kaja_cli.core.engine.db import table_names as sqlite_tables
-
-    return sqlite_tables(conn)
+    """The tables (and views) the connection's database has: the file's, or
+    those of the connection's schema on the server."""
+    return of(conn).table_names(conn)
 
 
-def columns(conn: Any, *tables: str) -> dict[str, list[str]] | None:
-    """The columns of those tables that exist, in their order (PostgreSQL only:
-    None means "ask SQLite", which `core.sessions.columns` does in one query)."""
-    if of(conn) is not POSTGRES:
-        return None
-    from kaja_cli.core.store.server import schema
-
-    have = schema.present_columns(conn)
-    return {t: have[t] for t in tables if t in have}
+def columns(conn: Any, *tables: str) -> dict[str, list[str]]:
+    """The columns of those tables (or views) that exist, in their order."""
+    return of(conn).columns(conn, *tables)

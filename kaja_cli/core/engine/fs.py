@@ -89,6 +89,35 @@ def beside(path: Path, suffix: str) -> Path:
     return Path(os.fspath(path) + suffix)
 
 
+# A name kaja gives a folder or file from a value someone else wrote (a
+# session's image folder is its id): one path component, nothing hidden.
+_SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$"
+
+
+def safe_name(name: object) -> bool:
+    """A single path component with no separators, no `..`, nothing hidden."""
+    import re  # compiled once, on first use (re's own cache): not at start-up
+
+    return isinstance(name, str) and re.match(_SAFE_NAME, name) is not None and ".." not in name
+
+
+def is_home_or_above(path: Path) -> bool:
+    """The home folder, one of its ancestors, or a filesystem root."""
+    home = Path(os.path.normpath(Path.home()))
+    path = Path(os.path.normpath(path))
+    return path == path.parent or path == home or path in home.parents
+
+
+def home_or_above(path: Path) -> str:
+    """How to name such a folder: "the root folder", "your home folder", …"""
+    path = Path(os.path.normpath(path))
+    if path == path.parent:
+        return "the root folder"
+    if path == Path(os.path.normpath(Path.home())):
+        return "your home folder"
+    return "a folder holding your home folder"
+
+
 def ensure_private_dir(path: Path) -> None:
     """Create `path` and any missing parents as 0700 (never loosening existing ones)."""
     missing = []

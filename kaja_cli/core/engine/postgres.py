@@ -1,8 +1,14 @@
-"""Connecting to the server, and the connection the query functions hold.
+"""The one PostgreSQL client: connecting to a server, and the connections held.
 
-psycopg is imported here only, the first time cloud mode needs it: local
-start-up (every TAB press) never pays for it, and without it cloud mode says
-in one line how to install it.
+psycopg is imported here only (in all of kaja), the first time a server is
+needed: local start-up (every TAB press) never pays for it, and without it
+kaja says in one line how to install it (`DriverMissing`). Two kinds of
+connection come from it, with the same timeouts and the same errors:
+
+- `connect()`: cloud mode's store (the store's server part, `store/server`),
+  a `Connection` speaking the sqlite3 interface the query functions use;
+- `open_driver()`: psycopg's own connection, for ledger sync's statements on
+  its shared table (`ledger/sync/server.py`: COPY, psycopg's transactions).
 
 What a connection promises, as `db.open_read`/`open_write` do locally:
 
@@ -15,11 +21,17 @@ What a connection promises, as `db.open_read`/`open_write` do locally:
 - a reader's transactions are read-only: a read command cannot write, even by
   mistake;
 - every psycopg error becomes one line with its exit status (`translate`):
-  the password is never part of it;
+  the password is never part of it (`core/masking.py`); the error keeps the
+  server's own words (`ServerError.reason`) for a caller that says it in
+  its own words (ledger sync);
 - `Connection` speaks the sqlite3 interface the query functions use
   (`execute` with `?` and `:name` placeholders, cursors, `BEGIN IMMEDIATE`,
   `in_transaction`), and says `dialect = POSTGRES` for the few spellings
-  that differ (`core.dialect`).
+  that differ (`dialect`), and answers what its schema holds (`table_names`,
+  `columns`).
+
+Where the server is (`Target`) is the caller's to say: the store reads it
+from the settings. The engine knows nothing of Kaja's schema.
 """
 
 from __future__ import annotations
@@ -29,84 +41,110 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from kaja_cli.core.engine import dialect
-from kaja_cli.errors import Busy, Failed, KajaError, NotFound
-
-if TYPE_CHECKING:
-    from kaja_cli.core.store.paths import Server
+from kaja_cli.core.masking import mask, scrub
+from kaja_cli.errors import Busy, Failed, KajaError
 
 CONNECT_TIMEOUT = 5  # seconds; libpq's own default is to wait forever
 LOCK_TIMEOUT_MS = 5000  # as long as SQLite's busy timeout
 STATEMENT_TIMEOUT_S = 60  # `[memory] statementTimeout` when it is not set
 ANSWER_GRACE_S = 5  # past the statement timeout, a server that has not answered is not answering
 INSTALL_HINT = "install it with: pip install 'kaja-cli[postgres]'"
+# A DB-API connection and cursor of psycopg's (`open_driver`): named here, so
+# that no other module imports psycopg, not even for its type hints.
+DriverConnection = Any
+DriverCursor = Any
 
 
 class Target(NamedTuple):
-    """Where cloud mode's store is: the server's URL, kaja's schema, and the
-    account that "you" means there."""
+    """Where a connection goes: the server's URL, the schema its statements
+    use (None: the role's search_path), the account "you" means there (cloud
+    mode), and how long a statement may run."""
 
     url: str
-    schema: str
-    account: str | None
+    schema: str | None = None
+    account: str | None = None
     url_source: str = "settings [memory] databaseUrl"
-    statement_timeout_s: int = STATEMENT_TIMEOUT_S
+    statement_timeout_s: float = STATEMENT_TIMEOUT_S
 
     @property
     def shown(self) -> str:
         """The URL as kaja may print it: the password as ***."""
-        from kaja_cli.core.masking import mask
-
         return mask(self.url)
 
     @property
     def where(self) -> str:
         """How a message names the store: `postgresql://kaja:***@db/kaja (schema kaja)`."""
-        return f"{self.shown} (schema {self.schema})"
+        return f"{self.shown} (schema {self.schema})" if self.schema else self.shown
+
+    @property
+    def statement_timeout_ms(self) -> int:
+        return max(1, round(self.statement_timeout_s * 1000))
 
 
-def target(server: Server | None) -> Target:
-    """The server cloud mode uses; Failed (exit 1) when it is not set or not a
-    PostgreSQL URL, saying which setting to fix."""
-    from kaja_cli.core.store.settings import keys as settings_keys
+class DriverMissing(Failed):
+    """psycopg is not installed (the `postgres` extra)."""
 
-    if server is None or not server.url.value:
-        raise Failed(
-            "cloud mode needs the PostgreSQL server's URL",
-            hint="set [memory] databaseUrl (kaja config set memory.databaseUrl postgresql://…),"
-            " KAJA_DATABASE_URL, or give --database-url",
-        )
-    url, account, schema = server[:3]
-    for key, setting in (("memory.databaseUrl", url), ("memory.account", account),
-                         ("memory.databaseSchema", schema)):  # fmt: skip
-        if setting.value is not None and (
-            why := settings_keys.check(settings_keys.KEYS[key], setting.value)
-        ):
-            raise Failed(f"{setting.source}: {why}")
-    return Target(str(url.value), str(schema.value), account.value, url.source,
-                  server.statement_timeout_s)  # fmt: skip
+
+class BadUrl(Failed):
+    """The URL is not one libpq reads; `reason` says why (never the password)."""
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 def driver() -> Any:
-    """The psycopg module; Failed (exit 1) with the way to install it when missing."""
+    """The psycopg module; DriverMissing (exit 1) with the way to install it."""
     try:
         import psycopg
     except ImportError:
-        raise Failed("cloud mode needs psycopg, the PostgreSQL driver", hint=INSTALL_HINT) from None
+        raise DriverMissing(
+            "cloud mode needs psycopg, the PostgreSQL driver", hint=INSTALL_HINT
+        ) from None
     return psycopg
 
 
 # --- errors -------------------------------------------------------------------------------
-def translate(error: Exception, where: Target, *, connecting: bool = False) -> KajaError:
+class ServerError(KajaError):
+    """A psycopg error in one line (`translate`). Beside the message: the
+    server's own words (`reason`, without the password), its SQLSTATE,
+    whether it is DB-API's OperationalError (`operational`: the server or the
+    connection failed, a lock or statement timeout included, not the
+    statement itself), and whether there was no connection yet (`connecting`)."""
+
+    reason: str = ""
+    sqlstate: str = ""
+    operational: bool = False
+    connecting: bool = False
+
+
+class ServerFailed(ServerError, Failed):
+    pass
+
+
+class ServerBusy(ServerError, Busy):
+    pass
+
+
+def translate(error: Exception, where: Target, *, connecting: bool = False) -> ServerError:
     """A psycopg error as the one line a user should read (never the password).
     `connecting`: the error came before there was a connection to lose."""
-    from kaja_cli.core.masking import scrub
+    psycopg = driver()
+    out = _translate(error, where, connecting)
+    out.reason = scrub(_primary(error), where.url)
+    out.sqlstate = getattr(error, "sqlstate", None) or ""
+    out.operational = isinstance(error, psycopg.OperationalError)
+    out.connecting = connecting
+    return out
 
+
+def _translate(error: Exception, where: Target, connecting: bool) -> ServerError:
     server = where.shown
     if getattr(error, "no_reply_s", None):
-        return Failed(
+        return ServerFailed(
             f"the server at {server} stopped answering: no reply in {error.no_reply_s:.0f} s",  # type: ignore[attr-defined]
             hint="check the server and the network, then try again (what was not committed is"
             " rolled back); [memory] statementTimeout sets how long kaja waits",
@@ -120,41 +158,41 @@ def translate(error: Exception, where: Target, *, connecting: bool = False) -> K
         elif "database" in low and "does not exist" in low:
             state = "3D000"
     if state in ("28P01", "28000"):
-        return Failed(
+        return ServerFailed(
             f"the server at {server} refused the login: {text}",
             hint="check the user and password in the database URL",
         )
     if state == "3D000":
-        return Failed(f"{server}: {text}", hint="check the database name in the URL")
+        return ServerFailed(f"{server}: {text}", hint="check the database name in the URL")
     if state == "55P03" or state in ("40001", "40P01"):
-        return Busy(
+        return ServerBusy(
             f"{where.where} is busy: {text}",
             hint="another session holds kaja's tables; try again when it is done",
         )
     if state == "57014":
-        return Failed(
+        return ServerFailed(
             f"the server cancelled the query ({text})",
             hint="raise [memory] statementTimeout (kaja config set memory.statementTimeout"
             " SECONDS), or ask for less (--limit, --since)",
         )
     if state == "42501":
-        return Failed(
+        return ServerFailed(
             f"your role may not do this on {where.where}: {text}",
             hint="ask the database's owner for the privilege, or use a role that has it",
         )
     if connecting and not state.startswith("57P"):
-        return Failed(
+        return ServerFailed(
             f"cannot reach the PostgreSQL server at {server}: {text}",
             hint="check the host and port in the database URL, and that the server runs",
         )
     if state.startswith("57P") or state.startswith("08") or _lost(error):
-        return Failed(
+        return ServerFailed(
             f"lost the connection to the server at {server} ({text})",
             hint="nothing was changed: what was not committed rolled back; try again",
         )
     if state == "53100":
-        return Failed(f"the server at {server} is out of disk space ({text})")
-    return Failed(f"{where.where}: {text}")
+        return ServerFailed(f"the server at {server} is out of disk space ({text})")
+    return ServerFailed(f"{where.where}: {text}")
 
 
 def _primary(error: Exception) -> str:
@@ -195,6 +233,22 @@ def placeholders(sql: str) -> str:
         return token
 
     return _TOKEN.sub(sub, sql)
+
+
+@contextmanager
+def translated(where: Target) -> Iterator[None]:
+    """psycopg errors inside the block as `ServerError`s (`translate`)."""
+    psycopg = driver()
+    try:
+        yield
+    except psycopg.Error as e:
+        raise translate(e, where) from None
+
+
+def missing_object_errors() -> tuple[type[BaseException], ...]:
+    """psycopg's errors for a table or schema that is not there (for `except`)."""
+    errors = driver().errors
+    return (errors.UndefinedTable, errors.InvalidSchemaName)
 
 
 # --- the connection ----------------------------------------------------------------------
@@ -247,7 +301,7 @@ class Connection:
         self.raw = raw
         self.target = where
         self.writable = writable
-        self.statement_timeout_ms = where.statement_timeout_s * 1000
+        self.statement_timeout_ms = where.statement_timeout_ms
 
     def set_statement_timeout(self, ms: int) -> None:
         """Let statements run `ms` on the server from now on, and wait as long
@@ -275,18 +329,42 @@ class Connection:
     def server_statement_timeout_ms(self) -> int:
         """The statement timeout the server applies to this session (0: none)."""
         with self.translated():
-            row = self.raw.execute(
-                "SELECT setting::bigint FROM pg_catalog.pg_settings WHERE name = 'statement_timeout'"
-            ).fetchone()
-        return int(row[0]) if row else 0
+            return _server_statement_timeout_ms(self.raw)
 
-    @contextmanager
-    def translated(self) -> Iterator[None]:
-        psycopg = driver()
-        try:
-            yield
-        except psycopg.Error as e:
-            raise translate(e, self.target) from None
+    def translated(self) -> Any:
+        return translated(self.target)
+
+    # -- what the schema holds (the catalog, for `dialect.table_names`/`columns`) --
+    def table_names(self) -> set[str]:
+        """The tables and views of this connection's schema."""
+        rows = self.execute(
+            "SELECT c.relname FROM pg_catalog.pg_class AS c"
+            " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v')",
+            (self.target.schema,),
+        ).fetchall()
+        return {r[0] for r in rows}
+
+    def schema_exists(self) -> bool:
+        row = self.execute(
+            "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = ?", (self.target.schema,)
+        ).fetchone()
+        return row is not None
+
+    def columns(self) -> dict[str, list[str]]:
+        """Every table's (and view's) columns in this connection's schema, in their order."""
+        out: dict[str, list[str]] = {}
+        rows = self.execute(
+            "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute AS a"
+            " JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid"
+            " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v') AND a.attnum > 0"
+            " AND NOT a.attisdropped ORDER BY c.relname, a.attnum",
+            (self.target.schema,),
+        )
+        for table, column in rows:
+            out.setdefault(table, []).append(column)
+        return out
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Cursor:
         word = sql.lstrip()[:8].upper()
@@ -409,6 +487,7 @@ def connection_class() -> Any:
 
         class DeadlinedConnection(psycopg.Connection):
             deadline: Deadline | None = None
+            statement_timeout_ms = 0  # as set up by `open_driver`
 
             def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
                 deadline = self.deadline
@@ -452,54 +531,93 @@ def deadlined(raw: Any, statement_timeout_ms: int) -> Any:
     return raw
 
 
-def _params(url: str) -> dict[str, Any]:
-    """Connection parameters: the URL's, with kaja's defaults where it says nothing."""
+def _params(url: str, connect_timeout_s: float | None, application_name: str) -> dict[str, Any]:
+    """Connection parameters: the URL's, with kaja's defaults where it says
+    nothing (`connect_timeout_s`, when given, bounds the wait whatever it says)."""
     psycopg = driver()
     try:
         given = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as e:
-        from kaja_cli.core.masking import mask, scrub
-
         reason = scrub(_primary(e), url)  # libpq quotes the URL, or the piece it choked on
-        raise Failed(f"the database URL {mask(url)} does not parse: {reason}") from None
+        raise BadUrl(
+            f"the database URL {mask(url)} does not parse: {reason}", reason=reason
+        ) from None
     extra: dict[str, Any] = {}
-    if "connect_timeout" not in given:
+    if connect_timeout_s is not None:
+        extra["connect_timeout"] = max(1, round(connect_timeout_s))
+    elif "connect_timeout" not in given:
         extra["connect_timeout"] = CONNECT_TIMEOUT
     if "application_name" not in given:
-        extra["application_name"] = "kaja"
+        extra["application_name"] = application_name
     return extra
+
+
+def open_driver(
+    where: Target,
+    *,
+    lock_timeout_ms: int | None = None,
+    connect_timeout_s: float | None = None,
+    application_name: str = "kaja",
+    settings: tuple[str, ...] = (),
+) -> DriverConnection:
+    """psycopg's connection (autocommit) to the server, set up as every kaja
+    connection is: the connect timeout, `settings` (SET statements), the
+    statement timeout (the URL's own wins) with a lock wait that ends before
+    it, and the deadline on every round trip. Raises ServerError (exit 1, or
+    4 for a lock), BadUrl, DriverMissing: one line, never the password."""
+    psycopg = driver()
+    params = _params(where.url, connect_timeout_s, application_name)
+    try:
+        raw = connection_class().connect(where.url, autocommit=True, **params)
+    except psycopg.Error as e:
+        raise translate(e, where, connecting=True) from None
+    except (ValueError, TypeError) as e:  # a parameter libpq parsed but psycopg cannot use
+        reason = scrub(_primary(e), where.url)
+        raise BadUrl(f"the database URL {mask(where.url)} cannot be used: {reason}",
+                     reason=reason) from None  # fmt: skip
+    statement_ms = where.statement_timeout_ms
+    deadlined(raw, statement_ms)
+    try:
+        with translated(where):
+            wait = LOCK_TIMEOUT_MS if lock_timeout_ms is None else int(lock_timeout_ms)
+            setup = list(settings)
+            if _url_sets(where.url, "statement_timeout"):  # the URL's own wins
+                statement_ms = max(statement_ms, _server_statement_timeout_ms(raw))
+                setup.append(f"SET lock_timeout = {max(wait, 1)}")
+            else:
+                setup += [f"SET statement_timeout = {statement_ms}",
+                          f"SET lock_timeout = {lock_wait_ms(wait, statement_ms)}"]  # fmt: skip
+            raw.execute("; ".join(setup))
+        raw.statement_timeout_ms = statement_ms
+        raw.deadline.seconds = answer_within(statement_ms)
+    except BaseException:
+        raw.close()
+        raise
+    return raw
+
+
+def _server_statement_timeout_ms(raw: DriverConnection) -> int:
+    row = raw.execute(
+        "SELECT setting::bigint FROM pg_catalog.pg_settings WHERE name = 'statement_timeout'"
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 @contextmanager
 def connect(
     where: Target, *, writable: bool = False, lock_timeout_ms: int | None = None
 ) -> Iterator[Connection]:
-    """A connection to the server with kaja's schema first on its search path.
+    """A connection to the server with the target's schema first on its search path.
 
     Readers' transactions are read-only. Raises Failed (exit 1) saying why the
     server cannot be reached or refused, never showing the password."""
-    psycopg = driver()
+    settings = [f"SET search_path TO {quote(str(where.schema))}"]
+    if not writable:
+        settings.append("SET default_transaction_read_only = on")
+    raw = open_driver(where, lock_timeout_ms=lock_timeout_ms, settings=tuple(settings))
+    conn = Connection(raw, where, writable=writable)
+    conn.statement_timeout_ms = raw.statement_timeout_ms
     try:
-        raw = connection_class().connect(where.url, autocommit=True, **_params(where.url))
-    except psycopg.Error as e:
-        raise translate(e, where, connecting=True) from None
-    statement_ms = where.statement_timeout_s * 1000
-    conn = Connection(deadlined(raw, statement_ms), where, writable=writable)
-    try:
-        with conn.translated():
-            wait = LOCK_TIMEOUT_MS if lock_timeout_ms is None else int(lock_timeout_ms)
-            settings = [f"SET search_path TO {quote(where.schema)}"]
-            if not writable:
-                settings.append("SET default_transaction_read_only = on")
-            if _url_sets(where.url, "statement_timeout"):  # the URL's own wins
-                statement_ms = max(statement_ms, conn.server_statement_timeout_ms())
-                settings.append(f"SET lock_timeout = {max(wait, 1)}")
-            else:
-                settings += [f"SET statement_timeout = {statement_ms}",
-                             f"SET lock_timeout = {lock_wait_ms(wait, statement_ms)}"]  # fmt: skip
-            raw.execute("; ".join(settings))
-        conn.statement_timeout_ms = statement_ms
-        raw.deadline.seconds = answer_within(statement_ms)
         yield conn
     finally:
         if conn.in_transaction:
@@ -520,18 +638,3 @@ def _url_sets(url: str, setting: str) -> bool:
 def quote(name: str) -> str:
     """An SQL identifier, quoted."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def require_schema(conn: Connection, *, writing: bool = False) -> None:
-    """NotFound (exit 3) when the server has no Kaja schema here, and not Kaja's
-    (exit 5 for a command that would write it, else 1: `pg.schema.Status`)."""
-    from kaja_cli.core.store.server import schema
-
-    state = schema.status(conn)
-    if not state.exists:
-        raise NotFound(
-            f"no Kaja store in {conn.target.where}",
-            hint="run the agent in cloud mode (or `kaja demo --database-url …`) first,"
-            " or check [memory] databaseSchema",
-        )
-    state.require_kaja(conn.target, writing=writing)

@@ -289,7 +289,7 @@ def _writer(store: Store) -> Iterator[sqlite3.Connection]:
 def apply(store: Store, action: Action) -> int:
     """Carry the action out in one transaction; returns the sign-in sessions
     it ended. An account removed meanwhile is NotFound (exit 3)."""
-    from kaja_cli.core.care.wipe import hook
+    from kaja_cli.core.store import markers
 
     uid, verb = action.account.id, action.verb
     with _writer(store) as conn, db.transaction(conn):
@@ -312,5 +312,5 @@ def apply(store: Store, action: Action) -> int:
             conn.execute("DELETE FROM web_users WHERE id = ?", (uid,))  # the FK cascades
             # A file made without the constraint (an older web app): the same by hand.
             conn.execute("DELETE FROM web_sessions WHERE user_id = ?", (uid,))
-        hook.checkpoint("accounts-commit")
+        markers.checkpoint("accounts-commit")
     return ended

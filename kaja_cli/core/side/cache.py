@@ -229,13 +229,13 @@ def prune(store: Store, plan: PrunePlan) -> dict[str, int]:
     transaction; returns how many went per namespace."""
     if not plan.exists:
         return {}
-    from kaja_cli.core.care.wipe import hook
+    from kaja_cli.core.store import markers
 
     with _writer(store, plan.path) as conn, db.transaction(conn):
         gone = _counts(conn, EXPIRED, {"now": plan.now})
         if gone:
             conn.execute(f"DELETE FROM shared_cache WHERE {EXPIRED}", {"now": plan.now})
-        hook.checkpoint("cache-commit")
+        markers.checkpoint("cache-commit")
     return gone
 
 
@@ -348,21 +348,21 @@ def clear(store: Store, plan: ClearPlan) -> ClearResult:
 
 
 def _empty(store: Store, path: Path, namespace: str | None) -> dict[str, int]:
-    from kaja_cli.core.care.wipe import hook
+    from kaja_cli.core.store import markers
 
     where, params = ("namespace = :ns", {"ns": namespace}) if namespace is not None else ("1", {})
     with _writer(store, path) as conn, db.transaction(conn):
         gone = _counts(conn, where, params)
         conn.execute(f"DELETE FROM shared_cache WHERE {where}", params)
-        hook.checkpoint("cache-commit")
+        markers.checkpoint("cache-commit")
     return gone
 
 
 def _delete_file(path: Path, file: DatabaseFile) -> list[Path] | None:
     """Delete cache.db and its companions; None (nothing deleted) when another
     process has it open."""
-    from kaja_cli.core.care.wipe import hook
     from kaja_cli.core.engine import fs
+    from kaja_cli.core.store import markers
     from kaja_cli.errors import Busy
 
     try:
@@ -370,7 +370,7 @@ def _delete_file(path: Path, file: DatabaseFile) -> list[Path] | None:
         db.fold_journal(path, file)
     except Busy:
         return None
-    hook.checkpoint(path.name)
+    markers.checkpoint(path.name)
     if db.holder(path) is not None or path.is_symlink():
         return None
     deleted = []

@@ -311,8 +311,8 @@ def forget(store: Store, plan: ForgetPlan) -> list[Note]:
     """Delete the planned notes in one transaction; returns those deleted
     (a note deleted meanwhile by the agent is simply not among them).
     Overwritten on disk (`secure_delete`): forgotten text does not linger."""
-    from kaja_cli.core.care.wipe import hook
     from kaja_cli.core.engine import db
+    from kaja_cli.core.store import markers
 
     with store.writer() as conn:
         conn.execute("PRAGMA secure_delete = ON")
@@ -326,7 +326,7 @@ def forget(store: Store, plan: ForgetPlan) -> list[Note]:
                 )
                 if cur.rowcount:
                     gone.append(note)
-            hook.checkpoint("notes-commit")
+            markers.checkpoint("notes-commit")
     return gone
 
 
@@ -530,8 +530,6 @@ def bm25(info: bytes) -> float:
 
 
 def _snippet(raw: str) -> tuple[str, tuple[tuple[int, int], ...]]:
-    from kaja_cli.core.conversations.search import (
-        _parse_snippet,  # the message search's own markers
-    )
+    from kaja_cli.core.conversations.search import parse_snippet  # the message search's marks
 
-    return _parse_snippet(raw)
+    return parse_snippet(raw)

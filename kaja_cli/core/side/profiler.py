@@ -12,12 +12,10 @@ same for its own commands:
   the exit) writes the totals in one short transaction and prunes rows older
   than `logging.database.retention_days` (default 7). Shell completion never
   reaches `begin()`: a TAB press records nothing.
-- Every connection `db` opens is a `factory()` connection while a session
-  runs: its cursors time each statement from `execute()` until its last row
-  is fetched (`fetchone/fetchmany/fetchall`, or iteration, which reads in
-  chunks so that rows pass at C speed). A statement counts once, when it is
-  done: exhausted, replaced by the cursor's next statement, or its cursor
-  closed or gone.
+- While a session runs it listens to the engine's statement timing
+  (`engine/timing.py`, `timing.listen(session)`): every connection the
+  opener makes times each statement until its last row is fetched, and the
+  session adds it to its totals. A statement counts once, when it is done.
 - Statements are recorded with their placeholders, and with every literal
   replaced by `?` too (`LIMIT 20` → `LIMIT ?`): never a value.
 - Nothing is written when profiling is off (`logging.database.enabled =
@@ -39,10 +37,12 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from kaja_cli.core import clock
+from kaja_cli.core.engine import timing
 
 if TYPE_CHECKING:
     import sqlite3
@@ -54,8 +54,6 @@ DEFAULT_RETENTION_DAYS = 7
 WRITE_TIMEOUT_MS = 500  # the agent flushes every 10 s: a longer wait means something is wrong
 MAX_SLOW = 1000  # slow-log rows one process keeps; beyond that only the totals grow
 MAX_SQL = 4000  # characters of a statement kept (a long script is cut, marked with …)
-FETCH_CHUNK = 256  # rows an iterated cursor reads per timed call
-BUCKET_FORMAT = "%Y-%m-%dT%H:%M"  # one row per minute, as the seed's processes write
 
 
 class _Totals:
@@ -82,6 +80,10 @@ class Session:
         self.slow: list[tuple[str, str, str, float, int]] = []  # at, db, sql, ms, rows
         self.lock = threading.Lock()  # doctor and search read from threads too
 
+    def opened(self, label: str, writable: bool) -> None:
+        if writable:
+            self.wrote = True
+
     def record(self, db: str, sql: str, seconds: float, rows: int, error: bool) -> None:
         if not self.enabled:
             return
@@ -99,7 +101,7 @@ class Session:
             if ms > totals.max_ms:
                 totals.max_ms = ms
             if ms > self.slow_ms and len(self.slow) < MAX_SLOW:
-                at = datetime.fromtimestamp(now - seconds, UTC)
+                at = clock.from_epoch(now - seconds)
                 self.slow.append((_iso(at), db, text, ms, max(rows, 0)))
 
 
@@ -111,6 +113,7 @@ def begin() -> None:
     test runs call main() many times in one process)."""
     global _session
     _session = Session()
+    timing.listen(_session)
 
 
 def active() -> Session | None:
@@ -127,6 +130,7 @@ def configure(paths: Paths, process: str) -> None:
     session.enabled = _setting(paths, "enabled", bool, True)
     session.slow_ms = _setting(paths, "slow_ms", int, DEFAULT_SLOW_MS)
     session.retention_days = _setting(paths, "retention_days", int, DEFAULT_RETENTION_DAYS)
+    timing.listen(session if session.enabled else None)
 
 
 def _setting(paths: Paths, leaf: str, kind: type, default: Any) -> Any:
@@ -146,6 +150,7 @@ def discard() -> None:
     db-stats.db alone (doctor), makes its own (demo) or deletes it (wipe)."""
     global _session
     _session = None
+    timing.listen(None)
 
 
 def finish() -> None:
@@ -153,6 +158,7 @@ def finish() -> None:
     Never raises: profiling must not change how a command ends."""
     global _session
     session, _session = _session, None  # the write itself is not profiled
+    timing.listen(None)
     if session is None or session.paths is None or not session.enabled:
         return
     with session.lock:
@@ -242,22 +248,20 @@ def _add(conn: sqlite3.Connection, session: Session) -> None:
 
 def prune(conn: sqlite3.Connection, retention_days: int, *, now: datetime | None = None) -> int:
     """Drop rows older than the retention (in the caller's transaction)."""
-    cutoff = (now or datetime.now(UTC)) - timedelta(days=retention_days)
+    cutoff = (now or clock.now()) - timedelta(days=retention_days)
     gone = conn.execute(
-        "DELETE FROM db_query_stats WHERE bucket < ?", (cutoff.strftime(BUCKET_FORMAT),)
+        "DELETE FROM db_query_stats WHERE bucket < ?", (clock.minute(cutoff),)
     ).rowcount
     gone += conn.execute("DELETE FROM db_slow_queries WHERE at < ?", (_iso(cutoff),)).rowcount
     return gone
 
 
 def _bucket(minute: int) -> str:
-    return datetime.fromtimestamp(minute * 60, UTC).strftime(BUCKET_FORMAT)
+    return clock.minute(clock.from_epoch(minute * 60))
 
 
 def _iso(dt: datetime) -> str:
-    from kaja_cli.core.clock import iso
-
-    return iso(dt)
+    return clock.iso(dt)
 
 
 # --- statements as recorded: placeholders, never values -----------------------------
@@ -290,153 +294,3 @@ def normalized(sql: str) -> str:
 
     text = _tokens().sub(one, sql).strip()
     return text if len(text) <= MAX_SQL else text[: MAX_SQL - 1] + "…"
-
-
-# --- the connections db.py opens while a session runs -------------------------------
-_classes: type | None = None
-
-
-def factory() -> type:
-    """The connection class `db` opens with: profiled while a session records,
-    else sqlite3's own (no cost at all)."""
-    import sqlite3
-
-    session = _session
-    if session is None or not session.enabled:
-        return sqlite3.Connection
-    global _classes
-    if _classes is None:
-        _classes = _build()
-    return _classes
-
-
-def _label(database: object) -> str:
-    """Which file a connection is on, as the seed's `db` column names it: the
-    file name (`kaja.db`, `db-stats.db`) out of a `file:` URI or a path."""
-    text = str(database)
-    if text.startswith("file:"):
-        from urllib.parse import unquote, urlsplit
-
-        text = unquote(urlsplit(text).path)
-    return os.path.basename(text) or text
-
-
-def _build() -> type:
-    import sqlite3
-    from itertools import chain
-
-    clock: Callable[[], float] = time.perf_counter
-
-    class ProfiledCursor(sqlite3.Cursor):
-        """Times its statement from execute() until its last row is fetched."""
-
-        _sql: str | None = None
-        _seconds = 0.0
-        _rows = 0
-
-        def _done(self) -> None:
-            sql, self._sql = self._sql, None
-            if sql is not None and (session := _session) is not None:
-                db = getattr(self.connection, "kaja_db", "?")
-                session.record(db, sql, self._seconds, self._rows, False)
-
-        def _failed(self, sql: str, seconds: float) -> None:
-            self._sql = None
-            if (session := _session) is not None:
-                session.record(getattr(self.connection, "kaja_db", "?"), sql, seconds, 0, True)
-
-        def _run(self, method: Callable, sql: str, *args: Any) -> ProfiledCursor:
-            if self._sql is not None:
-                self._done()
-            start = clock()
-            try:
-                method(sql, *args)
-            except sqlite3.Error:
-                self._failed(sql, clock() - start)
-                raise
-            self._seconds = clock() - start
-            # A write has run to its end: what it changed is its count.
-            self._rows = self.rowcount if self.rowcount > 0 else 0
-            self._sql = sql
-            if self.description is None:  # nothing to fetch: done now
-                self._done()
-            return self
-
-        def execute(self, sql: str, parameters: Any = ()) -> ProfiledCursor:  # type: ignore[override]
-            return self._run(super().execute, sql, parameters)
-
-        def executemany(self, sql: str, seq: Any) -> ProfiledCursor:  # type: ignore[override]
-            return self._run(super().executemany, sql, seq)
-
-        def executescript(self, script: str) -> ProfiledCursor:  # type: ignore[override]
-            return self._run(super().executescript, script)
-
-        def _timed(self, fetch: Callable, *args: Any) -> Any:
-            start = clock()
-            try:
-                got = fetch(*args)
-            except sqlite3.Error:
-                if self._sql is not None:
-                    self._failed(self._sql, self._seconds + clock() - start)
-                raise
-            self._seconds += clock() - start
-            return got
-
-        def fetchone(self) -> Any:
-            row = self._timed(super().fetchone)
-            if row is None:
-                self._done()
-            else:
-                self._rows += 1
-            return row
-
-        def fetchmany(self, size: int | None = None) -> list:
-            size = self.arraysize if size is None else size
-            rows = self._timed(super().fetchmany, size)
-            self._rows += len(rows)
-            if len(rows) < size or not rows:
-                self._done()
-            return rows
-
-        def fetchall(self) -> list:
-            rows = self._timed(super().fetchall)
-            self._rows += len(rows)
-            self._done()
-            return rows
-
-        def __iter__(self) -> Any:
-            # Rows pass at C speed (chain over lists); only each chunk is timed.
-            return chain.from_iterable(iter(lambda: self.fetchmany(FETCH_CHUNK), []))
-
-        def close(self) -> None:
-            if self._sql is not None:
-                self._done()
-            super().close()
-
-        def __del__(self) -> None:
-            if self._sql is not None:
-                self._done()
-
-    class ProfiledConnection(sqlite3.Connection):
-        """A connection whose statements are timed (see the module docstring)."""
-
-        def __init__(self, database: Any, *args: Any, **kwargs: Any) -> None:
-            super().__init__(database, *args, **kwargs)
-            self.kaja_db = _label(database)
-            session = _session
-            if session is not None and "mode=ro" not in str(database):
-                session.wrote = True
-
-        def cursor(self, factory: Any = ProfiledCursor) -> Any:  # type: ignore[override]
-            return super().cursor(factory)
-
-        def execute(self, sql: str, parameters: Any = ()) -> Any:  # type: ignore[override]
-            return self.cursor().execute(sql, parameters)
-
-        def executemany(self, sql: str, seq: Any) -> Any:  # type: ignore[override]
-            return self.cursor().executemany(sql, seq)
-
-        def executescript(self, script: str) -> Any:  # type: ignore[override]
-            return self.cursor().executescript(script)
-
-    return ProfiledConnection

@@ -116,7 +116,7 @@ def _where(since: str | None, db_value: str | None, time_column: str) -> tuple[s
     if since is not None:
         conds.append(f"{time_column} >= ?")
         # Buckets are minutes ("2026-11-29T12:00"): the minute `since` falls in counts.
-        args.append(since[:16] if time_column == "bucket" else since)
+        args.append(clock.minute_of(since) if time_column == "bucket" else since)
     if db_value is not None:
         conds.append("db = ?")
         args.append(db_value)
@@ -223,7 +223,7 @@ def changes(conn: sqlite3.Connection, slow_ms: float) -> Changes:
     end = clock.parse_stored(latest)
     if end is None:
         return Changes(None, [], [], 0, 0)
-    start = (end - RECENT).strftime("%Y-%m-%dT%H:%M")
+    start = clock.minute(end - RECENT)
     samples: dict[tuple[str, str], tuple[list, list]] = {}
     for d, sql, bucket, calls, total in conn.execute(
         "SELECT db, sql, bucket, calls, total_ms FROM db_query_stats WHERE calls > 0"

@@ -27,73 +27,36 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import fs
-from kaja_cli.core.store.registry import LEGACY_FILES, DatabaseFile, DatabaseSpec
+from kaja_cli.core.engine.fs import home_or_above, is_home_or_above, safe_name
+from kaja_cli.core.store.markers import SUFFIX, Operation
+from kaja_cli.core.store.registry import (  # noqa: F401 - guard is where callers ask
+    LEGACY_FILES,
+    DatabaseFile,
+    Verdict,
+    not_kajas,
+    recognise,
+    require_kajas,
+    telltales_match,
+)
 from kaja_cli.errors import Refused
 
 if TYPE_CHECKING:
     from kaja_cli.core.store.paths import Paths
 
-MARKER_SUFFIX = ".wiping"  # `kaja.db.wiping`, `kaja.db.wiping-owner-…`: wipe's markers
-RESTORE_MARKER_SUFFIX = ".restoring"  # `kaja.db.restoring`: an interrupted restore's
-PRUNE_SUFFIX = ".pruning"  # `kaja.db.pruning`: the image folders a prune's batch will remove
-MAX_NAMED = 5  # tables named in a refusal
+# The markers interrupted commands leave beside the shared file (core/store/markers.py).
+MARKER_SUFFIX = SUFFIX[Operation.WIPE]  # `kaja.db.wiping`, `kaja.db.wiping-owner-…`: wipe's
+RESTORE_MARKER_SUFFIX = SUFFIX[Operation.RESTORE]  # `kaja.db.restoring`: an interrupted restore's
+PRUNE_SUFFIX = SUFFIX[Operation.PRUNE]  # `kaja.db.pruning`: the image folders a prune will remove
 
 
 # --- is this database Kaja's? ------------------------------------------------------------
-class Verdict(NamedTuple):
-    """What a database's tables say about whose it is."""
-
-    tables: tuple[str, ...]  # its tables, sqlite_* left out
-    kajas: bool  # recognisably Kaja's (or no table at all)
-
-    @property
-    def empty(self) -> bool:
-        return not self.tables
-
-    def named(self) -> str:
-        more = f", … ({len(self.tables)} in all)" if len(self.tables) > MAX_NAMED else ""
-        return ", ".join(self.tables[:MAX_NAMED]) + more
-
-
-def recognise(conn: sqlite3.Connection, file: DatabaseFile) -> Verdict:
-    """Whether the database on `conn` is the one `file` names, by its tables and
-    columns: a telltale of any registry entry it holds (see the registry)."""
-    rows = conn.execute(
-        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%'"
-        " ESCAPE '\\' ORDER BY name"
-    ).fetchall()
-    tables = tuple(str(name) for name, _ in rows)
-    if not tables:
-        return Verdict(tables, True)
-    # Virtual tables are left out: asking for the columns of one whose module
-    # this SQLite lacks is an error, and none of them is a telltale.
-    ordinary = [
-        name for name, sql in rows if not str(sql or "").upper().startswith("CREATE VIRTUAL")
-    ]
-    columns: dict[str, set[str]] = {}
-    for table in ordinary:
-        for row in conn.execute("SELECT name FROM pragma_table_info(?)", (table,)):
-            columns.setdefault(str(table), set()).add(str(row[0]))
-    return Verdict(tables, telltales_match(columns, file.specs))
-
-
-def telltales_match(columns: Mapping[str, Iterable[str]], specs: Iterable[DatabaseSpec]) -> bool:
-    """Whether tables with these columns hold a telltale of any of `specs`: the
-    test of whose a database is, for a file here and a schema on a server alike."""
-    have = {name: set(cols) for name, cols in columns.items()}
-    return any(
-        all(name in have and need <= have[name] for name, need in telltale)
-        for spec in specs
-        for telltale in spec.telltales
-    )
-
-
+# Told by the registry's telltales (`registry.recognise`, `DatabaseFile.admit`);
+# here, what follows from the verdict: a file whose interrupted write kaja may roll back.
 def recognised_as_found(path: Path, file: DatabaseFile) -> Verdict | None:
     """`recognise` on the main file as it lies, past any -journal or -wal (None:
     unreadable): whose the file is, before an interrupted write is rolled back."""
@@ -119,28 +82,6 @@ def may_recover(file: DatabaseFile) -> Callable[[Path], bool]:
         return verdict is not None and verdict.kajas
 
     return kajas
-
-
-def require_kajas(conn: sqlite3.Connection, path: Path, file: DatabaseFile) -> Verdict:
-    """`recognise`, refusing (exit 5) a database that is not Kaja's."""
-    verdict = recognise(conn, file)
-    if not verdict.kajas:
-        raise not_kajas(path, verdict, file)
-    return verdict
-
-
-def not_kajas(path: Path, verdict: Verdict, file: DatabaseFile) -> Refused:
-    names = file.spec.moved_by.names()
-    hint = (
-        f"kaja changes nothing in it; check {', '.join(names)}"
-        if names
-        else "kaja changes nothing in it; move it aside and Kaja makes its own"
-    )
-    return Refused(
-        f"{path} is a SQLite database, but not Kaja's {file.spec.noun} (its tables: "
-        f"{verdict.named()})",
-        hint=hint,
-    )
 
 
 # --- the store's own files -----------------------------------------------------------------
@@ -262,23 +203,6 @@ def _check_writable(path: Path, real: Path, st: os.stat_result) -> None:
 
 
 # --- chmod --------------------------------------------------------------------------------------
-def is_home_or_above(path: Path) -> bool:
-    """The home folder, one of its ancestors, or a filesystem root."""
-    home = Path(os.path.normpath(Path.home()))
-    path = Path(os.path.normpath(path))
-    return path == path.parent or path == home or path in home.parents
-
-
-def home_or_above(path: Path) -> str:
-    """How to name such a folder: "the root folder", "your home folder", …"""
-    path = Path(os.path.normpath(path))
-    if path == path.parent:
-        return "the root folder"
-    if path == Path(os.path.normpath(Path.home())):
-        return "your home folder"
-    return "a folder holding your home folder"
-
-
 def why_not_tighten(path: Path, paths: Paths) -> str | None:
     """Why kaja must not chmod `path` (None: it may take permissions away).
 
@@ -322,7 +246,7 @@ def _stranger_in(folder: Path, paths: Paths) -> Path | None:
         entry = folder / name
         if name in ours:
             continue
-        if folder == paths.images_dir and images.safe_name(name) and entry.is_dir():
+        if folder == paths.images_dir and safe_name(name) and entry.is_dir():
             continue  # a session's image folder
         if folder.parent == paths.images_dir and not entry.is_symlink() and entry.is_file():
             continue  # an image in a session's folder

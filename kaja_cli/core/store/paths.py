@@ -99,11 +99,16 @@ class Paths(NamedTuple):
     placed: dict[Database, Located]
     mode: settings_mod.Mode
     settings: settings_mod.Settings
+    # `files/` (images, artifacts' files): beside the shared file, or in the
+    # state dir when a server holds the shared database. Resolved with the mode.
+    files: Located
     mode_source: str = DEFAULT  # "flag --database-url", "settings [memory] mode", "default"
     server: Server | None = None  # cloud mode's server; None until resolved
 
     @property
     def cloud(self) -> bool:
+        """Cloud mode, as `config paths` reports it (`locations`, `inspect`,
+        `backend`); what differs by engine asks the store's part (`Store`)."""
         return self.mode is settings_mod.Mode.CLOUD
 
     @property
@@ -113,9 +118,7 @@ class Paths(NamedTuple):
     @property
     def files_dir(self) -> Path:
         """`files/` beside the shared file; in cloud mode (no shared file) in the state dir."""
-        if self.cloud:
-            return self.state_dir.path / "files"
-        return self.shared_db.path.parent / "files"
+        return self.files.path
 
     @property
     def images_dir(self) -> Path:
@@ -155,14 +158,13 @@ class Paths(NamedTuple):
             Location("settings", self.settings_file, "file"),
             Location("state_dir", self.state_dir, "dir"),
         ]
+        images = Location("images", Located(self.images_dir, self.files.source), "dir")
         if self.cloud:
-            rows.append(Location("images", Located(self.images_dir, FOLLOWS_STATE_DIR), "dir"))
-            return rows
+            return [*rows, images]
         for f in sorted(self.databases(), key=lambda f: f.spec.host is not None):
             rows.append(Location(f.spec.location, Located(f.path, f.source), "file"))
             if f.name is Database.SHARED:
-                images = Located(self.images_dir, FOLLOWS_SHARED_FILE)
-                rows.append(Location("images", images, "dir"))
+                rows.append(images)
         return rows
 
 
@@ -247,9 +249,13 @@ def resolve(
         mode_source = "settings [memory] mode"
     if o.database_url is not None:
         mode, mode_source = settings_mod.Mode.CLOUD, "flag --database-url"
+    if mode is settings_mod.Mode.CLOUD:  # no shared file here: the server holds it
+        files = Located(state.path / "files", FOLLOWS_STATE_DIR)
+    else:
+        files = Located(placed[Database.SHARED].path.parent / "files", FOLLOWS_SHARED_FILE)
     return Paths(
         settings_file=config, state_dir=state, placed=placed, mode=mode, settings=settings,
-        mode_source=mode_source, server=_server(o, env, settings),
+        files=files, mode_source=mode_source, server=_server(o, env, settings),
     )  # fmt: skip
 
 
@@ -357,10 +363,9 @@ def _size(path: Path, kind: Kind) -> tuple[int | None, int | None]:
     """(bytes, files below) of a location, looked at without walking what is
     not the store's: a folder where a file should be (`--db /`), and the
     home folder or one above it (`--state-dir ~`), are not walked at all."""
-    from kaja_cli.core.engine.fs import tree_size
-    from kaja_cli.core.store import guard
+    from kaja_cli.core.engine.fs import is_home_or_above, tree_size
 
-    if path.is_dir() and (kind == "file" or guard.is_home_or_above(path)):
+    if path.is_dir() and (kind == "file" or is_home_or_above(path)):
         return None, None
     size, count = tree_size(path)
     return size, (count if kind == "dir" else None)

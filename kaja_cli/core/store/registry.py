@@ -12,18 +12,21 @@ of keeping names of their own. Each entry says:
   (`moved_by`: a flag, an environment variable, a settings key);
 - `host`: a database whose tables live in another's file unless a setting
   gives it one of its own (the artifacts, in the shared file);
-- what it holds: its tables (`schema.TABLES_OF[name]`), owners' data
-  (`wipe --owner` erases it), the search index, a cache kaja may delete;
+- what it holds: its tables (`schema.TABLES_OF[name]`, `schema.tables_of`),
+  owners' data (`wipe --owner` erases it), the search index, a cache kaja
+  may delete;
 - `telltales`: tables *with their columns* that prove a file is this
-  database (`guard.recognise`: kaja writes, converts, indexes, chmods and
-  deletes nothing that isn't Kaja's);
+  database (`recognise`, below: kaja writes, converts, indexes, chmods and
+  deletes nothing that isn't Kaja's, `guard`). A `DatabaseFile` admits a
+  connection the opener would write to (`admit`: the engine asks, knowing
+  nothing of Kaja);
 - `engines`: what may hold it.
 
 The registry is logical. Where the tables are is resolved with the paths
 (`Paths.databases()` → `DatabaseFile`): a file, its source, which registry
 entries it holds, and its engine. Locally every file is SQLite; in cloud mode
 the shared database (`engines` says PostgreSQL may hold it) keeps its
-conversation and ledger tables in a schema on the server (`core.pg.schema`),
+conversation and ledger tables in a schema on the server (`store/server`),
 and the other entries stay local.
 
 Imports nothing heavy: every command reads it at start-up.
@@ -31,20 +34,22 @@ Imports nothing heavy: every command reads it at start-up.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
-if TYPE_CHECKING:
-    from pathlib import Path
+from kaja_cli.errors import Refused
 
-    from kaja_cli.core.store.schema import Table
+if TYPE_CHECKING:
+    import sqlite3
+    from pathlib import Path
 
 
 class Engine(StrEnum):
     """What holds a database's tables."""
 
     SQLITE = "sqlite"
-    POSTGRES = "postgresql"  # cloud mode (core.pg)
+    POSTGRES = "postgresql"  # cloud mode (store/server)
 
 
 class Database(StrEnum):
@@ -98,12 +103,6 @@ class DatabaseSpec(NamedTuple):
     def side(self) -> bool:
         """A side database (SPEC §2): a file of its own that follows the state dir."""
         return self.placement is Placement.STATE_DIR
-
-    @property
-    def tables(self) -> tuple[Table, ...]:
-        from kaja_cli.core.store import schema  # the declarations are not needed at start-up
-
-        return schema.TABLES_OF[self.name]
 
 
 # A telltale: tables that, each with at least the columns named, prove a file
@@ -195,9 +194,86 @@ class DatabaseFile(NamedTuple):
         return [DATABASES[n] for n in self.holds]
 
     @property
-    def tables(self) -> tuple[Table, ...]:
-        return tuple(t for spec in self.specs for t in spec.tables)
-
-    @property
     def search_index(self) -> bool:
         return any(spec.search_index for spec in self.specs)
+
+    def admit(self, conn: sqlite3.Connection, path: Path) -> Verdict:
+        """What the opener asks before it writes (`db.open_write`): `recognise`,
+        refusing (exit 5) a database that is not this one."""
+        return require_kajas(conn, path, self)
+
+
+# --- is this database Kaja's? ------------------------------------------------------------
+# kaja writes, converts, indexes, chmods and deletes only a database that is
+# recognisably Kaja's (SPEC §3, `guard`): by a telltale of the registry.
+MAX_NAMED = 5  # tables named in a refusal
+
+
+class Verdict(NamedTuple):
+    """What a database's tables say about whose it is."""
+
+    tables: tuple[str, ...]  # its tables, sqlite_* left out
+    kajas: bool  # recognisably Kaja's (or no table at all)
+
+    @property
+    def empty(self) -> bool:
+        return not self.tables
+
+    def named(self) -> str:
+        more = f", … ({len(self.tables)} in all)" if len(self.tables) > MAX_NAMED else ""
+        return ", ".join(self.tables[:MAX_NAMED]) + more
+
+
+def recognise(conn: sqlite3.Connection, file: DatabaseFile) -> Verdict:
+    """Whether the database on `conn` is the one `file` names, by its tables and
+    columns: a telltale of any registry entry it holds (see the registry)."""
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%'"
+        " ESCAPE '\\' ORDER BY name"
+    ).fetchall()
+    tables = tuple(str(name) for name, _ in rows)
+    if not tables:
+        return Verdict(tables, True)
+    # Virtual tables are left out: asking for the columns of one whose module
+    # this SQLite lacks is an error, and none of them is a telltale.
+    ordinary = [
+        name for name, sql in rows if not str(sql or "").upper().startswith("CREATE VIRTUAL")
+    ]
+    columns: dict[str, set[str]] = {}
+    for table in ordinary:
+        for row in conn.execute("SELECT name FROM pragma_table_info(?)", (table,)):
+            columns.setdefault(str(table), set()).add(str(row[0]))
+    return Verdict(tables, telltales_match(columns, file.specs))
+
+
+def telltales_match(columns: Mapping[str, Iterable[str]], specs: Iterable[DatabaseSpec]) -> bool:
+    """Whether tables with these columns hold a telltale of any of `specs`: the
+    test of whose a database is, for a file here and a schema on a server alike."""
+    have = {name: set(cols) for name, cols in columns.items()}
+    return any(
+        all(name in have and need <= have[name] for name, need in telltale)
+        for spec in specs
+        for telltale in spec.telltales
+    )
+
+
+def require_kajas(conn: sqlite3.Connection, path: Path, file: DatabaseFile) -> Verdict:
+    """`recognise`, refusing (exit 5) a database that is not Kaja's."""
+    verdict = recognise(conn, file)
+    if not verdict.kajas:
+        raise not_kajas(path, verdict, file)
+    return verdict
+
+
+def not_kajas(path: Path, verdict: Verdict, file: DatabaseFile) -> Refused:
+    names = file.spec.moved_by.names()
+    hint = (
+        f"kaja changes nothing in it; check {', '.join(names)}"
+        if names
+        else "kaja changes nothing in it; move it aside and Kaja makes its own"
+    )
+    return Refused(
+        f"{path} is a SQLite database, but not Kaja's {file.spec.noun} (its tables: "
+        f"{verdict.named()})",
+        hint=hint,
+    )

@@ -13,9 +13,9 @@ import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kaja_cli.core.clock import now_iso
-from kaja_cli.core.conversations.search import index as search_index
+from kaja_cli.core.clock import SQLITE_NOW, now_iso
 from kaja_cli.core.engine.db import column_names, table_names
+from kaja_cli.core.store import search_index
 from kaja_cli.core.store.registry import Database, DatabaseFile
 from kaja_cli.core.wording import plural
 
@@ -309,7 +309,7 @@ _SYNC_ON = (
     "EXISTS (SELECT 1 FROM sync_state WHERE name = 'origin')"
     " AND NOT EXISTS (SELECT 1 FROM sync_flags WHERE name = 'importing' AND value IN ('1', 1))"
 )
-_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+_NOW = SQLITE_NOW
 
 
 def _sync_triggers(table: str) -> dict[str, str]:
@@ -442,9 +442,16 @@ def database_of(table: str) -> Database | None:
     return _DATABASE_OF.get(table)
 
 
+def tables_of(file: DatabaseFile) -> tuple[Table, ...]:
+    """The tables a file holds: those of every registry entry it hosts (the
+    shared file has the artifacts' too unless they are split out)."""
+    return tuple(t for name in file.holds for t in TABLES_OF[name])
+
+
 # --- the search index ----------------------------------------------------------
 # Declared and kept whole in `search_index` (FTS4 over messages.content, kept
-# current by triggers, built in short batches); `apply` creates or repairs it.
+# current by triggers, built in short batches): a schema object of the shared
+# file, beside this one; `apply` creates or repairs it.
 FTS_TABLE = search_index.FTS_TABLE
 
 
@@ -488,7 +495,7 @@ def missing_indexes(conn: sqlite3.Connection, tables: tuple[Table, ...]) -> list
 def apply(conn: sqlite3.Connection, file: DatabaseFile) -> Report:
     """Bring one file up to date (inside the caller's transaction)."""
     report = Report()
-    tables = file.tables
+    tables = tables_of(file)
     before = set(missing_indexes(conn, tables))
     apply_tables(conn, tables, report)
     report.changes.extend(f"created index {name}" for name in sorted(before))
@@ -510,7 +517,7 @@ def apply(conn: sqlite3.Connection, file: DatabaseFile) -> Report:
 
             conn.execute(
                 "INSERT OR REPLACE INTO counters(name, value) VALUES ('schema:upgraded', ?)",
-                (f"kaja {__version__}: {len(report.changes)} changes",),
+                (f"kaja {__version__}: {plural(len(report.changes), 'change')}",),
             )
     return report
 
@@ -535,13 +542,13 @@ def missing(conn: sqlite3.Connection, file: DatabaseFile) -> list[str]:
     """What `apply` would add: "table x", "column x.y", "index i", "search index"."""
     have = present_columns(conn)
     out = []
-    for table in file.tables:
+    for table in tables_of(file):
         cols = have.get(table.name)
         if cols is None:
             out.append(f"table {table.name}")
             continue
         out.extend(f"column {table.name}.{c}" for c in table.column_names if c not in cols)
-    out.extend(f"index {name}" for name in missing_indexes(conn, file.tables))
+    out.extend(f"index {name}" for name in missing_indexes(conn, tables_of(file)))
     if file.search_index:
         item = search_index.missing_item(conn)
         if item:

@@ -4,13 +4,16 @@
 - `create`: `backup()`, a consistent copy of every database while the agent
   writes (SQLite's online backup API), the image files, one archive written
   atomically;
-- `restore`: `plan_restore()`, `extract()` (into a staging folder, verified),
-  `execute()` (the swap);
+- `restore`: `plan_restore()` and `execute()` (back up the old store, prepare,
+  swap), the steps around `staging`: `extract()` (into a staging folder,
+  verified) and `discard()`;
+- `swap`: the swap's steps, each one safe to run again, and the restore's
+  marker (core/store/markers.py), shared by `restore` and `interrupted`;
 - `interrupted`: `interrupted()` and `finish()` for a restore that was
   stopped half way;
 - `guarding`: what these commands may write and replace (the archive is
-  never one of the store's files; another program's database is refused);
-- `hook`: the test hook that stops a restore at a chosen step.
+  never one of the store's files; another program's database is refused).
 
-`kaja optimize` is `core/optimize.py`.
+Tests stop a backup or a restore at a chosen step (`markers.checkpoint`).
+`kaja optimize` is `core/care/optimize.py`.
 """

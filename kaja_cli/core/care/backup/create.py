@@ -39,12 +39,12 @@ from typing import IO
 
 from kaja_cli import __version__
 from kaja_cli.core import clock
-from kaja_cli.core.care.backup import archive, guarding, hook
+from kaja_cli.core.care.backup import archive, guarding
 from kaja_cli.core.care.backup.archive import DatabaseEntry, FileEntry, Manifest
 from kaja_cli.core.care.backup.gz import ThreadedGzip
 from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import db, fs
-from kaja_cli.core.store import Store, guard, schema
+from kaja_cli.core.store import Store, guard, markers, schema
 from kaja_cli.core.store.registry import Database, DatabaseFile
 from kaja_cli.errors import Busy, Failed, NotFound
 
@@ -123,7 +123,7 @@ def backup(
         manifest = _manifest(paths, copies, moment)
         total = sum(c.entry.bytes for c in copies) + sum(p.size for p in pictures)
         _write_archive(tmp, target.name, copies, pictures, manifest, _bytes(progress, total))
-        hook.checkpoint("written")
+        markers.checkpoint("written")
         os.replace(tmp, target)
         fs.fsync_dir(target.parent)
     except OSError as e:

@@ -17,16 +17,15 @@ import os
 from datetime import datetime
 from pathlib import Path
 
+from kaja_cli.core import clock
 from kaja_cli.core.engine import db
 from kaja_cli.core.store import guard
 from kaja_cli.core.store.paths import Paths
 from kaja_cli.errors import UsageError
 
-RESTORE_MARKER_SUFFIX = guard.RESTORE_MARKER_SUFFIX
-
 
 def default_name(now: datetime) -> str:
-    return f"kaja-backup-{now.strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
+    return f"kaja-backup-{clock.stamp(now)}.tar.gz"
 
 
 def archive_target(paths: Paths, output: Path | None, now: datetime) -> Path:

@@ -13,11 +13,11 @@ checkpointing a WAL, switching to WAL mode, tightening permissions. Whatever
 would delete user data (an orphaned image folder) is reported with the command
 that removes it, never removed.
 
-This package: the registry and the runner are here; `model` holds the data,
+This package: the runner is here, the registry in `registry`; `model` holds the data,
 `context` what checks share during a run, `repairs` what `--fix` can do, and
-one module per group of checks (`environment`, `locations`, `settings_file`,
-`databases`, `orphans`, `search`, `search_cjk`, `images`, `side_data`, `restores`,
-`query_profile`, `qdrant`), imported at the end
+one module per group of checks (`environment`, `locations`, `pending`,
+`settings_file`, `databases`, `orphans`, `search`, `search_cjk`, `images`,
+`side_data`, `query_profile`, `qdrant`), imported at the end
 of this file in the report's order. `redaction` is `--redact`.
 
 Adding a check: write a function taking the `Context` (and a database name,
@@ -31,7 +31,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -50,59 +50,11 @@ from kaja_cli.core.care.doctor.model import (
     Report,
     Status,
 )
+from kaja_cli.core.care.doctor.registry import CHECKS, Spec, check, list_checks
 from kaja_cli.core.store import settings as settings_mod
 from kaja_cli.core.store.paths import Overrides, Paths, resolve
 from kaja_cli.core.store.registry import Database
 from kaja_cli.errors import KajaError, SettingsError, UsageError
-
-
-# --- the registry --------------------------------------------------------------
-@dataclass(frozen=True)
-class Spec:
-    """A registered check: what `--list-checks` shows and what the runner calls."""
-
-    id: str
-    group: Group
-    about: str
-    run: Callable
-    per_database: bool = False  # run once per database file: `integrity.shared`, …
-    needs_shared: bool = False  # skipped (silently, in a full run) without a readable shared file
-    unopened: bool = False  # per database: runs even when the file cannot be opened
-
-    def to_json(self) -> dict:
-        """A row of `kaja doctor --list-checks --json`."""
-        return {"id": self.id, "group": self.group, "about": self.about,
-                "per_database": self.per_database}  # fmt: skip
-
-
-CHECKS: list[Spec] = []
-
-
-def check(
-    id: str,
-    group: Group | str,
-    about: str,
-    *,
-    per_database: bool = False,
-    needs_shared: bool = False,
-    unopened: bool = False,
-) -> Callable:
-    """Register a check function (see the module docstring)."""
-    if group not in GROUPS:
-        raise ValueError(f"unknown group {group!r}")
-
-    def register(fn: Callable) -> Callable:
-        if any(s.id == id for s in CHECKS):
-            raise ValueError(f"check {id!r} registered twice")
-        CHECKS.append(Spec(id, Group(group), about, fn, per_database, needs_shared, unopened))
-        return fn
-
-    return register
-
-
-def list_checks() -> list[Spec]:
-    return list(CHECKS)
-
 
 DATABASE_NAMES = tuple(Database)
 
@@ -203,9 +155,11 @@ def run(
 
 def _private(overrides: Overrides | None, environ: dict[str, str] | None) -> dict[str, str]:
     """Cloud mode's server details that --redact hides (redaction.py)."""
+    from kaja_cli.core.store import Store
+
     paths, _ = locate(overrides, environ)
-    server = paths.server
-    if not paths.cloud or server is None:
+    server = Store(paths).server  # None: the store is no server's
+    if server is None:
         return {}
     out: dict[str, str] = {}
     if server.url.value:
@@ -392,7 +346,7 @@ def _matches(check_id: str, selector: str) -> bool:
 
 
 def _not_checked(ctx: Context, spec: Spec) -> Check:
-    path = ctx.db_path("shared") if ctx.local else None
+    path = ctx.db_path("shared") if ctx.databases() else None
     reason = (
         "cloud mode keeps no local database" if path is None else f"no readable store at {path}"
     )
@@ -427,7 +381,7 @@ def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[Fi
 # Imported last, in the report's order: each module registers its checks with
 # `check` above as it loads.
 # isort: off
-from kaja_cli.core.care.doctor import environment, locations, restores  # noqa: E402
+from kaja_cli.core.care.doctor import environment, locations, pending  # noqa: E402
 from kaja_cli.core.care.doctor import settings_file, server, databases  # noqa: E402
 from kaja_cli.core.care.doctor import orphans, search, search_cjk, images, side_data  # noqa: E402
 from kaja_cli.core.care.doctor import query_profile, qdrant  # noqa: E402
@@ -458,11 +412,11 @@ __all__ = [
     "list_checks",
     "locations",
     "orphans",
+    "pending",
     "qdrant",
     "query_profile",
     "redacted",
     "redactor",
-    "restores",
     "run",
     "search",
     "search_cjk",

@@ -18,6 +18,7 @@ from kaja_cli.core.engine import db
 from kaja_cli.core.store import guard
 from kaja_cli.core.store.paths import Paths
 from kaja_cli.core.store.registry import DATABASES, Database
+from kaja_cli.core.wording import plural
 
 MAX_LISTED = 20  # paths or ids listed in details before "… and N more"
 
@@ -82,7 +83,9 @@ def tighten_all(paths: list[Path], store: Paths) -> Callable[[], str]:
             return "the files to tighten are gone"
         if len(done) == 1:
             return f"tightened permissions of {done[0]}"
-        return f"tightened permissions of {len(done)} files and folders"
+        return (
+            f"tightened permissions of {plural(len(done), 'file or folder', 'files and folders')}"
+        )
 
     return run
 

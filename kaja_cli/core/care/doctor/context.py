@@ -25,10 +25,9 @@ from pathlib import Path
 from kaja_cli.core import clock
 from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import db
-from kaja_cli.core.store import guard
+from kaja_cli.core.store import Store, guard
 from kaja_cli.core.store.paths import Paths, companions
 from kaja_cli.core.store.registry import Database, DatabaseFile
-from kaja_cli.core.store.settings import Mode
 from kaja_cli.errors import KajaError, SettingsError
 
 # Doctor's own read-only connections: a lock wait never hangs it (SPEC §7).
@@ -94,6 +93,7 @@ class Context:
         now: datetime | None = None,
     ):
         self.paths = paths
+        self.store = Store(paths)
         self.settings_error = settings_error
         self.thorough = thorough
         self.now = now or clock.now()
@@ -115,10 +115,12 @@ class Context:
     # -- databases -------------------------------------------------------------
     @property
     def local(self) -> bool:
-        return self.paths.mode is not Mode.CLOUD
+        """The store's databases are files here (in cloud mode a server holds them)."""
+        return self.store.server is None
 
     def databases(self) -> list[DatabaseFile]:
-        return self.paths.databases() if self.local else []
+        """The store's database files, as the store has them (none in cloud mode)."""
+        return self.store.local_files()
 
     def file(self, name: str) -> DatabaseFile:
         """A database file by its name (`Paths.databases()`)."""
@@ -142,7 +144,7 @@ class Context:
             return self._conns[name]
         path = self.db_path(name)
         conn = None
-        if self.local and db.classify(path) in ("sqlite", "empty"):
+        if self.file(name) in self.databases() and db.classify(path) in ("sqlite", "empty"):
             try:
                 conn = self._stack.enter_context(
                     db.open_read(path, timeout_ms=READ_TIMEOUT_MS, as_found=True)

@@ -10,7 +10,6 @@ import os
 import sqlite3
 from pathlib import Path
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import (
     Header,
     db_group,
@@ -23,6 +22,7 @@ from kaja_cli.core.care.doctor.common import (
 )
 from kaja_cli.core.care.doctor.context import Context, raise_if_interrupted
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.care.doctor.repairs import checkpoint_repair, recovery_repair, schema_repair
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.engine.fs import human_size
@@ -76,7 +76,7 @@ def check_database(ctx: Context, name: str) -> Check:
     header = Header.read(path)
     details = [str(path), where]
     if header is None:
-        return Check(cid, group, ERROR, f"{label}: the SQLite header is cut short ({size} bytes)", details,
+        return Check(cid, group, ERROR, f"{label}: the SQLite header is cut short ({plural(size, 'byte')})", details,
                      fix="restore the file from a backup")  # fmt: skip
     details.append(f"page size {header.page_size}, last written by SQLite {header.version}")
     too_new = db.format_too_new(path)
@@ -332,7 +332,7 @@ def check_schema(ctx: Context, name: str) -> Check | None:
             (m for m in schema.missing(conn, file) if not m.startswith("search index")),
             key=lambda m: kinds.index(m.split(" ", 1)[0]) if m.split(" ", 1)[0] in kinds else 9,
         )
-        expected = {t.name for t in file.tables}
+        expected = {t.name for t in schema.tables_of(file)}
         present = db.table_names(conn)
         extra = sorted(
             t for t in present - expected

@@ -1,6 +1,6 @@
 """Checks of the paths: every location `kaja config paths` shows (its source,
-existence, owner and permissions), legacy per-feature files, and what an
-interrupted `kaja wipe` left to finish."""
+existence, owner and permissions) and legacy per-feature files. What
+interrupted commands left beside them is `pending`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kaja_cli.core.care.doctor import check
+from kaja_cli.core import clock
 from kaja_cli.core.care.doctor.common import listed, owner_name, quote, tighten_all
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group, Repair, RepairOrder
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.engine.fs import human_size
 from kaja_cli.core.store import guard
@@ -234,7 +235,7 @@ def _legacy_file(ctx: Context, p: Path, when: str | None) -> Check:
     cid, size = f"legacy-files.{p.stem}", human_size(p.stat().st_size)
     if when is not None:
         return Check(
-            cid, Group.PATHS, OK, f"{p.name} ({size}): imported {when[:10] or 'earlier'}, kept as a rollback copy",
+            cid, Group.PATHS, OK, f"{p.name} ({size}): imported {clock.day_of(when) or 'earlier'}, kept as a rollback copy",
             [f"{p}", "delete it once you no longer need to roll back"], fix=f"rm -- {quote(p)}",
         )  # fmt: skip
     return Check(
@@ -257,50 +258,6 @@ def _conversation_files(memory: Path, threads: list[Path], done: dict[str, str])
         f"{memory}: {len(waiting)} of {plural(len(threads), 'conversation file')} not imported",
         [*listed(waiting, str), "their conversations are not sessions yet: `kaja migrate` imports them"],
         fix="kaja migrate",
-    )  # fmt: skip
-
-
-@check(
-    "interrupted-wipe",
-    Group.PATHS,
-    "what an interrupted `kaja wipe` (or `wipe --owner`) left to finish",
-)
-def check_interrupted_wipe(ctx: Context) -> Check:
-    from kaja_cli.core.care import wipe
-
-    left = wipe.interrupted(ctx.paths)
-    if left is None:
-        return Check("interrupted-wipe", Group.PATHS, OK, "no unfinished wipe")
-    # A -wal whose database is gone would be replayed into the next database
-    # created at that name: that one is an error, the rest is unfinished work.
-    orphan_wal = any(
-        p.name.endswith("-wal") and not p.with_name(p.name.removesuffix("-wal")).exists()
-        for p in left.remaining
-    )
-    return Check(
-        "interrupted-wipe", Group.PATHS, ERROR if orphan_wal else WARN, left.summary,
-        [*left.details, *(f"left: {p}" for p in left.remaining)],
-        fix=" and ".join(f"`{c}`" for c in left.commands),
-    )  # fmt: skip
-
-
-@check(
-    "interrupted-demo",
-    Group.PATHS,
-    "a `kaja demo` cut short (Ctrl-C, kill -9, a full disk): a partial sample store",
-)
-def check_interrupted_demo(ctx: Context) -> Check:
-    from kaja_cli.core.care import wipe
-
-    started = wipe.demo_cut_short(ctx.paths)
-    if started is None:
-        return Check("interrupted-demo", Group.PATHS, OK, "no demo store cut short")
-    marker = wipe.demo_marker(ctx.paths)
-    return Check(
-        "interrupted-demo", Group.PATHS, WARN,
-        f"`kaja demo` (started {started}) was cut short: the store holds part of the sample",
-        [f"left: {marker}", "what it wrote is sound, but conversations, tables or side databases are missing"],
-        fix="`kaja wipe --yes`, then `kaja demo`",
     )  # fmt: skip
 
 

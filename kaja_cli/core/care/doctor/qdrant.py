@@ -5,10 +5,10 @@ the provider is local."""
 from __future__ import annotations
 
 from kaja_cli.core import qdrant
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
-from kaja_cli.core.wording import noun
+from kaja_cli.core.care.doctor.registry import check
+from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError
 
 ID = "qdrant"
@@ -43,4 +43,4 @@ def check_qdrant(ctx: Context) -> Check | None:
         )  # fmt: skip
     return Check(ID, Group.QDRANT, OK,
                  f"{where.where} answers: collection {where.collection!r} holds"
-                 f" {found.points:,} {noun(found.points, 'point')}")  # fmt: skip
+                 f" {plural(found.points, 'point', commas=True)}")  # fmt: skip

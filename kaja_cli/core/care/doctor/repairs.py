@@ -16,10 +16,10 @@ from pathlib import Path
 from kaja_cli.core.care.doctor.common import Header, in_use, size_of
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import Repair, RepairOrder
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.engine.fs import human_size
-from kaja_cli.core.wording import noun
+from kaja_cli.core.store import search_index
+from kaja_cli.core.wording import noun, plural
 from kaja_cli.errors import Busy
 
 # --fix's writes wait a little longer for a running agent to finish a turn.
@@ -101,7 +101,7 @@ def checkpoint_repair(ctx: Context, name: str) -> Repair:
         with _writing(ctx, name) as conn:
             blocked, frames, done = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchone()
         if blocked or (frames > 0 and done < frames):
-            return (f"{path.name}: checkpointed {done} of {frames} {noun(frames, 'page')};"
+            return (f"{path.name}: checkpointed {done} of {plural(frames, 'page')};"
                     " Kaja is using the rest")  # fmt: skip
         return f"{path.name}: checkpointed the -wal ({human_size(before)}) into the file"
 
@@ -124,6 +124,6 @@ def rebuild_repair(ctx: Context) -> Repair:
             with db.transaction(conn):
                 search_index.rebuild(conn)
             n = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
-        return f"{path.name}: rebuilt the search index ({n} {noun(n, 'message')})"
+        return f"{path.name}: rebuilt the search index ({plural(n, 'message')})"
 
     return Repair("rebuild-search:shared", RepairOrder.SEARCH_INDEX, run, "shared")

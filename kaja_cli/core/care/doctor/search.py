@@ -8,28 +8,17 @@ import contextlib
 import re
 import sqlite3
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import _INTERRUPTED as _INTERRUPTED  # for tests: Ctrl-C here
 from kaja_cli.core.care.doctor.context import Context, raise_if_interrupted
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.care.doctor.repairs import rebuild_repair, schema_repair
-from kaja_cli.core.conversations.search import index as search_index
 from kaja_cli.core.engine import db
-from kaja_cli.core.store import schema
+from kaja_cli.core.engine.sqlite_format import varints
+from kaja_cli.core.store import schema, search_index
 from kaja_cli.core.wording import noun, plural
 
 SEARCH_SAMPLE = 16  # messages looked up in the index by the default check
-
-
-def _varint(blob: bytes) -> int:
-    """The first FTS3 varint of a blob (7 bits a byte, least significant first)."""
-    value = shift = 0
-    for byte in blob:
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            break
-        shift += 7
-    return value
 
 
 _TOKEN = re.compile(r"[^\W_]+")
@@ -120,7 +109,7 @@ def _index_in_step(conn: sqlite3.Connection) -> tuple[list[str], list[str]]:
         # Kaja's index keeps document sizes (FTS4's default); one made by
         # another program with matchinfo=fts3 does not, and only gets sampled.
         row = conn.execute(f"SELECT value FROM {fts}_stat WHERE id = 0").fetchone()
-        indexed = _varint(row[0]) if row and isinstance(row[0], bytes) else 0
+        indexed = (varints(row[0], count=1) or [0])[0] if row and isinstance(row[0], bytes) else 0
         details = [f"{plural(messages, 'message')}, {indexed} indexed"]
         if indexed != messages:
             problems.append(f"{plural(messages, 'message')}, {indexed} indexed")

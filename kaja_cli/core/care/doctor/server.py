@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group, Repair, RepairOrder
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import KajaError
 
@@ -35,12 +35,12 @@ _G = Group.SERVER
     " the search index, encryption, the role's privileges",
 )
 def check_server(ctx: Context) -> list[Check] | None:
-    if ctx.local:
+    if ctx.store.server is None:  # a local store: no server to check
         return None
     from kaja_cli.core.engine import postgres as pg
 
     try:
-        where = pg.target(ctx.paths.server)
+        where = ctx.store.target()
     except KajaError as e:
         return [Check("server.reachable", _G, ERROR, e.message, fix=e.hint)]
     try:
@@ -137,7 +137,7 @@ def _others(conn, ctx: Context) -> Check | None:
                 for t, on in found.dependents]  # fmt: skip
     if not details:
         return Check("server.others", _G, OK, f"schema {where.schema} holds only Kaja's objects")
-    ledger = [t for t in found.others if t.name.rpartition(".")[2] in sync_server.LEDGER_OBJECTS]
+    ledger = [t for t in found.others if t.name.rpartition(".")[2] in schema.LEDGER_OBJECTS]
     if ledger:
         return Check(
             "server.others", _G, WARN,
@@ -153,10 +153,7 @@ def _others(conn, ctx: Context) -> Check | None:
 
 def _apply(ctx: Context) -> Callable[[], str]:
     def run() -> str:
-        from kaja_cli.core.store import Store
-
-        store = Store(ctx.paths)
-        with store.writer():  # brings the schema up to date
+        with ctx.store.writer():  # brings the schema up to date
             pass
         return "brought kaja's schema on the server up to date"
 
@@ -194,9 +191,8 @@ def _tables(conn, ctx: Context) -> Check | None:
 
 
 def _search(conn, ctx: Context) -> Check | None:
-    from kaja_cli.core.conversations.search import tokenizer
     from kaja_cli.core.engine import postgres as pg
-    from kaja_cli.core.store.server import schema
+    from kaja_cli.core.store.server import schema, tokenizer
 
     state = schema.status(conn)
     if not state.kajas or "messages" not in state.tables:
@@ -219,10 +215,12 @@ def _search(conn, ctx: Context) -> Check | None:
     kept = conn.execute(
         f"SELECT coalesce(sum(messages), 0), coalesce(sum(words), 0) FROM {s}.{schema.STATS_TABLE}"
     ).fetchone()
-    details = [f"{messages:,} messages, {words:,} words indexed"]
+    details = [
+        f"{plural(messages, 'message', commas=True)}, {plural(words, 'word', commas=True)} indexed"
+    ]
     if (int(kept[0]), int(kept[1])) != (messages, words):
         return Check("server.search", _G, WARN, "the search statistics are out of step with the messages",
-                     [*details, f"{schema.STATS_TABLE} says {kept[0]:,} messages, {kept[1]:,} words",
+                     [*details, f"{schema.STATS_TABLE} says {plural(kept[0], 'message', commas=True)}, {plural(kept[1], 'word', commas=True)}",
                       "a writer ran with triggers disabled; rankings drift until they are recounted"],
                      fix="recount them", fixable=True,
                      repairs=(Repair("server.search", RepairOrder.SEARCH_INDEX, _recount(ctx), "server"),))  # fmt: skip
@@ -240,12 +238,12 @@ def _search(conn, ctx: Context) -> Check | None:
 def _recount(ctx: Context) -> Callable[[], str]:
     def run() -> str:
         from kaja_cli.core.engine import db
-        from kaja_cli.core.store import Store
         from kaja_cli.core.store.server import schema
 
-        with Store(ctx.paths).writer() as conn, db.transaction(conn):
+        with ctx.store.writer() as conn, db.transaction(conn):
             messages, words = schema.recount(conn)  # type: ignore[arg-type]
-        return f"recounted the search statistics: {messages:,} messages, {words:,} words"
+        return (f"recounted the search statistics: {plural(messages, 'message', commas=True)},"
+                f" {plural(words, 'word', commas=True)}")  # fmt: skip
 
     return run
 

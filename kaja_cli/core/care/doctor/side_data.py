@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from kaja_cli.core import clock
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import safe
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group, Status
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.engine import db
 from kaja_cli.core.wording import plural
 
@@ -58,13 +58,15 @@ def check_side_data(ctx: Context) -> list[Check]:
 
 @check("sync-outbox", Group.SYNC, "changes waiting in sync_outbox to be pushed", needs_shared=True)
 def check_sync_outbox(ctx: Context) -> Check | None:
+    from kaja_cli.core.ledger import sync
+
     conn = ctx.conn("shared")
     assert conn is not None
     if "sync_outbox" not in db.table_names(conn):
         return None
 
     def look() -> Check:
-        count, oldest = conn.execute("SELECT count(*), min(at) FROM sync_outbox").fetchone()
+        count, oldest = sync.outbox(conn)
         if not count:
             return Check("sync-outbox", Group.SYNC, OK, "the sync outbox is empty")
         summary = f"{plural(count, 'change')} waiting to sync"
@@ -91,7 +93,7 @@ def check_sync_outbox(ctx: Context) -> Check | None:
 )
 def check_sync(ctx: Context) -> Check | list[Check] | None:
     """Nothing where sync was never used; the server is asked only when changes
-    have waited long (core/sync_health.py decides, with a 3 s connect timeout)."""
+    have waited long (ledger/sync/health.py decides, with a 3 s connect timeout)."""
     from kaja_cli.core.ledger import sync
     from kaja_cli.core.ledger.sync import health as sync_health
     from kaja_cli.core.store import Store

@@ -28,18 +28,18 @@ whole store or a state the next `kaja wipe` finishes:
    (`db.fold_journal`: WAL checkpointed and removed, rollback mode) while
    nothing has been deleted yet; a process that opened a file meanwhile
    stops the wipe here (exit 4).
-2. A marker beside the shared file (`kaja.db.wiping`, JSON) records every
-   path of the plan and is made durable before the first deletion; image
-   folders can only be told apart while the shared file exists, so the
-   marker is what lets a later run finish them.
+2. A marker beside the shared file (`kaja.db.wiping`: core/store/markers.py)
+   records every path of the plan and is made durable before the first
+   deletion; image folders can only be told apart while the shared file
+   exists, so the marker is what lets a later run finish them.
 3. Each database goes before its companions, with Ctrl-C held off until the
    group is done; the folder is synced in between so that not even a power
    cut can leave a database without the journal it needed.
 4. The marker goes last (before the now empty state dir).
 The next `kaja wipe` deletes what the marker still lists along with
-whatever exists now. The marker of a demo cut short (`kaja.db.demo`) goes
-with the wipe's own. `interrupted(paths)` describes such leftovers for
-`kaja doctor`.
+whatever exists now. The markers of a demo cut short (`kaja.db.demo`) and
+of a prune cut short (`kaja.db.pruning`) go with the wipe's own.
+`interrupted(paths)` describes such leftovers for `kaja doctor`.
 
 `--owner` is one ordinary transaction (it waits for the agent's lock like
 any writer): the owner's sessions with every row hanging off them (through
@@ -52,23 +52,21 @@ leaves folders whose sessions are gone, which the next `kaja wipe --owner`
 (or `kaja wipe`) removes; folders of sessions that still exist (a crash
 before the commit) are never touched.
 
+In cloud mode (`server`) a whole wipe drops kaja's objects in its schema on
+the server instead of database files, and `--owner` erases the owner there;
+the plans, the images kept here, the markers and the order are the same.
+
 Tests stop a real `kaja wipe` at a chosen step to `kill -9` it through
-`hook.checkpoint` (see `hook`); nothing in this package reads the environment.
+`markers.checkpoint`; nothing in this package reads the environment.
 
 This package: `model` (the plan's data), `reach` (whether a path is Kaja's
-to delete), `markers` (what an interrupted wipe left), `whole` (`plan`,
-`execute`), `owner` (`plan_owner`, `execute_owner`), `hook`.
+to delete), `leftovers` (what an interrupted wipe left), `whole` (`plan`,
+`execute`) and `owner` (`plan_owner`, `execute_owner`): one skeleton each,
+for both engines; `local` and `server`, the engine parts they ask the
+store for (`store.part`).
 """
 
-from kaja_cli.core.care.wipe.markers import (
-    MARKER_SUFFIX,
-    MARKER_VERSION,
-    demo_cut_short,
-    demo_marker,
-    interrupted,
-    marker_path,
-    write_marker,
-)
+from kaja_cli.core.care.wipe.leftovers import interrupted, marker_path
 from kaja_cli.core.care.wipe.model import (
     Item,
     Kept,
@@ -88,8 +86,6 @@ from kaja_cli.core.care.wipe.reach import READ_TIMEOUT_MS
 from kaja_cli.core.care.wipe.whole import execute, plan
 
 __all__ = [
-    "MARKER_SUFFIX",
-    "MARKER_VERSION",
     "READ_TIMEOUT_MS",
     "ROW_ORDER",
     "Item",
@@ -104,13 +100,10 @@ __all__ = [
     "Stage",
     "WipePlan",
     "WipeResult",
-    "demo_cut_short",
-    "demo_marker",
     "execute",
     "execute_owner",
     "interrupted",
     "marker_path",
     "plan",
     "plan_owner",
-    "write_marker",
 ]

@@ -126,6 +126,19 @@ class Leftovers:
                 "remaining": [str(p) for p in self.remaining]}  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Stored:
+    """What an engine part plans for a whole wipe: what it stores goes (`items`:
+    the database files, or kaja's objects on the server), what stays, what is
+    refused, and the sessions it knows (their image folders go too; None:
+    they can't be read)."""
+
+    items: list[Item]
+    kept: list[Kept]
+    refusals: list[Refusal]
+    known: set[str] | None
+
+
 @dataclass
 class WipePlan:
     items: list[Item]

@@ -1,53 +1,40 @@
 """`kaja wipe --owner`: erase everything one owner stored, in one transaction,
-then their image folders (`plan_owner()`, `execute_owner()`)."""
+then their image folders (`plan_owner()`, `execute_owner()`): one plan and
+one execution for both engines.
+
+The SQL is the same text on SQLite and PostgreSQL, its lists spelled by the
+connection's dialect (`in_list`); a table another program left without a
+column this needs is skipped (nothing of theirs can be found in it). What the
+engines do beyond the rows comes from the store's engine part
+(`store.part(__package__)`): how long the plan waits for a lock, what is set
+before erasing (SQLite's `secure_delete`), and how the erased words leave the
+disk after (`purge`: SQLite's search index merged, the server's tables
+vacuumed).
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from kaja_cli.core import values
-from kaja_cli.core.care.wipe import hook
-from kaja_cli.core.care.wipe.markers import (
-    MARKER_VERSION,
+from kaja_cli.core.care.wipe.leftovers import (
     describe,
     listed_paths,
-    live_sessions,
     marker_path,
-    write_marker,
+    owner_marker,
 )
 from kaja_cli.core.care.wipe.model import Leftovers, Mention, OwnerPlan, OwnerResult
-from kaja_cli.core.care.wipe.reach import READ_TIMEOUT_MS, image_item, lstat_or_none
-from kaja_cli.core.clock import now_iso
+from kaja_cli.core.care.wipe.reach import image_item, lstat_or_none
 from kaja_cli.core.conversations import cascade, images
-from kaja_cli.core.engine import db, fs
+from kaja_cli.core.conversations.sessions import columns
+from kaja_cli.core.engine import db, dialect
 from kaja_cli.core.owners import Owner
-from kaja_cli.core.store import Store, schema
+from kaja_cli.core.store import Store, markers
+from kaja_cli.core.store.markers import Operation
 from kaja_cli.core.store.paths import Paths
-from kaja_cli.errors import Busy, Interrupted, NotFound, Refused
+from kaja_cli.errors import Interrupted, NotFound, Refused
 
-# Rows that still refer to the owner after `--owner` and stay: the usage
-# ledger, learning and services are not the conversation store (SPEC §8).
-_OWNER_RUNS = (
-    "run_id IN (SELECT id FROM runs WHERE thread_id IN (SELECT value FROM json_each(:ids)))"
-)
-_MENTIONS = (
-    ("runs", "thread_id IN (SELECT value FROM json_each(:ids))", "usage ledger"),
-    *((t, _OWNER_RUNS, "usage ledger") for t in ("calls", "tools", "events", "logs", "media")),
-    ("feedback", "user_id IN (SELECT value FROM json_each(:res))", "usage ledger"),
-    (
-        "experience_runs",
-        "resource_id IN (SELECT value FROM json_each(:res))"
-        " OR thread_id IN (SELECT value FROM json_each(:ids))",
-        "learning",
-    ),
-    ("schedules", "resource_id IN (SELECT value FROM json_each(:res))", "services"),
-    ("background_tasks", "resource_id IN (SELECT value FROM json_each(:res))", "services"),
-)
 # Erased besides the sessions' rows, by their owner column (terminal: '').
 _OWNER_TABLES = ("notes", "dataset_answers", "dataset_versions")
 # The order rows are shown in.
@@ -55,17 +42,23 @@ ROW_ORDER = (
     "sessions", "messages", "tool_calls", "session_summaries", "model_calls", "session_events",
     "notes", "dataset_answers", "dataset_versions", "conversation_threads",
 )  # fmt: skip
+_LEDGER_RUNS = ("calls", "tools", "events", "logs", "media")
 
 
-def _resource_ids(owner: Owner) -> str:
-    """How other tables name the owner (`resource_id`, `user_id`), as a JSON list."""
-    return json.dumps(["terminal", ""] if owner.is_terminal else [owner.id])
+def _resource_ids(owner: Owner) -> list[str]:
+    """How other tables name the owner (`resource_id`, `user_id`)."""
+    return ["terminal", ""] if owner.is_terminal else [str(owner.id)]
 
 
-def _session_ids(conn: sqlite3.Connection, owner: Owner) -> list[Any]:
+def _texts(ids: list[Any]) -> list[str]:
+    """The ids as text, as a list compares them (a BLOB id as its hex)."""
+    return [values.text(i) for i in ids]
+
+
+def _session_ids(conn, owner: Owner) -> list[Any]:
     """The owner's session ids as stored (of any type); a NULL id is left out:
     nothing hangs off it, and `_owner_rows` erases its row by the owner."""
-    have = db.column_names(conn, "sessions")
+    have = columns(conn, "sessions").get("sessions", [])
     if "id" not in have or "owner" not in have:
         return []
     where, args = owner.sessions_where()
@@ -76,61 +69,77 @@ def _session_ids(conn: sqlite3.Connection, owner: Owner) -> list[Any]:
     ]
 
 
-def _id_texts(ids: list[Any]) -> str:
-    """The ids as a JSON list of text, for json_each() (a BLOB id as its hex)."""
-    return json.dumps([values.text(i) for i in ids])
-
-
-def _owner_rows(
-    conn: sqlite3.Connection, owner: Owner, ids: list[Any], *, delete: bool
-) -> dict[str, int]:
+def _owner_rows(conn, owner: Owner, ids: list[Any], *, delete: bool) -> dict[str, int]:
     """Count (or delete, in the caller's transaction) everything of the owner's.
 
     Tables are taken as they are: one another program left without a column
     this needs is skipped (nothing of theirs can be found in it), never a
     reason to stop; a session row whose id is NULL goes by its owner."""
-    have = schema.present_columns(conn)
+    have = columns(conn, *_OWNER_TABLES, "sessions", "conversation_threads")
     rows = (cascade.delete_session_rows if delete else cascade.count_session_rows)(conn, ids)
     verb = "DELETE" if delete else "SELECT COUNT(*)"
+    in_list = dialect.of(conn).in_list
     wheres = [(t, {"owner"}, *owner.rows_where()) for t in _OWNER_TABLES]
-    wheres.append(("sessions", {"id", "owner"}, "id IS NULL AND " + owner.sessions_where()[0],
-                   owner.sessions_where()[1]))  # fmt: skip
+    where, args = owner.sessions_where()
+    wheres.append(("sessions", {"id", "owner"}, f"id IS NULL AND {where}", args))
     # Search threads of theirs beyond their sessions' (whose session is gone).
-    wheres.append(
-        (
-            "conversation_threads",
-            {"resource_id", "thread_id"},
-            "resource_id IN (SELECT value FROM json_each(?))"
-            " AND thread_id NOT IN (SELECT value FROM json_each(?))",
-            (_resource_ids(owner), _id_texts(ids)),
-        )
+    (theirs, res), (sessions, texts) = (
+        in_list("resource_id", _resource_ids(owner)),
+        in_list("thread_id", _texts(ids)),
     )
-    for table, needs, where, args in wheres:
-        if needs <= have.get(table, set()):
-            cur = conn.execute(f"{verb} FROM {table} WHERE {where}", args)
+    wheres.append(("conversation_threads", {"resource_id", "thread_id"},
+                   f"{theirs} AND NOT ({sessions})", (res, texts)))  # fmt: skip
+    for table, needs, cond, params in wheres:
+        if needs <= set(have.get(table, ())):
+            cur = conn.execute(f"{verb} FROM {table} WHERE {cond}", params)
             rows[table] = rows.get(table, 0) + (cur.rowcount if delete else cur.fetchone()[0])
     return {t: rows[t] for t in ROW_ORDER if t in rows}
 
 
-def _count(conn: sqlite3.Connection, table: str, cond: str, args: dict) -> int:
-    """Rows of `table` that mention the owner; 0 when an older or newer table
-    lacks a column the question needs (what is kept is only counted)."""
-    try:
-        return conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {cond}", args).fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
+def _mentions(conn, owner: Owner, ids: list[Any]) -> list[Mention]:
+    """Rows that still refer to the owner after `--owner` and stay: the usage
+    ledger, learning and services are not the conversation store (SPEC §8).
+    A table without a column the question needs mentions nobody."""
+    in_list = dialect.of(conn).in_list
+    threads = in_list("thread_id", _texts(ids))
+    theirs = in_list("resource_id", _resource_ids(owner))
+    of_runs = (f"run_id IN (SELECT id FROM runs WHERE {threads[0]})", threads[1])
+    runs = {"runs": {"id", "thread_id"}}
+    # (table, the columns it needs, of which tables, the conditions, why it stays)
+    questions = [
+        ("runs", {"runs": {"thread_id"}}, [threads], "usage ledger"),
+        *((t, {t: {"run_id"}} | runs, [of_runs], "usage ledger") for t in _LEDGER_RUNS),
+        ("feedback", {"feedback": {"user_id"}}, [in_list("user_id", _resource_ids(owner))],
+         "usage ledger"),
+        ("experience_runs", {"experience_runs": {"resource_id", "thread_id"}}, [theirs, threads],
+         "learning"),
+        ("schedules", {"schedules": {"resource_id"}}, [theirs], "services"),
+        ("background_tasks", {"background_tasks": {"resource_id"}}, [theirs], "services"),
+    ]  # fmt: skip
+    have = {t: set(c) for t, c in columns(conn, *(q[0] for q in questions)).items()}
+    out = []
+    for table, needs, conds, reason in questions:
+        if not all(cols <= have.get(t, set()) for t, cols in needs.items()):
+            continue
+        sql = f"SELECT COUNT(*) FROM {table} WHERE {' OR '.join(c for c, _ in conds)}"
+        if n := conn.execute(sql, tuple(p for _, p in conds)).fetchone()[0]:
+            out.append(Mention(table, n, reason))
+    return out
 
 
-def _owner_marker(paths: Paths, owner: Owner) -> Path:
-    """One marker per owner, so two owners erased at once don't share one."""
-    digest = hashlib.sha256(owner.label.encode()).hexdigest()[:12]
-    main = marker_path(paths)
-    return main.with_name(f"{main.name}-owner-{digest}")
+def _live(conn, names: list[str]) -> set[str]:
+    """Which of these session ids the store still holds."""
+    if not names:
+        return set()
+    cond, arg = dialect.of(conn).in_list("id", names)
+    return {
+        values.text(r[0]) for r in conn.execute(f"SELECT id FROM sessions WHERE {cond}", (arg,))
+    }
 
 
 def _no_whole_wipe_pending(paths: Paths) -> None:
     marker = marker_path(paths)
-    if lstat_or_none(marker) is not None:
+    if markers.lexists(marker):
         raise Refused(
             "an interrupted `kaja wipe` has not finished",
             hint=f"run `kaja wipe` to finish it, or delete {marker} to keep what is left",
@@ -143,33 +152,25 @@ def plan_owner(store: Store, owner: Owner) -> OwnerPlan:
     NotFound (exit 3) when the owner has nothing here and no interrupted
     wipe of theirs is left to finish: a mistyped id must not look done.
     """
-    if store.cloud:
-        from kaja_cli.core.care.wipe import cloud
-
-        return cloud.plan_owner(store, owner)
+    part = store.part(__package__)
     paths = store.paths
     _no_whole_wipe_pending(paths)
-    with store.reader(timeout_ms=READ_TIMEOUT_MS, writing=True) as conn:
+    found = markers.of(owner_marker(paths, owner), Operation.OWNER)
+    with store.reader(timeout_ms=part.PLAN_WAIT_MS, writing=True) as conn:
         ids = _session_ids(conn, owner)
         rows = _owner_rows(conn, owner, ids, delete=False)
-        present = db.table_names(conn)
-        args = {"ids": _id_texts(ids), "res": _resource_ids(owner)}
-        mentions = [
-            Mention(table, n, reason)
-            for table, cond, reason in _MENTIONS
-            if table in present and (n := _count(conn, table, cond, args))
-        ]
+        mentions = _mentions(conn, owner, ids)
+        live = _live(conn, [p.name for p in found.listed]) if found is not None else set()
     link = cascade.images_link(paths.images_dir)
     folders = [
         i
-        for sid in (map(values.text, ids) if link is None else ())
+        for sid in (_texts(ids) if link is None else ())
         if (d := images.session_dir(paths.images_dir, sid)) and (i := image_item(d))
     ]
     leftovers = None
-    marker = _owner_marker(paths, owner)
-    if lstat_or_none(marker) is not None:
-        detail, command, left = describe(marker, paths, live_sessions(paths))
-        leftovers = Leftovers(detail, (detail,), (command,), (*left, marker))
+    if found is not None:
+        detail, command, left = describe(found, paths, live)
+        leftovers = Leftovers(detail, (detail,), (command,), (*left, found.path))
         have = {i.path for i in folders}
         folders += [i for p in left if p not in have and link is None and (i := image_item(p))]
     if not sum(rows.values()) and not folders and leftovers is None:
@@ -184,29 +185,23 @@ def execute_owner(
     store: Store, owner: Owner, *, timeout_ms: int = db.BUSY_TIMEOUT_MS
 ) -> OwnerResult:
     """Erase one owner in one transaction, then their image folders (the package docstring)."""
-    if store.cloud:
-        from kaja_cli.core.care.wipe import cloud
-
-        return cloud.execute_owner(store, owner, timeout_ms=timeout_ms)
+    part = store.part(__package__)
     paths = store.paths
     _no_whole_wipe_pending(paths)
-    marker = _owner_marker(paths, owner)
+    marker = owner_marker(paths, owner)
     wrote = committed = False
     try:
         with store.writer(timeout_ms=timeout_ms) as conn:
-            conn.execute("PRAGMA secure_delete = ON")  # erased text does not linger in free pages
+            part.before_erasing(conn)
             with db.transaction(conn):
                 ids = _session_ids(conn, owner)
                 rows = _owner_rows(conn, owner, ids, delete=True)
                 # An earlier run's folders whose sessions are gone count too.
-                earlier = listed_paths(marker, paths, set()) if lstat_or_none(marker) else []
-                names = {t for i in ids if (t := values.text(i))} | {p.name for p in earlier}
+                found = markers.of(marker, Operation.OWNER)
+                earlier = listed_paths(found, paths, set()) if found is not None else []
+                names = {t for t in _texts(ids) if t} | {p.name for p in earlier}
                 if earlier:
-                    live = conn.execute(
-                        "SELECT id FROM sessions WHERE id IN (SELECT value FROM json_each(?))",
-                        (json.dumps(sorted(names)),),
-                    )
-                    names -= {r[0] for r in live}
+                    names -= _live(conn, sorted(names))
                 folders = [
                     d
                     for sid in sorted(names)
@@ -215,73 +210,30 @@ def execute_owner(
                 if cascade.images_link(paths.images_dir) is not None:
                     folders = []  # nothing is deleted through a link (the plan said so)
                 if folders:
-                    write_marker(
-                        marker,
-                        {
-                            "version": MARKER_VERSION,
-                            "action": "owner",
-                            "owner": owner.label,
-                            "started_at": now_iso(),
-                            "pid": os.getpid(),
-                            "paths": [str(p) for p in folders],
-                        },
-                    )
+                    markers.begin(marker, Operation.OWNER, owner=owner.label,
+                                  paths=[str(p) for p in folders])  # fmt: skip
                     wrote = True
-                hook.checkpoint("commit")
+                markers.checkpoint("commit")
             committed = True
     except BaseException:
         if wrote and not committed:  # rolled back: the folders stay with their sessions
-            marker.unlink(missing_ok=True)
+            markers.finish(marker)
         raise
     removed = remove_folders(paths, owner, marker, folders)
-    return OwnerResult(owner, rows, removed, _purge_index(store, timeout_ms))
+    return OwnerResult(owner, rows, removed, part.purge(store, timeout_ms))
 
 
 def remove_folders(paths: Paths, owner: Owner, marker: Path, folders: list[Path]) -> list[Path]:
-    """After the commit (here or on a server): the owner's image folders, then
-    the marker that named them; Ctrl-C says how to finish."""
+    """After the commit: the owner's image folders, then the marker that named
+    them; Ctrl-C says how to finish."""
     try:
-        hook.checkpoint("images")
+        markers.checkpoint("images")
         removed = cascade.remove_image_folders(paths.images_dir, [p.name for p in folders])
-        if lstat_or_none(marker) is not None:
-            marker.unlink()
-            fs.fsync_dir(marker.parent)
+        if markers.lexists(marker):
+            markers.finish(marker)
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted after erasing {owner.label}'s rows, before all their image folders",
             hint=f"run `kaja wipe --owner {owner.label}` again to finish",
         ) from None
     return removed
-
-
-def _purge_index(store: Store, timeout_ms: int) -> bool:
-    """Merge the search index into one segment, so the erased words leave it.
-
-    FTS4 deletes by adding markers: the old segments keep the terms until a
-    merge reaches them. 'optimize' merges everything, holding the write lock
-    for seconds on a large store, so it runs only while nobody else has the
-    file open; otherwise the caller says how to finish. True if purged."""
-    from kaja_cli.core.conversations.search import cjk_index
-    from kaja_cli.core.conversations.search import index as search_index
-
-    path = store.paths.shared_db.path
-    if db.holder(path) is not None:
-        return False
-    try:
-        with store.writer(timeout_ms=timeout_ms) as conn:
-            main = search_index.state(conn) == search_index.READY
-            cjk = cjk_index.state(conn) in (cjk_index.READY, cjk_index.BEHIND)
-            if not main and not cjk:
-                return True  # no index of kaja's: nothing holds the words
-            conn.execute("PRAGMA secure_delete = ON")
-            with db.transaction(conn):
-                if main:
-                    conn.execute(
-                        f"INSERT INTO {search_index.FTS_TABLE}({search_index.FTS_TABLE}) VALUES ('optimize')"
-                    )
-                if cjk:
-                    cjk_index.optimize(conn)
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    except Busy:
-        return False
-    return True

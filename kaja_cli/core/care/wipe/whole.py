@@ -1,67 +1,48 @@
-"""A whole `kaja wipe`: the plan (`plan()`, read-only) and its execution
-(`execute()`), in the order the package docstring gives."""
+"""A whole `kaja wipe`: one plan (`plan()`, read-only) and one execution
+(`execute()`), in the order the package docstring gives, for both engines.
+
+What is stored differs for real between them, and comes from the store's
+engine part (`store.part(__package__)`: `local` or `server`): `stored()`
+plans it (the database files, or kaja's objects in its schema on the
+server), `prepare()` readies it before the marker is written, `drop()` drops
+what is no path. Everything else is the same paths on this machine, planned
+and deleted here: `files/` beside the shared file, the settings, the markers
+interrupted commands left, and the folders that end up empty.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import stat
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from kaja_cli.core.care.wipe import hook
-from kaja_cli.core.care.wipe.markers import (
-    MARKER_VERSION,
-    demo_marker,
-    interrupted,
-    listed_paths,
-    marker_path,
-    markers_of,
-    not_a_marker,
-    stale_temporaries,
-    write_marker,
+from kaja_cli.core.care.wipe.leftovers import interrupted, listed_paths, marker_path
+from kaja_cli.core.care.wipe.model import (
+    SERVER_KINDS,
+    Item,
+    Kept,
+    Kind,
+    Part,
+    Refusal,
+    WipePlan,
+    WipeResult,
 )
-from kaja_cli.core.care.wipe.model import Item, Kept, Kind, Part, Refusal, WipePlan, WipeResult
-from kaja_cli.core.care.wipe.reach import (
-    empty_after,
-    image_item,
-    is_home_or_above,
-    lstat_or_none,
-    read_database,
-    why_busy,
-    why_unsafe,
-)
-from kaja_cli.core.clock import now_iso
+from kaja_cli.core.care.wipe.reach import empty_after, image_item, is_home_or_above, lstat_or_none
 from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import db, fs
-from kaja_cli.core.store import Store, guard
-from kaja_cli.core.store.paths import Paths, companions
-from kaja_cli.core.store.registry import DATABASES, Database
+from kaja_cli.core.store import Store, markers
+from kaja_cli.core.store.markers import Operation
+from kaja_cli.core.store.paths import Paths
+from kaja_cli.core.store.registry import Database
 from kaja_cli.core.wording import noun, plural
 from kaja_cli.errors import Busy, Failed, Interrupted
 
 _LINK = "(a link: its target stays)"
-
-
-def _database_items(path: Path, name: Database) -> tuple[list[Item], list[Refusal]]:
-    """The database, then its companions (the order they go in)."""
-    label = DATABASES[name].noun
-    items, refusals = [], []
-    for p in [path, *companions(path)]:
-        st = lstat_or_none(p)
-        if st is None:
-            continue
-        what = label if p == path else f"{label} {p.name[len(path.name) :]}"
-        if stat.S_ISDIR(st.st_mode):
-            if p != path:  # the database itself is refused by why_unsafe
-                refusals.append(Refusal(p, f"{p} is a folder where SQLite keeps a file"))
-            continue
-        kind = Kind.LINK if stat.S_ISLNK(st.st_mode) else Kind.FILE
-        items.append(Item(p, what, kind, name, st.st_size, 1))
-    return items, refusals
+# The markers a whole wipe finishes along with its own (not a restore's: that
+# one is `kaja restore --finish`'s).
+_FINISHED = (Operation.WIPE, Operation.OWNER, Operation.PRUNE, Operation.DEMO)
 
 
 def _files_items(
@@ -69,8 +50,8 @@ def _files_items(
 ) -> tuple[list[Item], list[Kept]]:
     """What goes from `files/` beside the shared file, and what stays.
 
-    An image folder goes when the shared file knows its session, or when an
-    interrupted wipe listed it (`listed`).
+    An image folder goes when the store knows its session, or when an
+    interrupted command listed it (`listed`).
     """
     files_dir, images_dir = paths.files_dir, paths.images_dir
     st = lstat_or_none(files_dir)
@@ -115,91 +96,53 @@ def _image_folder_names(paths: Paths) -> set[str]:
 
 
 def plan(store: Store, *, settings: bool = False) -> WipePlan:
-    """What `kaja wipe` would delete, keep and refuse; reads, never writes."""
-    if store.cloud:
-        from kaja_cli.core.care.wipe import cloud
-
-        return cloud.plan(store, settings=settings)
+    """What `kaja wipe` would delete (or drop), keep and refuse; reads, never writes."""
+    part = store.part(__package__)
     paths = store.paths
-    items: list[Item] = []
-    refusals: list[Refusal] = []
-    known: set[str] | None = set()
-    seen: set[Path] = set()
-    for file in paths.databases():
-        path = file.path
-        if path in seen:  # the same file configured twice
-            continue
-        seen.add(path)
-        unsafe = why_unsafe(path)
-        busy = None if unsafe else why_busy(path)
-        refusal, ids = (unsafe or busy), set()
-        if refusal is None:
-            refusal, ids = read_database(path, file)
-        if refusal is not None:
-            refusals.append(refusal)
-        if file.name is Database.SHARED:
-            known = ids
-        db_items, db_refusals = _database_items(path, file.name)
-        items += db_items
-        refusals += db_refusals
+    stored = part.stored(store)
+    items, kept, refusals = list(stored.items), list(stored.kept), list(stored.refusals)
 
-    markers = markers_of(paths)
-    # A prune cut short after a commit: its marker lists image folders of gone sessions.
-    pruning = fs.beside(paths.shared_db.path, guard.PRUNE_SUFFIX)
-    pruned = [pruning] if lstat_or_none(pruning) is not None else []
-    for m in markers + pruned:
-        if (what := not_a_marker(m)) is not None:
-            kind = "prune" if m in pruned else "wipe"
-            refusals.append(
-                Refusal(m, f"{m} is {what}, not a {kind} marker kaja wrote: move it aside")
-            )
-    live = set(known) if known is not None else None
-    demo = demo_marker(paths)
-    leftover_markers = markers + ([demo] if lstat_or_none(demo) is not None else [])
-    leftover_markers += pruned
-    leftover_markers += [*stale_temporaries(marker_path(paths)), *stale_temporaries(demo)]
-    listed = [p for m in markers + pruned for p in listed_paths(m, paths, live)]
+    found = markers.pending(paths, *_FINISHED)
+    refusals += [Refusal(m.path, why) for m in found if (why := markers.refusal(m)) is not None]
+    live = set(stored.known) if stored.known is not None else None
+    # What interrupted wipes and prunes listed (a prune's image folders of gone sessions).
+    listed = [p for m in found if m.operation is not Operation.DEMO
+              for p in listed_paths(m, paths, live)]  # fmt: skip
     listed_names = {p.name for p in listed if p.parent == paths.images_dir}
-    if lstat_or_none(demo) is not None:
+    if any(m.operation is Operation.DEMO for m in found):
         # A demo cut short: it wrote the whole store, images before the
         # sessions that name them were committed.
         listed_names |= _image_folder_names(paths)
-    file_items, kept = _files_items(paths, known, listed_names)
+    leftover_markers = [m.path for m in found] + markers.temporaries(paths, *_FINISHED)
+    file_items, file_kept = _files_items(paths, stored.known, listed_names)
     items += file_items
-    have = {i.path for i in items}
-    sp = paths.settings_file.path
-    if settings or sp in listed:  # an interrupted wipe --settings: finish that too
-        st = lstat_or_none(sp)
-        if st is not None and sp not in have:
-            if stat.S_ISLNK(st.st_mode):
-                items.append(Item(sp, f"settings file {_LINK}", Kind.LINK, Part.SETTINGS))
-            elif stat.S_ISREG(st.st_mode):
-                items.append(Item(sp, "settings file", Kind.FILE, Part.SETTINGS, st.st_size, 1))
-                items += _settings_lock(sp)
-            else:
-                refusals.append(Refusal(sp, f"{sp} is not a file, not a settings file"))
-    elif lstat_or_none(sp) is not None:
-        kept.append(Kept(sp, "settings stay (--settings deletes them too)"))
-
-    # Folders that end up empty: files/images and files/, then (after the
-    # marker) the state dir and, with the settings, their folder.
-    marker = marker_path(paths)
-    gone = {i.path for i in items} | set(leftover_markers) | {marker}
-    folders = [
-        (paths.images_dir, "files/images/ (empty by then)", Part.FILES),
-        (paths.files_dir, "files/ (empty by then)", Part.FILES),
-        (paths.state_dir.path, "state dir (empty by then)", Part.PARENTS),
-    ]
-    if settings:
-        folders.append((sp.parent, "settings folder (empty by then)", Part.PARENTS))
-    for folder, what, group in folders:
-        if folder in gone or is_home_or_above(folder) or not empty_after(folder, gone):
-            continue
-        items.append(Item(folder, what, Kind.FOLDER, group))
-        gone.add(folder)
-
+    kept += file_kept
+    items, more_kept, more_refusals = _settings_items(paths, items, settings, listed)
+    kept += more_kept
+    refusals += more_refusals
+    items += _emptied_folders(paths, items, leftover_markers, settings)
     items.sort(key=lambda i: i.stage)
-    return WipePlan(items, kept, refusals, marker, interrupted(paths), leftover_markers)
+    return WipePlan(items, kept, refusals, marker_path(paths), interrupted(paths, live),
+                    leftover_markers, needs_yes=part.NEEDS_YES)  # fmt: skip
+
+
+def _settings_items(
+    paths: Paths, items: list[Item], settings: bool, listed: list[Path]
+) -> tuple[list[Item], list[Kept], list[Refusal]]:
+    """`items` with the settings file (and its lock) when asked for, or when an
+    interrupted `wipe --settings` listed it; else it is kept."""
+    sp = paths.settings_file.path
+    st = lstat_or_none(sp)
+    if not (settings or sp in listed):
+        return items, [Kept(sp, "settings stay (--settings deletes them too)")] if st else [], []
+    if st is None or sp in {i.path for i in items}:
+        return items, [], []
+    if stat.S_ISLNK(st.st_mode):
+        return [*items, Item(sp, f"settings file {_LINK}", Kind.LINK, Part.SETTINGS)], [], []
+    if stat.S_ISREG(st.st_mode):
+        file = Item(sp, "settings file", Kind.FILE, Part.SETTINGS, st.st_size, 1)
+        return [*items, file, *_settings_lock(sp)], [], []
+    return items, [], [Refusal(sp, f"{sp} is not a file, not a settings file")]
 
 
 def _settings_lock(settings_file: Path) -> list[Item]:
@@ -214,46 +157,54 @@ def _settings_lock(settings_file: Path) -> list[Item]:
     ]
 
 
-def execute(store: Store, plan: WipePlan) -> WipeResult:
-    """Delete what `plan` lists, in its order (see the package docstring)."""
-    if store.cloud:
-        from kaja_cli.core.care.wipe import cloud
+def _emptied_folders(
+    paths: Paths, items: list[Item], leftover_markers: list[Path], settings: bool
+) -> list[Item]:
+    """Folders that end up empty: files/images and files/, then (after the
+    marker) the state dir and, with the settings, their folder."""
+    gone = {i.path for i in items} | set(leftover_markers) | {marker_path(paths)}
+    folders = [
+        (paths.images_dir, "files/images/ (empty by then)", Part.FILES),
+        (paths.files_dir, "files/ (empty by then)", Part.FILES),
+        (paths.state_dir.path, "state dir (empty by then)", Part.PARENTS),
+    ]
+    if settings:
+        folders.append((paths.settings_file.path.parent, "settings folder (empty by then)",
+                        Part.PARENTS))  # fmt: skip
+    out = []
+    for folder, what, group in folders:
+        if folder in gone or is_home_or_above(folder) or not empty_after(folder, gone):
+            continue
+        out.append(Item(folder, what, Kind.FOLDER, group))
+        gone.add(folder)
+    return out
 
-        return cloud.execute(store, plan)
-    paths = store.paths
-    files = {f.path: f for f in reversed(paths.databases())}  # the first file of a path wins
-    dbs = list(dict.fromkeys(f.path for f in paths.databases()))
-    # It may have been minutes since the plan (the question): look again.
-    for path in dbs:
-        if (busy := why_busy(path)) is not None:
-            raise busy.error()
-    # 1. Every database self-contained while nothing is deleted yet (a
-    # damaged or read-only one can't be: step 3's order still keeps it safe).
-    for path in dbs:
-        if db.classify(path) == "sqlite" and not path.is_symlink():
-            db.fold_journal(path, files[path])
+
+def execute(store: Store, plan: WipePlan) -> WipeResult:
+    """Delete (and drop) what `plan` lists, in its order (see the package docstring)."""
+    part = store.part(__package__)
+    # 1. What is stored made ready while nothing is deleted yet (locally: each
+    # database folded into one self-contained file).
+    part.prepare(store, plan)
+    files = [i for i in plan.items if i.kind not in SERVER_KINDS]
     # 2. The marker, durable before the first deletion.
-    wrote = bool(plan.items) and plan.marker.parent.is_dir()
+    wrote = bool(files) and plan.marker.parent.is_dir()
     if wrote:
-        write_marker(
-            plan.marker,
-            {
-                "version": MARKER_VERSION,
-                "action": "wipe",
-                "started_at": now_iso(),
-                "pid": os.getpid(),
-                "paths": [str(i.path) for i in plan.items],
-            },
-        )
-    markers = list(dict.fromkeys(([plan.marker] if wrote else []) + plan.markers))
+        markers.begin(plan.marker, Operation.WIPE, paths=[str(i.path) for i in files])
+    left_over = list(dict.fromkeys(([plan.marker] if wrote else []) + plan.markers))
     deleted: list[Item] = []
     kept = list(plan.kept)
-    left = len(plan.items)
+    server = [i for i in plan.items if i.kind in SERVER_KINDS]
+    if server:
+        dropped, why = part.drop(store, server)
+        deleted += dropped
+        kept += why
+    left = len(files)
     try:
-        for group, items in _by_group(plan.items):
-            if group is Part.PARENTS:  # 4. the marker, before the folder holding it
-                _remove_markers(markers)
-                markers = []
+        for group, items in _by_group(files):
+            if group is Part.PARENTS:  # 4. the markers, before the folder holding them
+                markers.finish(*left_over)
+                left_over = []
             first = items[0]
             if first.database is not None and (pid := db.holder(first.path)) is not None:
                 # Folding and the marker took a moment: a process that opened
@@ -263,9 +214,9 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
                     " deleting it",
                     hint="close Kaja (and the Telegram bot), then run `kaja wipe` again to finish",
                 )
-            with _sigint_held():  # 3. a database and its journal go together
+            with markers.sigint_held():  # 3. a database and its journal go together
                 for n, item in enumerate(items):
-                    hook.checkpoint(item.path.name)
+                    markers.checkpoint(item.path.name)
                     if _remove(item):
                         deleted.append(item)
                     elif lstat_or_none(item.path) is not None:
@@ -274,19 +225,23 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
                     if n == 0 and item.database is not None:
                         fs.fsync_dir(item.path.parent)  # the database gone before its journal
             fs.fsync_dir(items[-1].path.parent)
-        _remove_markers(markers)
+        markers.finish(*left_over)
     except KeyboardInterrupt:
         raise Interrupted(
-            f"wipe interrupted: {left} of {plural(len(plan.items), 'path')}"
+            f"wipe interrupted: {left} of {plural(len(files), 'path')}"
             f" {noun(left, 'remains', 'remain')}",
-            hint="run `kaja wipe` again to finish",
+            hint=f"run `{_again(plan)}` again to finish",
         ) from None
     except OSError as e:
         raise Failed(
             f"cannot delete {e.filename or 'a file'}: {e.strerror or e}",
-            hint="fix that, then run `kaja wipe` again to finish",
+            hint=f"fix that, then run `{_again(plan)}` again to finish",
         ) from e
     return WipeResult(deleted, kept)
+
+
+def _again(plan: WipePlan) -> str:
+    return "kaja wipe --yes" if plan.needs_yes else "kaja wipe"
 
 
 def _by_group(items: list[Item]) -> Iterator[tuple[Database | Part, list[Item]]]:
@@ -299,14 +254,6 @@ def _by_group(items: list[Item]) -> Iterator[tuple[Database | Part, list[Item]]]
         run.append(item)
     if run:
         yield run[0].group, run
-
-
-def _remove_markers(markers: list[Path]) -> None:
-    for m in markers:
-        hook.checkpoint(m.name)
-        m.unlink(missing_ok=True)
-    if markers:
-        fs.fsync_dir(markers[0].parent)
 
 
 def _remove(item: Item) -> bool:
@@ -329,18 +276,3 @@ def _remove(item: Item) -> bool:
         return False
     item.path.unlink()
     return True
-
-
-@contextmanager
-def _sigint_held() -> Iterator[None]:
-    """Hold Ctrl-C off until the block is done; it is raised right after."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(
-        signal, "pthread_sigmask"
-    ):
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable
 
 from kaja_cli.core.conversations.search import cjk
 from kaja_cli.core.engine.db import table_names, transaction
+from kaja_cli.core.engine.sqlite_format import varints
 
 Progress = Callable[[int, int | None], None]
 
@@ -132,13 +133,7 @@ def indexed(conn: sqlite3.Connection) -> int:
     row = conn.execute(f"SELECT value FROM {TABLE}_stat WHERE id = 0").fetchone()
     if not row or not isinstance(row[0], bytes):
         return 0
-    value = shift = 0
-    for byte in row[0]:
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            break
-        shift += 7
-    return value
+    return (varints(row[0], count=1) or [0])[0]
 
 
 # --- making it (inside the caller's transaction) --------------------------------------

@@ -2,31 +2,29 @@
 bringing it up to date, scanning when it can't, and snippets (SPEC §6).
 
 The bigram index is `cjk_index`'s, the text transformations `cjk`'s; this
-module is what `search` does with them, imported only for a query that is
-not plain ASCII, so a Latin search loads none of it. The ranking, filters
-and output are `search`'s own, over whichever FTS4 table this picks.
+module is what local search (`search.local`) does with them, imported only
+for a query that is not plain ASCII, so a Latin search loads none of it. The
+ranking, filters and output are local search's own, over whichever FTS4
+table (`tables.Index`) this picks.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kaja_cli.core.conversations.search import (
-    BUILD_WAIT_MS,
-    NOT_KAJAS,
-    ProgressFactory,
-    SearchResult,
-    _Index,
-    _progress,
-    cjk,
-    cjk_index,
-)
-from kaja_cli.core.conversations.search import index as search_index
+from kaja_cli.core.conversations.search import cjk, cjk_index
+from kaja_cli.core.conversations.search.model import TOKENIZE, ProgressFactory, SearchResult
+from kaja_cli.core.conversations.search.model import progress as progress_of
+from kaja_cli.core.conversations.search.tables import BUILD_WAIT_MS, NOT_KAJAS, Index
 from kaja_cli.core.engine import db
-from kaja_cli.core.store import Store
+from kaja_cli.core.store import search_index
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError, Refused
+
+if TYPE_CHECKING:
+    from kaja_cli.core.store import Store
 
 SCAN_CJK_TABLE = "kaja_scan_cjk"
 
@@ -37,7 +35,7 @@ def choose(
     conn: sqlite3.Connection,
     progress: ProgressFactory | None,
     result: SearchResult,
-) -> tuple[_Index | None, list[cjk.Term] | None]:
+) -> tuple[Index | None, list[cjk.Term] | None]:
     """For a query holding CJK: the index to ask and the words to highlight,
     with `result.match` turned into bigram phrases; (None, None) otherwise."""
     if not cjk.has_cjk(result.match):
@@ -54,7 +52,7 @@ def _cjk_index(
     conn: sqlite3.Connection,
     progress: ProgressFactory | None,
     result: SearchResult,
-) -> _Index:
+) -> Index:
     """The CJK index, made or brought up to date first if the store may be
     written (what the agent wrote since is only queued); else a scan."""
     state = cjk_index.state(conn)
@@ -69,11 +67,11 @@ def _cjk_index(
                 f"built the CJK search index of {path} "
                 f"({plural(count, 'message')} in Chinese, Japanese or Korean)"
             )
-        return _Index("main", cjk_index.TABLE, cjk=True)
+        return Index("main", cjk_index.TABLE, cjk=True)
     count = _scan_cjk(conn, progress)
     result.source = "scan"
     result.notes.append(_scan_cjk_note(path, state, why_not, count))
-    return _Index("temp", SCAN_CJK_TABLE, cjk=True)
+    return Index("temp", SCAN_CJK_TABLE, cjk=True)
 
 
 def _build_cjk(
@@ -91,7 +89,7 @@ def _build_cjk(
             if cjk_index.fill_state(conn) is None:
                 cjk_index.catch_up(conn)
             else:
-                with _progress(progress, "indexing Chinese, Japanese and Korean", None) as bar:
+                with progress_of(progress, "indexing Chinese, Japanese and Korean", None) as bar:
                     cjk_index.catch_up(conn, bar)
     except Busy:
         return False, "another process is writing to it"
@@ -123,13 +121,10 @@ def _scan_cjk_note(path: Path, state: str, why_not: str | None, count: int) -> s
 def _scan_cjk(conn: sqlite3.Connection, progress: ProgressFactory | None) -> int:
     """Index every message holding CJK text into a temporary FTS4 table."""
     conn.execute("PRAGMA temp.cache_size = -65536")
-    conn.execute(
-        f"CREATE VIRTUAL TABLE temp.{SCAN_CJK_TABLE} USING fts4(content, "
-        'tokenize=unicode61 "remove_diacritics=2")'
-    )
+    conn.execute(f"CREATE VIRTUAL TABLE temp.{SCAN_CJK_TABLE} USING fts4(content, {TOKENIZE})")
     upto = conn.execute("SELECT ifnull(max(rowid), 0) FROM main.messages").fetchone()[0]
     step, count = search_index.FILL_BATCH, 0
-    with _progress(progress, "scanning messages", upto) as bar:
+    with progress_of(progress, "scanning messages", upto) as bar:
         for low in range(0, upto, step):
             rows = conn.execute(
                 "SELECT rowid, content FROM main.messages"
@@ -148,7 +143,7 @@ def reindex(store: Store, path: Path, progress: ProgressFactory | None) -> None:
             return
         with db.transaction(conn):
             cjk_index.reset(conn)
-        with _progress(progress, "indexing Chinese, Japanese and Korean", None) as bar:
+        with progress_of(progress, "indexing Chinese, Japanese and Korean", None) as bar:
             cjk_index.catch_up(conn, bar)
 
 

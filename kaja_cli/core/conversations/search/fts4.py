@@ -1,7 +1,7 @@
 """FTS4 query syntax, as PostgreSQL `tsquery` (cloud search, SPEC §6 and §10).
 
 `kaja search` takes the same query in both modes: plain words (which
-`core.search.plain_match` writes as FTS4 phrases) or, with `--fts`, FTS4's
+`search.model.plain_match` writes as FTS4 phrases) or, with `--fts`, FTS4's
 own syntax as this SQLite parses it (compiled with FTS3_PARENTHESIS: AND, OR,
 NOT, NEAR/N, "phrases", prefix*, ^first, (groups), content:word; a `-` is
 not an operator there, only a separator). So the query is parsed here the way

@@ -1,41 +1,41 @@
-"""BM25 as FTS5 computes it, for FTS4: each phrase's idf from matchinfo, and
-every match's score in SQL arithmetic over the matchinfo and docsize blobs,
-so SQLite's top-n sorter ranks and Python sees only the rows kept.
+"""BM25 as FTS5 computes it, for FTS4 on SQLite (the local engine): each
+phrase's idf from matchinfo, and every match's score in SQL arithmetic over
+the matchinfo and docsize blobs, so SQLite's top-n sorter ranks and Python
+sees only the rows kept.
 
-`core.search` runs the query; `core.pg.search` computes the same figures on
-PostgreSQL with these constants, in the same order of operations.
+The constants and the idf are the model's (`search.model`): the server part
+computes the same figures on PostgreSQL with them, in the same order of
+operations.
 """
 
 from __future__ import annotations
 
-import math
 import sys
 from array import array
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from kaja_cli.core.conversations.search.model import K1, B, idf
+from kaja_cli.core.engine.sqlite_format import varints
+
 if TYPE_CHECKING:
     import sqlite3
 
-    from kaja_cli.core.conversations.search import _Index
-
-K1 = 1.2  # FTS5's bm25 constants (sqlite-fts4's rank_bm25 uses the same)
-B = 0.75
-IDF_FLOOR = 1e-6  # FTS5: a phrase in more than half the rows still counts a little
+    from kaja_cli.core.conversations.search.tables import Index
 
 
-def _varints(data: bytes, start: int = 0) -> list[int]:
-    out, value, shift = [], 0, 0
-    for byte in data[start:]:
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            out.append(value)
-            value, shift = 0, 0
-    return out
+def stats(conn: sqlite3.Connection, ix: Index) -> tuple[int, float]:
+    """Rows in the index and their average length in tokens, from FTS4's %_stat."""
+    row = conn.execute(f"SELECT value FROM {ix.stat} WHERE id = 0").fetchone()
+    if not row or not isinstance(row[0], bytes):
+        return 0, 0.0
+    numbers = varints(row[0], count=2)
+    n = numbers[0] if numbers else 0
+    tokens = numbers[1] if len(numbers) > 1 else 0
+    return n, (tokens / n if n else 0.0)
 
 
-def _idf(conn: sqlite3.Connection, ix: _Index, match: str, n: int) -> tuple[list[float], int]:
+def idfs(conn: sqlite3.Connection, ix: Index, match: str, n: int) -> tuple[list[float], int]:
     """FTS5's idf of each phrase, from the rows holding it (matchinfo 'x'), and
     the most rows any phrase is in; nothing when nothing matches."""
     row = conn.execute(
@@ -51,8 +51,7 @@ def _idf(conn: sqlite3.Connection, ix: _Index, match: str, n: int) -> tuple[list
     for i in range(phrases):
         hits = sum(info[2 + 3 * (i * columns + c) + 2] for c in range(columns))
         most = max(most, hits)
-        idf = math.log((n - hits + 0.5) / (hits + 0.5))
-        out.append(idf if idf > 0.0 else IDF_FLOOR)
+        out.append(idf(n, hits))
     return out, most
 
 
@@ -69,8 +68,8 @@ class Bm25:
     def score(self, hits: Iterable[int], length: int) -> float:
         """The same arithmetic as FTS5 (and `sql` below), in the same order."""
         score = 0.0
-        for idf, f in zip(self.idf, hits, strict=False):
-            score += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / self.avgdl)))
+        for weight, f in zip(self.idf, hits, strict=False):
+            score += weight * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / self.avgdl)))
         return score
 
     def params(self) -> dict[str, object]:
@@ -81,7 +80,7 @@ class Bm25:
         out.update({f"idf{i}": v for i, v in enumerate(self.idf)})
         return out
 
-    def sql(self, ix: _Index, push: str = "") -> str:
+    def sql(self, ix: Index, push: str = "") -> str:
         """Every match as (docid, score), best first, ties to the lower docid,
         at most :n of them: BM25 in SQL arithmetic over the matchinfo and
         docsize blobs, so SQLite's top-n sorter does the ranking and Python

@@ -1,6 +1,10 @@
 """`kaja search` on the server: the same messages, ranked the same way (SPEC §6, §10).
 
-The query is FTS4 syntax in both modes (`core.search.plain_match` writes
+The engine part of `search` in cloud mode: the same functions as
+`search.local`, which `search.search` and `search.reindex` ask for through
+`store.part`.
+
+The query is FTS4 syntax in both modes (`search.model.plain_match` writes
 plain words as FTS4 phrases); `fts4` turns it into a `tsquery` over
 `messages.kaja_search`, the words SQLite's tokenizer makes (`tokenizer`), so
 the set of matching messages is local search's.
@@ -23,20 +27,25 @@ matches.
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
-from kaja_cli.core.conversations.search import (
+from kaja_cli.core.conversations.columns import columns
+from kaja_cli.core.conversations.search import fts4
+from kaja_cli.core.conversations.search.model import (
+    K1,
+    MARK_END,
+    MARK_START,
     SNIPPET_TOKENS,
+    TOKENIZE,
+    B,
     Hit,
+    ProgressFactory,
     SearchResult,
-    _parse_snippet,
-    fts4,
+    idf,
+    parse_snippet,
     plain_match,
 )
-from kaja_cli.core.conversations.search.rank import IDF_FLOOR, K1, B
-from kaja_cli.core.engine import dialect
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store.server import schema as pg_schema
 from kaja_cli.errors import Failed
@@ -59,8 +68,13 @@ def search(
     since: str | None,
     limit: int,
     recent: bool,
+    progress: ProgressFactory | None,
+    archived: bool,
 ) -> SearchResult:
-    """`core.search.search` on kaja's schema (options already checked there)."""
+    """`search.search` on kaja's schema (options already checked there). The
+    server's index is kept by its own columns, so nothing is built here
+    (`progress` has nothing to show), and archiving is local: the server holds
+    no archived sessions to leave out (`archived`)."""
     match = query if fts else plain_match(query)
     parsed = fts4.parse(match)  # malformed: exit 2 with SQLite's words
     result = SearchResult(
@@ -72,7 +86,7 @@ def search(
             result.source = "none"
             result.notes.append(f"no Kaja store in {result.location}: nothing to search")
             return result
-        have = dialect.columns(conn, "messages", "sessions") or {}
+        have = columns(conn, "messages", "sessions")
         messages = have.get("messages", [])
         if "content" not in messages:
             result.source = "none"
@@ -138,12 +152,9 @@ def _run(conn: Connection, result: SearchResult, parsed: fts4.Query, filters: _F
         return
     avgdl = words / n
     counts = _counts(conn, [p.tsquery for p in parsed.phrases])
-    idf = []
-    for hits in counts:
-        value = math.log((n - hits + 0.5) / (hits + 0.5))
-        idf.append(value if value > 0.0 else IDF_FLOOR)
+    idfs = [idf(n, hits) for hits in counts]
     want = result.limit + 1 if result.limit else None  # one more: are there more?
-    rows = _ranked(conn, parsed, filters, idf, avgdl, want, recent=result.recent)
+    rows = _ranked(conn, parsed, filters, idfs, avgdl, want, recent=result.recent)
     if want is not None and len(rows) >= want:
         result.more = True
         rows = rows[: result.limit]
@@ -169,7 +180,7 @@ def _counts(conn: Connection, phrases: list[str]) -> list[int]:
 
 def _score_sql(count: int) -> str:
     """FTS5's bm25 over ts_rank_cd's hits and kaja_words, as local search
-    computes it (core.search_rank.Bm25.sql), in the same order of operations."""
+    computes it (search.rank.Bm25.sql), in the same order of operations."""
     return " + ".join(
         f"CAST(? AS float8) * ((f{i} * CAST(? AS float8)) / (f{i} + CAST(? AS float8)"
         f" * (CAST(? AS float8) + CAST(? AS float8) * dl / CAST(? AS float8))))"
@@ -181,7 +192,7 @@ def _ranked(
     conn: Connection,
     parsed: fts4.Query,
     filters: _Filters,
-    idf: list[float],
+    idfs: list[float],
     avgdl: float,
     want: int | None,
     *,
@@ -202,13 +213,13 @@ def _ranked(
             hit_params += [phrase.condition, phrase.tsquery]
     where, params = filters.where()
     score_params: list[Any] = []
-    for value in idf:
+    for value in idfs:
         score_params += [value, K1 + 1.0, K1, 1 - B, B, avgdl]
     order = 'h."createdAt" DESC, h.c DESC' if recent else "h.score DESC, h.c"
     limit = "ALL" if want is None else str(int(want))
     sql = (
         f'SELECT h.id, h.score FROM (SELECT m.id, m.ctid AS c, m."createdAt",'
-        f' {_score_sql(len(idf))} AS score FROM (SELECT m.id, m.ctid, m."createdAt",'
+        f' {_score_sql(len(idfs))} AS score FROM (SELECT m.id, m.ctid, m."createdAt",'
         f" m.{pg_schema.WORDS_COLUMN} AS dl, {', '.join(hits)} FROM messages AS m{filters.joins()}"
         f" WHERE m.{column} @@ CAST(? AS tsquery) AND {where}) AS m) AS h"
         f" ORDER BY {order} LIMIT {limit}"
@@ -247,13 +258,9 @@ def _details(conn: Connection, match: str, ranked: list[tuple[Any, ...]]) -> lis
 
 def _snippets(match: str, messages: list[tuple[str, str | None]]) -> dict[str, tuple[str, Any]]:
     """FTS4's snippet() of each message for `match`, from an FTS4 table in memory."""
-    from kaja_cli.core.conversations.search import MARK_END, MARK_START
-
     memory = sqlite3.connect(":memory:")
     try:
-        memory.execute(
-            'CREATE VIRTUAL TABLE hits USING fts4(content, tokenize=unicode61 "remove_diacritics=2")'
-        )
+        memory.execute(f"CREATE VIRTUAL TABLE hits USING fts4(content, {TOKENIZE})")
         memory.executemany(
             "INSERT INTO hits(docid, content) VALUES (?, ?)",
             [(i, content) for i, (_, content) in enumerate(messages, 1)],
@@ -264,7 +271,7 @@ def _snippets(match: str, messages: list[tuple[str, str | None]]) -> dict[str, t
             f" -1, {SNIPPET_TOKENS}) FROM hits WHERE hits MATCH ?",
             (match,),
         ):
-            out[messages[docid - 1][0]] = _parse_snippet(raw or "")
+            out[messages[docid - 1][0]] = parse_snippet(raw or "")
         return out
     finally:
         memory.close()
@@ -285,10 +292,11 @@ def _short_ids(conn: Connection, ids: list[str]) -> dict[str, str]:
 
 
 # --- kaja search --reindex ---------------------------------------------------------------------
-def reindex(store: Store) -> int:
+def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
     """Make the server's index again: the folding functions probed anew against
     this server and SQLite (after an upgrade of either), the indexed columns
-    recomputed, the statistics recounted. One transaction; returns the messages."""
+    recomputed, the statistics recounted. One transaction (`progress` has no
+    steps to show); returns the messages."""
     from kaja_cli.core.engine import db
 
     with store.writer() as conn:

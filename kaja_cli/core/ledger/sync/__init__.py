@@ -14,7 +14,7 @@ with SQLite still what every process writes and reads:
 - Push: the outbox, oldest first, in batches; each (table, key) goes out as
   the row's current JSON, or as a deletion when the row is gone. Pull: every
   change other writers made since `pull_cursor`, imported under new local ids
-  (see `sync_rows`), with `sync_flags` 'importing' set inside the importing
+  (see `sync.rows`), with `sync_flags` 'importing' set inside the importing
   transaction so the imports do not re-enter the outbox.
 
 Each batch is one transaction on each side. Where `kill -9` can land, and why
@@ -42,46 +42,60 @@ number), so a change made meanwhile waits for the next push, which sends the
 row as it is then.
 
 `HOOK`, when set, is called with each step's name (`STEPS`): the tests kill
-the process there. Nothing here imports psycopg; `sync_server` does, when
+the process there. Nothing here imports psycopg; `sync.server` does, when
 sync is used.
+
+Also here, what the rest of the ledger asks of sync: `kaja usage
+--all-machines` (the report of `ledger.report` over the shared ledger), and
+what a `kaja usage reset` must keep right (`owned_maxima`, `after_reset`,
+`used_on`). `ledger.usage` sits above this package; nothing here imports it.
+Beside it: `state` (the `sync_state` table and the lease), `url` (where the
+server is), `overview` (`kaja sync status`), `rows` (ledger rows as JSON and
+back), `server` (the shared table on PostgreSQL), `health` (doctor's checks).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from kaja_cli.core import clock, values
 from kaja_cli.core.engine import db
 from kaja_cli.core.ledger.sync import rows as sync_rows
+from kaja_cli.core.ledger.sync import state
+from kaja_cli.core.ledger.sync.overview import Status, outbox, status
+from kaja_cli.core.ledger.sync.state import (
+    CURSOR,
+    EPOCHS,
+    IMPORTING,
+    LAST_PULL,
+    LAST_PUSH,
+    LEASE,
+    LEDGER_AT,
+    ORIGIN,
+    SEED_AT,
+    SEEDED,
+    SERVER,
+)
+from kaja_cli.core.ledger.sync.url import Url, find_url, require_url
 from kaja_cli.core.store import Store
-from kaja_cli.errors import Busy, Failed, KajaError
+from kaja_cli.errors import Busy, KajaError
 
 if TYPE_CHECKING:
+    from kaja_cli.core.ledger.report import UsageReport
     from kaja_cli.core.ledger.sync import server as sync_server
-    from kaja_cli.core.ledger.usage import UsageReport
 
-ENV_URL = "USAGE_POSTGRES_URL"
-URL_KEY = "usage.postgres_url"
+# What the commands and doctor read from here, kept where they are.
+__all__ = ["Status", "Url", "find_url", "outbox", "require_url", "status"]
+
 PUSH_BATCH = 5_000  # outbox rows per batch
 SEED_BATCH = 20_000  # history rows per batch
 PULL_BATCH = 5_000
-LEASE_TTL = timedelta(seconds=60)
-
-# sync_state names (the demo store and the seed use the first two).
-CURSOR, SEEDED = "pull_cursor", "history_seeded"
-ORIGIN, SERVER, SEED_AT, LEASE = "origin", "server", "seed_at", "lease"
-LAST_PUSH, LAST_PULL, EPOCHS = "last_push", "last_pull", "epochs"
-LEDGER_AT = "server_schema"  # the server's schema holding the shared ledger (for doctor)
-IMPORTING = "importing"  # the sync_flags row
 
 # The points of a sync where the tests kill it (every one, in tests/cloud/test_sync.py).
 STEPS = (
@@ -103,157 +117,10 @@ def _step(name: str) -> None:
         HOOK(name)
 
 
-def _host() -> str:
-    return socket.gethostname()
-
-
 def _statement_timeout(store: Store) -> int:
     """`[memory] statementTimeout`: it bounds sync's statements too."""
     server = store.paths.server
     return server.statement_timeout_s if server is not None else 60
-
-
-# --- where the server is ----------------------------------------------------------------------
-class Url(NamedTuple):
-    value: str
-    source: str  # "flag --url", "env USAGE_POSTGRES_URL", "settings [usage] postgres_url"
-
-    @property
-    def shown(self) -> str:
-        from kaja_cli.core.masking import mask
-
-        return mask(self.value)
-
-
-def find_url(store: Store, flag: str | None = None, environ: dict | None = None) -> Url | None:
-    """The PostgreSQL URL: --url, then USAGE_POSTGRES_URL, then [usage] postgres_url.
-
-    A value that is not a postgresql:// URL is an error naming where it came from."""
-    from kaja_cli.core.store.settings import keys as settings_keys
-    from kaja_cli.errors import SettingsError, UsageError
-
-    key = settings_keys.KEYS[URL_KEY]
-    env = os.environ if environ is None else environ
-    if flag is not None:
-        if why := settings_keys.check(key, flag):
-            raise UsageError(f"--url: {why.removeprefix(URL_KEY + ' ')}")
-        return Url(flag, "flag --url")
-    if env.get(ENV_URL):
-        if why := settings_keys.check(key, env[ENV_URL]):
-            raise Failed(f"{ENV_URL}: {why.removeprefix(URL_KEY + ' ')}")
-        return Url(env[ENV_URL], f"env {ENV_URL}")
-    settings = store.paths.settings
-    value = settings.get("usage", "postgres_url")
-    if value is None:
-        return None
-    if why := settings_keys.check(key, value):
-        line = settings.line_of(key.parts)
-        raise SettingsError(
-            f"{settings.path}{f':{line}' if line else ''}: {why}",
-            hint="fix it with `kaja config edit`",
-        )
-    return Url(value, "settings [usage] postgres_url")
-
-
-NOT_CONFIGURED_HINT = (
-    "set [usage] postgres_url in settings.toml or USAGE_POSTGRES_URL, or pass --url"
-)
-
-
-def require_url(store: Store, flag: str | None = None) -> Url:
-    url = find_url(store, flag)
-    if url is None:
-        raise Failed("ledger sync is not configured", hint=NOT_CONFIGURED_HINT)
-    return url
-
-
-# --- sync_state ------------------------------------------------------------------------------
-def _get(conn: sqlite3.Connection, name: str) -> str | None:
-    row = conn.execute("SELECT value FROM sync_state WHERE name = ?", (name,)).fetchone()
-    return None if row is None or row[0] is None else str(row[0])
-
-
-def _set(conn: sqlite3.Connection, name: str, value: object) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO sync_state (name, value, updated_at) VALUES (?, ?, ?)",
-        (name, None if value is None else str(value), clock.now_iso()),
-    )
-
-
-def _cursor(conn: sqlite3.Connection) -> int:
-    value = _get(conn, CURSOR)
-    return int(value) if value and value.isdigit() else 0
-
-
-def _epochs(conn: sqlite3.Connection) -> dict[str, list[int]]:
-    try:
-        value = values.loads(_get(conn, EPOCHS) or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-# --- the lease ---------------------------------------------------------------------------------
-@dataclass
-class Lease:
-    pid: int | None
-    host: str | None
-    token: str | None
-    expires: str | None
-
-    def expired(self, now: datetime) -> bool:
-        when = clock.parse_stored(self.expires)
-        return when is None or when <= now
-
-    def alive(self) -> bool | None:
-        """Whether the holder runs; None when it is on another host (cannot tell)."""
-        if self.host != _host() or not self.pid:
-            return None
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
-def read_lease(conn: sqlite3.Connection) -> Lease | None:
-    raw = _get(conn, LEASE)
-    if raw is None:
-        return None
-    try:
-        data = values.loads(raw)
-        return Lease(data.get("pid"), data.get("host"), data.get("token"), data.get("expires"))
-    except (ValueError, AttributeError):
-        return Lease(None, None, None, None)  # unreadable: treated as expired
-
-
-def _write_lease(conn: sqlite3.Connection, token: str) -> None:
-    lease = {"pid": os.getpid(), "host": _host(), "token": token,
-             "expires": clock.iso(clock.now() + LEASE_TTL)}  # fmt: skip
-    _set(conn, LEASE, json.dumps(lease))
-
-
-def _take_lease(conn: sqlite3.Connection) -> str:
-    """Take the lease (inside a write transaction), or Busy naming its live holder."""
-    held = read_lease(conn)
-    if held is not None and not held.expired(clock.now()) and held.alive() is not False:
-        raise Busy(
-            f"another sync holds the ledger (pid {held.pid} on {held.host}, until {held.expires})",
-            hint="wait for it to finish; a holder that died lets go when its lease ends",
-        )
-    token = uuid.uuid4().hex
-    _write_lease(conn, token)
-    return token
-
-
-def _hold(conn: sqlite3.Connection, token: str) -> None:
-    """Check this process still holds the lease and renew it (inside a write transaction)."""
-    held = read_lease(conn)
-    if held is None or held.token != token:
-        raise Busy("another sync took the ledger over while this one waited", hint="try again")
-    _write_lease(conn, token)
 
 
 # --- one sync: the lease, both connections ----------------------------------------------------
@@ -285,14 +152,14 @@ class Session:
             schema = server.schema_of(self.pg)
         self.conn = self._stack.enter_context(self.store.writer())
         with db.transaction(self.conn):
-            self.token = _take_lease(self.conn)
+            self.token = state.take_lease(self.conn)
             self.origin = self._origin(ledger)
             self._stale_flag()
-            _set(self.conn, LEDGER_AT, schema)
+            state.put(self.conn, LEDGER_AT, schema)
         self._stack.callback(self._release)
         _step("lease-taken")
         with server.errors_of(self.url.value, "registering this ledger"):
-            server.register_origin(self.pg, self.origin, _host())
+            server.register_origin(self.pg, self.origin, state.host())
         self.cols = sync_rows.Columns(self.conn)
 
     def __exit__(self, *exc: object) -> None:
@@ -300,17 +167,17 @@ class Session:
 
     def _origin(self, ledger: str | None) -> str:
         """This ledger's origin (made by the first sync); starts over on another server."""
-        origin = _get(self.conn, ORIGIN)
+        origin = state.get(self.conn, ORIGIN)
         if origin is None:
             origin = str(uuid.uuid4())
-            _set(self.conn, ORIGIN, origin)
-        if _get(self.conn, SERVER) != ledger:
+            state.put(self.conn, ORIGIN, origin)
+        if state.get(self.conn, SERVER) != ledger:
             # A first sync, or another server: its numbers mean nothing here.
-            if _get(self.conn, SERVER) is not None:
+            if state.get(self.conn, SERVER) is not None:
                 self.reseeded = "the shared ledger is not the one this ledger synced with"
-            _set(self.conn, SERVER, ledger)
-            _set(self.conn, CURSOR, 0)
-            _set(self.conn, SEEDED, 0)
+            state.put(self.conn, SERVER, ledger)
+            state.put(self.conn, CURSOR, 0)
+            state.put(self.conn, SEEDED, 0)
             self.conn.execute("DELETE FROM sync_state WHERE name = ?", (SEED_AT,))
         return origin
 
@@ -323,7 +190,7 @@ class Session:
         ).fetchone()
         if row is not None and str(row[0]) == "1":
             self.conn.execute("UPDATE sync_flags SET value = '0' WHERE name = ?", (IMPORTING,))
-            _set(self.conn, SEEDED, 0)
+            state.put(self.conn, SEEDED, 0)
             self.conn.execute("DELETE FROM sync_state WHERE name = ?", (SEED_AT,))
             self.reseeded = "an import had died with sync_flags 'importing' set"
 
@@ -331,7 +198,7 @@ class Session:
         _step("releasing")
         try:
             with db.transaction(self.conn):
-                held = read_lease(self.conn)
+                held = state.read_lease(self.conn)
                 if held is not None and held.token == self.token:
                     self.conn.execute("DELETE FROM sync_state WHERE name = ?", (LEASE,))
         except KajaError:
@@ -369,7 +236,7 @@ class PushResult:
 
 def _push(s: Session) -> PushResult:
     result = PushResult()
-    if _get(s.conn, SEEDED) != "1":
+    if state.get(s.conn, SEEDED) != "1":
         _seed(s, result)
     total = s.conn.execute("SELECT COUNT(*) FROM sync_outbox").fetchone()[0]
     with s.bar("pushing changes", total) as bar:
@@ -387,9 +254,9 @@ def _push_batch(s: Session, result: PushResult) -> bool:
     sent = s.send(changes, "push", "pushing")
     _step("push-committed")
     with db.transaction(s.conn):
-        _hold(s.conn, s.token)
+        state.hold(s.conn, s.token)
         n = s.conn.execute("DELETE FROM sync_outbox WHERE seq <= ?", (last,)).rowcount
-        _set(s.conn, LAST_PUSH, clock.now_iso())
+        state.put(s.conn, LAST_PUSH, clock.now_iso())
     _step("push-recorded")
     result.changes += n - ignored
     result.ignored += ignored
@@ -409,7 +276,7 @@ def _outbox_batch(s: Session) -> tuple[int | None, list, int]:
         ).fetchall()
         if not rows:
             return None, [], 0
-        epochs = _epochs(conn)
+        epochs = state.epochs(conn)
         wanted: dict[tuple[str, str], None] = {}
         ignored = 0
         for _, table, key in rows:
@@ -454,8 +321,8 @@ def _seed(s: Session, result: PushResult) -> None:
                     break
                 bar(result.history, None)
     with db.transaction(s.conn):
-        _hold(s.conn, s.token)
-        _set(s.conn, SEEDED, 1)
+        state.hold(s.conn, s.token)
+        state.put(s.conn, SEEDED, 1)
         s.conn.execute("DELETE FROM sync_state WHERE name = ?", (SEED_AT,))
 
 
@@ -467,15 +334,15 @@ def _seed_batch(s: Session, table: str, after: Any, result: PushResult) -> Any:
         return None
     _step("seed-read")
     origin = s.origin if table in sync_rows.OWNED else sync_rows.SHARED
-    epochs = _epochs(s.conn)
+    epochs = state.epochs(s.conn)
     changes = [(origin, table, sync_rows.server_key(table, key, epochs), j) for _, key, j in rows]
     sent = s.send(changes, "seed", "sending the history")
     _step("seed-committed")
     after = rows[-1][0]
     with db.transaction(s.conn):
-        _hold(s.conn, s.token)
-        _set(s.conn, SEED_AT, json.dumps([table, after]))
-        _set(s.conn, LAST_PUSH, clock.now_iso())
+        state.hold(s.conn, s.token)
+        state.put(s.conn, SEED_AT, json.dumps([table, after]))
+        state.put(s.conn, LAST_PUSH, clock.now_iso())
     _step("seed-recorded")
     result.history += len(rows)
     result.written += sent.written
@@ -484,7 +351,7 @@ def _seed_batch(s: Session, table: str, after: Any, result: PushResult) -> Any:
 
 def _seed_position(conn: sqlite3.Connection) -> tuple[str, Any] | None:
     try:
-        table, after = values.loads(_get(conn, SEED_AT) or "null")
+        table, after = values.loads(state.get(conn, SEED_AT) or "null")
     except (ValueError, TypeError):
         return None
     return table, after
@@ -507,7 +374,7 @@ def _pull(s: Session) -> sync_rows.Applied:
 
     done = sync_rows.Applied()
     with server.errors_of(s.url.value, "counting the changes to pull"):
-        total = server.waiting(s.pg, _cursor(s.conn), s.origin)
+        total = server.waiting(s.pg, state.cursor(s.conn), s.origin)
     with s.bar("pulling changes", total) as bar:
         while _pull_batch(s, done):
             bar(done.changes + done.kept_local + done.skipped, None)
@@ -518,19 +385,19 @@ def _pull_batch(s: Session, done: sync_rows.Applied) -> bool:
     """Import the next changes of the other machines; False once none are left."""
     from kaja_cli.core.ledger.sync import server as server
 
-    cursor = _cursor(s.conn)
+    cursor = state.cursor(s.conn)
     with server.errors_of(s.url.value, "pulling"):
         fetched = server.fetch(s.pg, cursor, s.origin, PULL_BATCH)
     _step("pull-fetched")
     with db.transaction(s.conn):
-        _hold(s.conn, s.token)
-        if _cursor(s.conn) != cursor:
+        state.hold(s.conn, s.token)
+        if state.cursor(s.conn) != cursor:
             raise Busy("another sync pulled into this ledger meanwhile", hint="try again")
         _flag(s.conn, "1")
         sync_rows.apply(s.conn, s.cols, fetched.rows, done)
         _flag(s.conn, "0")
-        _set(s.conn, CURSOR, fetched.cursor)
-        _set(s.conn, LAST_PULL, clock.now_iso())
+        state.put(s.conn, CURSOR, fetched.cursor)
+        state.put(s.conn, LAST_PULL, clock.now_iso())
         _step("pull-applied")
     _step("pull-recorded")
     return len(fetched.rows) == PULL_BATCH
@@ -581,125 +448,6 @@ def sync(
         return result
 
 
-# --- kaja sync status -------------------------------------------------------------------------
-@dataclass
-class ServerState:
-    answers: bool
-    error: str | None = None
-    ledger_id: str | None = None  # None: the shared ledger does not exist yet
-    same_ledger: bool | None = None  # the one this ledger last synced with
-    rows: int = 0
-    origins: list = field(default_factory=list)  # sync_server.OriginRows
-    to_pull: int | None = None  # changes of other machines a pull would bring
-    schema: str | None = None  # the schema holding the shared ledger
-
-
-@dataclass
-class Status:
-    store: str
-    store_exists: bool
-    url: str | None  # redacted
-    url_source: str | None
-    origin: str | None = None
-    seeded: bool = False
-    outbox_rows: int = 0
-    outbox_oldest: str | None = None
-    last_push: str | None = None
-    last_pull: str | None = None
-    pull_cursor: int = 0
-    lease: Lease | None = None
-    lease_expired: bool | None = None
-    lease_alive: bool | None = None
-    importing_flag: bool = False
-    server: ServerState | None = None
-    ledger_schema: str | None = None  # where the last sync found the shared ledger
-
-    def to_json(self) -> dict[str, Any]:
-        """`kaja sync status --json`."""
-        lease = self.lease and {
-            "pid": self.lease.pid, "host": self.lease.host, "expires": self.lease.expires,
-            "expired": self.lease_expired, "alive": self.lease_alive,
-        }  # fmt: skip
-        s = self.server
-        server = s and {
-            "answers": s.answers, "error": s.error, "ledger_id": s.ledger_id,
-            "same_ledger": s.same_ledger, "rows": s.rows, "to_pull": s.to_pull,
-            "schema": s.schema,
-            "origins": [
-                {"origin": o.origin, "host": o.host, "rows": o.rows, "deleted": o.deleted,
-                 "last_sync": o.last_sync, "this_machine": o.origin == self.origin}
-                for o in s.origins
-            ],
-        }  # fmt: skip
-        return {
-            "store": self.store, "store_exists": self.store_exists, "url": self.url,
-            "url_source": self.url_source, "origin": self.origin, "seeded": self.seeded,
-            "outbox": {"rows": self.outbox_rows, "oldest": self.outbox_oldest},
-            "last_push": self.last_push, "last_pull": self.last_pull,
-            "pull_cursor": self.pull_cursor, "lease": lease,
-            "importing_flag": self.importing_flag, "server": server,
-        }  # fmt: skip
-
-
-def status(store: Store, url: Url | None, *, timeout_s: float = 3) -> Status:
-    """The local sync state (read-only) and, with a URL, what the server holds."""
-    path = store.path()
-    result = Status(str(path), path.exists(), url.shown if url else None,
-                    url.source if url else None)  # fmt: skip
-    server_ledger = None
-    if result.store_exists:
-        with store.reader() as conn:
-            conn.execute("BEGIN")
-            _local_status(conn, result)
-            server_ledger = _get(conn, SERVER) if "sync_state" in db.table_names(conn) else None
-            conn.execute("COMMIT")
-    if url is not None:
-        result.server = _server_state(url, result, server_ledger, timeout_s)
-    return result
-
-
-def _local_status(conn: sqlite3.Connection, out: Status) -> None:
-    tables = db.table_names(conn)
-    if "sync_state" in tables:
-        out.origin = _get(conn, ORIGIN)
-        out.seeded = _get(conn, SEEDED) == "1" and out.origin is not None
-        out.last_push, out.last_pull = _get(conn, LAST_PUSH), _get(conn, LAST_PULL)
-        out.pull_cursor = _cursor(conn)
-        out.ledger_schema = _get(conn, LEDGER_AT)
-        out.lease = read_lease(conn)
-        if out.lease is not None:
-            out.lease_expired = out.lease.expired(clock.now())
-            out.lease_alive = out.lease.alive()
-    if "sync_outbox" in tables:
-        out.outbox_rows, out.outbox_oldest = conn.execute(
-            "SELECT COUNT(*), MIN(at) FROM sync_outbox"
-        ).fetchone()
-    if "sync_flags" in tables:
-        row = conn.execute("SELECT value FROM sync_flags WHERE name = ?", (IMPORTING,)).fetchone()
-        out.importing_flag = row is not None and str(row[0]) == "1"
-
-
-def _server_state(url: Url, local: Status, ledger: str | None, timeout_s: float) -> ServerState:
-    from kaja_cli.core.ledger.sync import server as server
-
-    try:
-        with server.connect(url.value, timeout_s=timeout_s, statement_timeout_s=timeout_s) as pg:
-            with server.errors_of(url.value, "reporting"):
-                summary = server.summary(pg)
-                state = ServerState(
-                    True, None, summary.ledger_id, None, summary.rows, summary.origins
-                )
-                if summary.ledger_id is not None:
-                    state.schema = server.schema_of(pg)
-                if summary.ledger_id is not None and ledger is not None:
-                    state.same_ledger = summary.ledger_id == ledger
-                if state.same_ledger and local.origin:
-                    state.to_pull = server.waiting(pg, local.pull_cursor, local.origin)
-                return state
-    except KajaError as e:
-        return ServerState(False, str(e))
-
-
 # --- kaja usage --all-machines ------------------------------------------------------------------
 @dataclass
 class MachineTotals:
@@ -721,28 +469,23 @@ def all_machines_report(
 ) -> tuple[UsageReport, list[MachineTotals]]:
     """`kaja usage` over the shared ledger on the server: every machine's rows as
     pushed (no pull needed, nothing written), and the calls of each machine."""
-    from kaja_cli.core.ledger import usage
+    from kaja_cli.core.ledger import report
     from kaja_cli.core.ledger.sync import server as server
-    from kaja_cli.errors import UsageError
 
-    if by not in usage.GROUPINGS:
-        raise UsageError(f"--by: expected one of {', '.join(usage.GROUPINGS)}, not {by!r}")
+    report.require_grouping(by)
     origin = None
     if store.exists():
         with store.reader() as conn:
             if "sync_state" in db.table_names(conn):
-                origin = _get(conn, ORIGIN)
-    result = usage.UsageReport(location=url.shown, exists=False, by=by, since=since, until=until)
+                origin = state.get(conn, ORIGIN)
+    result = report.UsageReport(location=url.shown, exists=False, by=by, since=since, until=until)
     with server.connect(url.value, statement_timeout_s=_statement_timeout(store)) as pg, \
             server.errors_of(url.value, "reporting usage"):  # fmt: skip
         result.exists = server.ledger_id(pg, create=False) is not None
         if not result.exists:
             return result, []
         rows = server.usage_rows(pg, by, since, until)
-    result.groups = usage.group_totals(rows["calls"], by)
-    result.total = usage.add_up(result.groups)
-    result.tools = usage.tool_stats(rows["tools"])
-    result.runs = usage.runs_by_status(rows["runs"])
+    report.fill(result, rows)
     machines = [MachineTotals(o, h, n, p, c, o == origin) for o, h, n, p, c in rows["machines"]]
     return result, machines
 
@@ -777,9 +520,9 @@ def after_reset(conn: sqlite3.Connection, maxima: dict[str, int | None]) -> list
                 f' WHERE "{local}" = sync_map.local_id)',
                 (table,),
             )
-    if _get(conn, ORIGIN) is None:
+    if state.get(conn, ORIGIN) is None:
         return []
-    epochs = _epochs(conn)
+    epochs = state.epochs(conn)
     opened = []
     for table, before in maxima.items():
         after = conn.execute(f'SELECT MAX(id) FROM "{table}"').fetchone()[0]
@@ -790,7 +533,7 @@ def after_reset(conn: sqlite3.Connection, maxima: dict[str, int | None]) -> list
         epochs.setdefault(table, []).append(floor)
         opened.append(table)
     if opened:
-        _set(conn, EPOCHS, json.dumps(epochs))
+        state.put(conn, EPOCHS, json.dumps(epochs))
     return opened
 
 
@@ -806,11 +549,13 @@ def _name_gone_rows(conn: sqlite3.Connection, table: str, floor: int, epochs: di
             conn.execute("UPDATE sync_outbox SET key = ? WHERE seq = ?", (named, seq))
 
 
-def is_configured(store: Store) -> bool:
-    """Sync is in use: a URL is configured or the ledger has synced before."""
+def used_on(store: Store, conn: sqlite3.Connection) -> bool:
+    """Sync is in use for the store `conn` reads: a URL is configured, or the
+    ledger has synced before (it has an origin)."""
     if find_url(store) is not None:
         return True
-    if not store.exists():
-        return False
-    with store.reader() as conn:
-        return "sync_state" in db.table_names(conn) and _get(conn, ORIGIN) is not None
+    return (
+        "sync_state" in db.table_names(conn)
+        and conn.execute("SELECT 1 FROM sync_state WHERE name = ?", (ORIGIN,)).fetchone()
+        is not None
+    )

@@ -13,15 +13,11 @@ from datetime import datetime, timedelta
 
 from kaja_cli.core import clock
 from kaja_cli.core.engine import db
-from kaja_cli.core.ledger.sync import (
-    NOT_CONFIGURED_HINT,
-    Status,
-    Url,
-    _local_status,
-    _server_state,
-)
 from kaja_cli.core.ledger.sync import rows as sync_rows
+from kaja_cli.core.ledger.sync.overview import Status, local_status, server_state
+from kaja_cli.core.ledger.sync.url import NOT_CONFIGURED_HINT, Url
 from kaja_cli.core.store import Store
+from kaja_cli.core.wording import noun, plural
 
 # Plain (id, status, summary, details) tuples; core/doctor wires them in.
 OUTBOX_STALE = timedelta(minutes=30)
@@ -56,7 +52,7 @@ def doctor_checks_on(
     if ours:
         conn.execute("BEGIN")
     try:
-        _local_status(conn, local)
+        local_status(conn, local)
         dangling = _dangling_map(conn, tables)
     finally:
         if ours:
@@ -81,11 +77,15 @@ def _check_progress(local: Status, url: Url | None, now: datetime, timeout_s: fl
     oldest = clock.parse_stored(local.outbox_oldest)
     if not local.outbox_rows or oldest is None or now - oldest < OUTBOX_STALE:
         return ("sync-progress", "ok", "ledger sync keeps up", [])
-    age = f"{local.outbox_rows:,} changes wait, the oldest from {local.outbox_oldest}"
+    n = local.outbox_rows
+    age = (
+        f"{plural(n, 'change', commas=True)} {noun(n, 'waits', 'wait')},"
+        f" the oldest from {local.outbox_oldest}"
+    )
     if url is None:
         return ("sync-progress", "warn", f"{age}, and no PostgreSQL URL is configured",
                 [NOT_CONFIGURED_HINT])  # fmt: skip
-    answers = _server_state(url, local, None, timeout_s)
+    answers = server_state(url, local, None, timeout_s)
     if not answers.answers:
         return ("sync-progress", "warn", f"{age}: PostgreSQL does not answer",
                 [*([answers.error] if answers.error else []),
@@ -133,7 +133,8 @@ def _check_map(dangling: dict[str, int]):
     if not dangling:
         return ("sync-map", "ok", "every imported row is in place", [])
     total = sum(dangling.values())
-    return ("sync-map", "warn", f"{total:,} sync_map rows name imported rows that are gone",
+    gone = noun(total, "names an imported row that is gone", "name imported rows that are gone")
+    return ("sync-map", "warn", f"{plural(total, 'sync_map row', commas=True)} {gone}",
             [", ".join(f"{t}: {n:,}" for t, n in dangling.items()),
              "rows deleted with the sync triggers off; a later change from their machine "
              "imports them again as new rows"])  # fmt: skip

@@ -1,6 +1,6 @@
 """Ledger sync, the SQLite side: ledger rows as JSON out, pulled rows back in.
 
-Plain SQL on an open connection; `core/sync.py` decides when, in which
+Plain SQL on an open connection; `ledger.sync` decides when, in which
 transaction, under which lease. What a row is:
 
 - Integer-id rows (`schema.SYNC_OWNED`: calls, tools, logs, feedback, media)

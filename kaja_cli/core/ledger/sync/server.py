@@ -27,10 +27,12 @@ schema, and a cloud `kaja wipe` took it along. A new ledger is made in
 `public`; one an earlier kaja made elsewhere is found where that kaja's
 search_path put it (`ledger_schema`) and used there, so every machine keeps
 meeting in the same tables, old kajas and new; `kaja doctor` says it should
-move (`sync_health`, `doctor/server.py`).
+move (`sync.health`, `doctor/server.py`).
 
-psycopg (the `postgres` extra) is imported here only, and only when sync is
-used: never at start-up.
+The connection is the engine's one PostgreSQL client (`engine/postgres.py`:
+psycopg imported there only, when sync is used, never at start-up; one
+connect timeout, `[memory] statementTimeout`, the deadline on every round
+trip, one error translation); here is only how sync says what went wrong.
 """
 
 from __future__ import annotations
@@ -40,22 +42,20 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kaja_cli.core.masking import mask, scrub
+from kaja_cli.core import clock
+from kaja_cli.core.engine import postgres as pg
+from kaja_cli.core.engine.postgres import DriverConnection, DriverCursor
+from kaja_cli.core.masking import mask
+from kaja_cli.core.store.server.schema import LEDGER_OBJECTS
 from kaja_cli.errors import Failed
 
-if TYPE_CHECKING:
-    import psycopg
-
-CONNECT_TIMEOUT_S = 5
 LOCK_TIMEOUT_MS = 30_000  # another machine pushing holds the ledger's lock
 INSTALL_HINT = "pip install 'kaja-cli[postgres]'"
+APPLICATION_NAME = "kaja sync"  # how the server's pg_stat_activity names sync's connection
 
 LEDGER_SCHEMA = "public"  # where a new shared ledger is made
-# The ledger's tables and sequence: sync's own, never cloud mode's store.
-LEDGER_OBJECTS = ("andromeda_ledger", "andromeda_ledger_meta", "andromeda_origins",
-                  "andromeda_ledger_seq")  # fmt: skip
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS {s}.andromeda_ledger (
@@ -82,63 +82,51 @@ CREATE TABLE IF NOT EXISTS {s}.andromeda_origins (
 _SETUP_LOCK = 0x6B616A61  # "kaja"
 
 
-def _psycopg() -> Any:
-    try:
-        import psycopg
-    except ImportError:
-        raise Failed("PostgreSQL support is not installed", hint=INSTALL_HINT) from None
-    return psycopg
-
-
-def _one_line(error: BaseException, url: str) -> str:
-    """The driver's first line, without the URL or any piece of its password."""
-    diag = getattr(error, "diag", None)
-    text = (getattr(diag, "message_primary", None) or str(error)).strip()
-    return scrub(text.splitlines()[0] if text else type(error).__name__, url)
-
-
 def connect(
-    url: str, *, timeout_s: float = CONNECT_TIMEOUT_S, statement_timeout_s: float = 60
-) -> psycopg.Connection:
-    """An autocommit connection; Failed (exit 1, one line) when the server does
-    not answer. A statement runs at most `statement_timeout_s` on the server
-    (`[memory] statementTimeout`), and kaja stops waiting for an answer a few
-    seconds after that (`pg.connection.Deadline`: the error says so)."""
-    psycopg = _psycopg()
-    from kaja_cli.core.engine.postgres import connection_class, deadlined, lock_wait_ms
-
-    statement_ms = max(1, round(statement_timeout_s * 1000))
-    lock_ms = lock_wait_ms(LOCK_TIMEOUT_MS, statement_ms)
+    url: str, *, timeout_s: float | None = None, statement_timeout_s: float = 60
+) -> DriverConnection:
+    """An autocommit connection (the engine's client, `pg.open_driver`);
+    Failed (exit 1, one line) when the server does not answer. A statement
+    runs at most `statement_timeout_s` on the server (`[memory]
+    statementTimeout`), and kaja stops waiting for an answer a few seconds
+    after that (`pg.Deadline`: the error says so). `timeout_s` bounds the
+    connect (else the URL's connect_timeout, 5 s by default)."""
+    where = pg.Target(url, statement_timeout_s=statement_timeout_s)
     try:
-        conn = connection_class().connect(
-            url, autocommit=True, connect_timeout=max(1, round(timeout_s)),
-            options=f"-c lock_timeout={lock_ms} -c statement_timeout={statement_ms}",
+        return pg.open_driver(
+            where, lock_timeout_ms=LOCK_TIMEOUT_MS, connect_timeout_s=timeout_s,
+            application_name=APPLICATION_NAME,
         )  # fmt: skip
-        deadlined(conn, statement_ms)
-    except psycopg.ProgrammingError as e:  # libpq could not parse the URL
-        raise Failed(
-            f"the PostgreSQL URL {mask(url)} does not parse: {_one_line(e, url)}"
-        ) from None
-    except psycopg.Error as e:
-        raise Failed(f"cannot reach PostgreSQL at {mask(url)}: {_one_line(e, url)}") from None
-    except Exception as e:  # a malformed URL may be a ValueError
-        raise Failed(f"cannot use the PostgreSQL URL {mask(url)}: {_one_line(e, url)}") from None
-    return conn
+    except pg.DriverMissing:
+        raise Failed("PostgreSQL support is not installed", hint=INSTALL_HINT) from None
+    except pg.BadUrl as e:
+        raise Failed(f"the PostgreSQL URL {mask(url)} does not parse: {e.reason}") from None
+    except pg.ServerError as e:
+        if e.connecting:
+            raise Failed(f"cannot reach PostgreSQL at {mask(url)}: {e.reason}") from None
+        raise _said(url, "connecting", e) from None  # logged in, then setting up failed
 
 
 @contextmanager
 def errors_of(url: str, doing: str) -> Iterator[None]:
-    """psycopg errors as one line; a lost connection says the next sync resumes."""
-    psycopg = _psycopg()
+    """The server's errors as one line; a lost connection says the next sync resumes."""
     try:
-        yield
-    except psycopg.OperationalError as e:
-        raise Failed(
-            f"lost the connection to PostgreSQL at {mask(url)} while {doing}: {_one_line(e, url)}",
+        with pg.translated(pg.Target(url)):
+            yield
+    except pg.DriverMissing:
+        raise Failed("PostgreSQL support is not installed", hint=INSTALL_HINT) from None
+    except pg.ServerError as e:
+        raise _said(url, doing, e) from None
+
+
+def _said(url: str, doing: str, error: pg.ServerError) -> Failed:
+    """How sync says a server's error (the engine's translation, in sync's words)."""
+    if error.operational:
+        return Failed(
+            f"lost the connection to PostgreSQL at {mask(url)} while {doing}: {error.reason}",
             hint="nothing is lost: the next `kaja sync` picks up where this one stopped",
-        ) from None
-    except psycopg.Error as e:
-        raise Failed(f"PostgreSQL at {mask(url)} refused {doing}: {_one_line(e, url)}") from None
+        )
+    return Failed(f"PostgreSQL at {mask(url)} refused {doing}: {error.reason}")
 
 
 # --- the tables ---------------------------------------------------------------------------
@@ -160,7 +148,7 @@ def move_sql(schema: str) -> str:
     return " ".join(["BEGIN;", *moves, "COMMIT;"])
 
 
-def ledger_schema(conn: psycopg.Connection) -> str | None:
+def ledger_schema(conn: DriverConnection) -> str | None:
     """The schema holding the shared ledger, None when there is none yet: the
     one the role's search_path finds first (where an earlier kaja made it,
     and where an earlier kaja still looks), else `public`."""
@@ -178,7 +166,7 @@ def ledger_schema(conn: psycopg.Connection) -> str | None:
 _schemas: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def schema_of(conn: psycopg.Connection) -> str:
+def schema_of(conn: DriverConnection) -> str:
     """The schema this connection's ledger is in (or will be made in)."""
     schema = _schemas.get(conn)
     if schema is None:
@@ -186,21 +174,20 @@ def schema_of(conn: psycopg.Connection) -> str:
     return schema
 
 
-def _in(conn: psycopg.Connection, name: str) -> str:
+def _in(conn: DriverConnection, name: str) -> str:
     """`name` qualified with the ledger's schema on this connection."""
     return f"{_quote(schema_of(conn))}.{name}"
 
 
-def ledger_id(conn: psycopg.Connection, *, create: bool) -> str | None:
+def ledger_id(conn: DriverConnection, *, create: bool) -> str | None:
     """The shared ledger's id; with `create`, the tables are made first if need be.
 
     The meta table is made in the same transaction as the others, after them:
     its id being there means the rest is."""
-    psycopg = _psycopg()
     try:
         row = conn.execute(f"SELECT value FROM {_in(conn, 'andromeda_ledger_meta')}"
                            " WHERE name = 'ledger_id'").fetchone()  # fmt: skip
-    except (psycopg.errors.UndefinedTable, psycopg.errors.InvalidSchemaName):
+    except pg.missing_object_errors():
         row = None
     if row:
         return row[0]
@@ -221,7 +208,7 @@ def ledger_id(conn: psycopg.Connection, *, create: bool) -> str | None:
     ).fetchone()[0]
 
 
-def register_origin(conn: psycopg.Connection, origin: str, host: str) -> None:
+def register_origin(conn: DriverConnection, origin: str, host: str) -> None:
     conn.execute(
         f"INSERT INTO {_in(conn, 'andromeda_origins')} (origin, host) VALUES (%s, %s)"
         " ON CONFLICT (origin) DO UPDATE SET host = EXCLUDED.host, last_sync = now()",
@@ -243,7 +230,7 @@ Change = tuple[str, str, str, str | None]
 
 
 def send(
-    conn: psycopg.Connection,
+    conn: DriverConnection,
     writer: str,
     changes: Iterable[Change],
     *,
@@ -281,12 +268,12 @@ def send(
     return sent
 
 
-def _next(conn: psycopg.Connection) -> str:
+def _next(conn: DriverConnection) -> str:
     """The next change number (SQL)."""
     return "nextval('" + _in(conn, "andromeda_ledger_seq").replace("'", "''") + "')"
 
 
-def _tombstones(conn: psycopg.Connection, cur: psycopg.Cursor, writer: str) -> int:
+def _tombstones(conn: DriverConnection, cur: DriverCursor, writer: str) -> int:
     """Turn the staged deletions into tombstones (a key the server never had: nothing)."""
     cur.execute(
         f"UPDATE {_in(conn, 'andromeda_ledger')} AS l SET row = NULL, seq = {_next(conn)},"
@@ -309,7 +296,7 @@ class Fetched:
     cursor: int  # where the next pull starts
 
 
-def fetch(conn: psycopg.Connection, cursor: int, me: str, limit: int) -> Fetched:
+def fetch(conn: DriverConnection, cursor: int, me: str, limit: int) -> Fetched:
     """The next changes other writers made after `cursor`, oldest first.
 
     One REPEATABLE READ snapshot: when fewer than `limit` rows come back, the
@@ -330,7 +317,7 @@ def fetch(conn: psycopg.Connection, cursor: int, me: str, limit: int) -> Fetched
     return Fetched(rows, rows[-1][4] if len(rows) == limit else max(top, cursor))
 
 
-def waiting(conn: psycopg.Connection, cursor: int, me: str) -> int:
+def waiting(conn: DriverConnection, cursor: int, me: str) -> int:
     """How many changes of other writers a pull from `cursor` would bring."""
     return conn.execute(
         f"SELECT COUNT(*) FROM {_in(conn, 'andromeda_ledger')} WHERE seq > %s AND writer <> %s",
@@ -355,14 +342,14 @@ class Summary:
     origins: list[OriginRows] = field(default_factory=list)
 
 
-def summary(conn: psycopg.Connection) -> Summary:
+def summary(conn: DriverConnection) -> Summary:
     """Rows per origin (tombstones apart), with each origin's host."""
     lid = ledger_id(conn, create=False)
     if lid is None:
         return Summary(None)
     rows = conn.execute(
         "SELECT l.origin, o.host, COUNT(l.row), COUNT(*) - COUNT(l.row),"
-        " to_char(o.last_sync AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
+        f" {clock.postgres_iso('o.last_sync')}"
         f" FROM {_in(conn, 'andromeda_ledger')} AS l"
         f" LEFT JOIN {_in(conn, 'andromeda_origins')} AS o ON o.origin = l.origin"
         " GROUP BY l.origin, o.host, o.last_sync ORDER BY l.origin"
@@ -392,13 +379,13 @@ def _window(since: str | None, until: str | None, column: str) -> tuple[str, lis
 
 
 def usage_rows(
-    conn: psycopg.Connection, by: str, since: str | None, until: str | None
+    conn: DriverConnection, by: str, since: str | None, until: str | None
 ) -> dict[str, list[tuple]]:
     """The three queries of `kaja usage`, over every machine's rows, in one snapshot.
 
-    Same columns and meaning as `usage.report_queries` (SQLite): calls grouped
+    Same columns and meaning as `report.report_queries` (SQLite): calls grouped
     `by`, tools by (tool, outcome), runs by status; plus calls per origin."""
-    key = "substr(row->>'at', 1, 10)" if by == "day" else f"row->>'{by}'"
+    key = clock.day_sql("row->>'at'") if by == "day" else f"row->>'{by}'"
     at, at_params = _window(since, until, "at")
     started, started_params = _window(since, until, "started_at")
     live = "row IS NOT NULL"

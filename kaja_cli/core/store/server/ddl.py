@@ -1,4 +1,4 @@
-"""The one schema description (`core.schema`'s `Table`s) written as PostgreSQL.
+"""The one schema description (`store/schema.py`'s `Table`s) written as PostgreSQL.
 
 SQLite's declarations become PostgreSQL's column by column:
 

@@ -2,7 +2,8 @@
 bringing it up to date (SPEC §10).
 
 The server holds the tables of `CLOUD_TABLES`, written from the same
-`core.schema` data as the SQLite files (`ddl`): the conversation store, and
+description as the SQLite files (`store/schema.py`'s tables, rendered by
+`ddl`; the local part renders them for SQLite): the conversation store, and
 the usage ledger that `kaja usage` reads. The agent's other local state
 (learning, services, sync bookkeeping, the side databases) stays local. In
 kaja's schema (`kaja`, or `[memory] databaseSchema`) there are also:
@@ -26,9 +27,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
-from kaja_cli.core.conversations.search import tokenizer
 from kaja_cli.core.store import schema as core_schema
-from kaja_cli.core.store.server import ddl
+from kaja_cli.core.store.registry import DATABASES, Database, telltales_match
+from kaja_cli.core.store.server import ddl, tokenizer
+from kaja_cli.core.wording import plural
 from kaja_cli.errors import Failed, Refused
 
 if TYPE_CHECKING:
@@ -50,6 +52,12 @@ UNACCENT_HINT = "run as a superuser, in that database: CREATE EXTENSION unaccent
 # of the search index and of `json_or_text`, and unaccent when kaja created it
 # there. Anything else in the schema is not Kaja's, and `kaja wipe` keeps it.
 KAJA_TABLES = frozenset(t.name for t in CLOUD_TABLES) | {VERSION_TABLE, STATS_TABLE}
+# `kaja sync`'s shared usage ledger (`ledger/sync/server.py`): its tables and
+# sequence, never cloud mode's store. An earlier kaja made them in a schema
+# named like its role (`kaja`): such a schema is still Kaja's (`Status.kajas`),
+# and a wipe keeps them.
+LEDGER_OBJECTS = ("andromeda_ledger", "andromeda_ledger_meta", "andromeda_origins",
+                  "andromeda_ledger_seq")  # fmt: skip
 COUNT_EVENTS = ("insert", "delete", "update", "truncate")  # kaja_search_count_<event>()
 FUNCTIONS = frozenset({"json_or_text", "search_fold", "search_words", "search_capped",
                        "search_vector", *(f"kaja_search_count_{e}" for e in COUNT_EVENTS)})  # fmt: skip
@@ -74,8 +82,6 @@ class Status(NamedTuple):
         (but `kaja sync`'s ledger, which an earlier kaja made here for a role
         named like the schema), kaja's version table, or the tables and columns
         of Kaja's store (an agent made it); anything else is another program's."""
-        from kaja_cli.core.ledger.sync.server import LEDGER_OBJECTS
-
         return not self.tables.difference(LEDGER_OBJECTS) or self.kaja or self.recognised
 
     @property
@@ -104,18 +110,8 @@ class Status(NamedTuple):
 def status(conn: Connection) -> Status:
     """Look, never write: the schema's tables, whose they are, and its version."""
     schema = conn.target.schema
-    rows = conn.execute(
-        "SELECT c.relname FROM pg_catalog.pg_class AS c"
-        " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v')",
-        (schema,),
-    ).fetchall()
-    exists = bool(rows) or bool(
-        conn.execute(
-            "SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = ?", (schema,)
-        ).fetchone()
-    )
-    tables = frozenset(r[0] for r in rows)
+    tables = frozenset(conn.table_names())
+    exists = bool(tables) or conn.schema_exists()
     version = None
     recognised = False
     if VERSION_TABLE in tables:
@@ -124,27 +120,13 @@ def status(conn: Connection) -> Status:
         ]
         version = int(version) if version is not None else 0
     elif tables:
-        from kaja_cli.core.store import guard
-        from kaja_cli.core.store.registry import DATABASES, Database
-
-        recognised = guard.telltales_match(present_columns(conn), [DATABASES[Database.SHARED]])
+        recognised = telltales_match(present_columns(conn), [DATABASES[Database.SHARED]])
     return Status(exists, tables, version, recognised)
 
 
 def present_columns(conn: Connection) -> dict[str, list[str]]:
     """Every table's columns in kaja's schema, in their order."""
-    out: dict[str, list[str]] = {}
-    rows = conn.execute(
-        "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute AS a"
-        " JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid"
-        " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
-        " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v') AND a.attnum > 0"
-        " AND NOT a.attisdropped ORDER BY c.relname, a.attnum",
-        (conn.target.schema,),
-    )
-    for table, column in rows:
-        out.setdefault(table, []).append(column)
-    return out
+    return conn.columns()
 
 
 def missing(conn: Connection) -> list[str]:
@@ -351,7 +333,7 @@ def _search_index(conn: Connection, message_columns: list[str], indexes: set[str
     bad = tokenizer.verify(conn, schema, folding.aside)
     if bad:
         raise Failed(
-            f"{where.where}: the server folds {len(bad)} characters differently from SQLite"
+            f"{where.where}: the server folds {plural(len(bad), 'character')} differently from SQLite"
             f" (U+{bad[0]:04X} first); the search index was not made",
             hint="report this with `kaja doctor --redact` output",
         )

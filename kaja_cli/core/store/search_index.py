@@ -1,5 +1,9 @@
 """The search index: `conversation_text`, its triggers, and keeping it whole (SPEC §6).
 
+A schema object of the shared file: the store makes and repairs it with the
+rest of the schema (`schema.apply`, `Store.ensure_schema`), and search reads
+it (`conversations/search`).
+
 An external-content FTS4 table over `messages.content`: the text is stored
 once, in messages; the index holds only the inverted lists and each message's
 length in tokens. Triggers keep it current whoever writes a message (the

@@ -1,0 +1,43 @@
+"""`kaja usage` and `kaja usage reset` in cloud mode (the server engine part).
+
+The ledger stays local in cloud mode (SPEC §10, "usage reset stays local"):
+the report reads the ledger tables of kaja's schema on the server when they
+are there (an agent that keeps its ledger there), and every step of a reset
+is refused (exit 5). This module is where that is said, once: the skeleton
+(`usage`) asks the store for its part and never looks at the engine itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from kaja_cli.core.store import Store, schema
+from kaja_cli.errors import Refused
+
+
+def columns(conn: Any) -> dict[str, set[str]]:
+    """The ledger tables of kaja's schema on the server, with their columns."""
+    from kaja_cli.core.store.server import schema as server_schema
+
+    have = server_schema.present_columns(conn)
+    return {t.name: set(have[t.name]) for t in schema.LEDGER_TABLES if t.name in have}
+
+
+def _refused() -> NoReturn:
+    raise Refused(
+        "usage reset is local: in cloud mode the ledger is on the server, and kaja does"
+        " not reset it",
+        hint="the ledger of this machine's agent is reset where it runs locally",
+    )
+
+
+def plan_reset(store: Store, before: str | None = None) -> NoReturn:
+    _refused()
+
+
+def reset(store: Store, plan: Any, *, timeout_ms: int = 0) -> NoReturn:
+    _refused()
+
+
+def vacuum(store: Store, *, timeout_ms: int = 0) -> NoReturn:
+    _refused()

@@ -1,0 +1,35 @@
+"""The demo's engine part in cloud mode (a PostgreSQL server), asked for with
+`store.part` as `local` is: the same functions.
+
+The server keeps the conversation store and the usage ledger
+(`core.store.server.schema.CLOUD_TABLES`); the agent's learning, services,
+sync bookkeeping and the side databases stay local, and the demo writes none
+of them there. What is already there is kaja's schema holding conversations.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kaja_cli.core.store import Store
+
+
+def keeps(table: str) -> bool:
+    """Whether the server keeps `table`."""
+    from kaja_cli.core.store.server import schema
+
+    return table in {t.name for t in schema.CLOUD_TABLES}
+
+
+def existing(store: Store) -> list[Path | str]:
+    """Kaja's schema on the server, if it holds conversations; Refused (exit 5)
+    when the schema is not Kaja's."""
+    from kaja_cli.core.engine import postgres as pg
+    from kaja_cli.core.store.server import schema
+
+    with pg.connect(store.target()) as conn:
+        state = schema.status(conn)
+        state.require_kaja(conn.target, writing=True)
+        if "sessions" in state.tables and conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
+            return [conn.target.where]
+    return []

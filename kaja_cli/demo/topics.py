@@ -1,0 +1,228 @@
+"""The words of the scaled-up demo store (`kaja demo --sessions N --messages
+M`, `generated`): each topic gives titles and the words its sentences are
+made of, and the filler words and openers around them.
+"""
+
+from __future__ import annotations
+
+TOPICS: dict[str, dict[str, list[str]]] = {
+    "garden": {
+        "titles": [
+            "Tomato leaves curling",
+            "Pruning the apple tree",
+            "Compost that smells",
+            "Basil keeps bolting",
+            "Slugs on the lettuce",
+            "Watering while on holiday",
+        ],
+        "words": [
+            "tomato",
+            "leaves",
+            "compost",
+            "basil",
+            "soil",
+            "watering",
+            "shade",
+            "balcony",
+            "seedlings",
+            "mulch",
+            "pruning",
+            "aphids",
+            "fertiliser",
+            "greenhouse",
+            "courgette",
+        ],
+    },
+    "cooking": {
+        "titles": [
+            "Crème brûlée for eight",
+            "Sourdough starter",
+            "Dinner for a vegetarian friend",
+            "Crêpes without eggs",
+            "Risotto rescue",
+            "Jalapeño salsa",
+        ],
+        "words": [
+            "recipe",
+            "oven",
+            "butter",
+            "flour",
+            "crème",
+            "brûlée",
+            "café",
+            "sauce",
+            "simmer",
+            "garlic",
+            "jalapeño",
+            "crêpes",
+            "risotto",
+            "sourdough",
+            "caramel",
+        ],
+    },
+    "code": {
+        "titles": [
+            "Refactor the invoice parser",
+            "Flaky test in CI",
+            "SQLite migration",
+            "Speed up the import script",
+            "Type hints for the API",
+            "Docker build fails",
+        ],
+        "words": [
+            "function",
+            "test",
+            "refactor",
+            "python",
+            "sqlite",
+            "query",
+            "index",
+            "commit",
+            "branch",
+            "exception",
+            "parser",
+            "module",
+            "deploy",
+            "latency",
+            "benchmark",
+        ],
+    },
+    "travel": {
+        "titles": [
+            "Train from Zürich to Genève",
+            "Weekend in Lisbon",
+            "Packing list for Iceland",
+            "Visa for Japan",
+            "Cheap flights to Kraków",
+            "Road trip in Provence",
+        ],
+        "words": [
+            "train",
+            "ticket",
+            "hotel",
+            "flight",
+            "Zürich",
+            "Genève",
+            "Kraków",
+            "Lisbon",
+            "itinerary",
+            "luggage",
+            "ferry",
+            "museum",
+            "booking",
+            "passport",
+            "café",
+        ],
+    },
+    "money": {
+        "titles": [
+            "Quarterly budget review",
+            "Mortgage overpayment",
+            "Splitting bills fairly",
+            "Savings rate",
+            "Tax return checklist",
+            "Cancel unused subscriptions",
+        ],
+        "words": [
+            "budget",
+            "savings",
+            "invoice",
+            "mortgage",
+            "interest",
+            "spending",
+            "income",
+            "expenses",
+            "subscription",
+            "refund",
+            "receipt",
+            "pension",
+            "tax",
+            "groceries",
+            "rent",
+        ],
+    },
+    "health": {
+        "titles": [
+            "Running plan for a half marathon",
+            "Sauna temperature",
+            "Better sleep",
+            "Stretching after work",
+            "Dentist appointment",
+            "Protein without meat",
+        ],
+        "words": [
+            "running",
+            "sleep",
+            "sauna",
+            "stretching",
+            "protein",
+            "heart",
+            "rate",
+            "training",
+            "recovery",
+            "dentist",
+            "appointment",
+            "marathon",
+            "hydration",
+            "knee",
+            "yoga",
+        ],
+    },
+    "home": {
+        "titles": [
+            "Nightly backup with rsync",
+            "Wi-Fi drops in the evening",
+            "Fix a dripping tap",
+            "Smart plug schedule",
+            "Paint for the bathroom",
+            "Printer offline again",
+        ],
+        "words": [
+            "backup",
+            "router",
+            "wifi",
+            "printer",
+            "nas",
+            "rsync",
+            "tap",
+            "washer",
+            "paint",
+            "plug",
+            "schedule",
+            "firmware",
+            "cable",
+            "thermostat",
+            "boiler",
+        ],
+    },
+}
+
+FILLER = (
+    "the to and a of is in it you for that on with this be can have are your if "
+    "i it's so but not do at as or will from what just one about more we would "
+    "there how should they when also some like then need make sure time first "
+    "day good use over think want check try maybe still much well look going "
+    "right next after before better usually every each week few long other "
+    "thanks yes okay sounds great already again because where which while"
+).split()
+
+USER_OPENERS = [
+    "Can you help me with",
+    "I have a question about",
+    "Quick one about",
+    "What do you think about",
+    "I'm stuck on",
+    "Remind me how to handle",
+    "Any ideas for",
+    "Could you look at",
+]
+ASSISTANT_OPENERS = [
+    "Here is what I would do:",
+    "Short answer:",
+    "A few things to check:",
+    "Good question.",
+    "That usually means",
+    "The simplest fix is",
+    "Let's break it down:",
+    "From what you describe,",
+]
