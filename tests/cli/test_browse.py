@@ -34,10 +34,10 @@ def _store(k):
 def _app(k, *, owner=None, all_owners=False, archived=False, query=""):
     from kaja_cli.browse.app import BrowseApp
     from kaja_cli.browse.data import Options
-    from kaja_cli.commands.session_options import FilterArgs
+    from kaja_cli.commands.options import SessionFilters
 
     store = _store(k)
-    flt = FilterArgs(owner=owner, all_owners=all_owners, archived=archived).to_filter(store)
+    flt = SessionFilters(owner=owner, all_owners=all_owners, archived=archived).to_filter(store)
     return BrowseApp(store, Options(flt, owner), query)
 
 
@@ -379,7 +379,8 @@ def test_the_preview_is_scrolled_to_the_match(shared_demo_store):
     app = _app(shared_demo_store, query="invoice parser")
 
     async def steps(pilot):
-        for _ in range(40):  # the scroll follows the layout
+        await settle(pilot)  # the search and the preview are on screen (under load: seconds)
+        for _ in range(400):  # then the scroll follows the layout
             if app.query_one("#preview").scroll_y > 0:
                 break
             await pilot.pause(0.025)

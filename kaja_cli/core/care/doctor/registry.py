@@ -22,6 +22,11 @@ class Spec:
     needs_shared: bool = False  # skipped (silently, in a full run) without a readable shared file
     unopened: bool = False  # per database: runs even when the file cannot be opened
 
+    def to_json(self) -> dict:
+        """A row of `kaja doctor --list-checks --json`."""
+        return {"id": self.id, "group": self.group, "about": self.about,
+                "per_database": self.per_database}  # fmt: skip
+
 
 CHECKS: list[Spec] = []
 
