@@ -27,6 +27,7 @@ from kaja_cli import __version__  # noqa: E402
 from kaja_cli.commands import (  # noqa: E402
     accounts,
     backup,
+    browse,
     cache,
     config,
     demo,
@@ -153,6 +154,7 @@ SIDE = "Side databases"
 app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
 app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
 app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
+app.command("browse", rich_help_panel=CONVERSATIONS)(browse.browse)
 app.add_typer(notes.app, name="notes", rich_help_panel=CONVERSATIONS)
 app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
 app.add_typer(sync.app, name="sync", rich_help_panel=CARE)

@@ -1,5 +1,7 @@
 """`kaja sessions` (`list`, `ls`): the acting owner's conversations, newest first."""
 
+from typing import Annotated
+
 import typer
 
 from kaja_cli.commands import store_of, subcommand_runs
@@ -13,6 +15,10 @@ def sessions(
     limit: Limit = 20,
     no_pager: NoPager = False,
     as_json: Json = False,
+    interactive: Annotated[
+        bool,
+        typer.Option("--interactive", "-i", help="Full screen, to search and pick: `kaja browse`."),
+    ] = False,
 ) -> None:
     """List your conversations, newest first; prune, export, archive, rename them.
 
@@ -23,8 +29,11 @@ def sessions(
     left out (--archived lists them). Piped, the rows are tab-separated with
     full ids and ISO times.
     """
-    if not subcommand_runs(ctx):
-        _list(ctx, filters, limit, no_pager, as_json)
+    if subcommand_runs(ctx):
+        return
+    if interactive:
+        return _browse(ctx, filters, limit, as_json)
+    _list(ctx, filters, limit, no_pager, as_json)
 
 
 @session_filters
@@ -60,3 +69,17 @@ def _list(
     result = core.listing_json(store, flt) if as_json else core.listing(store, flt)
     view.none_listed(result, flt)
     render.emit(result, as_json, view.listing, pager=not no_pager, flt=flt)
+
+
+def _browse(ctx: typer.Context, filters: SessionFilters, limit: int, as_json: bool) -> None:
+    """`kaja sessions -i`: the listing's filters handed over to `kaja browse`
+    (its -n when given, else browse's 200 rows)."""
+    from kaja_cli import browse
+
+    store = store_of(ctx)
+    given = getattr(ctx.get_parameter_source("limit"), "name", "") == "COMMANDLINE"
+    flt = filters.to_filter(store)
+    if not browse.pick(
+        store, flt, filters.owner, "", False, limit if given else 200, as_json=as_json
+    ):
+        raise typer.Exit(1)

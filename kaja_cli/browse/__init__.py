@@ -1,0 +1,74 @@
+"""`kaja browse`: find a conversation by typing, see it, act on it (issue 27).
+
+A full-screen picker on Textual, the only place kaja imports it: `data`
+loads the rows (the `kaja sessions` listing, or a `kaja search` grouped by
+session), the preview (the `kaja resume` replay) and does the actions
+through the core; `app` is the screen. This floor sits beside `render`: it
+imports the core and render, never the commands.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kaja_cli.browse.data import Options
+    from kaja_cli.core.conversations.filter import SessionFilter
+    from kaja_cli.core.store import Store
+
+
+def run(store: Store, opts: Options, query: str = "") -> str | None:
+    """Show the picker on the terminal; the chosen session's id, or None when
+    the user quit (Esc, Ctrl-C)."""
+    from kaja_cli.browse.app import BrowseApp
+
+    return BrowseApp(store, opts, query).run()
+
+
+def pick(
+    store: Store,
+    flt: SessionFilter,
+    owner: str | None,
+    query: str,
+    fts: bool,
+    limit: int,
+    *,
+    as_json: bool = False,
+) -> bool:
+    """`kaja browse` and `kaja sessions -i`: the picker, then the chosen id on
+    stdout (True); False, printing nothing, when the user quit (the command
+    exits 1). Usage errors (exit 2) without a terminal, or with --json (which
+    prints the listing)."""
+    import sys
+
+    from kaja_cli.browse.data import Options
+    from kaja_cli.errors import UsageError
+
+    if as_json:
+        raise UsageError("-i is full screen; --json prints the listing: give one")
+    need_terminal()
+    chosen = run(store, Options(flt, owner, fts, limit), query)
+    if chosen is None:
+        return False
+    sys.stdout.write(chosen + "\n")
+    return True
+
+
+def need_terminal() -> None:
+    """The screen is drawn on stderr and read from stdin (stdout stays free for
+    the id: `"$(kaja browse)"`); without a terminal there, one line, exit 2."""
+    import sys
+
+    from kaja_cli.errors import UsageError
+
+    def tty(stream: object) -> bool:
+        try:
+            return bool(stream.isatty())  # type: ignore[attr-defined]
+        except (AttributeError, ValueError):
+            return False
+
+    if not (tty(sys.stdin) and tty(sys.stderr)):
+        raise UsageError(
+            "browse needs a terminal",
+            hint="`kaja search WORDS` and `kaja sessions` print the same without one",
+        )

@@ -1,0 +1,540 @@
+"""The screen of `kaja browse`: a search box, the list of sessions, the
+selected one's replay beside it (below it on a narrow terminal), a status
+line and the keys in a footer.
+
+Every read runs in a worker thread (`data.load`, `data.preview`): one search
+at a time per kind (exclusive: a newer keystroke cancels the older search,
+whose answer is then dropped), so typing never waits on SQLite. Values from
+the store reach the screen as Rich `Text`, never as markup.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import get_current_worker
+
+from kaja_cli.browse import data
+
+if TYPE_CHECKING:
+    from kaja_cli.core.store import Store
+
+DEBOUNCE_S = 0.04  # a search waits this long for the next keystroke before it starts
+NARROW = 90  # columns: below this the preview goes under the list
+MAX_CHUNKS = 300  # the preview's blocks (one widget each); more are merged
+
+HELP = """\
+Type to search every message (the words of `kaja search`; --fts for its syntax).
+An empty box lists your recent sessions.
+
+  ↑ ↓ PgUp PgDn Home End   move in the list (from the search box too)
+  Tab / Shift-Tab          search box → list → preview
+  Enter                    print the session's id and quit:
+                           kaja resume "$(kaja browse)"
+  o                        the whole replay in the pager
+  e                        export it as Markdown (asks where)
+  a                        archive it (again: unarchive)
+  r                        rename it
+  d                        delete it (asks first, naming what goes with it)
+  Ctrl-O                   everyone's sessions / yours
+  ?                        this help
+  Esc, Ctrl-C              quit, printing nothing (exit 1)
+
+In the search box the letters are typed: Tab to the list first.
+"""
+
+
+def line_text(line) -> Text:
+    """One replay line (`render.Line`: text and style runs) as Rich Text."""
+    out = Text(no_wrap=False)
+    for part, style in line:
+        out.append(part, style=style or None)
+    return out
+
+
+def row_text(row: data.Row, *, all_owners: bool, now) -> Text:
+    from kaja_cli import render
+    from kaja_cli.core.owners import label
+
+    head = Text(no_wrap=True, overflow="ellipsis")
+    head.append(row.short_id, style="cyan")
+    head.append("  " + render.relative_time(row.updated_at, now), style="dim")
+    if all_owners:
+        head.append("  " + render.text(label(row.owner)), style="magenta")
+    head.append("  ")
+    if row.title:
+        head.append(row.title, style="bold")
+    elif row.first_prompt:
+        head.append("“" + " ".join(render.text(row.first_prompt).split())[:80] + "”", "italic")
+    else:
+        head.append("(untitled)", style="dim")
+    if row.messages is not None:
+        head.append(f"  {render.plural(row.messages, 'message')}", style="dim")
+    if row.pending:
+        head.append("  ⏸ waiting on you", style="bold yellow")
+    if row.snippet is None:
+        return head
+    snip = Text(no_wrap=True, overflow="ellipsis")
+    snip.append("  " + (row.role or "") + ": ", style="dim")
+    text = render.text(row.snippet)
+    at = 0
+    for start, end in row.highlights:
+        snip.append(text[at:start])
+        snip.append(text[start:end], style="bold reverse")
+        at = end
+    snip.append(text[at:])
+    return Text("\n").join([head, snip])
+
+
+class SearchBox(Input):
+    """The search box: ↑/↓/PgUp/PgDn/Home/End move the list while you type."""
+
+    BINDINGS: ClassVar = [
+        Binding("up", "app.move('cursor_up')", "up", show=False),
+        Binding("down", "app.move('cursor_down')", "down", show=False),
+        Binding("pageup", "app.move('page_up')", show=False),
+        Binding("pagedown", "app.move('page_down')", show=False),
+        Binding("home", "app.move('first')", show=False),
+        Binding("end", "app.move('last')", show=False),
+    ]
+
+
+class Confirm(ModalScreen[bool]):
+    """A yes/no question; No is the default (Esc, n, Enter on Cancel)."""
+
+    BINDINGS: ClassVar = [
+        Binding("escape,n", "dismiss(False)", "cancel"),
+        Binding("y", "dismiss(True)", "yes"),
+    ]
+
+    def __init__(self, question: str, yes: str) -> None:
+        super().__init__()
+        self.question, self.yes = question, yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Text(self.question), classes="question")
+            with Horizontal(classes="buttons"):
+                yield Button(self.yes, variant="error", id="yes")
+                yield Button("Cancel", id="no")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class Ask(ModalScreen[str | None]):
+    """One line of text (a title, a file name); Esc cancels."""
+
+    BINDINGS: ClassVar = [Binding("escape", "dismiss(None)", "cancel")]
+
+    def __init__(self, question: str, value: str) -> None:
+        super().__init__()
+        self.question, self.value = question, value
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Text(self.question), classes="question")
+            yield Input(self.value, id="answer")
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value)
+
+
+class Help(ModalScreen[None]):
+    BINDINGS: ClassVar = [Binding("escape,q,question_mark,enter", "dismiss(None)", "close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog help"):
+            yield Static(Text(HELP))
+
+
+class BrowseApp(App[str | None]):
+    """`kaja browse`: exits with the chosen session's id, or None."""
+
+    TITLE = "kaja browse"
+    ENABLE_COMMAND_PALETTE = False
+    CSS = """
+    Screen { layout: vertical; }
+    #search { dock: top; }
+    #panes { height: 1fr; layout: horizontal; }
+    #panes.narrow { layout: vertical; }
+    #list { width: 45%; height: 1fr; border: round $primary-darken-2; }
+    #preview { width: 1fr; height: 1fr; border: round $primary-darken-2; }
+    #panes.narrow #list { width: 1fr; height: 1fr; }
+    #panes.narrow #preview { width: 1fr; height: 1fr; }
+    #list:focus, #preview:focus { border: round $accent; }
+    #status { height: 1; padding: 0 1; color: $text-muted; }
+    Confirm, Ask, Help { align: center middle; }
+    .dialog { width: 80%; max-width: 100; height: auto; max-height: 90%;
+              border: thick $accent; background: $surface; padding: 1 2; }
+    .help { height: 90%; }
+    .buttons { height: auto; margin-top: 1; }
+    .buttons Button { margin-right: 2; }
+    """
+    BINDINGS: ClassVar = [
+        Binding("escape", "leave", "quit"),
+        Binding("ctrl+c", "leave", "quit", show=False, priority=True),
+        Binding("ctrl+o", "toggle_owners", "all owners", priority=True),
+        Binding("o", "open", "open"),
+        Binding("e", "export", "export"),
+        Binding("a", "archive", "archive"),
+        Binding("r", "rename", "rename"),
+        Binding("d", "delete", "delete"),
+        Binding("question_mark", "help", "help", key_display="?"),
+    ]
+
+    def __init__(self, store: Store, opts: data.Options, query: str = "") -> None:
+        super().__init__()
+        self.store = store
+        self.opts = opts
+        self.mine = opts.filter.owner  # the owner Ctrl-O comes back to
+        self.initial_query = query
+        self.page: data.Page | None = None
+        self.generation = 0
+        self.preview_for: str | None = None
+        self._said: str | None = None  # what an action did, kept on the status line
+        # For the benchmark and the tests: when each page was asked for, was
+        # ready, and was on screen (time.perf_counter()).
+        self.started = time.perf_counter()
+        self.timings: list[tuple[str, float, float, float]] = []
+        self._asked: dict[int, float] = {}
+
+    # -- layout -------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield SearchBox(self.initial_query, placeholder="search every message…", id="search")
+        with Container(id="panes"):
+            yield OptionList(id="list")
+            yield VerticalScroll(id="preview")
+        yield Static(id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._title_bar()
+        self._fit(self.size.width)
+        self.query_one("#search", SearchBox).focus()
+        self._ask(self.initial_query)
+
+    def on_resize(self, event) -> None:
+        self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        self.query_one("#panes").set_class(width < NARROW, "narrow")
+
+    def _title_bar(self) -> None:
+        from kaja_cli.core.owners import label
+
+        who = "everyone" if self.opts.all_owners else label(self.opts.filter.owner.id)
+        self.query_one("#list", OptionList).border_title = f"sessions · {who}"
+        self.query_one("#preview").border_title = "preview"
+
+    # -- the rows -----------------------------------------------------------------------
+    @on(Input.Changed, "#search")
+    def _typed(self, event: Input.Changed) -> None:
+        self._ask(event.value)
+
+    def _ask(self, query: str) -> None:
+        self.generation += 1
+        self._asked[self.generation] = time.perf_counter()
+        self._status("searching…" if query.strip() else "loading…")
+        self._load(query, self.generation, self.opts)
+
+    @work(exclusive=True, thread=True, group="rows")
+    def _load(self, query: str, generation: int, opts: data.Options) -> None:
+        worker = get_current_worker()
+        if query.strip():
+            time.sleep(DEBOUNCE_S)  # the next keystroke cancels this one before it starts
+            if worker.is_cancelled:
+                return
+        page = data.load(self.store, opts, query)
+        if worker.is_cancelled:
+            return
+        self.call_from_thread(self._show, page, generation, time.perf_counter())
+
+    def _show(self, page: data.Page, generation: int, ready: float) -> None:
+        if generation != self.generation:
+            return  # a newer keystroke's answer is coming
+        from kaja_cli.core import clock
+
+        keep = self.selected()
+        self.page = page
+        now = clock.now()
+        lst = self.query_one("#list", OptionList)
+        lst.set_options(
+            Option(row_text(r, all_owners=self.opts.all_owners, now=now), id=str(i))
+            for i, r in enumerate(page.rows)
+        )
+        if page.rows:
+            index = 0
+            if keep is not None:
+                index = next((i for i, r in enumerate(page.rows) if r.id == keep.id), 0)
+            lst.highlighted = index
+            self._preview(page.rows[index])
+        else:
+            self.preview_for = None
+            self.query_one("#preview").remove_children()
+        summary = self._summary(page)
+        self._status(f"{self._said} · {summary}" if self._said else summary)
+        self._said = None
+        asked = self._asked.pop(generation, ready)
+        self.call_after_refresh(self._painted, page.query, asked, ready)
+
+    def _painted(self, query: str, asked: float, ready: float) -> None:
+        self.timings.append((query, asked, ready, time.perf_counter()))
+
+    def _summary(self, page: data.Page) -> str:
+        from kaja_cli.core.wording import plural
+
+        if page.error:
+            return page.error
+        n = len(page.rows)
+        if page.query.strip():
+            text = f"{plural(n, 'session')} matching" + (" (the best shown)" if page.more else "")
+        elif page.total is not None and page.more:
+            text = f"the newest {n} of {plural(page.total, 'session')}"
+        else:
+            text = plural(n, "session")
+        notes = [*page.notes]
+        if not n and not page.query.strip() and not notes:
+            notes.append("type to search; Ctrl-O for everyone's")
+        return " · ".join([text, *notes])
+
+    def _status(self, text: str) -> None:
+        self.query_one("#status", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
+
+    def selected(self) -> data.Row | None:
+        if self.page is None or not self.page.rows:
+            return None
+        index = self.query_one("#list", OptionList).highlighted
+        if index is None or index >= len(self.page.rows):
+            return None
+        return self.page.rows[index]
+
+    def action_move(self, how: str) -> None:
+        lst = self.query_one("#list", OptionList)
+        getattr(lst, f"action_{how}")()
+
+    # -- the preview --------------------------------------------------------------------
+    @on(OptionList.OptionHighlighted, "#list")
+    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        row = self.selected()
+        if row is not None and row.id != self.preview_for:
+            self._preview(row)
+
+    def _preview(self, row: data.Row) -> None:
+        self.preview_for = row.id
+        self._load_preview(row, self.opts)
+
+    @work(exclusive=True, thread=True, group="preview")
+    def _load_preview(self, row: data.Row, opts: data.Options) -> None:
+        worker = get_current_worker()
+        p = data.preview(self.store, opts, row)
+        if not worker.is_cancelled:
+            self.call_from_thread(self._show_preview, p)
+
+    async def _show_preview(self, p: data.Preview) -> None:
+        if p.session_id != self.preview_for:
+            return
+        pane = self.query_one("#preview", VerticalScroll)
+        await pane.remove_children()
+        if p.error:
+            await pane.mount(Static(Text(p.error, style="red")))
+            return
+        blocks, target = _chunks(p.lines, p.target)
+        widgets = [Static(Text("\n").join(line_text(line) for line in b)) for b in blocks]
+        await pane.mount_all(widgets)
+        if target is not None:  # once laid out: where the matching message is
+            self.call_after_refresh(pane.scroll_to_widget, widgets[target], top=True,
+                                    animate=False, immediate=True)  # fmt: skip
+        else:
+            pane.scroll_home(animate=False)
+
+    # -- the keys -----------------------------------------------------------------------
+    @on(Input.Submitted, "#search")
+    @on(OptionList.OptionSelected, "#list")
+    def _chosen(self, event) -> None:
+        row = self.selected()
+        if row is not None:
+            self.exit(row.id)
+
+    def action_leave(self) -> None:
+        self.exit(None)
+
+    def action_toggle_owners(self) -> None:
+        flt = self.opts.filter
+        owner = self.mine if flt.owner is None else None
+        if owner is None and flt.owner is None:
+            return
+        self.opts = data.Options(flt._replace(owner=owner), self.opts.owner_arg, self.opts.fts,
+                                 self.opts.limit)  # fmt: skip
+        self._title_bar()
+        self._ask(self.query_one("#search", SearchBox).value)
+
+    def action_help(self) -> None:
+        self.push_screen(Help())
+
+    def _reload(self) -> None:
+        self._ask(self.query_one("#search", SearchBox).value)
+
+    def _fail(self, e: Exception) -> None:
+        from kaja_cli.errors import KajaError
+
+        if not isinstance(e, KajaError | OSError):
+            raise e
+        text = str(e) if isinstance(e, KajaError) else f"{e.strerror or e} ({e.filename})"
+        self.notify(text, severity="error", markup=False, timeout=8)
+        self._status(text)
+        self._said = None
+
+    def _done(self, text: str) -> None:
+        self.notify(text, markup=False, timeout=5)
+        self._status(text)
+        self._said = text
+
+    def action_delete(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        try:
+            plan, points, question = data.plan_delete(self.store, self.opts, row)
+        except Exception as e:
+            return self._fail(e)
+
+        def answer(yes: bool | None) -> None:
+            if not yes:
+                self._done("nothing deleted")
+                return
+            try:
+                self._done(data.delete(self.store, self.opts, plan, points))
+            except Exception as e:
+                return self._fail(e)
+            self.preview_for = None
+            self._reload()
+
+        self.push_screen(Confirm(question, "Delete"), answer)
+
+    def action_archive(self) -> None:
+        from kaja_cli.core.conversations.filter import Archived
+
+        row = self.selected()
+        if row is None:
+            return
+        try:
+            on_ = self.opts.filter.archived is not Archived.ONLY
+            self._done(data.set_archived(self.store, self.opts, row, on_))
+        except Exception as e:
+            return self._fail(e)
+        self._reload()
+
+    def action_rename(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+
+        def answer(title: str | None) -> None:
+            if title is None:
+                return
+            try:
+                self._done(data.rename(self.store, self.opts, row, title))
+            except Exception as e:
+                return self._fail(e)
+            self._reload()
+
+        self.push_screen(Ask(f"New title for {row.id}:", row.title), answer)
+
+    def action_export(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+
+        def answer(path: str | None) -> None:
+            if path is None:
+                return
+            try:
+                self._done(data.export_markdown(self.store, self.opts, row, path))
+            except Exception as e:
+                self._fail(e)
+
+        self.push_screen(Ask("Export as Markdown to:", data.default_export_path(row)), answer)
+
+    def action_open(self) -> None:
+        """The whole replay in the pager, as `kaja resume ID` shows it."""
+        from kaja_cli import render
+        from kaja_cli.core.conversations import transcript
+        from kaja_cli.core.owners import Owner
+        from kaja_cli.render import replay
+
+        row = self.selected()
+        if row is None:
+            return
+        try:
+            rep = transcript.load_replay(self.store, row.id, Owner.parse(row.owner))
+        except Exception as e:
+            return self._fail(e)
+        try:
+            with self.suspend():
+                with _stdout_on_terminal():
+                    render.print_lines(replay.replay_lines(rep), pager=True)
+        except Exception as e:  # no terminal to give the pager (a test, a headless run)
+            from textual.app import SuspendNotSupported
+
+            if not isinstance(e, SuspendNotSupported):
+                raise
+            self.notify("the pager needs a terminal", severity="warning")
+
+
+class _stdout_on_terminal:
+    """While the pager runs: stdout on the terminal the screen is drawn on
+    (stderr), when stdout is a pipe (`kaja resume "$(kaja browse)"`)."""
+
+    def __enter__(self) -> None:
+        self.saved = None
+        try:
+            if not sys.stdout.isatty() and sys.stderr.isatty():
+                sys.stdout.flush()
+                self.saved = os.dup(1)
+                os.dup2(2, 1)
+        except (OSError, ValueError, AttributeError):
+            self.saved = None
+
+    def __exit__(self, *exc) -> None:
+        if self.saved is not None:
+            sys.stdout.flush()
+            os.dup2(self.saved, 1)
+            os.close(self.saved)
+
+
+def _chunks(lines: list, target: int | None) -> tuple[list[list], int | None]:
+    """The replay's lines in blocks, one per turn (a blank line starts one),
+    and one starting at `target`; the index of that block. At most
+    MAX_CHUNKS blocks: a long session's turns are grouped."""
+    starts = [0] + [i for i, line in enumerate(lines) if not line and i]
+    if target is not None:
+        starts = sorted({*starts, target})
+    if len(starts) > MAX_CHUNKS:
+        step = -(-len(starts) // MAX_CHUNKS)
+        kept = set(starts[::step])
+        if target is not None:
+            kept.add(target)
+        starts = sorted(kept)
+    bounds = [*starts, len(lines)]
+    blocks = [lines[a:b] for a, b in itertools.pairwise(bounds) if b > a] or [[]]
+    at = starts.index(target) if target is not None and target < len(lines) else None
+    return blocks, at

@@ -1,0 +1,431 @@
+"""`kaja browse` (issue 27): the picker driven by Textual's Pilot in this
+process (type, navigate, select, delete with its question, resize, the owner
+rule), the command's own answers (no terminal: exit 2), and once end to end
+in a real terminal under tmux (type a word, the list changes, Enter prints the
+id on stdout)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import KAJA
+
+TOMATO = "01a22652-5660-76c3-b813-0c4237730edf"  # "Tomato leaves curling in the heat"
+BACKUP = "01a226e4-d260-72a8-ab71-1343220d672b"  # the terminal's newest
+RECEIPT = "01a220a6-4fa0-783a-b596-41d21b5c56d3"  # telegram:482913's "Photo of a receipt"
+
+
+def _store(k):
+    from kaja_cli.core.store import Store
+    from kaja_cli.core.store.paths import Overrides
+
+    return Store.locate(Overrides(config=k.config, state_dir=k.state))
+
+
+def _app(k, *, owner=None, all_owners=False, archived=False, query=""):
+    from kaja_cli.browse.app import BrowseApp
+    from kaja_cli.browse.data import Options
+    from kaja_cli.commands.options import SessionFilters
+
+    store = _store(k)
+    flt = SessionFilters(owner=owner, all_owners=all_owners, archived=archived).to_filter(store)
+    return BrowseApp(store, Options(flt, owner), query)
+
+
+def drive(app, steps, size=(120, 40)):
+    """Run `app` headless; `steps(pilot)` is an async function driving it."""
+
+    async def main():
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            await steps(pilot)
+
+    asyncio.run(main())
+    return app.return_value
+
+
+async def settle(pilot):
+    """Until the searches and previews asked for are on screen."""
+    for _ in range(50):
+        await pilot.pause()
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(w.is_running for w in pilot.app.workers):
+            return
+
+
+def ids(app) -> list[str]:
+    return [r.id for r in app.page.rows]
+
+
+def preview_text(app) -> str:
+    from textual.widgets import Static
+
+    return "\n".join(str(s.render()) for s in app.query_one("#preview").query(Static))
+
+
+def status(app) -> str:
+    return str(app.query_one("#status").render())
+
+
+# --- the command ---------------------------------------------------------------------------
+def test_without_a_terminal_it_is_one_line_and_exit_2(shared_demo_store):
+    r = shared_demo_store("browse", "tomato")
+    assert r.code == 2, r
+    assert r.out == ""
+    assert r.err.count("\n") == 1 and r.err.startswith("kaja: browse needs a terminal")
+    assert "kaja search" in r.err and "kaja sessions" in r.err
+
+
+def test_a_usage_error_in_the_filters_comes_first(shared_demo_store):
+    r = shared_demo_store("browse", "--owner", "telegram:1", "--all-owners")
+    assert r.code == 2 and "can't be combined" in r.err, r
+
+
+def test_sessions_i_hands_over_to_browse(shared_demo_store):
+    r = shared_demo_store("sessions", "-i", "--model", "gpt-5-mini")
+    assert r.code == 2 and r.err.startswith("kaja: browse needs a terminal"), r
+    r = shared_demo_store("sessions", "-i", "--json")
+    assert r.code == 2 and "-i is full screen" in r.err, r
+
+
+def test_the_browse_floor_imports_no_command():
+    """browse sits beside render: it imports the core and render, never the
+    commands or the app (they import it)."""
+    from tests.unit.test_layering import ROOT, _kaja_imports
+
+    for path in sorted((ROOT / "kaja_cli" / "browse").glob("*.py")):
+        bad = {
+            n for n in _kaja_imports(path) if n.startswith(("kaja_cli.commands", "kaja_cli.app"))
+        }
+        assert not bad, (path, bad)
+
+
+def test_textual_is_imported_by_browse_only():
+    """No other command's start-up moves: the app, every command module and
+    the core load without Textual."""
+    code = (
+        "import sys, kaja_cli.app, kaja_cli.commands.browse\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'textual'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+# --- typing, moving, choosing ----------------------------------------------------------------
+def test_typing_searches_and_enter_chooses_the_match(shared_demo_store):
+    app = _app(shared_demo_store)
+
+    async def steps(pilot):
+        assert ids(app)[0] == BACKUP and TOMATO in ids(app)  # the listing: newest first
+        assert "sessions · terminal" in str(app.query_one("#list").border_title)
+        await pilot.press(*"tomato curling")
+        await settle(pilot)
+        assert ids(app) == [TOMATO]
+        row = app.page.rows[0]
+        assert "curling" in row.snippet.lower() and row.highlights
+        assert "You: " in preview_text(app) and "tomato" in preview_text(app).lower()
+        assert status(app).startswith("1 session matching")
+        await pilot.press("enter")
+
+    assert drive(app, steps) == TOMATO
+    # Each page went on screen once its search was done (the benchmark's figure).
+    assert app.timings and all(asked <= ready <= shown for _, asked, ready, shown in app.timings)
+
+
+def test_a_newer_keystroke_wins(shared_demo_store):
+    """Typed fast, only the last query's answer is shown."""
+    app = _app(shared_demo_store)
+
+    async def steps(pilot):
+        for ch in "brulee":
+            await pilot.press(ch)  # no pause for the searches in between
+        await settle(pilot)
+        assert app.page.query == "brulee"
+        assert [r.title for r in app.page.rows] == ["Crème brûlée for eight"]  # accents ignored
+        await pilot.press("escape")
+
+    assert drive(app, steps) is None
+
+
+def test_keys_move_the_list_from_the_search_box_and_in_it(shared_demo_store):
+    app = _app(shared_demo_store)
+
+    async def steps(pilot):
+        lst = app.query_one("#list")
+        n = len(ids(app))
+        await pilot.press("down", "down")
+        assert lst.highlighted == 2
+        await pilot.press("end")
+        assert lst.highlighted == n - 1
+        await pilot.press("home", "down")
+        await settle(pilot)
+        assert lst.highlighted == 1
+        title = app.page.rows[1].title
+        assert title in preview_text(app)  # the preview follows the selection
+        await pilot.press("tab")  # into the list
+        assert app.focused is lst
+        await pilot.press("down", "up", "pagedown")
+        assert lst.highlighted == n - 1
+        await pilot.press("enter")
+
+    assert drive(app, steps) == ids(app)[-1]
+
+
+def test_letters_in_the_search_box_are_typed_not_actions(shared_demo_store):
+    app = _app(shared_demo_store)
+
+    async def steps(pilot):
+        await pilot.press(*"dare o?")
+        await settle(pilot)
+        assert len(app.screen_stack) == 1  # no question, no help, nothing deleted
+        assert app.query_one("#search").value == "dare o?"
+        await pilot.press("tab", "question_mark")
+        assert type(app.screen).__name__ == "Help"
+        await pilot.press("escape")
+        assert len(app.screen_stack) == 1
+        await pilot.press("ctrl+c")
+
+    assert drive(app, steps) is None
+
+
+def test_a_bad_fts_query_is_said_on_the_status_line(shared_demo_store):
+    from kaja_cli.browse.app import BrowseApp
+    from kaja_cli.browse.data import Options
+    from kaja_cli.core.conversations.filter import SessionFilter
+
+    store = _store(shared_demo_store)
+    app = BrowseApp(store, Options(SessionFilter(store.owner(None)), fts=True), 'tomato "')
+
+    async def steps(pilot):
+        assert app.page.rows == []
+        assert "--fts" in status(app)
+        await pilot.press("escape")
+
+    assert drive(app, steps) is None
+
+
+def test_resize_from_40_to_200_columns(shared_demo_store):
+    app = _app(shared_demo_store)
+
+    async def steps(pilot):
+        panes = app.query_one("#panes")
+        assert panes.has_class("narrow")  # the preview under the list
+        lst, preview = app.query_one("#list").region, app.query_one("#preview").region
+        assert lst.width == preview.width == 40 and preview.y > lst.y
+        await pilot.resize_terminal(200, 50)
+        await settle(pilot)
+        assert not panes.has_class("narrow")
+        assert app.query_one("#preview").region.x > app.query_one("#list").region.x
+        await pilot.press(*"sauna")  # another owner's: not found as the terminal
+        await settle(pilot)
+        assert ids(app) == [] and "0 sessions" in status(app)
+        await pilot.resize_terminal(40, 12)
+        await settle(pilot)
+        await pilot.press("escape")
+
+    assert drive(app, steps, size=(40, 20)) is None
+
+
+# --- owners --------------------------------------------------------------------------------
+def test_ctrl_o_shows_everyone_and_back(shared_demo_store):
+    app = _app(shared_demo_store)
+
+    async def steps(pilot):
+        mine = ids(app)
+        assert RECEIPT not in mine
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        assert RECEIPT in ids(app) and len(ids(app)) > len(mine)
+        assert "everyone" in str(app.query_one("#list").border_title)
+        await pilot.press(*"sauna")
+        await settle(pilot)
+        assert [r.title for r in app.page.rows] == ["Sauna temperature"]
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        assert ids(app) == []
+        await pilot.press("escape")
+
+    drive(app, steps)
+
+
+def test_another_owners_session_is_refused_unless_acting_as_it(demo_store):
+    app = _app(demo_store, all_owners=True)
+
+    async def steps(pilot):
+        await pilot.press(*"receipt", "tab")
+        await settle(pilot)
+        assert ids(app) == [RECEIPT]
+        await pilot.press("d")  # acting as the terminal: refused before any question
+        await settle(pilot)
+        assert len(app.screen_stack) == 1
+        assert "belongs to telegram:482913" in status(app)
+        await pilot.press("escape")
+
+    drive(app, steps)
+    assert RECEIPT in demo_store("sessions", "--owner", "telegram:482913", "-n", "0").out
+
+    app = _app(demo_store, owner="telegram:482913")
+
+    async def steps2(pilot):
+        await pilot.press(*"receipt", "tab", "a")
+        await settle(pilot)
+        assert "archived " + RECEIPT in status(app)
+        await pilot.press("escape")
+
+    drive(app, steps2)
+    r = demo_store("sessions", "--owner", "telegram:482913", "--archived", "-n", "0")
+    assert RECEIPT in r.out
+
+
+# --- the actions ---------------------------------------------------------------------------
+def test_delete_asks_naming_the_session_and_what_goes(demo_store):
+    app = _app(demo_store)
+
+    async def steps(pilot):
+        await pilot.press(*"tomato", "tab", "d")
+        await settle(pilot)
+        question = str(app.screen.query_one(".question").render())
+        assert TOMATO in question and "“Tomato leaves curling in the heat”" in question
+        assert "9 messages" in question
+        await pilot.press("n")  # no: nothing goes
+        await settle(pilot)
+        assert ids(app) == [TOMATO] and status(app) == "nothing deleted"
+        await pilot.press("d")
+        await settle(pilot)
+        await pilot.press("enter")  # Cancel has the focus: Enter is no
+        await settle(pilot)
+        assert ids(app) == [TOMATO]
+        await pilot.press("d")
+        await settle(pilot)
+        await pilot.press("y")
+        await settle(pilot)
+        assert status(app).startswith(f"deleted {TOMATO}")
+        assert ids(app) == []  # the search ran again
+        await pilot.press("escape")
+
+    drive(app, steps)
+    r = demo_store("resume", TOMATO)
+    assert r.code == 3, r
+
+
+def test_rename_and_archive(demo_store):
+    app = _app(demo_store)
+
+    async def steps(pilot):
+        await pilot.press("tab", "r")
+        await settle(pilot)
+        answer = app.screen.query_one("#answer")
+        assert answer.value == "Nightly backup with rsync"
+        await pilot.press("ctrl+u", *"Backups at night", "enter")
+        await settle(pilot)
+        assert app.page.rows[0].title == "Backups at night"
+        await pilot.press("a")
+        await settle(pilot)
+        assert BACKUP not in ids(app)
+        await pilot.press("escape")
+
+    drive(app, steps)
+    r = demo_store("sessions", "--archived", "--json")
+    assert [s["title"] for s in json.loads(r.out)["sessions"]] == ["Backups at night"]
+
+
+def test_export_asks_where_and_writes_markdown(demo_store, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    app = _app(demo_store)
+
+    async def steps(pilot):
+        await pilot.press(*"tomato", "tab", "e")
+        await settle(pilot)
+        assert app.screen.query_one("#answer").value == str(tmp_path / f"{TOMATO}.md")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert status(app).startswith(f"wrote {tmp_path / TOMATO}.md")
+        await pilot.press("e")
+        await settle(pilot)
+        await pilot.press("ctrl+u", *str(demo_store.db), "enter")  # never the store's own file
+        await settle(pilot)
+        assert "store" in status(app)
+        await pilot.press("escape")
+
+    drive(app, steps)
+    text = (tmp_path / f"{TOMATO}.md").read_text()
+    assert text.startswith("# Tomato leaves curling in the heat")
+    assert oct((tmp_path / f"{TOMATO}.md").stat().st_mode & 0o777) == "0o600"
+
+
+def test_the_preview_is_scrolled_to_the_match(shared_demo_store):
+    """In a long session the preview opens at the matching message, not the top."""
+    from kaja_cli.browse import data
+
+    store = _store(shared_demo_store)
+    app = _app(shared_demo_store)
+    page = data.load(store, app.opts, "invoice parser")
+    row = next(r for r in page.rows if r.title == "Refactor the invoice parser")
+    p = data.preview(store, app.opts, row)
+    assert p.target is not None and p.target > 0
+    word = row.snippet[row.highlights[0][0] : row.highlights[0][1]].lower()
+    assert word in "".join(t for t, _ in p.lines[p.target]).lower()
+
+    app = _app(shared_demo_store, query="invoice parser")
+
+    async def steps(pilot):
+        await settle(pilot)  # the search and the preview are on screen (under load: seconds)
+        for _ in range(400):  # then the scroll follows the layout
+            if app.query_one("#preview").scroll_y > 0:
+                break
+            await pilot.pause(0.025)
+        assert app.query_one("#preview").scroll_y > 0  # opened at the match
+        await pilot.press("escape")
+
+    drive(app, steps, size=(120, 30))
+
+
+# --- end to end, in a real terminal ---------------------------------------------------------
+@pytest.mark.process
+@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+def test_in_tmux_typing_changes_the_list_and_enter_prints_the_id(shared_demo_store, tmp_path):
+    k = shared_demo_store
+    sock = str(tmp_path / "tmux.sock")
+    tmux = ["tmux", "-S", sock]
+    out, rc = tmp_path / "out", tmp_path / "rc"
+    env = dict(k.env, TERM="xterm-256color", PATH=f"{Path(KAJA).parent}:{os.environ['PATH']}")
+    env.pop("NO_COLOR")
+    script = f"{KAJA} browse > {out}; echo $? > {rc}"
+    subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "30",
+                    "sh", "-c", script], env=env, check=True)  # fmt: skip
+
+    def screen() -> str:
+        p = subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True)
+        return p.stdout
+
+    def wait_for(cond, what: str) -> str:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            text = screen()
+            if cond(text):
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"{what} never showed:\n{screen()}")
+
+    try:
+        wait_for(lambda s: "Nightly backup" in s and "Tomato leaves" in s, "the listing")
+        subprocess.run([*tmux, "send-keys", "-l", "tomato"], check=True)
+        wait_for(lambda s: "1 session matching" in s and "Nightly backup" not in s, "the search")
+        subprocess.run([*tmux, "send-keys", "Enter"], check=True)
+        deadline = time.monotonic() + 30
+        while not rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert rc.read_text().strip() == "0"
+        assert out.read_text() == TOMATO + "\n"
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
