@@ -16,6 +16,9 @@ COMMANDS = {
         'commands': [
             ('resume', 'Replay a conversation as the terminal...', False),
             ('search', 'Find messages across every past...', False),
+            ('tasks', 'List the background tasks: running, queued...', False),
+            ('schedules', 'List the schedules, soonest next run first.', False),
+            ('triggers', 'List the triggers (event watchers),...', False),
             ('doctor', "Check Kaja's files and settings, and say...", False),
             ('wipe', "Delete Kaja's local data: everything, or...", False),
             ('backup', 'Back up the whole store into one archive,...', False),
@@ -25,6 +28,10 @@ COMMANDS = {
             ('migrate', 'Import the legacy files into the shared...', False),
             ('sessions', 'List your conversations, newest first;...', False),
             ('notes', 'List what the agent remembers about you;...', False),
+            ('runs', 'What the agent did: its runs (turns,...', False),
+            ('reviews', 'The review queue: runs flagged for a...', False),
+            ('learning', 'What the agent learned: recipes and the...', False),
+            ('artifacts', 'Saved pages and the files tools made, and...', False),
             ('usage', 'Show token and call totals from the usage...', False),
             ('sync', 'Share the usage ledger: push this...', False),
             ('stats', 'Show the query profile: the statements...', False),
@@ -75,6 +82,44 @@ COMMANDS = {
             ('option', 'archived', ('--archived',), (), 'Search archived sessions too (left out otherwise).', False, False, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
             ('option', 'notes', ('--notes',), (), "Search the notes (the agent's memory) instead of messages.", False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'tasks': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'status', ('--status',), (), 'Only tasks with this status: queued, running, paused, completed, failed, cancelled.', False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'schedules': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'due', ('--due',), (), 'Only what the scheduler runs now: active, next run now or earlier.', False, False, False, 1, None),
+            ('option', 'status', ('--status',), (), 'Only schedules with this status: active, paused.', False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'triggers': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'status', ('--status',), (), 'Only triggers with this status.', False, True, False, 1, None),
+            ('option', 'kind', ('--kind',), (), 'Only triggers of this kind: gmail, calendar, file, webhook, …', False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -442,6 +487,109 @@ COMMANDS = {
             ('option', 'importance', ('--importance',), (), 'Only notes of this importance.', False, True, False, 1, ('choice', ('high', 'medium', 'low'), False)),
             ('option', 'fmt', ('--format', '-f'), (), "Markdown or JSON; default: from -o's suffix, else md.", False, True, False, 1, ('kaja', 'format')),
             ('option', 'output', ('--output', '-o'), (), 'Write here instead of stdout.', False, True, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'runs': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('show', 'Show one run as a tree: its prompt, result...', False),
+        ],
+        'params': [
+            ('option', 'status', ('--status',), (), 'Only runs with this status: running, completed, failed, canceled.', False, True, False, 1, None),
+            ('option', 'source', ('--source',), (), 'Only runs from this source: interactive, api, schedule, …', False, True, False, 1, None),
+            ('option', 'agent', ('--agent',), (), "Only this agent's runs.", False, True, False, 1, None),
+            ('option', 'since', ('--since',), (), 'Started since: 2026-11-01, 2026-11-01T08:00, 3d, 12h.', False, True, False, 1, None),
+            ('option', 'until', ('--until',), (), 'Started before then (same forms as --since).', False, True, False, 1, None),
+            ('option', 'thread', ('--thread',), (), 'Only runs of this conversation thread.', False, True, False, 1, None),
+            ('option', 'all_runs', ('--all',), (), "Subagents' runs too, not only top-level ones.", False, False, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'runs show': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'run_id', 1, ('kaja', 'run')),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'reviews': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('done', "Mark a run's review complete (status,...", False),
+        ],
+        'params': [
+            ('option', 'status', ('--status',), (), 'Only reviews with this status: needs-review, complete.', False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'reviews done': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'run_id', 1, ('kaja', 'review')),
+            ('option', 'note', ('--note',), (), 'Keep this note with the review.', False, True, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'learning': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('fixes', 'List the tool fixes: an error a tool gave...', False),
+        ],
+        'params': [
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'learning fixes': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'tool', ('--tool',), (), "Only this tool's fixes.", False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'artifacts': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('show', "Print an artifact's text (a saved page),...", False),
+        ],
+        'params': [
+            ('option', 'kind', ('--kind',), (), 'Only this kind: page, screenshot, image, audio, …', False, True, False, 1, None),
+            ('option', 'source', ('--source',), (), 'Only artifacts from this source (a tool or a URL).', False, True, False, 1, None),
+            ('option', 'missing', ('--missing',), (), 'Only those whose file is gone.', False, False, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'artifacts show': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'artifact_id', 1, ('kaja', 'artifact')),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
