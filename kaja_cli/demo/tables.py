@@ -187,7 +187,8 @@ class OtherTables:
                    prompt="Tell me when the deploy finishes", config={"path": "/hooks/deploy", "notify_token": "xoxb-demo-0000-notify"}, status="active",
                    secret="whsec_" + "%040x" % self.rng.getrandbits(160), last_error="signature mismatch",
                    created_at=iso(base - 10 * day), updated_at=iso(base - day))  # fmt: skip
-        # A task in every status; the running one started a minute ago, well within its timeout.
+        # A task in every status; the running one (a long fetch, an hour allowed) started a
+        # minute ago: a demo made now is well within it (`kaja doctor`'s `tasks` check).
         for i, (status, err) in enumerate((("completed", None), ("running", None), ("failed", "timeout after 300 s"),
                                            ("queued", None), ("cancelled", None), ("paused", None))):  # fmt: skip
             created = base - timedelta(hours=i + 1)
@@ -196,7 +197,7 @@ class OtherTables:
             rec.insert("background_tasks", id=f"bg_{i + 1:03d}", agent_id="kaja", tool_name="web_fetch",
                        arguments={"url": f"https://example.org/report/{i}"}, status=status, error=err,
                        result="saved" if status == "completed" else None, attempts=1 if status != "queued" else 0,
-                       max_retries=3, timeout_seconds=300, resource_id="terminal", notify=1, notified=int(status == "completed"),
+                       max_retries=3, timeout_seconds=3600 if status == "running" else 300, resource_id="terminal", notify=1, notified=int(status == "completed"),
                        created_at=iso(created), updated_at=iso(base - timedelta(hours=i)), started_at=iso(started) if started else None,
                        completed_at=iso(created + timedelta(seconds=40)) if status in ("completed", "failed") else None)  # fmt: skip
         # The screenshot's file is there (`kaja artifacts` shows ✓): the browser tool saved it
