@@ -210,7 +210,9 @@ class RunNode:
 
 
 def _rows(conn: Any, sql: str, args: list[Any], names: tuple[str, ...]) -> list[dict[str, Any]]:
-    return [dict(zip(names, r, strict=True)) for r in conn.execute(sql, args)]
+    # fetchall, then the dicts: a run of 1,000 calls is read in C first (bench/bench_runs.py).
+    rows = conn.execute(sql, args).fetchall()
+    return [dict(zip(names, r, strict=True)) for r in rows]
 
 
 def show(store: Store, ref: str) -> RunNode:
