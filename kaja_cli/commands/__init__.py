@@ -1,10 +1,16 @@
 """The command layer: parse options, call the core, hand the result to render.
 
+A command is: its options (the shared ones are `commands/options.py`), one or
+a few core calls, and `render.emit(result, as_json, view)`: the result knows
+its JSON shape (`to_json()`), and its view for a person or a pipe is in
+`render/<command>.py`.
+
 No `from __future__ import annotations` in this package: typer would eval
 every stringified annotation at start-up (~0.1 ms each, on every TAB press).
 
-One module per command group; `app.py` registers them. Modules import the core
-inside their functions so that start-up (every TAB press) stays cheap.
+One module per command group (a package for `sessions`); `app.py` registers
+them. Modules import the core and render inside their functions so that
+start-up (every TAB press) stays cheap.
 """
 
 from typing import TYPE_CHECKING
@@ -52,8 +58,6 @@ def store_of(ctx: typer.Context) -> "Store":
     profiler.configure(store.paths, ctx.command_path)  # where this command's profile goes
     return store
 
-
-JSON_HELP = "Print one JSON document on stdout instead of a table."
 
 # Bounds of the numbers typed on the command line (exit 2 beyond them): a
 # count of rows or entries, and a lock wait. SQLite's LIMIT takes at most
@@ -111,16 +115,24 @@ def seconds(max: float = WAIT_MAX) -> FloatRange:
     return _Seconds(min=0, max=max)
 
 
-OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.'
+def subcommand_runs(ctx: typer.Context) -> bool:
+    """For a group whose callback is also its listing (`kaja sessions`, `notes`,
+    `cache`, `accounts`): True when a subcommand runs instead. The listing's
+    options typed before that subcommand are a usage error (exit 2)."""
+    if ctx.invoked_subcommand is None:
+        return False
+    given = [p.opts[0] for p in ctx.command.params
+             if getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]  # fmt: skip
+    if given:
+        from kaja_cli.errors import UsageError
 
-
-def nothing_written(path: object) -> str:
-    """What an export that matched nothing says instead of writing an empty file:
-    no file is created, and one already there is not emptied."""
-    import os
-
-    there = os.path.lexists(os.fspath(path))  # type: ignore[call-overload]
-    return f"nothing written to {path}" + (" (it is left as it was)" if there else "")
+        path, sub = ctx.command_path, ctx.invoked_subcommand
+        if len(ctx.command.params) == 1:  # the listing's one option: named in the hint
+            hint = f"put it after it: {path} {sub} {given[0]}"
+        else:
+            hint = f"put the options after it: {path} {sub} …"
+        raise UsageError(f"{', '.join(given)} belongs to the listing, not to `{sub}`", hint=hint)
+    return True
 
 
 class _TypedPath(TyperPath):

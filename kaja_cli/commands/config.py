@@ -5,7 +5,8 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, overrides, store_of
+from kaja_cli.commands import overrides, store_of
+from kaja_cli.commands.options import Json
 from kaja_cli.completion.hooks import hook
 
 app = typer.Typer(
@@ -17,7 +18,7 @@ app = typer.Typer(
 @app.command("paths")
 def paths(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    as_json: Json = False,
 ) -> None:
     """Print every location as resolved, where it came from, and whether it exists.
 
@@ -29,56 +30,13 @@ def paths(
     created, and no server is contacted.
     """
     from kaja_cli import render
-    from kaja_cli.core.store import paths as core_paths
+    from kaja_cli.core.store import paths as core
+    from kaja_cli.render import config as view
 
-    store = store_of(ctx)
-    rows = core_paths.inspect(store.paths)
-    backend = core_paths.backend(store.paths)
-    if as_json:
-        render.emit_json(
-            {
-                "mode": store.paths.mode,
-                "backend": {r.name: {"value": r.value, "source": r.source} for r in backend},
-                "paths": {
-                    r.name: {
-                        "path": str(r.path),
-                        "source": r.source,
-                        "kind": r.kind,
-                        "exists": r.exists,
-                        "size": r.size,
-                        **({"files": r.files} if r.kind == "dir" else {}),
-                    }
-                    for r in rows
-                },
-            }
-        )
-        return
-    # Paths wrap (after a slash when a name is too long); on a narrow terminal
-    # "exists", the file count, the source, then the size go (README, "Where data lives").
-    Col = render.Col
-    render.table(
-        [Col("what", style="bold", kind="whole"), Col("path", min=20),
-         Col("source", style="dim", drop=3),
-         Col("exists", kind="whole", drop=1), Col("size", justify="right", drop=4),
-         Col("files", justify="right", drop=2)],
-        [[core_paths.BACKEND_LABELS[b.name], b.value or "-", b.source, "", "", ""]
-         for b in backend]
-        + [
-            [core_paths.LABELS[r.name], str(r.path), r.source, "yes" if r.exists else "no",
-             render.human_size(r.size) if r.exists else "-", "" if r.files is None else r.files]
-            for r in rows
-        ],
-        plain_rows=[[b.name, b.value or "", b.source, "", ""] for b in backend]
-        + [
-            [r.name, r.path, r.source, "yes" if r.exists else "no", "" if r.size is None else r.size]
-            for r in rows
-        ],
-    )  # fmt: skip
-    if store.paths.cloud:
-        render.note(
-            "cloud mode: the conversations are on the PostgreSQL server above; kaja keeps"
-            " only the images here"
-        )
+    paths = store_of(ctx).paths
+    found = {"mode": paths.mode, "backend": {b.name: b.to_json() for b in core.backend(paths)},
+             "paths": {r.name: r.to_json() for r in core.inspect(paths)}}  # fmt: skip
+    render.emit(found, as_json, view.paths)
 
 
 # --- settings.toml --------------------------------------------------------------------------------
@@ -90,7 +48,7 @@ KEY_HELP = "A dotted key, e.g. memory.mode or logging.database.slow_ms."
 @app.command("show")
 def show(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    as_json: Json = False,
 ) -> None:
     """Print every setting in effect, its value and where it came from.
 
@@ -99,62 +57,10 @@ def show(
     what was meant. Secrets (a password in a database URL) print as ***.
     """
     from kaja_cli import render
-    from kaja_cli.core.store.settings import keys as settings_keys
     from kaja_cli.core.store.settings import view as settings_view
+    from kaja_cli.render import config as view
 
-    v = settings_view.view(overrides(ctx))
-    if as_json:
-        render.emit_json(_show_json(v))
-        return
-    text = settings_keys.to_text
-    rows = [
-        [e.key.name, "" if e.value is None else text(e.value), e.source, e.problem or ""]
-        for e in v.settings
-    ]
-    rows += [
-        [u.name, text(u.value), f"settings file line {u.line}",
-         "unknown key" + (f": did you mean {u.suggestion}?" if u.suggestion else "")]
-        for u in v.unknown
-    ]  # fmt: skip
-    source = v.settings_file.source
-    Col = render.Col
-    render.table(
-        [Col("key", style="bold", kind="whole"), Col("value", min=12),
-         Col("source", style="dim", drop=1), Col("problem", style="red")],
-        rows,
-        title=f"{v.settings_file.path} ({source}{'' if v.exists else ', no such file'})",
-    )  # fmt: skip
-
-
-def _show_json(v) -> dict:
-    return {
-        "settings_file": {
-            "path": str(v.settings_file.path),
-            "source": v.settings_file.source,
-            "exists": v.exists,
-        },
-        "settings": {
-            e.key.name: {
-                "value": e.value,
-                "source": e.source,
-                "line": e.line,
-                "written": e.written,
-                "default": e.key.default,
-                "env": e.key.env,
-                "flag": e.key.flag,
-                "type": e.key.kind,
-                "allowed": e.key.allowed(),
-                "secret": e.key.secret,
-                "description": e.key.description,
-                "problem": e.problem,
-            }
-            for e in v.settings
-        },
-        "unknown": [
-            {"key": u.name, "line": u.line, "value": u.value, "did_you_mean": u.suggestion}
-            for u in v.unknown
-        ],
-    }
+    render.emit(settings_view.view(overrides(ctx)), as_json, view.settings)
 
 
 @app.command("get")
@@ -201,30 +107,18 @@ def set_(
     does not parse is left untouched (exit 1). A symlinked settings.toml is
     edited at its target when that is a regular file you own.
     """
-    from kaja_cli import render
     from kaja_cli.core.store import guard
-    from kaja_cli.core.store.settings import (
-        keys as settings_keys,
-    )
-    from kaja_cli.core.store.settings import (
-        view as settings_view,
-    )
-    from kaja_cli.core.store.settings import (
-        write as settings_write,
-    )
+    from kaja_cli.core.store.settings import view as settings_view
+    from kaja_cli.core.store.settings import write as settings_write
+    from kaja_cli.render import config as view
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.set_value(
         paths.settings_file.path, key, value, force=force,
         protected=guard.store_files(paths),
     )  # fmt: skip
-    shown = settings_keys.toml_literal(change.after)
-    if not change.changed:
-        render.note(f"{change.key} is already {shown} in {change.file}; nothing to change")
-    else:
-        was = "" if change.before is None else f" (was {settings_keys.toml_literal(change.before)})"
-        render.note(f"{change.key} = {shown} in {change.file} line {change.line}{was}")
-    _note_override(ctx, change.key)
+    view.set_(change)
+    view.overridden(change.key, ctx.find_root().obj)
 
 
 @app.command("unset")
@@ -238,49 +132,18 @@ def unset(
     a table left with nothing in it goes too. A key that is not set is not an
     error (exit 0).
     """
-    from kaja_cli import render
     from kaja_cli.core.store import guard
-    from kaja_cli.core.store.settings import (
-        keys as settings_keys,
-    )
-    from kaja_cli.core.store.settings import (
-        view as settings_view,
-    )
-    from kaja_cli.core.store.settings import (
-        write as settings_write,
-    )
+    from kaja_cli.core.store.settings import view as settings_view
+    from kaja_cli.core.store.settings import write as settings_write
+    from kaja_cli.render import config as view
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.unset_value(
         paths.settings_file.path, key, protected=guard.store_files(paths)
     )
-    if not change.changed:
-        render.note(f"{change.key} is not set in {change.file}; nothing to change")
-        return
-    known = settings_keys.KEYS.get(change.key)
-    after = "" if known is None or known.default is None else (
-        f"; the default applies: {settings_keys.toml_literal(known.default)}")  # fmt: skip
-    render.note(f"removed {change.key} from {change.file}{after}")
-    _note_override(ctx, change.key)
-
-
-def _note_override(ctx: typer.Context, name: str) -> None:
-    """Say so when an environment variable or flag outranks the file here."""
-    import os
-
-    from kaja_cli import render
-    from kaja_cli.core.store.settings.keys import KEYS
-
-    key = KEYS.get(name)
-    if key is None:
-        return
-    flags = ctx.find_root().obj
-    if key.flag == "--db" and flags.db is not None:
-        render.note(f"--db given: it overrides {name} for this command")
-    elif key.flag == "--database-url" and flags.database_url is not None:
-        render.note(f"--database-url given: it overrides {name} for this command")
-    elif key.env and os.environ.get(key.env, "").strip():
-        render.note(f"{key.env} is set here, and overrides {name} wherever it is set")
+    view.unset(change)
+    if change.changed:
+        view.overridden(change.key, ctx.find_root().obj)
 
 
 @app.command("edit")
@@ -360,16 +223,5 @@ def _edit_until_valid(argv: list[str], copy, draft, force: bool) -> str | None:
         if not render.stdin_is_terminal():
             raise Failed(f"{path}: {problem}", hint="nothing was saved")
         render.note(f"{path}: {problem}")
-        if not _ask("Open the editor again to fix it?"):
+        if not render.ask("Open the editor again to fix it?"):
             raise Declined(f"nothing was saved; {path} is as it was")
-
-
-def _ask(question: str) -> bool:
-    from rich.prompt import Confirm
-
-    from kaja_cli import render
-
-    try:
-        return Confirm.ask(question, default=True, console=render.console(stderr=True))
-    except EOFError:
-        return False

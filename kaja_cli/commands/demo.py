@@ -5,6 +5,7 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import count, store_of
+from kaja_cli.commands.options import JsonDone
 
 
 def demo(
@@ -44,9 +45,7 @@ def demo(
             " conversation files) for `kaja migrate`.",
         ),
     ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print what was written as one JSON document on stdout.")
-    ] = False,
+    as_json: JsonDone = False,
 ) -> None:
     """Write a realistic sample store into the resolved location.
 
@@ -57,10 +56,13 @@ def demo(
     --state-dir (or KAJA_STATE_DIR) at an empty folder. --legacy adds the
     files an older install left behind, waiting for `kaja migrate`.
     """
+    from functools import partial
+
     from kaja_cli import demo as sample
     from kaja_cli import render
     from kaja_cli.core.side import profiler
     from kaja_cli.errors import UsageError
+    from kaja_cli.render import demo as view
 
     profiler.discard()  # the sample store is reproducible: it carries sample profile rows
 
@@ -77,29 +79,4 @@ def demo(
     )
     with render.progress("writing the demo store") as bar:
         result = sample.create(store, options, progress=bar)
-    if as_json:
-        render.emit_json(
-            {
-                "path": result.location,
-                "sessions": result.sessions,
-                "messages": result.messages,
-                "tool_calls": result.tool_calls,
-                "images": result.images,
-                "owners": sorted(result.owners),
-                "calls": result.calls,
-                "legacy_files": result.legacy_files,
-            }
-        )
-        return
-    plural = render.plural
-    counts = [plural(result.sessions, "session"), plural(result.messages, "message"),
-              plural(result.tool_calls, "tool call")]  # fmt: skip
-    render.note(
-        f"wrote {', '.join(counts)} and {plural(result.images, 'image')} for"
-        f" {plural(len(result.owners), 'owner')} into {result.location}"
-    )
-    if legacy:
-        render.note(
-            f"and {plural(result.legacy_files, 'legacy file')} of an older install beside it:"
-            " `kaja migrate` imports them"
-        )
+    render.emit(result, as_json, partial(view.written, legacy=legacy))

@@ -4,7 +4,8 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import OWNER_HELP, count, store_of
+from kaja_cli.commands import count, store_of
+from kaja_cli.commands.options import NoPager, OwnerOpt
 from kaja_cli.completion.hooks import hook
 
 
@@ -27,16 +28,13 @@ def resume(
             metavar="N", click_type=count(), help="Only the last N entries of the timeline."
         ),
     ] = None,
-    owner: Annotated[
-        str | None, typer.Option(metavar="ID", help=OWNER_HELP, autocompletion=hook("owner"))
-    ] = None,
-    no_pager: Annotated[
-        bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
-    ] = False,
+    owner: OwnerOpt = None,
+    no_pager: NoPager = False,
     as_json: Annotated[
         bool,
         typer.Option(
             "--json",
+            # Not the shared --json: what it prints is the agent's context, not the replay.
             help="Print the context the agent resumes with (see the README) as one JSON document.",
         ),
     ] = False,

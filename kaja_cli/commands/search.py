@@ -1,14 +1,12 @@
-"""`kaja search`: full-text search across every past conversation."""
+"""`kaja search`: full-text search across every past conversation (or the notes)."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, OWNER_HELP, count, store_of
+from kaja_cli.commands import store_of
+from kaja_cli.commands.options import AllOwners, Json, Limit, NoPager, OwnerOpt
 from kaja_cli.completion.hooks import hook
-
-if TYPE_CHECKING:
-    from kaja_cli.core.conversations.search import SearchResult
 
 
 def search(
@@ -31,18 +29,8 @@ def search(
     recent: Annotated[
         bool, typer.Option("--recent", help="Newest first instead of best match first.")
     ] = False,
-    owner: Annotated[
-        str | None,
-        typer.Option(
-            metavar="ID",
-            help=OWNER_HELP,
-            autocompletion=hook("owner"),
-        ),
-    ] = None,
-    all_owners: Annotated[
-        bool,
-        typer.Option("--all-owners", help="Search every owner's messages (adds an owner column)."),
-    ] = False,
+    owner: OwnerOpt = None,
+    all_owners: AllOwners = False,
     session: Annotated[
         str | None,
         typer.Option(
@@ -67,12 +55,7 @@ def search(
             help="Only messages since then: 2026-11-01, 2026-11-01T08:00, 3d, 12h, 2w.",
         ),
     ] = None,
-    limit: Annotated[
-        int,
-        typer.Option(
-            "--limit", "-n", click_type=count(), help="Show at most this many; 0 shows all."
-        ),
-    ] = 20,
+    limit: Limit = 20,
     reindex: Annotated[
         bool,
         typer.Option(
@@ -83,14 +66,12 @@ def search(
         bool,
         typer.Option("--archived", help="Search archived sessions too (left out otherwise)."),
     ] = False,
-    no_pager: Annotated[
-        bool, typer.Option("--no-pager", help="Never page long output on a terminal.")
-    ] = False,
+    no_pager: NoPager = False,
     notes: Annotated[
         bool,
         typer.Option("--notes", help="Search the notes (the agent's memory) instead of messages."),
     ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    as_json: Json = False,
 ) -> None:
     """Find messages across every past conversation, best match first.
 
@@ -104,127 +85,44 @@ def search(
     and says so. --notes searches the notes' keys, tags and content instead.
     """
     from kaja_cli import render
-    from kaja_cli.core.conversations import search as core_search
+    from kaja_cli.core.conversations import search as core
     from kaja_cli.errors import UsageError
+    from kaja_cli.render import search as view
 
     text = " ".join(query or [])
     if notes:
-        _notes(ctx, text, fts, recent, owner, all_owners, session, role, since, limit, reindex,
-               no_pager, as_json)  # fmt: skip
+        for name, given in (("--session", session), ("--role", role), ("--reindex", reindex)):
+            if given:
+                raise UsageError(f"{name} is for messages: it does not go with --notes")
+        _notes(ctx, text, fts=fts, recent=recent, owner=owner, all_owners=all_owners,
+               since=since, limit=limit, no_pager=no_pager, as_json=as_json)  # fmt: skip
         return
     store = store_of(ctx)
     if reindex:
-        count = core_search.reindex(store, progress=render.progress)
+        count = core.reindex(store, progress=render.progress)
         render.note(f"reindexed {render.plural(count, 'message')} in {store.where()}")
         if not text:
-            if as_json:
-                render.emit_json({"reindexed": {"path": store.where(), "messages": count}})
+            render.emit({"reindexed": {"path": store.where(), "messages": count}}, as_json)
             return
     elif not text.strip():
         raise UsageError(
             "nothing to search for", hint="give some words, e.g. `kaja search tomato shade`"
         )
-    result = core_search.search(
+    result = core.search(
         store, text, fts=fts, owner=owner, all_owners=all_owners, session=session,
         roles=role or (), since=since, limit=limit, recent=recent, progress=render.progress,
         archived=archived,
     )  # fmt: skip
-    if as_json:
-        render.emit_json(_as_json(result))
-    else:
-        _print(render, result, no_pager)
-    for line in result.notes:
-        render.note(line)
-    if not result.hits and result.source != "none":
-        render.note(f"no matches for {text!r}{_whose(result)}")
-        if result.archived_hidden:
-            render.note("archived sessions were left out (--archived searches them too)")
+    render.emit(result, as_json, view.hits, pager=not no_pager)
+    view.remarks(result, text)
 
 
-def _notes(ctx, text, fts, recent, owner, all_owners, session, role, since, limit, reindex,
-           no_pager, as_json) -> None:  # fmt: skip
-    from kaja_cli.commands import notes
-    from kaja_cli.errors import UsageError
+def _notes(ctx: typer.Context, text: str, *, no_pager: bool, as_json: bool, **how) -> None:
+    """`kaja search --notes`: the notes matching `text`, as `kaja search` shows messages."""
+    from kaja_cli import render
+    from kaja_cli.core.side import notes as core
+    from kaja_cli.render import notes as view
 
-    for name, given in (("--session", session), ("--role", role), ("--reindex", reindex)):
-        if given:
-            raise UsageError(f"{name} is for messages: it does not go with --notes")
-    notes.search(ctx, text, fts=fts, recent=recent, owner=owner, all_owners=all_owners,
-                 since=since, limit=limit, no_pager=no_pager, as_json=as_json)  # fmt: skip
-
-
-def _whose(result: "SearchResult") -> str:
-    if result.all_owners:
-        return ""
-    who = result.owner or "the terminal"
-    return f" in {who}'s messages (--all-owners searches everyone's)"
-
-
-def _as_json(result: "SearchResult") -> dict:
-    return {
-        "query": result.query,
-        "match": result.match,
-        "fts": result.fts,
-        "order": "recent" if result.recent else "best",
-        "owner": None if result.all_owners else (result.owner or "terminal"),
-        "all_owners": result.all_owners,
-        "limit": result.limit,
-        "source": result.source,
-        "more": result.more,
-        "results": [
-            {
-                "message_id": h.message_id,
-                "session_id": h.session_id,
-                "session_title": h.session_title,
-                "owner": h.owner,
-                "seq": h.seq,
-                "role": h.role,
-                "created_at": h.created_at,
-                "score": round(h.score, 6),
-                "snippet": h.snippet,
-                "highlights": [list(span) for span in h.highlights],
-            }
-            for h in result.hits
-        ],
-    }
-
-
-def _print(render, result: "SearchResult", no_pager: bool) -> None:
-    from kaja_cli.core.owners import label
-
-    hits = result.hits
-    if not hits:
-        return
-    caption = None
-    if result.more:
-        caption = (
-            f"showing the {'newest' if result.recent else 'best'} {len(hits)}; "
-            "more match (--limit N, or 0 for all)"
-        )
-    owners = result.all_owners
-    Col = render.Col
-    # The match is what you came for: shown whole, wrapped. The session's
-    # short id never gives way; on a narrow terminal the time, the role, the
-    # owner and the title go, in that order (README, "Searching").
-    cols = [Col("session", style="cyan", kind="whole")]
-    if owners:
-        cols.append(Col("owner", kind="whole", drop=3))
-    cols += [
-        Col("title", kind="text", drop=4, min=12),
-        Col("when", kind="whole", drop=1),
-        Col("role", kind="whole", drop=2),
-        Col("match", kind="text", min=30),
-    ]
-    rows, plain = [], []
-    for h in hits:
-        who = [label(h.owner)] if owners else []
-        rows.append(
-            [h.session_short or "-", *who, h.session_title or "", render.relative_time(h.created_at),
-             h.role or "", render.highlighted(h.snippet, h.highlights)]
-        )  # fmt: skip
-        plain.append(
-            [h.session_id or "", *who, h.created_at or "", h.role or "", h.session_title or "",
-             h.snippet]
-        )  # fmt: skip
-    with render.paged(not no_pager):
-        render.table(cols, rows, caption=caption, plain_rows=plain)
+    result = core.search(store_of(ctx), text, **how)
+    render.emit(result, as_json, view.search, pager=not no_pager)
+    view.search_remarks(result, text)

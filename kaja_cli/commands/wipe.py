@@ -1,14 +1,12 @@
 """`kaja wipe`: delete Kaja's local data, or everything one owner stored."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import JSON_HELP, store_of
+from kaja_cli.commands import store_of
+from kaja_cli.commands.options import DryRun, Json, Yes
 from kaja_cli.completion.hooks import hook
-
-if TYPE_CHECKING:
-    from kaja_cli.core.care.wipe import Item, Leftovers, OwnerPlan, WipePlan
 
 
 def wipe(
@@ -26,13 +24,9 @@ def wipe(
         bool,
         typer.Option("--settings", help="Delete the settings file too (it stays otherwise)."),
     ] = False,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Do not ask (needed without a terminal).")
-    ] = False,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Show what would be deleted; delete nothing.")
-    ] = False,
-    as_json: Annotated[bool, typer.Option("--json", help=JSON_HELP)] = False,
+    yes: Yes = False,
+    dry_run: DryRun = False,
+    as_json: Json = False,
 ) -> None:
     """Delete Kaja's local data: everything, or one owner's (--owner).
 
@@ -77,29 +71,20 @@ def wipe(
 def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, as_json: bool):
     from kaja_cli import render
     from kaja_cli.core.care import wipe as core
+    from kaja_cli.render import wipe as view
 
     store = store_of(ctx)
     plan = core.plan(store, settings=settings)
     if plan.refusals:
-        if as_json:
-            render.emit_json(_plan_json(plan, plan.items, plan.kept, dry_run=dry_run, done=False))
+        render.emit(plan, as_json, dry_run=dry_run)
         plan.check()
     if plan.nothing_to_do:
-        if as_json:
-            render.emit_json(_plan_json(plan, [], plan.kept, dry_run=dry_run, done=False))
-        render.note(f"nothing to delete: no Kaja store at {store.where()}")
-        _notes_kept(plan)
+        render.emit(plan, as_json, dry_run=dry_run)
+        view.nothing(plan, store.where())
         return
-    if not as_json:
-        _show_items(plan.items)
-        _notes_kept(plan)
-        if plan.leftovers is not None:
-            render.note(f"this wipe also finishes: {'; '.join(plan.leftovers.details)}")
+    render.preview(as_json, view.plan, plan)
     if dry_run:
-        if as_json:
-            render.emit_json(_plan_json(plan, plan.items, plan.kept, dry_run=True, done=False))
-        else:
-            render.note("dry run: nothing was deleted")
+        render.emit(plan, as_json, view.wiped, dry_run=True)
         return
     if plan.needs_yes and not yes:
         from kaja_cli.errors import Refused
@@ -108,99 +93,18 @@ def _wipe_all(ctx: typer.Context, *, settings: bool, yes: bool, dry_run: bool, a
             "wiping the server's store drops it for everyone who uses it: only with --yes",
             hint="rerun with --yes once you are sure (--dry-run shows what goes)",
         )
-    render.confirm(
-        f"Delete these {_count(plan.items)} ({render.human_size(plan.size)})?"
-        " This cannot be undone.",
-        assume_yes=yes,
-    )
-    result = core.execute(store, plan)
-    if as_json:
-        render.emit_json(_plan_json(plan, result.deleted, result.kept, dry_run=False, done=True))
-        return
-    size = sum(i.size for i in result.deleted)
-    render.note(f"deleted {_count(result.deleted)} ({render.human_size(size)})")
-
-
-def _count(items: "list[Item]") -> str:
-    from kaja_cli import render
-
-    return render.plural(len(items), "path")
-
-
-def _show_items(items: "list[Item]") -> None:
-    """One row per path; on a terminal a session's image folders are one row."""
-    from kaja_cli import render
-    from kaja_cli.core.care.wipe import Kind, Part
-
-    rows = []
-    trees = [i for i in items if i.group is Part.IMAGES and i.kind is Kind.TREE]
-    for item in items:
-        if trees and item is trees[0]:
-            n = len(trees)
-            files = sum(t.files for t in trees)
-            rows.append(
-                [
-                    f"images of {render.plural(n, 'session')}",
-                    str(item.path.parent),
-                    f"{render.human_size(sum(t.size for t in trees))}"
-                    f" ({render.plural(files, 'file')})",
-                ]
-            )
-        elif item not in trees:
-            size = "-" if item.kind in _SIZELESS else render.human_size(item.size)
-            rows.append([item.what, item.where, size])
-    render.table(
-        [render.Col("what", style="bold"), render.Col("path"),
-         render.Col("size", justify="right")],
-        rows,
-        plain_rows=[[i.where, i.kind, i.size] for i in items],
-    )  # fmt: skip
-
-
-_SIZELESS = ("folder", "function", "extension", "schema")  # Kind values: no size to show
-
-
-def _notes_kept(plan: "WipePlan") -> None:
-    from kaja_cli import render
-
-    for k in plan.kept:
-        render.note(f"keeping {k.path}: {k.reason}")
-
-
-def _leftovers_json(leftovers: "Leftovers | None") -> dict | None:
-    if leftovers is None:
-        return None
-    return {
-        "summary": leftovers.summary,
-        "details": list(leftovers.details),
-        "commands": list(leftovers.commands),
-        "remaining": [str(p) for p in leftovers.remaining],
-    }
-
-
-def _plan_json(plan: "WipePlan", items: list, kept: list, *, dry_run: bool, done: bool) -> dict:
-    return {
-        "action": "wipe",
-        "dry_run": dry_run,
-        "done": done,
-        "paths": [
-            {"path": i.where, "what": i.what, "kind": i.kind, "size": i.size, "files": i.files}
-            for i in items
-        ],
-        "size": sum(i.size for i in items),
-        "kept": [{"path": str(k.path), "reason": k.reason} for k in kept],
-        "refused": [
-            {"path": str(r.path), "reason": r.reason, "exit": int(r.status)} for r in plan.refusals
-        ],
-        "interrupted": _leftovers_json(plan.leftovers),
-    }
+    render.confirm(view.question(plan), assume_yes=yes)
+    render.emit(plan, as_json, view.wiped, done=core.execute(store, plan))
 
 
 def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: bool) -> None:
+    from functools import partial
+
     from kaja_cli import render
     from kaja_cli.core import qdrant
     from kaja_cli.core.care import wipe as core
     from kaja_cli.errors import NotFound
+    from kaja_cli.render import wipe as view
 
     store = store_of(ctx)
     try:
@@ -212,52 +116,15 @@ def _wipe_owner(ctx: typer.Context, who, *, yes: bool, dry_run: bool, as_json: b
         return
     # Qdrant is asked before anything is erased: if it does not answer, nothing is.
     points = qdrant.plan_forget(store, qdrant.owner_sessions(store, who), owner=who)
-    if not as_json:
-        _show_owner(plan)
-        if points is not None:
-            render.note(f"and {render.plural(points.points, 'point')} in Qdrant"
-                        f" ({points.where.collection} at {points.where.where})")  # fmt: skip
+    render.preview(as_json, view.owner_plan, plan, points)
     if dry_run:
-        if as_json:
-            folders = [i.path for i in plan.image_folders]
-            render.emit_json(_owner_json(plan, plan.rows, folders, dry_run=True)
-                             | {"qdrant_points": points.points if points else None})  # fmt: skip
-        else:
-            render.note("dry run: nothing was erased")
+        found = points.points if points else None
+        render.emit(plan, as_json, view.erased, dry_run=True, qdrant_points=found)
         return
-    n_folders = len(plan.image_folders)
-    render.confirm(
-        f"Erase everything stored for {who.label} ({render.plural(plan.total_rows, 'row')},"
-        f" {render.plural(n_folders, 'image folder')})? This cannot be undone.",
-        assume_yes=yes,
-    )
-    result = core.execute_owner(store, who)
+    render.confirm(view.owner_question(plan), assume_yes=yes)
+    done = core.execute_owner(store, who)
     gone = qdrant.forget(points) if points else None  # after the commit
-    if as_json:
-        render.emit_json(
-            _owner_json(
-                plan,
-                result.rows,
-                result.image_folders,
-                dry_run=False,
-                index_purged=result.index_purged,
-            )
-            | {"qdrant_points": gone}
-        )
-        return
-    if points is not None:
-        render.note(f"deleted {render.plural(gone or 0, 'point')} of {who.label} from Qdrant"
-                    f" ({points.where.collection} at {points.where.where})")  # fmt: skip
-    n = len(result.image_folders)
-    render.note(
-        f"erased {render.plural(sum(result.rows.values()), 'row')} and {render.plural(n, 'image folder')}"
-        f" of {who.label}"
-    )
-    if not result.index_purged:
-        render.note(
-            "the search index finds none of it, but keeps their words on disk until it is"
-            " merged: run `kaja search --reindex` once Kaja is closed"
-        )
+    render.emit(plan, as_json, partial(view.erased, points=points), done=done, qdrant_points=gone)
 
 
 def _forget_leftover_points(store, who, *, yes: bool, dry_run: bool) -> bool:
@@ -265,63 +132,16 @@ def _forget_leftover_points(store, who, *, yes: bool, dry_run: bool) -> bool:
     not reach it after its commit): delete those. False when there are none."""
     from kaja_cli import render
     from kaja_cli.core import qdrant
+    from kaja_cli.render import wipe as view
 
     if who.is_terminal or qdrant.target(store.paths) is None:
         return False
     points = qdrant.plan_forget(store, [], owner=who)
     if points is None or not points.points:
         return False
-    what = f"{render.plural(points.points, 'point')} of {who.label} in Qdrant"
-    if dry_run:
-        render.note(f"nothing in the store, but {what}; dry run: nothing was erased")
-        return True
-    render.confirm(f"Delete {what}? This cannot be undone.", assume_yes=yes)
-    gone = qdrant.forget(points)
-    render.note(f"nothing in the store; deleted {render.plural(gone, 'point')} of {who.label}"
-                f" from Qdrant ({points.where.collection} at {points.where.where})")  # fmt: skip
+    if not dry_run:
+        render.confirm(f"Delete {view.leftover_points(who, points)}? This cannot be undone.",
+                       assume_yes=yes)  # fmt: skip
+    gone = None if dry_run else qdrant.forget(points)
+    view.leftover_points_gone(who, points, gone, dry_run=dry_run)
     return True
-
-
-def _show_owner(plan: "OwnerPlan") -> None:
-    from kaja_cli import render
-
-    folders = plan.image_folders
-    size = sum(i.size for i in folders)
-    render.table(
-        [render.Col("table", style="bold"), render.Col("rows", justify="right")],
-        [[t, n] for t, n in plan.rows.items()]
-        + [["image folders", f"{len(folders)} ({render.human_size(size)})"]],
-        plain_rows=[[t, n] for t, n in plan.rows.items()] + [["image_folders", len(folders)]],
-    )
-    render.note("search entries follow the messages (the index's triggers)")
-    for m in plan.mentions:
-        render.note(
-            f"keeping {render.plural(m.rows, f'{m.table} row')} that"
-            f" {render.noun(m.rows, 'refers', 'refer')} to {plan.owner.label} ({m.reason})"
-        )
-    if plan.leftovers is not None:
-        render.note(f"this also finishes: {plan.leftovers.summary}")
-    if plan.images_link is not None:
-        render.note(
-            f"keeping their image folders: {plan.images_link} is a symbolic link,"
-            " and kaja deletes nothing through one"
-        )
-
-
-def _owner_json(
-    plan: "OwnerPlan", rows: dict, folders: list, *, dry_run: bool, index_purged: bool = False
-) -> dict:
-    return {
-        "action": "wipe-owner",
-        "owner": plan.owner.label,
-        "dry_run": dry_run,
-        "done": not dry_run,
-        "rows": rows,
-        "image_folders": [str(p) for p in folders],
-        "images_link": None if plan.images_link is None else str(plan.images_link),
-        **({} if dry_run else {"index_purged": index_purged}),
-        "kept_rows": [
-            {"table": m.table, "rows": m.rows, "reason": m.reason} for m in plan.mentions
-        ],
-        "interrupted": _leftovers_json(plan.leftovers),
-    }

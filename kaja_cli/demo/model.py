@@ -27,3 +27,10 @@ class DemoResult:
     calls: int = 0
     location: str = ""
     legacy_files: int = 0
+
+    def to_json(self) -> dict:
+        """`kaja demo --json`: what was written."""
+        return {"path": self.location, "sessions": self.sessions, "messages": self.messages,
+                "tool_calls": self.tool_calls, "images": self.images,
+                "owners": sorted(self.owners), "calls": self.calls,
+                "legacy_files": self.legacy_files}  # fmt: skip

@@ -188,6 +188,48 @@ def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[bytes]) -> 
     raw.flush()
 
 
+# --- a command's result ----------------------------------------------------------------------
+def emit(
+    result: Any,
+    as_json: bool = False,
+    show: Callable[..., None] | None = None,
+    *,
+    pager: bool | None = None,
+    **context: Any,
+) -> None:
+    """Print what a command found or did: the one way every command ends.
+
+    With --json, `result.to_json(**context)` (the shape each result type
+    declares; a dict given as `result` is printed as it is) as one JSON
+    document; a `(head, key, items)` triple is a document whose items are
+    JSON text already. Otherwise `show(result, **context)`, the result's view
+    (`render/<command>.py`) for a person on a terminal or a script reading a
+    pipe, inside one pager unless `pager` is False (None: no pager at all).
+    """
+    if as_json:
+        doc = result.to_json(**context) if hasattr(result, "to_json") else result
+        if isinstance(doc, tuple):
+            emit_json_document(*doc)
+        else:
+            emit_json(doc)
+        return
+    if show is None:
+        return
+    if pager is None:
+        show(result, **context)
+        return
+    with paged(pager):
+        show(result, **context)
+
+
+def preview(as_json: bool, show: Callable[..., None], *args: Any, **kwargs: Any) -> None:
+    """What a person sees before the command goes on (a plan before its
+    question, what finishing an interrupted restore did): `show(*args,
+    **kwargs)`, unless --json, whose one document at the end says it all."""
+    if not as_json:
+        show(*args, **kwargs)
+
+
 def note(message: str) -> None:
     """A diagnostic line on stderr (never mixed into what a script parses);
     on a terminal, wrapped at words like any prose. One line, whatever it
@@ -200,6 +242,13 @@ def note(message: str) -> None:
         text = "\n".join("".join(t for t, _ in line)
                          for line in layout.prose_lines([(text, "")], width))  # fmt: skip
     sys.stderr.write(text + "\n")
+
+
+def nothing_written(path: object) -> str:
+    """What an export that matched nothing says instead of writing an empty file:
+    no file is created, and one already there is not emptied."""
+    there = os.path.lexists(os.fspath(path))  # type: ignore[call-overload]
+    return f"nothing written to {path}" + (" (it is left as it was)" if there else "")
 
 
 def _stderr_width() -> int | None:
@@ -324,6 +373,16 @@ def confirm(question: str, *, assume_yes: bool) -> None:
         answer = False
     if not answer:
         raise Declined("cancelled: nothing was changed")
+
+
+def ask(question: str) -> bool:
+    """A yes/no question on the terminal, yes by default; no once input ends."""
+    from rich.prompt import Confirm
+
+    try:
+        return Confirm.ask(question, default=True, console=console(stderr=True))
+    except EOFError:
+        return False
 
 
 # --- friendly values ---------------------------------------------------------

@@ -76,6 +76,100 @@ def test_commands_build_no_sql():
                 assert not any(k in node.value for k in keywords), f"{path}: {node.value[:60]!r}"
 
 
+def test_command_modules_do_not_import_each_other():
+    """A command module imports the shared pieces (`commands`, `commands.options`),
+    never another command's module: a group is built by its package's `__init__`
+    (`commands/sessions/`), so no two command modules import each other."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "unit"))
+    try:
+        from test_layering import imported_modules
+    finally:
+        sys.path.pop(0)
+
+    def module(path: Path) -> tuple[str, bool]:
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        package = path.name == "__init__.py"
+        return ".".join(parts[:-1] if package else parts), package
+
+    paths = sorted((ROOT / "kaja_cli/commands").rglob("*.py"))
+    commands = {module(p)[0] for p in paths} - {"kaja_cli.commands", "kaja_cli.commands.options"}
+    assert len(commands) > 15
+    for path in paths:
+        name, package = module(path)
+        for n in imported_modules(path.read_text(), name, package=package) & commands - {name}:
+            # a group's __init__ registers its own subcommand modules, and only those
+            assert package and n.startswith(name + "."), (path, n)
+
+
+def _tests_json(test: ast.expr) -> bool:
+    """`as_json`, `not as_json`, `x and as_json`…: a branch on --json (an argument
+    passed on in a call is not one)."""
+    if isinstance(test, ast.Name):
+        return test.id == "as_json"
+    if isinstance(test, ast.UnaryOp):
+        return _tests_json(test.operand)
+    if isinstance(test, ast.BoolOp):
+        return any(_tests_json(v) for v in test.values)
+    return False
+
+
+def test_command_modules_are_thin():
+    """Output is render's: a command module writes no JSON and never branches on
+    --json itself; it hands its result to `render.emit` (JSON through the
+    result's `to_json()`) and shows a plan through `render.preview`. Where --json
+    asks the core for something else, the command picks the call: `kaja resume
+    --json` streams another document (the agent's context, not the replay), and
+    `kaja sessions --json` takes rows SQLite built as JSON (`listing_json`)."""
+    writers = {"dumps", "dump", "emit_json", "emit_json_document", "emit_json_stream"}
+    allowed = {"resume.py": {"if as_json", "emit_json_stream"}, "listing.py": {"if as_json"}}
+    seen: dict[str, set[str]] = {}
+    paths = sorted((ROOT / "kaja_cli/commands").rglob("*.py"))
+    for path in paths:
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names = [a.name for a in node.names] + [getattr(node, "module", None) or ""]
+                if "json" in names:
+                    found.add("import json")
+            elif isinstance(node, ast.Attribute) and node.attr in writers:
+                found.add(node.attr)
+            elif isinstance(node, ast.Name) and node.id in writers:
+                found.add(node.id)
+            elif isinstance(node, ast.If | ast.IfExp) and _tests_json(node.test):
+                found.add("if as_json")
+        assert found <= allowed.get(path.name, set()), (path, found)
+        seen[path.name] = found
+    for name, expected in allowed.items():
+        assert seen[name] == expected  # the check sees what it looks for
+    assert len(paths) > 15
+
+
+def test_shared_options_read_the_same_everywhere():
+    """--yes, --dry-run and each session filter: one declaration, one help text,
+    whatever the command (commands/options.py)."""
+    helps: dict[tuple, set] = {}
+    filters = ("--since", "--before", "--older-than", "--model", "--persona", "--title",
+               "--max-messages", "--min-tokens", "--empty", "--archived")  # fmt: skip
+    filtered = set()
+    for path, command in walk(typer.main.get_command(app)):
+        for p in command.params:
+            name = p.opts[0]
+            if name in filters and getattr(p, "rich_help_panel", None) != "Which sessions":
+                continue  # another command's --since (usage, search): its own meaning
+            if name in ("--yes", "--dry-run", *filters):
+                helps.setdefault((name, tuple(p.opts[1:]), getattr(p, "rich_help_panel", None)),
+                                 set()).add(p.help)  # fmt: skip
+            if name in filters:
+                filtered.add(path)
+    assert {n for n, *_ in helps} == {"--yes", "--dry-run", *filters}
+    for key, texts in helps.items():
+        assert len(texts) == 1, (key, texts)
+    assert filtered >= {("sessions",), ("sessions", "list"), ("sessions", "prune"),
+                        ("sessions", "export"), ("sessions", "stats")}  # fmt: skip
+
+
 def test_no_stringified_annotations_in_the_command_layer():
     """typer evals them at every start-up: keep `from __future__ import annotations` out."""
     for path in [*(ROOT / "kaja_cli/commands").rglob("*.py"), ROOT / "kaja_cli/app.py"]:

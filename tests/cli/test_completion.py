@@ -621,8 +621,11 @@ def row(screen: str, value: str, description: str) -> bool:
 
 
 def prompt_line(screen: str) -> str:
-    """The last line with the prompt: what is typed, as the shell shows it."""
-    return [line for line in screen.splitlines() if line.startswith("> ")][-1].rstrip()
+    """The last line with the prompt: what is typed, as the shell shows it ("" while
+    the shell is between clearing the line and drawing the prompt again: a capture
+    under load can land there)."""
+    lines = [line for line in screen.splitlines() if line.startswith("> ")]
+    return lines[-1].rstrip() if lines else ""
 
 
 def nothing_ran_nor_reached_the_terminal(hostile: Hostile, pane: Tmux) -> None:

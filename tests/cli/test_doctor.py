@@ -816,17 +816,21 @@ def test_sync_outbox_backlog(demo_store: Kaja) -> None:
     assert stuck.status == "warn" and stuck.summary.endswith("sync looks stuck")
 
 
-def test_registry_takes_new_checks(demo_store: Kaja, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_registry_takes_new_checks(demo_store: Kaja) -> None:
     # How the lead adds the interrupted-wipe check: one decorated function.
     from kaja_cli.core.care import doctor as core
+    from kaja_cli.core.care.doctor import registry
 
-    monkeypatch.setattr(core, "CHECKS", list(core.CHECKS))
+    before = list(registry.CHECKS)
+    try:
 
-    @core.check("wipe-marker", "paths", "an interrupted `kaja wipe`")
-    def wipe_marker(ctx: core.Context) -> core.Check:
-        return core.Check("wipe-marker", "paths", core.WARN, "a wipe was interrupted")
+        @registry.check("wipe-marker", "paths", "an interrupted `kaja wipe`")
+        def wipe_marker(ctx: core.Context) -> core.Check:
+            return core.Check("wipe-marker", "paths", core.WARN, "a wipe was interrupted")
 
-    report = _run_in_process(demo_store, only=["wipe-marker"])
+        report = _run_in_process(demo_store, only=["wipe-marker"])
+    finally:
+        registry.CHECKS[:] = before
     assert [(c.id, c.status) for c in report.checks] == [("wipe-marker", "warn")]
     assert report.verdict() == "0 errors, 1 warning"
 

@@ -106,7 +106,7 @@ def test_an_owner_wipe_an_earlier_kaja_left_is_finished(demo_store: Kaja):
     check = doctor_check(kaja, "interrupted-wipe")
     assert check["summary"] == (
         f"`kaja wipe --owner {ANA}` (started {STARTED}) stopped after its commit with 1 image"
-        f" folder(s) left: finish with `kaja wipe --owner {ANA}`"
+        f" folder left: finish with `kaja wipe --owner {ANA}`"
     ), check
     r = kaja("wipe", "--owner", ANA, "--yes")
     assert r.code == 0, r

@@ -160,6 +160,28 @@ class Plan:
         """The files left out for a reason (`reason` says which)."""
         return [f for f in (*self.files, *self.threads) if f.status is Status.SKIPPED]
 
+    def to_json(self, *, dry_run: bool = False) -> dict[str, Any]:
+        """`kaja migrate --json`: every legacy file and conversation, and what became of it."""
+        return {
+            "store": str(self.shared), "memory": str(self.memory), "dry_run": dry_run,
+            "files": [
+                {"path": str(f.path), "into": str(f.into), "status": str(f.status),
+                 "reason": f.reason, "imported_at": f.imported_at,
+                 "unknown_tables": f.unknown_tables,
+                 "tables": [{"source": t.source, "target": t.target, "rows": t.rows,
+                             "copied": t.copied, "columns_left_out": t.left_out}
+                            for t in f.tables]}
+                for f in self.files
+            ],
+            "conversations": [
+                {"path": str(t.path), "resource_id": t.resource_id, "thread_id": t.thread_id,
+                 "session_id": t.session_id, "owner": t.owner, "title": t.title,
+                 "messages": len(t.messages), "copied": t.copied, "status": str(t.status),
+                 "reason": t.reason, "imported_at": t.imported_at}
+                for t in self.threads
+            ],
+        }  # fmt: skip
+
 
 # --- what is there -------------------------------------------------------------------
 def legacy_paths(paths: Paths) -> list[Path]:

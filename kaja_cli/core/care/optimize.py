@@ -91,6 +91,21 @@ class FileResult:
         index = self.index is not None and (self.index.merge_steps > 0 or self.index.optimized)
         return index or self.analyzed or self.vacuumed or self.wal_frames > 0
 
+    def to_json(self) -> dict:
+        i = self.index
+        return {
+            "name": self.name, "path": str(self.path), "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "search_index": None if i is None else {
+                "segments_before": i.segments_before, "segments_after": i.segments_after,
+                "merge_steps": i.merge_steps, "optimized": i.optimized,
+            },
+            "analyzed": self.analyzed, "vacuumed": self.vacuumed,
+            "search_index_after_vacuum": self.vacuum_index,
+            "checkpointed": self.checkpointed, "wal_bytes": self.wal_bytes,
+            "wal_pages": self.wal_frames, "free_bytes": self.free_bytes, "changed": self.changed,
+        }  # fmt: skip
+
 
 @dataclass
 class OptimizeResult:
@@ -108,6 +123,17 @@ class OptimizeResult:
     @property
     def changed(self) -> bool:
         return any(f.changed for f in self.files)
+
+    def to_json(self) -> dict:
+        """`kaja optimize --json`."""
+        return {
+            "action": "optimize",
+            "vacuum": self.vacuum,
+            "bytes_before": self.bytes_before,
+            "bytes_after": self.bytes_after,
+            "databases": [f.to_json() for f in self.files],
+            "changed": self.changed,
+        }
 
 
 def optimize(

@@ -33,11 +33,20 @@ class ArchiveResult(NamedTuple):
     changed: list[SessionRef]  # archived (or unarchived) now
     unchanged: list[SessionRef]  # already so
 
+    def to_json(self, archived: bool) -> dict:
+        """`kaja sessions archive --json` (`unarchive`: `archived` False)."""
+        return {"archived" if archived else "unarchived": [{"id": s.id, "title": s.title}
+                                                           for s in self.changed],
+                "unchanged": [{"id": s.id, "title": s.title} for s in self.unchanged]}  # fmt: skip
+
 
 class RenameResult(NamedTuple):
     session: SessionRef
     old_title: str | None
     new_title: str
+
+    def to_json(self) -> dict:
+        return {"id": self.session.id, "old_title": self.old_title, "title": self.new_title}
 
 
 def clean_title(title: str) -> str:

@@ -76,6 +76,11 @@ class SessionFilter(NamedTuple):
             out.append("--archived")
         return out
 
+    def to_json(self) -> dict[str, Any]:
+        """Whose sessions and which, as `--json` documents begin (stats, prune)."""
+        return {"owner": self.owner.label if self.owner else None,
+                "all_owners": self.owner is None, "filters": self.described()}  # fmt: skip
+
 
 def when(have: Sequence[str] | None, alias: str = "s") -> str:
     """A session's time: when it was last updated, else created."""

@@ -77,6 +77,29 @@ class PrunePlan(NamedTuple):
         s = self.sessions
         return s if len(s) <= SAMPLE else [*s[: SAMPLE - 2], *s[-2:]]
 
+    def to_json(self, done: PruneResult | None = None, *, dry_run: bool = False) -> dict:
+        """`kaja sessions prune --json`: the plan, and what `done` did."""
+        doc = {"action": "prune", "dry_run": dry_run, "done": done is not None}
+        doc |= self.filter.to_json() | {
+            "sessions": [c._asdict() for c in self.sessions],
+            "rows": self.rows,
+            "message_bytes": self.message_bytes,
+            "image_files": self.image_files,
+            "image_bytes": self.image_bytes,
+            "pending_kept": self.pending_kept,
+            "leftover_image_folders": [str(p) for p in self.leftovers],
+        }
+        if done is not None:
+            doc |= {
+                "deleted": done.deleted,
+                "deleted_rows": done.rows,
+                "skipped": done.skipped,
+                "image_folders_removed": done.image_folders,
+                "kept": [{"path": str(p), "reason": why} for p, why in done.kept_folders],
+                "batches": done.batches,
+            }
+        return doc
+
 
 class PruneResult(NamedTuple):
     deleted: int  # sessions

@@ -173,6 +173,14 @@ class Listing(NamedTuple):
     def left_out(self) -> int:
         return max(0, self.total - len(self.sessions))
 
+    def to_json(self, flt: SessionFilter) -> tuple[dict[str, Any], str, list[Any]]:
+        """`kaja sessions --json`: its head, then the sessions, each one JSON
+        text already (`listing_json`), as (head, key, items)."""
+        head = {"owner": flt.owner.label if flt.owner else None, "all_owners": flt.owner is None,
+                "archived": flt.archived is Archived.ONLY, "total": self.total,
+                "left_out": self.left_out}  # fmt: skip
+        return head, "sessions", self.sessions
+
 
 _COMPUTED = ("kaja_prev_id", "kaja_next_id", "kaja_messages", "kaja_prompt_tokens",
              "kaja_completion_tokens", "kaja_first_prompt")  # fmt: skip
@@ -384,6 +392,15 @@ class DeleteResult(NamedTuple):
     sessions: list[SessionRef]
     rows: dict[str, int]
     image_folders: list[Path]
+
+    def to_json(self, qdrant_points: int | None = None) -> dict[str, Any]:
+        """`kaja sessions delete --json`; `qdrant_points`: deleted there too (None: no Qdrant)."""
+        return {
+            "deleted": [{"id": s.id, "title": s.title, "owner": s.owner} for s in self.sessions],
+            "rows": self.rows,
+            "image_folders": [str(p) for p in self.image_folders],
+            "qdrant_points": qdrant_points,
+        }
 
 
 def plan_delete(

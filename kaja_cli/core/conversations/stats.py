@@ -45,6 +45,14 @@ class Totals(NamedTuple):
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def to_json(self, name: str | None = None) -> dict:
+        """The figures; `name`: the group's key first, under that name ("owner")."""
+        head = {name: self.key} if name else {}
+        return head | {"sessions": self.sessions, "messages": self.messages,
+                       "prompt_tokens": self.prompt_tokens,
+                       "completion_tokens": self.completion_tokens, "tokens": self.tokens,
+                       "bytes": self.bytes}  # fmt: skip
+
 
 class Largest(NamedTuple):
     id: str
@@ -70,6 +78,20 @@ class Stats(NamedTuple):
     database_bytes: int  # the shared file with its -wal
     location: Path
     store_exists: bool = True
+
+    def to_json(self, flt: SessionFilter) -> dict:
+        """`kaja sessions stats --json`, for the sessions `flt` selected."""
+        return flt.to_json() | {
+            "total": self.total.to_json(),
+            "by_owner": [t.to_json("owner") for t in self.by_owner],
+            "by_model": [t.to_json("model") for t in self.by_model],
+            "by_persona": [t.to_json("persona") for t in self.by_persona],
+            "by_month": [t.to_json("month") for t in self.by_month],
+            "largest": [x._asdict() for x in self.largest],
+            "images": {"files": self.image_files, "bytes": self.image_bytes},
+            "index_bytes": self.index_bytes,
+            "database_bytes": self.database_bytes,
+        }
 
 
 def stats(store: Store, flt: SessionFilter) -> Stats:

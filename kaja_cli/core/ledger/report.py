@@ -37,6 +37,13 @@ class Totals:
             return None
         return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
 
+    def to_json(self) -> dict:
+        return {
+            "calls": self.calls, "failed": self.failed, "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens, "cached_tokens": self.cached_tokens,
+            "tokens": self.tokens, "duration_ms": self.duration_ms,
+        }  # fmt: skip
+
 
 @dataclass
 class ToolStats:
@@ -52,6 +59,17 @@ class ToolStats:
     def failures(self) -> int:
         return sum(n for outcome, n in self.outcomes.items() if outcome in ("error", "denied"))
 
+    def to_json(self) -> dict:
+        return {
+            "tool": self.tool,
+            "calls": self.calls,
+            "failures": self.failures,
+            "avg_ms": self.avg_ms,
+            "outcomes": {
+                o: {"calls": n, "avg_ms": self.outcome_ms.get(o)} for o, n in self.outcomes.items()
+            },
+        }
+
 
 @dataclass
 class UsageReport:
@@ -65,6 +83,26 @@ class UsageReport:
     tools: list[ToolStats] = field(default_factory=list)  # most failures first
     runs: dict[str, int] = field(default_factory=dict)  # status -> runs
     missing: list[str] = field(default_factory=list)  # "table media", "column calls.engine"
+
+    def to_json(self, tools: int = 0, machines: list | None = None) -> dict:
+        """`kaja usage --json`: the `tools` that fail most (0: all of them); with
+        --all-machines, the calls of each machine (`sync.MachineTotals`)."""
+        shown = self.tools if tools == 0 else self.tools[:tools]
+        extra = {} if machines is None else {"machines": [m.to_json() for m in machines]}
+        return {
+            "store": self.location,
+            "exists": self.exists,
+            "by": self.by,
+            "since": self.since,
+            "until": self.until,
+            "groups": [{self.by: g.key, **g.to_json()} for g in self.groups],
+            "total": self.total.to_json(),
+            "tools": [t.to_json() for t in shown],
+            "tools_left_out": len(self.tools) - len(shown),
+            "runs": self.runs,
+            "missing": self.missing,
+            **extra,
+        }
 
 
 @dataclass(frozen=True)

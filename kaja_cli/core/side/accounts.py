@@ -60,6 +60,10 @@ class Account(NamedTuple):
             "last_sign_in": self.last_sign_in, "legacy_owner": self.legacy_owner,
         }  # fmt: skip
 
+    def to_json(self, sign_ins: list[SignIn]) -> dict[str, Any]:
+        """`kaja accounts sessions USER --json`: the account, then its sign-in sessions."""
+        return {"account": self.as_json(), "sessions": [s._asdict() for s in sign_ins]}
+
 
 class SignIn(NamedTuple):
     created_at: str | None
@@ -73,6 +77,11 @@ class AccountListing(NamedTuple):
     has_tables: bool
     accounts: list[Account]
     legacy_owner_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "exists": self.exists,
+                "legacy_owner_id": self.legacy_owner_id,
+                "accounts": [a.as_json() for a in self.accounts]}  # fmt: skip
 
 
 def auth_path(store: Store) -> Path:
@@ -226,6 +235,16 @@ class Action(NamedTuple):
     every_session: bool  # expired ones too (revoke --all, remove)
     changes_active: bool  # disable or enable changes the account's state
     now: str
+
+    def to_json(self, ended: int = 0, *, dry_run: bool = False) -> dict[str, Any]:
+        """What the change did (`ended` sign-in sessions), or would do (`dry_run`)."""
+        a = self.account
+        active = {"disable": False, "enable": True}.get(self.verb, a.active)
+        changed = not dry_run and (ended > 0 or self.changes_active or self.verb == "remove")
+        return {"action": self.verb, "dry_run": dry_run,
+                "account": {"id": a.id, "username": a.username}, "sessions_ended": ended,
+                "would_end": self.sessions if dry_run else None, "active": active,
+                "changed": changed}  # fmt: skip
 
 
 def plan(store: Store, verb: str, ref: str, *, every: bool = False, force: bool = False) -> Action:

@@ -59,6 +59,15 @@ class NamespaceStats(NamedTuple):
             return None
         return self.hits / (self.hits + self.misses)
 
+    def to_json(self) -> dict:
+        rate = self.hit_rate
+        return {
+            "namespace": self.namespace, "entries": self.entries, "bytes": self.bytes,
+            "expired": self.expired, "oldest_access": self.oldest_access,
+            "newest_access": self.newest_access, "hits": self.hits, "misses": self.misses,
+            "hit_rate": None if rate is None else round(rate, 4),
+        }  # fmt: skip
+
 
 class CacheReport(NamedTuple):
     path: Path
@@ -67,6 +76,16 @@ class CacheReport(NamedTuple):
     namespaces: list[NamespaceStats]
     file_size: int  # the database with its -wal (what it takes on disk)
     remarks: list[str]  # what to say on stderr
+
+    def to_json(self) -> dict:
+        spaces = self.namespaces
+        return {
+            "path": str(self.path), "exists": self.exists, "file_size": self.file_size,
+            "namespaces": [s.to_json() for s in spaces],
+            "total": {"entries": sum(s.entries for s in spaces),
+                      "bytes": sum(s.bytes for s in spaces),
+                      "expired": sum(s.expired for s in spaces)},
+        }  # fmt: skip
 
 
 def _now(now: str | None) -> str:
@@ -185,6 +204,13 @@ class PrunePlan(NamedTuple):
     def total(self) -> int:
         return sum(self.expired.values())
 
+    def to_json(self, done: dict[str, int] | None = None, *, dry_run: bool = False) -> dict:
+        """`kaja cache prune --json`: what went per namespace (`done`), or would go."""
+        done = self.expired if done is None else done
+        return {"action": "prune", "dry_run": dry_run, "path": str(self.path),
+                "expired_before": self.now, "namespaces": done,
+                "deleted": 0 if dry_run else sum(done.values())}  # fmt: skip
+
 
 def plan_prune(store: Store, now: str | None = None) -> PrunePlan:
     """Read-only: the expired entries per namespace."""
@@ -241,6 +267,17 @@ class ClearPlan(NamedTuple):
     @property
     def total(self) -> int:
         return sum(self.entries.values())
+
+    def to_json(self, done: ClearResult | None = None, *, dry_run: bool = False) -> dict:
+        """`kaja cache clear --json`: what `done` did, or the plan would do."""
+        how = self.how if done is None else done.how
+        entries = self.entries if done is None else done.entries
+        files = [p for p, _ in self.files] if done is None else done.files
+        return {"action": "clear", "dry_run": dry_run, "path": str(self.path),
+                "namespace": self.namespace, "how": str(how),
+                "why": self.why_rows if done is None else done.why_rows,
+                "damaged": self.damaged, "namespaces": entries, "entries": sum(entries.values()),
+                "files": [str(p) for p in files]}  # fmt: skip
 
 
 class ClearResult(NamedTuple):

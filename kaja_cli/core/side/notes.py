@@ -68,6 +68,8 @@ class Note(NamedTuple):
             "useCount": self.use_count, **self.extra,
         }  # fmt: skip
 
+    to_json = as_json  # `kaja notes show --json`
+
 
 class NoteFilter(NamedTuple):
     """What `kaja notes` was asked for; `owner` None = every owner."""
@@ -82,6 +84,11 @@ class NoteListing(NamedTuple):
     location: Path
     store_exists: bool = True
     has_table: bool = True
+
+    def to_json(self, flt: NoteFilter) -> dict[str, Any]:
+        """`kaja notes --json`, for the notes `flt` asked for."""
+        return {"owner": flt.owner.label if flt.owner else None, "all_owners": flt.owner is None,
+                "total": len(self.notes), "notes": [n.as_json() for n in self.notes]}  # fmt: skip
 
 
 # --- reading ------------------------------------------------------------------------
@@ -277,6 +284,13 @@ class ForgetPlan(NamedTuple):
     notes: list[Note]
     location: Path
 
+    def to_json(self, done: list[Note] | None = None, *, dry_run: bool = False) -> dict[str, Any]:
+        """`kaja notes forget --json`: the notes forgotten (`done`), or to forget."""
+        notes = self.notes if done is None else done
+        return {"action": "forget", "dry_run": dry_run, "owner": self.owner.label,
+                "path": str(self.location), "notes": [n.key for n in notes],
+                "forgotten": 0 if dry_run else len(notes)}  # fmt: skip
+
 
 def plan_forget(store: Store, keys: Iterable[str], owner: Owner) -> ForgetPlan:
     """Read-only: every key must be the acting owner's, or nothing is deleted."""
@@ -339,6 +353,20 @@ class NoteSearch(NamedTuple):
     hits: list[NoteHit]
     more: bool  # more notes match than `limit` showed
     remarks: list[str]  # what to say on stderr
+
+    def to_json(self) -> dict[str, Any]:
+        """`kaja search --notes --json`: as a message search's, each hit a note."""
+        return {
+            "query": self.query, "match": self.match, "fts": self.fts,
+            "order": "recent" if self.recent else "best", "searched": "notes",
+            "owner": self.owner.label if self.owner else None,
+            "all_owners": self.owner is None, "limit": self.limit, "more": self.more,
+            "results": [
+                {**h.note.as_json(), "score": round(h.score, 6), "snippet": h.snippet,
+                 "highlights": [list(span) for span in h.highlights]}
+                for h in self.hits
+            ],
+        }  # fmt: skip
 
 
 def search(

@@ -63,6 +63,13 @@ class Statement(NamedTuple):
     def avg_ms(self) -> float:
         return self.total_ms / self.calls if self.calls else 0.0
 
+    def to_json(self) -> dict:
+        return {"db": self.db, "sql": self.sql, "calls": self.calls,
+                "total_ms": round(self.total_ms, 3), "avg_ms": round(self.avg_ms, 3),
+                "max_ms": round(self.max_ms, 3), "rows": self.rows, "errors": self.errors,
+                "processes": list(self.processes), "first": self.first,
+                "last": self.last}  # fmt: skip
+
 
 class SlowQuery(NamedTuple):
     at: str
@@ -72,6 +79,11 @@ class SlowQuery(NamedTuple):
     pid: int | None
     process: str | None
     rows: int | None
+
+    def to_json(self) -> dict:
+        return {"at": self.at, "duration_ms": round(self.duration_ms, 3), "db": self.db,
+                "sql": self.sql, "pid": self.pid, "process": self.process,
+                "rows": self.rows}  # fmt: skip
 
 
 class Profile(NamedTuple):
@@ -83,6 +95,15 @@ class Profile(NamedTuple):
     db: str | None  # the file name `--db` matched, as in the `db` column
     total: int  # statements (or slow queries) matched, before the limit
     items: list  # Statement or SlowQuery
+
+    def to_json(self, by: str | None = None) -> dict:
+        """`kaja stats queries --json` (`by`: their order), or `stats slow --json` (None)."""
+        doc = {"store": self.location, "exists": self.exists, "since": self.since, "db": self.db}
+        if by is not None:
+            doc["by"] = by
+        doc |= {"total": self.total, "left_out": self.total - len(self.items)}
+        doc["slow_queries" if by is None else "statements"] = [i.to_json() for i in self.items]
+        return doc
 
 
 def db_name(store: Store, database: Database | None) -> str | None:

@@ -321,6 +321,9 @@ class BackendInfo(NamedTuple):
     value: str | None  # a URL with its password as ***
     source: str
 
+    def to_json(self) -> dict:
+        return {"value": self.value, "source": self.source}
+
 
 def backend(paths: Paths) -> list[BackendInfo]:
     """Local or cloud, and where that came from; in cloud mode the server (its
@@ -349,6 +352,11 @@ class LocationInfo(NamedTuple):
     exists: bool
     size: int | None  # bytes; a folder's is everything below it
     files: int | None  # a folder's file count
+
+    def to_json(self) -> dict:
+        return {"path": str(self.path), "source": self.source, "kind": self.kind,
+                "exists": self.exists, "size": self.size,
+                **({"files": self.files} if self.kind == "dir" else {})}  # fmt: skip
 
 
 def _size(path: Path, kind: Kind) -> tuple[int | None, int | None]:

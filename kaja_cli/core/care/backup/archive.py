@@ -158,6 +158,22 @@ class Manifest:
         head = {k: data.pop(k) for k in ("format", "version")}
         return json.dumps(head | data, indent=1, ensure_ascii=False).encode() + b"\n"
 
+    def to_json(self) -> dict:
+        """What `kaja backup --json` and `restore --json` say of the archive."""
+        return {
+            "created_at": self.created_at,
+            "kaja": self.kaja,
+            "sqlite": self.sqlite,
+            "format": self.version,
+            "method": self.method,
+            "databases": [
+                {"name": d.name, "source": d.source, "bytes": d.bytes, "sha256": d.sha256,
+                 "rows": d.rows, "schema_upgraded": d.schema_upgraded,
+                 "schema_missing": d.schema_missing}
+                for d in self.databases
+            ],
+        }  # fmt: skip
+
 
 def parse_manifest(data: bytes) -> Manifest:
     """The manifest from its bytes, every field checked before anything is

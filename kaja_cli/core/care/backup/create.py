@@ -77,6 +77,19 @@ class BackupResult:
     manifest: Manifest
     skipped: list[str] = field(default_factory=list)  # left out, and why
 
+    def to_json(self) -> dict:
+        """`kaja backup --json`."""
+        pictures = self.manifest.image_files
+        return {
+            "action": "backup",
+            "path": str(self.path),
+            "bytes": self.bytes,
+            "compressed": self.compressed,
+            **self.manifest.to_json(),
+            "images": {"files": len(pictures), "bytes": sum(f.bytes for f in pictures)},
+            "skipped": self.skipped,
+        }
+
 
 def backup(
     store: Store,

@@ -39,6 +39,9 @@ class Finished:
     summary: str
     same_archive: bool = False  # it was a restore of the archive now asked for
 
+    def to_json(self) -> dict:
+        return {"archive": self.archive, "completed": self.completed, "summary": self.summary}
+
 
 @dataclass
 class Leftover:

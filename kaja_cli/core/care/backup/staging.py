@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING, Any
 
 from kaja_cli.core.care.backup import archive
 from kaja_cli.core.care.backup.archive import Manifest
@@ -33,6 +33,9 @@ from kaja_cli.core.store import guard, markers
 from kaja_cli.core.store.paths import Paths
 from kaja_cli.core.store.registry import Database, DatabaseFile
 from kaja_cli.errors import Failed, Interrupted, Refused
+
+if TYPE_CHECKING:
+    from kaja_cli.core.care.backup.interrupted import Finished
 
 Progress = Callable[[int, int | None], None]
 IMAGES = "images"
@@ -69,6 +72,36 @@ class RestorePlan:
     @property
     def replaces(self) -> bool:
         return bool(self.existing)
+
+    def to_json(
+        self, manifest: Manifest, done: Any = None, *,
+        finished: Finished | None = None, dry_run: bool = False,
+    ) -> dict:  # fmt: skip
+        """`kaja restore --json`: the archive's `manifest`, what `done` (a
+        `restore.RestoreResult`, which imports this module; None: the dry run)
+        placed, and what `finished` did with an interrupted restore first."""
+        images = next(str(p.target) for p in self.parts if p.name == IMAGES)
+        return {
+            "action": "restore",
+            "archive": str(self.archive),
+            "dry_run": dry_run,
+            "done": done is not None,
+            "backup": manifest.to_json(),
+            "images": {"files": len(manifest.image_files),
+                       "bytes": sum(f.bytes for f in manifest.image_files), "path": images},
+            "placed": [] if done is None else [
+                {"name": p.name, "path": str(p.path), "bytes": p.bytes, "files": p.files}
+                for p in done.placed
+            ],
+            "replaced": [{"path": str(e.path), "what": e.what, "bytes": e.size}
+                         for e in self.existing],
+            "previous_backup": None if done is None or done.previous_backup is None
+            else str(done.previous_backup),
+            "kept": [] if done is None else [str(p) for p in done.kept],
+            "only_in_backup": [str(p) for p in self.only_in_backup],
+            "put_back": [str(p) for p in self.put_back],
+            "finished": None if finished is None else finished.to_json(),
+        }  # fmt: skip
 
 
 @dataclass

@@ -13,7 +13,7 @@ checkpointing a WAL, switching to WAL mode, tightening permissions. Whatever
 would delete user data (an orphaned image folder) is reported with the command
 that removes it, never removed.
 
-This package: the registry and the runner are here; `model` holds the data,
+This package: the runner is here, the registry in `registry`; `model` holds the data,
 `context` what checks share during a run, `repairs` what `--fix` can do, and
 one module per group of checks (`environment`, `locations`, `pending`,
 `settings_file`, `databases`, `orphans`, `search`, `search_cjk`, `images`,
@@ -31,7 +31,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -50,54 +50,11 @@ from kaja_cli.core.care.doctor.model import (
     Report,
     Status,
 )
+from kaja_cli.core.care.doctor.registry import CHECKS, Spec, check, list_checks
 from kaja_cli.core.store import settings as settings_mod
 from kaja_cli.core.store.paths import Overrides, Paths, resolve
 from kaja_cli.core.store.registry import Database
 from kaja_cli.errors import KajaError, SettingsError, UsageError
-
-
-# --- the registry --------------------------------------------------------------
-@dataclass(frozen=True)
-class Spec:
-    """A registered check: what `--list-checks` shows and what the runner calls."""
-
-    id: str
-    group: Group
-    about: str
-    run: Callable
-    per_database: bool = False  # run once per database file: `integrity.shared`, …
-    needs_shared: bool = False  # skipped (silently, in a full run) without a readable shared file
-    unopened: bool = False  # per database: runs even when the file cannot be opened
-
-
-CHECKS: list[Spec] = []
-
-
-def check(
-    id: str,
-    group: Group | str,
-    about: str,
-    *,
-    per_database: bool = False,
-    needs_shared: bool = False,
-    unopened: bool = False,
-) -> Callable:
-    """Register a check function (see the module docstring)."""
-    if group not in GROUPS:
-        raise ValueError(f"unknown group {group!r}")
-
-    def register(fn: Callable) -> Callable:
-        if any(s.id == id for s in CHECKS):
-            raise ValueError(f"check {id!r} registered twice")
-        CHECKS.append(Spec(id, Group(group), about, fn, per_database, needs_shared, unopened))
-        return fn
-
-    return register
-
-
-def list_checks() -> list[Spec]:
-    return list(CHECKS)
-
 
 DATABASE_NAMES = tuple(Database)
 

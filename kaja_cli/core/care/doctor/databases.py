@@ -10,7 +10,6 @@ import os
 import sqlite3
 from pathlib import Path
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import (
     Header,
     db_group,
@@ -23,6 +22,7 @@ from kaja_cli.core.care.doctor.common import (
 )
 from kaja_cli.core.care.doctor.context import Context, raise_if_interrupted
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.care.doctor.repairs import checkpoint_repair, recovery_repair, schema_repair
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.engine.fs import human_size

@@ -10,9 +10,9 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.engine.fs import human_size
 
 # Free space: below the first Kaja cannot save (an error); below the second, or

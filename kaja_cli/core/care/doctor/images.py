@@ -10,10 +10,10 @@ import re
 import sqlite3
 from pathlib import Path
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import MAX_LISTED, listed, quote, safe
 from kaja_cli.core.care.doctor.context import Context, ImageScan
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.engine.fs import human_size

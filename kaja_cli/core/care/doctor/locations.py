@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kaja_cli.core import clock
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import listed, owner_name, quote, tighten_all
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group, Repair, RepairOrder
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.engine.fs import human_size
 from kaja_cli.core.store import guard

@@ -150,3 +150,5 @@ class Report:
             out["fixes"] = [f.to_dict() for f in self.fixes]
         out["checks"] = [c.to_dict() for _, group in self.grouped() for c in group]
         return out
+
+    to_json = to_dict  # `kaja doctor --json`

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import sqlite3
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import MAX_LISTED, listed, safe
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.engine import db
 from kaja_cli.core.wording import plural
 

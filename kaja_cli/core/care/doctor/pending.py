@@ -4,9 +4,9 @@ a demo cut short, a restore."""
 
 from __future__ import annotations
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.store import markers
 
 

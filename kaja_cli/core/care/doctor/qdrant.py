@@ -5,9 +5,9 @@ the provider is local."""
 from __future__ import annotations
 
 from kaja_cli.core import qdrant
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, KajaError
 

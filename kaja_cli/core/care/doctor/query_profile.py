@@ -4,10 +4,10 @@ statements that got slower (their p95 grew), over the last day recorded
 
 from __future__ import annotations
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import listed, safe
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.side import profiler, query_stats
 from kaja_cli.core.wording import plural
 

@@ -8,10 +8,10 @@ import contextlib
 import re
 import sqlite3
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import _INTERRUPTED as _INTERRUPTED  # for tests: Ctrl-C here
 from kaja_cli.core.care.doctor.context import Context, raise_if_interrupted
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.care.doctor.repairs import rebuild_repair, schema_repair
 from kaja_cli.core.engine import db
 from kaja_cli.core.engine.sqlite_format import varints

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sqlite3
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import Context, raise_if_interrupted
 from kaja_cli.core.care.doctor.model import OK, WARN, Check, Group, Repair, RepairOrder
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.care.doctor.repairs import FIX_TIMEOUT_MS
 from kaja_cli.core.conversations.search import cjk, cjk_index
 from kaja_cli.core.engine import db

@@ -18,9 +18,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group, Repair, RepairOrder
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.wording import plural
 from kaja_cli.errors import KajaError
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import quote
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.store import settings as settings_mod
 from kaja_cli.core.store.settings import keys as settings_keys
 from kaja_cli.core.wording import plural

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import timedelta
 
 from kaja_cli.core import clock
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import safe
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import ERROR, OK, WARN, Check, Group, Status
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.engine import db
 from kaja_cli.core.wording import plural
 

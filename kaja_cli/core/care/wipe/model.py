@@ -80,6 +80,10 @@ class Item:
     def stage(self) -> Stage:
         return Stage.DATABASES if self.database is not None else _STAGE_OF[Part(self.group)]
 
+    def to_json(self) -> dict:
+        return {"path": self.where, "what": self.what, "kind": self.kind, "size": self.size,
+                "files": self.files}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Kept:
@@ -115,6 +119,11 @@ class Leftovers:
     details: tuple[str, ...]
     commands: tuple[str, ...]  # what finishes it
     remaining: tuple[Path, ...]
+
+    def to_json(self) -> dict:
+        return {"summary": self.summary, "details": list(self.details),
+                "commands": list(self.commands),
+                "remaining": [str(p) for p in self.remaining]}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -153,6 +162,24 @@ class WipePlan:
         if self.refusals:
             raise sorted(self.refusals, key=lambda r: r.busy)[0].error()
 
+    def to_json(self, done: WipeResult | None = None, *, dry_run: bool = False) -> dict:
+        """`kaja wipe --json`: what `done` deleted and kept, or the plan would."""
+        items = self.items if done is None else done.deleted
+        kept = self.kept if done is None else done.kept
+        return {
+            "action": "wipe",
+            "dry_run": dry_run,
+            "done": done is not None,
+            "paths": [i.to_json() for i in items],
+            "size": sum(i.size for i in items),
+            "kept": [{"path": str(k.path), "reason": k.reason} for k in kept],
+            "refused": [
+                {"path": str(r.path), "reason": r.reason, "exit": int(r.status)}
+                for r in self.refusals
+            ],
+            "interrupted": None if self.leftovers is None else self.leftovers.to_json(),
+        }
+
 
 @dataclass
 class WipeResult:
@@ -181,6 +208,30 @@ class OwnerPlan:
     @property
     def total_rows(self) -> int:
         return sum(self.rows.values())
+
+    def to_json(
+        self, done: OwnerResult | None = None, *, dry_run: bool = False,
+        qdrant_points: int | None = None,
+    ) -> dict:  # fmt: skip
+        """`kaja wipe --owner --json`: what `done` erased, or the dry run would;
+        `qdrant_points`: erased (or to erase) there too, None without Qdrant."""
+        rows = self.rows if done is None else done.rows
+        folders = [i.path for i in self.image_folders] if done is None else done.image_folders
+        return {
+            "action": "wipe-owner",
+            "owner": self.owner.label,
+            "dry_run": dry_run,
+            "done": not dry_run,
+            "rows": rows,
+            "image_folders": [str(p) for p in folders],
+            "images_link": None if self.images_link is None else str(self.images_link),
+            **({} if done is None else {"index_purged": done.index_purged}),
+            "kept_rows": [
+                {"table": m.table, "rows": m.rows, "reason": m.reason} for m in self.mentions
+            ],
+            "interrupted": None if self.leftovers is None else self.leftovers.to_json(),
+            "qdrant_points": qdrant_points,
+        }
 
 
 @dataclass

@@ -77,6 +77,20 @@ class Hit:
     def __repr__(self) -> str:
         return f"Hit({self.message_id!r}, score={self.score:.4f}, {self.snippet!r})"
 
+    def to_json(self) -> dict:
+        return {
+            "message_id": self.message_id,
+            "session_id": self.session_id,
+            "session_title": self.session_title,
+            "owner": self.owner,
+            "seq": self.seq,
+            "role": self.role,
+            "created_at": self.created_at,
+            "score": round(self.score, 6),
+            "snippet": self.snippet,
+            "highlights": [list(span) for span in self.highlights],
+        }
+
 
 class SearchResult:
     """The answer to one search, with what the command says about it."""
@@ -105,6 +119,21 @@ class SearchResult:
         self.source = "index"  # "index", "scan" (no usable index), "none" (nothing to search)
         self.notes: list[str] = []  # what to say on stderr
         self.archived_hidden = False  # archived sessions' messages were left out
+
+    def to_json(self) -> dict:
+        """`kaja search --json`."""
+        return {
+            "query": self.query,
+            "match": self.match,
+            "fts": self.fts,
+            "order": "recent" if self.recent else "best",
+            "owner": None if self.all_owners else (self.owner or "terminal"),
+            "all_owners": self.all_owners,
+            "limit": self.limit,
+            "source": self.source,
+            "more": self.more,
+            "results": [h.to_json() for h in self.hits],
+        }
 
 
 # --- the query --------------------------------------------------------------------------

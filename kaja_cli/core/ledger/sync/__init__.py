@@ -419,6 +419,20 @@ class SyncResult:
     pull: sync_rows.Applied | None = None
     reseeded: str | None = None  # why history was sent again
 
+    def to_json(self) -> dict[str, Any]:
+        """`kaja sync --json` (`push`, `pull`): what went each way."""
+        p, q = self.push, self.pull
+        push = None if p is None else {"history": p.history, "changes": p.changes,
+                                       "written": p.written, "deleted": p.deleted,
+                                       "ignored": p.ignored}  # fmt: skip
+        pull = None if q is None else {
+            "changes": q.changes, "inserted": q.inserted, "updated": q.updated,
+            "deleted": q.deleted, "kept_local": q.kept_local, "skipped": q.skipped,
+            "origins": sorted(q.origins),
+        }  # fmt: skip
+        return {"store": self.store, "url": self.url, "origin": self.origin,
+                "reseeded": self.reseeded, "push": push, "pull": pull}  # fmt: skip
+
 
 def sync(
     store: Store, url: Url, *, push: bool = True, pull: bool = True,
@@ -443,6 +457,11 @@ class MachineTotals:
     prompt_tokens: int | None
     completion_tokens: int | None
     this_machine: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"origin": self.origin, "host": self.host, "calls": self.calls,
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "this_machine": self.this_machine}  # fmt: skip
 
 
 def all_machines_report(

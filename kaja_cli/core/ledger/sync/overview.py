@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from typing import Any
 
 from kaja_cli.core import clock
 from kaja_cli.core.engine import db
@@ -60,6 +61,32 @@ class Status:
     importing_flag: bool = False
     server: ServerState | None = None
     ledger_schema: str | None = None  # where the last sync found the shared ledger
+
+    def to_json(self) -> dict[str, Any]:
+        """`kaja sync status --json`."""
+        lease = self.lease and {
+            "pid": self.lease.pid, "host": self.lease.host, "expires": self.lease.expires,
+            "expired": self.lease_expired, "alive": self.lease_alive,
+        }  # fmt: skip
+        s = self.server
+        server = s and {
+            "answers": s.answers, "error": s.error, "ledger_id": s.ledger_id,
+            "same_ledger": s.same_ledger, "rows": s.rows, "to_pull": s.to_pull,
+            "schema": s.schema,
+            "origins": [
+                {"origin": o.origin, "host": o.host, "rows": o.rows, "deleted": o.deleted,
+                 "last_sync": o.last_sync, "this_machine": o.origin == self.origin}
+                for o in s.origins
+            ],
+        }  # fmt: skip
+        return {
+            "store": self.store, "store_exists": self.store_exists, "url": self.url,
+            "url_source": self.url_source, "origin": self.origin, "seeded": self.seeded,
+            "outbox": {"rows": self.outbox_rows, "oldest": self.outbox_oldest},
+            "last_push": self.last_push, "last_pull": self.last_pull,
+            "pull_cursor": self.pull_cursor, "lease": lease,
+            "importing_flag": self.importing_flag, "server": server,
+        }  # fmt: skip
 
 
 def status(store: Store, url: Url | None, *, timeout_s: float = 3) -> Status:

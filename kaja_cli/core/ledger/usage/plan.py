@@ -47,6 +47,19 @@ class ResetPlan:
     def total(self) -> int:
         return sum(self.tables.values())
 
+    def to_json(
+        self, done: ResetResult | None = None, *, freed: VacuumResult | None = None,
+        dry_run: bool = False,
+    ) -> dict:  # fmt: skip
+        """`kaja usage reset --json`: what `done` deleted, or the plan would."""
+        tables = self.tables if done is None else done.deleted
+        return {
+            "store": self.location, "dry_run": dry_run, "before": self.before,
+            "tables": tables, "total": sum(tables.values()),
+            "sync_outbox": self.outbox if done is None else done.outbox, "skipped": self.skipped,
+            "vacuum": None if freed is None else freed.to_json(),
+        }  # fmt: skip
+
 
 @dataclass
 class ResetResult:
@@ -66,6 +79,11 @@ class VacuumResult:
     @property
     def freed(self) -> int:
         return max(0, self.bytes_before - self.bytes_after)
+
+    def to_json(self) -> dict:
+        return {"bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
+                "freed_bytes": self.freed, "search_index": self.search_index,
+                "readers_waited": self.readers_waited}  # fmt: skip
 
 
 def _condition(table: str, cols: set[str], before: str | None) -> tuple[str, list[str]] | None:

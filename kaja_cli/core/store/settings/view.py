@@ -50,6 +50,37 @@ class View(NamedTuple):
     settings: list[Effective]
     unknown: list[Unknown]
 
+    def to_json(self) -> dict:
+        """`kaja config show --json`: every setting in effect, and the unknown keys."""
+        return {
+            "settings_file": {
+                "path": str(self.settings_file.path),
+                "source": self.settings_file.source,
+                "exists": self.exists,
+            },
+            "settings": {
+                e.key.name: {
+                    "value": e.value,
+                    "source": e.source,
+                    "line": e.line,
+                    "written": e.written,
+                    "default": e.key.default,
+                    "env": e.key.env,
+                    "flag": e.key.flag,
+                    "type": e.key.kind,
+                    "allowed": e.key.allowed(),
+                    "secret": e.key.secret,
+                    "description": e.key.description,
+                    "problem": e.problem,
+                }
+                for e in self.settings
+            },
+            "unknown": [
+                {"key": u.name, "line": u.line, "value": u.value, "did_you_mean": u.suggestion}
+                for u in self.unknown
+            ],
+        }
+
 
 def locate(
     overrides: Overrides | None,
