@@ -6,19 +6,9 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import count, store_of
+from kaja_cli.commands import store_of, subcommand_runs
+from kaja_cli.commands.options import Json, JsonDone, Limit, NoPager
 from kaja_cli.completion.hooks import hook
-
-# As r5's commands/options.py declares them (same help texts): at its merge,
-# these become one import.
-JSON_HELP = "Print one JSON document on stdout instead of a table."
-Json = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
-NoPager = Annotated[bool, typer.Option("--no-pager", help="Never page long output on a terminal.")]
-Limit = Annotated[
-    int,
-    typer.Option("--limit", "-n", click_type=count(), help="Show at most this many; 0 shows all."),
-]
-JsonDone = Annotated[bool, typer.Option("--json", help="Print what was done as one JSON document.")]
 
 
 def _when(value: str | None, option: str) -> str | None:
@@ -27,33 +17,13 @@ def _when(value: str | None, option: str) -> str | None:
     return None if value is None else timeparse.parse_when(value, option=option)
 
 
-def _listing_only(ctx: typer.Context, group: str) -> bool:
-    """True when a subcommand runs (the listing's own options then are a usage error)."""
-    if ctx.invoked_subcommand is None:
-        return False
-    given = [p.opts[0] for p in ctx.command.params
-             if getattr(ctx.get_parameter_source(p.name), "name", "") == "COMMANDLINE"]  # fmt: skip
-    if given:
-        from kaja_cli.errors import UsageError
-
-        raise UsageError(
-            f"{', '.join(given)} belongs to the listing, not to `{ctx.invoked_subcommand}`",
-            hint=f"put the options after it: kaja {group} {ctx.invoked_subcommand} …",
-        )
-    return True
-
-
 def _emit(result, as_json: bool, show, no_pager: bool) -> None:  # type: ignore[no-untyped-def]
+    """A listing: why nothing is shown on stderr (also with --json), then the result."""
     from kaja_cli import render
+    from kaja_cli.render import audit as view
 
-    if as_json:
-        why = result.nothing() if hasattr(result, "nothing") else None
-        if why is not None:
-            render.note(why)
-        render.emit_json(result.to_json())
-        return
-    with render.paged(not no_pager):
-        show(result)
+    view.nothing_noted(result, as_json)
+    render.emit(result, as_json, show, pager=not no_pager)
 
 
 # --- kaja runs ------------------------------------------------------------------------------
@@ -95,7 +65,7 @@ def runs(
     tokens, tool_calls and the subtree's subagents, total_model_calls,
     total_tokens, total_tool_calls. Reads the store read-only.
     """
-    if _listing_only(ctx, "runs"):
+    if subcommand_runs(ctx):
         return
     from kaja_cli.core.audit import runs as core
     from kaja_cli.render import audit as view
@@ -122,10 +92,7 @@ def runs_show(ctx: typer.Context, run_id: RunId, no_pager: NoPager = False,
     from kaja_cli.render import audit as view
 
     node = core.show(store_of(ctx), run_id)
-    if as_json:
-        render.emit_json(node.to_json())
-    else:
-        view.run_tree(node, pager=not no_pager)
+    render.emit(node, as_json, view.run_tree, pager=not no_pager)
 
 
 # --- kaja reviews ---------------------------------------------------------------------------
@@ -150,7 +117,7 @@ def reviews(
     was flagged, the run's agent and prompt, and the note. --json:
     {"reviews": [...]}.
     """
-    if _listing_only(ctx, "reviews"):
+    if subcommand_runs(ctx):
         return
     from kaja_cli.core.audit import reviews as core
     from kaja_cli.render import audit as view
@@ -176,10 +143,7 @@ def reviews_done(
     from kaja_cli.render import audit as view
 
     done = core.done(store_of(ctx), run_id, note)
-    if as_json:
-        render.emit_json(done.to_json())
-    else:
-        view.review_done(done)
+    render.emit(done, as_json, view.review_done)
 
 
 # --- kaja tasks, schedules, triggers --------------------------------------------------------
@@ -266,7 +230,7 @@ def learning(ctx: typer.Context, limit: Limit = 0, no_pager: NoPager = False,
     from (trace_run_id, the seed's query), and when it last changed.
     --json: {"recipes": [...]}.
     """
-    if _listing_only(ctx, "learning"):
+    if subcommand_runs(ctx):
         return
     from kaja_cli.core.audit import learning as core
     from kaja_cli.render import audit as view
@@ -317,7 +281,7 @@ def artifacts(
     whether the file exists (✓, or ✗ gone; "exists": true|false in --json:
     false also when it has no file). --json: {"artifacts": [...]}.
     """
-    if _listing_only(ctx, "artifacts"):
+    if subcommand_runs(ctx):
         return
     from kaja_cli.core.audit import artifacts as core
     from kaja_cli.render import audit as view
@@ -343,7 +307,4 @@ def artifacts_show(
     from kaja_cli.render import audit as view
 
     art = core.show(store_of(ctx), artifact_id)
-    if as_json:
-        render.emit_json(art.to_json())
-    else:
-        view.artifact(art)
+    render.emit(art, as_json, view.artifact)

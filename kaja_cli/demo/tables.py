@@ -201,13 +201,16 @@ class OtherTables:
                        created_at=iso(created), updated_at=iso(base - timedelta(hours=i)), started_at=iso(started) if started else None,
                        completed_at=iso(created + timedelta(seconds=40)) if status in ("completed", "failed") else None)  # fmt: skip
         # The screenshot's file is there (`kaja artifacts` shows ✓): the browser tool saved it
-        # where a session's images are (so `kaja wipe` and `backup` treat it as theirs);
+        # where a session's images are (so `kaja wipe` and `backup` treat it as theirs),
+        # named relative to the state dir (a copied or restored store keeps it);
         # the saved page has no file.
         shots = sorted(self.store.paths.images_dir.glob("*/*.png"))
         shot = shots[0] if shots else self.store.paths.files_dir / "artifacts" / "pr-list.png"
         rec.insert("artifacts", id="a1b2c3", kind="screenshot", source="browser_screenshot", title="PR list",
                    fingerprint="sha256:" + "%064x" % self.rng.getrandbits(256),
-                   path=str(shot), created_at=iso(base - day))  # fmt: skip
+                   path=str(shot.relative_to(self.store.paths.state_dir.path))
+                   if shot.is_relative_to(self.store.paths.state_dir.path) else str(shot),
+                   created_at=iso(base - day))  # fmt: skip
         rec.insert("artifacts", id="a4d5e6", kind="page", source="https://www.sbb.ch/en", title="SBB timetable",
                    text="Zürich HB 07:32 → Genève 10:18", fingerprint="sha256:" + "%064x" % self.rng.getrandbits(256),
                    created_at=iso(base - 2 * day))  # fmt: skip

@@ -38,6 +38,13 @@ def nothing(result: Listing) -> bool:
     return False
 
 
+def nothing_noted(result: Listing, as_json: bool) -> None:
+    """With --json, why nothing is listed, on stderr (the document itself is
+    just empty); a table's view says it itself (`nothing`)."""
+    if as_json and (why := result.nothing()) is not None:
+        render.note(why)
+
+
 def caption(result: Listing) -> str | None:
     return f"{result.more} more not shown (-n 0 shows all)" if result.more else None
 
@@ -83,10 +90,11 @@ def runs(result: Listing) -> None:
 TEE, LAST, PIPE, SPACE = "├── ", "└── ", "│   ", "    "
 
 
-def run_tree(node: RunNode, *, pager: bool = True) -> None:
+def run_tree(node: RunNode) -> None:
     """One run as a tree: its facts, prompt, result or error, then its model
-    calls, tool calls, events, feedback and review, then its subagents."""
-    render.print_lines(_node_lines(node, "", None), pager=pager)
+    calls, tool calls, events, feedback and review, then its subagents (inside
+    the command's pager)."""
+    render.print_lines(_node_lines(node, "", None), pager=False)
 
 
 def _node_lines(node: RunNode, indent: str, guide: str | None) -> list[list[tuple[str, str]]]:
@@ -352,7 +360,7 @@ def artifact(a: Artifact) -> None:
         return
     if a.path:
         if not a.exists:
-            render.note(f"the file of artifact {a.id} is gone: {a.path}")
-        print(render.text(a.path))
+            render.note(f"the file of artifact {a.id} is gone: {render.text(str(a.file))}")
+        print(render.text(str(a.file)))
         return
     render.note(f"artifact {a.id} has neither text nor a file")

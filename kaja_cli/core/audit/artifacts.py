@@ -2,11 +2,15 @@
 made (seed "Conversation search and artifacts"), and whether each file is
 still on disk. The artifacts may live in their own file (KAJA_ARTIFACTS_DB):
 the store says where (`store.maybe_reader("artifacts")`).
+
+A relative `path` is the agent's file under its state directory (as a
+relative database path is, in the seed): it is resolved against the state
+dir, so a store copied, restored or moved keeps its artifacts' files.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,12 +20,22 @@ from kaja_cli.core.store import Store
 COLUMNS = ("id", "kind", "source", "title", "created_at", "path", "fingerprint")
 
 
-def file_exists(path: object) -> bool:
-    """Whether an artifact's path names a regular file here (False without a path)."""
+def resolved(path: object, base: Path | None) -> Path | None:
+    """The file an artifact's path names: a relative one under `base` (the
+    state dir); None without a path."""
     if not isinstance(path, str) or not path:
+        return None
+    where = Path(path)
+    return base / where if base is not None and not where.is_absolute() else where
+
+
+def file_exists(path: object, base: Path | None = None) -> bool:
+    """Whether an artifact's path names a regular file here (False without a path)."""
+    where = resolved(path, base)
+    if where is None:
         return False
     try:
-        return Path(path).is_file()
+        return where.is_file()
     except (OSError, ValueError):
         return False
 
@@ -36,13 +50,20 @@ class Artifact:
     path: str | None
     fingerprint: str | None
     text: str | None = None  # `show` only
+    base: Path | None = field(default=None, repr=False)  # the state dir a relative path is in
+
+    @property
+    def file(self) -> Path | None:
+        """The file the path names (a relative one resolved), or None."""
+        return resolved(self.path, self.base)
 
     @property
     def exists(self) -> bool:
-        return file_exists(self.path)
+        return file_exists(self.path, self.base)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("base")
         if self.text is None:
             d.pop("text")
         d["exists"] = self.exists
@@ -72,7 +93,8 @@ def listing(store: Store, *, kind: str | None = None, source: str | None = None,
             f" ORDER BY {col(cols, 'a', 'created_at')} DESC, a.id",
             args,
         ).fetchall()
-    items = [Artifact(*r) for r in rows]
+    base = store.paths.state_dir.path
+    items = [Artifact(*r, base=base) for r in rows]
     if missing:
         items = [a for a in items if a.path and not a.exists]
     if limit and len(items) > limit:
@@ -95,16 +117,17 @@ def show(store: Store, ref: str) -> Artifact:
             f"SELECT {select(have, 'a', (*COLUMNS, 'text'))} FROM artifacts a WHERE a.id = ?",
             (art_id,),
         ).fetchone()
-    return Artifact(*row)
+    return Artifact(*row, base=store.paths.state_dir.path)
 
 
-def missing_files(conn: Any) -> list[tuple[str, str]]:
-    """(id, path) of the artifacts whose file is gone (doctor)."""
+def missing_files(conn: Any, base: Path | None = None) -> list[tuple[str, str]]:
+    """(id, path) of the artifacts whose file is gone (doctor); a relative path
+    is under `base`, the state dir."""
     have = columns(conn, "artifacts").get("artifacts")
     if not have or "id" not in have or "path" not in have:
         return []
     rows = conn.execute("SELECT id, path FROM artifacts WHERE path IS NOT NULL AND path <> ''")
-    return [(str(i), p) for i, p in rows if isinstance(p, str) and not file_exists(p)]
+    return [(str(i), p) for i, p in rows if isinstance(p, str) and not file_exists(p, base)]
 
 
 def ids(conn: Any, prefix: str) -> list[tuple[str, str | None, str | None]]:

@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 from kaja_cli.core import clock
 from kaja_cli.core.audit import artifacts as audit_artifacts
 from kaja_cli.core.audit.common import columns, select
-from kaja_cli.core.care.doctor import check
 from kaja_cli.core.care.doctor.common import listed, safe
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import OK, WARN, Check, Group
+from kaja_cli.core.care.doctor.registry import check
 from kaja_cli.core.store.registry import Database
 from kaja_cli.core.wording import plural
 
@@ -141,7 +141,7 @@ def check_artifacts(ctx: Context) -> Check | None:
         with_file = conn.execute(
             "SELECT count(*) FROM artifacts WHERE path IS NOT NULL AND path <> ''"
         ).fetchone()[0]
-        gone = audit_artifacts.missing_files(conn)
+        gone = audit_artifacts.missing_files(conn, ctx.paths.state_dir.path)
         if not gone:
             return Check("artifacts", Group.AGENT, OK,
                          f"every artifact's file is there ({plural(with_file, 'file')})")  # fmt: skip
