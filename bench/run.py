@@ -43,7 +43,7 @@ from harness import HEADER, Bench, BenchError
 
 HERE = Path(__file__).resolve().parent
 # The order rows are printed in: start-up first, then the commands as a user meets them.
-ORDER = ("startup", "sessions", "search", "cjk", "usage", "doctor", "terminal")
+ORDER = ("startup", "sessions", "search", "cjk", "usage", "runs", "doctor", "terminal")
 MODULES = sorted(
     (p.stem.removeprefix("bench_") for p in HERE.glob("bench_*.py")),
     key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name),

@@ -26,6 +26,7 @@ import typer  # noqa: E402
 from kaja_cli import __version__  # noqa: E402
 from kaja_cli.commands import (  # noqa: E402
     accounts,
+    audit,
     backup,
     browse,
     cache,
@@ -151,11 +152,19 @@ def root(
 # Grouped in --help the way people reach for them.
 CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health, backups and deleting", "Setup"
 SIDE = "Side databases"
+AUDIT = "What the agent did"
 app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
 app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
 app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
 app.command("browse", rich_help_panel=CONVERSATIONS)(browse.browse)
 app.add_typer(notes.app, name="notes", rich_help_panel=CONVERSATIONS)
+app.add_typer(audit.runs_app, name="runs", rich_help_panel=AUDIT)
+app.add_typer(audit.reviews_app, name="reviews", rich_help_panel=AUDIT)
+app.command("tasks", rich_help_panel=AUDIT)(audit.tasks)
+app.command("schedules", rich_help_panel=AUDIT)(audit.schedules)
+app.command("triggers", rich_help_panel=AUDIT)(audit.triggers)
+app.add_typer(audit.learning_app, name="learning", rich_help_panel=AUDIT)
+app.add_typer(audit.artifacts_app, name="artifacts", rich_help_panel=AUDIT)
 app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
 app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
 app.add_typer(stats.app, name="stats", rich_help_panel=CARE)

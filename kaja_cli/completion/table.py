@@ -17,6 +17,9 @@ COMMANDS = {
             ('resume', 'Replay a conversation as the terminal...', False),
             ('search', 'Find messages across every past...', False),
             ('browse', 'Find a conversation by typing, see it, act...', False),
+            ('tasks', 'List the background tasks: running, queued...', False),
+            ('schedules', 'List the schedules, soonest next run first.', False),
+            ('triggers', 'List the triggers (event watchers),...', False),
             ('doctor', "Check Kaja's files and settings, and say...", False),
             ('wipe', "Delete Kaja's local data: everything, or...", False),
             ('backup', 'Back up the whole store into one archive,...', False),
@@ -26,6 +29,10 @@ COMMANDS = {
             ('migrate', 'Import the legacy files into the shared...', False),
             ('sessions', 'List your conversations, newest first;...', False),
             ('notes', 'List what the agent remembers about you;...', False),
+            ('runs', 'What the agent did: its runs (turns,...', False),
+            ('reviews', 'The review queue: runs flagged for a...', False),
+            ('learning', 'What the agent learned: recipes and the...', False),
+            ('artifacts', 'Saved pages and the files tools made, and...', False),
             ('usage', 'Show token and call totals from the usage...', False),
             ('sync', 'Share the usage ledger: push this...', False),
             ('stats', 'Show the query profile: the statements...', False),
@@ -100,6 +107,44 @@ COMMANDS = {
             ('argument', 'query', -1, None),
             ('option', 'fts', ('--fts',), (), 'The search box takes SQLite FTS4 syntax: "a phrase", OR, NOT, prefix*.', False, False, False, 1, None),
             ('option', 'limit', ('--limit', '-n'), (), 'Rows in the list (the newest, or the best matches); 0: all.', False, True, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'tasks': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'status', ('--status',), (), 'Only tasks with this status: queued, running, paused, completed, failed, cancelled.', False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'schedules': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'due', ('--due',), (), 'Only what the scheduler runs now: active, next run now or earlier.', False, False, False, 1, None),
+            ('option', 'status', ('--status',), (), 'Only schedules with this status: active, paused.', False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'triggers': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'status', ('--status',), (), 'Only triggers with this status.', False, True, False, 1, None),
+            ('option', 'kind', ('--kind',), (), 'Only triggers of this kind: gmail, calendar, file, webhook, …', False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
@@ -470,6 +515,109 @@ COMMANDS = {
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
+    'runs': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('show', 'Show one run as a tree: its prompt, result...', False),
+        ],
+        'params': [
+            ('option', 'status', ('--status',), (), 'Only runs with this status: running, completed, failed, canceled.', False, True, False, 1, None),
+            ('option', 'source', ('--source',), (), 'Only runs from this source: interactive, api, schedule, …', False, True, False, 1, None),
+            ('option', 'agent', ('--agent',), (), "Only this agent's runs.", False, True, False, 1, None),
+            ('option', 'since', ('--since',), (), 'Started since: 2026-11-01, 2026-11-01T08:00, 3d, 12h.', False, True, False, 1, None),
+            ('option', 'until', ('--until',), (), 'Started before then (same forms as --since).', False, True, False, 1, None),
+            ('option', 'thread', ('--thread',), (), 'Only runs of this conversation thread.', False, True, False, 1, None),
+            ('option', 'all_runs', ('--all',), (), "Subagents' runs too, not only top-level ones.", False, False, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'runs show': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'run_id', 1, ('kaja', 'run')),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'reviews': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('done', "Mark a run's review complete (status,...", False),
+        ],
+        'params': [
+            ('option', 'status', ('--status',), (), 'Only reviews with this status: needs-review, complete.', False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'reviews done': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'run_id', 1, ('kaja', 'review')),
+            ('option', 'note', ('--note',), (), 'Keep this note with the review.', False, True, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'learning': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('fixes', 'List the tool fixes: an error a tool gave...', False),
+        ],
+        'params': [
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'learning fixes': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('option', 'tool', ('--tool',), (), "Only this tool's fixes.", False, True, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'artifacts': {
+        'group': True, 'interspersed': False, 'ignore_unknown': False,
+        'commands': [
+            ('show', "Print an artifact's text (a saved page),...", False),
+        ],
+        'params': [
+            ('option', 'kind', ('--kind',), (), 'Only this kind: page, screenshot, image, audio, …', False, True, False, 1, None),
+            ('option', 'source', ('--source',), (), 'Only artifacts from this source (a tool or a URL).', False, True, False, 1, None),
+            ('option', 'missing', ('--missing',), (), 'Only those whose file is gone.', False, False, False, 1, None),
+            ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
+    'artifacts show': {
+        'group': False, 'interspersed': True, 'ignore_unknown': False,
+        'commands': [
+        ],
+        'params': [
+            ('argument', 'artifact_id', 1, ('kaja', 'artifact')),
+            ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
+            ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
+        ],
+    },
     'usage': {
         'group': True, 'interspersed': False, 'ignore_unknown': False,
         'commands': [
@@ -814,6 +962,9 @@ FIXED = {
         ('side-data', 'expired cache entries and web sign-in sessions (counts only, never a secret)'),
         ('sync-outbox', 'changes waiting in sync_outbox to be pushed'),
         ('sync', 'ledger sync: changes going out while PostgreSQL answers, the lease, sync_map, import flags'),
+        ('tasks', 'background tasks still running past their timeout_seconds'),
+        ('schedules', 'active schedules whose next run is more than a day overdue (is the scheduler running?)'),
+        ('artifacts', 'artifacts whose file is gone (saved pages without a file are fine)'),
         ('query-profile', 'the query profile in db-stats.db: statements usually slow, or slower than before'),
         ('qdrant', 'memory.provider = qdrant: the server (or folder) answers, the collection and its points'),
     ],

@@ -182,6 +182,18 @@ def accounts(params: Params, incomplete: str, described: bool) -> list[Item]:
     ]
 
 
+def _audit(name: str) -> Callable[[Params, str, bool], list[Item]]:
+    """Run ids, runs in the review queue, artifact ids (`choices`)."""
+
+    def values(params: Params, incomplete: str, described: bool) -> list[Item]:
+        from kaja_cli.core import choices
+
+        found = getattr(choices, name)(_store_paths(params), incomplete)
+        return [(c.value, c.about if described else None) for c in found]
+
+    return values
+
+
 def _fixed(kind: str) -> Callable[[Params, str, bool], list[Item]]:
     def values(params: Params, incomplete: str, described: bool) -> list[Item]:
         from kaja_cli.completion.table import FIXED
@@ -222,6 +234,9 @@ KINDS: dict[str, Callable[[Params, str, bool], list[Item]]] = {
     "tag": tags,
     "namespace": namespaces,
     "account": accounts,
+    "run": _audit("run_ids"),
+    "review": _audit("review_ids"),
+    "artifact": _audit("artifact_ids"),
     "check": _fixed("check"),
     "role": _fixed("role"),
     "format": _fixed("format"),

@@ -188,3 +188,45 @@ def _start(text: object, width: int = 48) -> str | None:
         return None
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+# --- the audit views: runs, reviews, artifacts ------------------------------------------
+def _audit(paths: Paths, name: str, lister, prefix: str) -> list[tuple]:  # type: ignore[no-untyped-def]
+    try:
+        with Store(paths).glance(name) as conn:
+            return [] if conn is None else lister(conn, prefix)
+    except sqlite3.Error:
+        return []
+
+
+def run_ids(paths: Paths, prefix: str) -> list[Choice]:
+    """Run ids, newest first, with the agent, when it started and the start of its prompt."""
+    from kaja_cli.core.audit import runs
+    from kaja_cli.core.clock import ago
+
+    out = []
+    for rid, agent, started, prompt in _audit(paths, "shared", runs.ids, prefix):
+        when = ago(started) if isinstance(started, str) else None
+        about = " · ".join(x for x in (_text(agent), when, _start(prompt, 40)) if x)
+        out.append(Choice(str(rid), about or None))
+    return out
+
+
+def review_ids(paths: Paths, prefix: str) -> list[Choice]:
+    """The runs in the review queue, with the review's status and reason."""
+    from kaja_cli.core.audit import reviews
+
+    return [
+        Choice(str(rid), " · ".join(x for x in (_text(s), _text(r)) if x) or None)
+        for rid, s, r in _audit(paths, "shared", reviews.run_ids, prefix)
+    ]
+
+
+def artifact_ids(paths: Paths, prefix: str) -> list[Choice]:
+    """Artifact ids, with the kind and title."""
+    from kaja_cli.core.audit import artifacts
+
+    return [
+        Choice(str(aid), " · ".join(x for x in (_text(k), _start(t)) if x) or None)
+        for aid, k, t in _audit(paths, "artifacts", artifacts.ids, prefix)
+    ]

@@ -199,3 +199,44 @@ def _occurrences(text: str, piece: str) -> list[int]:
         found.append(at)
         at = text.find(piece, at + 1)
     return found
+
+
+# --- settings another program stored as JSON (a trigger's `config`) -----------------------
+# Wider than an address's parameters: in a config any key naming a key, an
+# auth, a cookie, a session or a signature may hold a credential. Masking a
+# harmless value by mistake costs nothing; printing a token costs much.
+_CONFIG_SECRET = re.compile(
+    _SECRET_WORD + r"|key|auth|cookie|session|signature|bearer|private|passphrase", re.I
+)
+
+
+def secret_key(name: str) -> bool:
+    """Whether a JSON key's name says its value may be a credential."""
+    return bool(_CONFIG_SECRET.search(name))
+
+
+def mask_json(value: object) -> object:
+    """A parsed JSON value fit to print: the value under each secret-looking
+    key (`secret_key`), at any depth, as ***, and each string's addresses
+    masked (`mask_text`: a webhook URL may carry a token)."""
+    if isinstance(value, dict):
+        return {k: MASK if secret_key(str(k)) and v not in (None, "")
+                else mask_json(v) for k, v in value.items()}  # fmt: skip
+    if isinstance(value, list):
+        return [mask_json(v) for v in value]
+    if isinstance(value, str):
+        return mask_text(value)
+    return value
+
+
+def mask_json_text(text: object) -> object:
+    """Stored JSON text as `mask_json` shows it (parsed); text that is not
+    JSON is masked as free text is (`mask_text`)."""
+    import json
+
+    if not isinstance(text, str):
+        return text
+    try:
+        return mask_json(json.loads(text))
+    except ValueError:
+        return mask_text(text)

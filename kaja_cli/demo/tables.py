@@ -159,6 +159,11 @@ class OtherTables:
             output="All 412 tests pass.", model_calls=4, tool_calls=6, tool_errors=1, duration=41.5,
             used_recipes=[recipe], learned_recipe=recipe, feedback=1, trace_run_id=self.runs[0],
         )  # fmt: skip
+        rec.insert(
+            "experience_recipes", created_at=ts - 86400, updated_at=ts, task="check the train times before a trip",
+            steps=["web_fetch", "summarise"], source="manual", prompt="When is the next train to Geneva?",
+            uses=1, wins=1, losses=0,
+        )  # fmt: skip
         rec.insert("experience_tool_fixes", created_at=ts, updated_at=ts, scope="terminal", tool="run_tests",
                    error_key="pytest: no tests ran", error="no tests ran", failed={"command": "pytest tests/billing/"},
                    fixed={"command": "pytest tests/billing -q"}, hits=2)  # fmt: skip
@@ -179,19 +184,33 @@ class OtherTables:
                    next_check_at=iso(base + timedelta(minutes=10)), last_fired_at=iso(base - 2 * day),
                    recent_fires=[iso(base - 2 * day)], created_at=iso(base - 20 * day), updated_at=iso(base - 2 * day))  # fmt: skip
         rec.insert("triggers", id="trg_hook", agent_id="kaja", name="deploy finished", kind="webhook",
-                   prompt="Tell me when the deploy finishes", config={"path": "/hooks/deploy"}, status="active",
+                   prompt="Tell me when the deploy finishes", config={"path": "/hooks/deploy", "notify_token": "xoxb-demo-0000-notify"}, status="active",
                    secret="whsec_" + "%040x" % self.rng.getrandbits(160), last_error="signature mismatch",
                    created_at=iso(base - 10 * day), updated_at=iso(base - day))  # fmt: skip
+        # A task in every status; the running one (a long fetch, an hour allowed) started a
+        # minute ago: a demo made now is well within it (`kaja doctor`'s `tasks` check).
         for i, (status, err) in enumerate((("completed", None), ("running", None), ("failed", "timeout after 300 s"),
-                                           ("queued", None), ("cancelled", None))):  # fmt: skip
+                                           ("queued", None), ("cancelled", None), ("paused", None))):  # fmt: skip
+            created = base - timedelta(hours=i + 1)
+            started = None if status == "queued" else (base - timedelta(minutes=1) if status == "running"
+                                                       else created + timedelta(seconds=2))  # fmt: skip
             rec.insert("background_tasks", id=f"bg_{i + 1:03d}", agent_id="kaja", tool_name="web_fetch",
                        arguments={"url": f"https://example.org/report/{i}"}, status=status, error=err,
                        result="saved" if status == "completed" else None, attempts=1 if status != "queued" else 0,
-                       max_retries=3, timeout_seconds=300, resource_id="terminal", notify=1, notified=int(status == "completed"),
-                       created_at=iso(base - timedelta(hours=i + 1)), updated_at=iso(base - timedelta(hours=i)))  # fmt: skip
+                       max_retries=3, timeout_seconds=3600 if status == "running" else 300, resource_id="terminal", notify=1, notified=int(status == "completed"),
+                       created_at=iso(created), updated_at=iso(base - timedelta(hours=i)), started_at=iso(started) if started else None,
+                       completed_at=iso(created + timedelta(seconds=40)) if status in ("completed", "failed") else None)  # fmt: skip
+        # The screenshot's file is there (`kaja artifacts` shows ✓): the browser tool saved it
+        # where a session's images are (so `kaja wipe` and `backup` treat it as theirs),
+        # named relative to the state dir (a copied or restored store keeps it);
+        # the saved page has no file.
+        shots = sorted(self.store.paths.images_dir.glob("*/*.png"))
+        shot = shots[0] if shots else self.store.paths.files_dir / "artifacts" / "pr-list.png"
         rec.insert("artifacts", id="a1b2c3", kind="screenshot", source="browser_screenshot", title="PR list",
                    fingerprint="sha256:" + "%064x" % self.rng.getrandbits(256),
-                   path=str(self.store.paths.files_dir / "artifacts" / "pr-list.png"), created_at=iso(base - day))  # fmt: skip
+                   path=str(shot.relative_to(self.store.paths.state_dir.path))
+                   if shot.is_relative_to(self.store.paths.state_dir.path) else str(shot),
+                   created_at=iso(base - day))  # fmt: skip
         rec.insert("artifacts", id="a4d5e6", kind="page", source="https://www.sbb.ch/en", title="SBB timetable",
                    text="Zürich HB 07:32 → Genève 10:18", fingerprint="sha256:" + "%064x" % self.rng.getrandbits(256),
                    created_at=iso(base - 2 * day))  # fmt: skip

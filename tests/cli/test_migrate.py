@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import only_the_demos_age
 from tests.support.faults import changes, kill_at_point
 from tests.support.legacy_support import LEGACY, ROWS, build_legacy, build_memory, rows
 from tests.support.sessions_support import snapshot
@@ -447,7 +448,7 @@ def test_demo_legacy_writes_files_migrate_imports(kaja):
     r = kaja("migrate")
     assert r.code == 0, r
     assert r.err.startswith("kaja: imported 6 legacy files")
-    assert kaja("doctor").out.splitlines()[-1] == "no problems"
+    assert only_the_demos_age(kaja("doctor").out)  # a demo from the past: its agent stopped then
     assert kaja("search", "allotment", "--json").code == 0
     again = kaja("demo", "--legacy", env={"KAJA_STATE_DIR": str(kaja.root / "other")})
     assert again.code == 0

@@ -210,3 +210,15 @@ def test_psycopg_is_imported_by_the_postgres_engine_only():
         if any(n == "psycopg" or n.startswith("psycopg.") for n in names):
             users.append(path.relative_to(ROOT).as_posix())
     assert users == ["kaja_cli/core/engine/postgres.py"]
+
+
+def test_the_audit_views_import_only_the_engine_the_store_and_the_small_modules():
+    """core/audit/ is a floor beside ledger/ and side/ (issue 25)."""
+    allowed = SHARED | {"kaja_cli", "kaja_cli.core"}
+    below = ("kaja_cli.core.engine", "kaja_cli.core.store", "kaja_cli.core.audit")
+    modules = sorted((CORE / "audit").rglob("*.py"))
+    assert {p.stem for p in modules} >= {"runs", "reviews", "services", "learning", "artifacts"}
+    for path in modules:
+        bad = {n for n in _kaja_imports(path)
+               if n not in allowed and not any(n == b or n.startswith(b + ".") for b in below)}  # fmt: skip
+        assert not bad, (path, bad)

@@ -17,7 +17,7 @@ This package: the runner is here, the registry in `registry`; `model` holds the 
 `context` what checks share during a run, `repairs` what `--fix` can do, and
 one module per group of checks (`environment`, `locations`, `pending`,
 `settings_file`, `databases`, `orphans`, `search`, `search_cjk`, `images`,
-`side_data`, `query_profile`, `qdrant`), imported at the end
+`audit` (the agent's tasks, schedules, artifacts), `side_data`, `query_profile`, `qdrant`), imported at the end
 of this file in the report's order. `redaction` is `--redact`.
 
 Adding a check: write a function taking the `Context` (and a database name,
@@ -384,6 +384,7 @@ def apply_repairs(checks: list[Check], tried: set[str] | None = None) -> list[Fi
 from kaja_cli.core.care.doctor import environment, locations, pending  # noqa: E402
 from kaja_cli.core.care.doctor import settings_file, server, databases  # noqa: E402
 from kaja_cli.core.care.doctor import orphans, search, search_cjk, images, side_data  # noqa: E402
+from kaja_cli.core.care.doctor import audit  # noqa: E402
 from kaja_cli.core.care.doctor import query_profile, qdrant  # noqa: E402
 
 # isort: on
@@ -405,6 +406,7 @@ __all__ = [
     "RepairOrder",
     "Report",
     "Status",
+    "audit",
     "check",
     "databases",
     "environment",

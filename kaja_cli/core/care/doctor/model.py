@@ -35,6 +35,7 @@ class Group(StrEnum):
     SHARED_FILE = "shared file"
     SEARCH_INDEX = "search index"
     IMAGES = "images"
+    AGENT = "agent"  # what the agent runs and keeps: tasks, schedules, artifacts
     SIDE_DATABASES = "side databases"
     SYNC = "sync"
     QDRANT = "qdrant"

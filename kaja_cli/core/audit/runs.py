@@ -1,0 +1,278 @@
+"""`kaja runs` and `kaja runs show`: the run tables as trees (seed "Usage ledger").
+
+The listing answers the seed's "last five turns" query: for each run its own
+`model_calls`, `tokens` (prompt + completion, summed as the seed sums them)
+and `tool_calls`, with the same subqueries (no row multiplication), plus the
+totals of its whole subtree (the run and every subagent below it, through
+`runs.parent_id`). `show` reads one run's subtree with everything tagged
+with its ids. Joins allow a missing parent; a parent cycle written by a
+confused writer ends (UNION, not UNION ALL).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kaja_cli.core import clock
+from kaja_cli.core.audit.common import Listing, col, columns, find_id, select, usable
+from kaja_cli.core.store import Store
+
+RUN_COLUMNS = ("id", "parent_id", "agent", "source", "thread_id", "prompt", "started_at",
+               "ended_at", "status", "error", "result", "pid", "host")  # fmt: skip
+CALL_COLUMNS = ("id", "run_id", "at", "engine", "model", "role", "source", "kind",
+                "prompt_tokens", "completion_tokens", "cached_tokens", "duration_ms",
+                "ttft_ms", "tool_calls", "purpose", "ok", "error")  # fmt: skip
+TOOL_COLUMNS = ("id", "run_id", "at", "tool", "outcome", "duration_ms", "arguments",
+                "result_chars", "preview", "error")  # fmt: skip
+EVENT_COLUMNS = ("run_id", "event_id", "at", "type", "attributes")
+FEEDBACK_COLUMNS = ("id", "run_id", "at", "agent", "source", "type", "value_num",
+                    "value_text", "comment", "user_id", "tags")  # fmt: skip
+REVIEW_COLUMNS = ("run_id", "status", "tags", "reason", "note", "flagged_at", "reviewed_at",
+                  "updated_at")  # fmt: skip
+HINT = "`kaja runs --all` lists them"
+
+
+def duration_ms(started: object, ended: object) -> int | None:
+    a, b = clock.parse_stored(started), clock.parse_stored(ended)
+    if a is None or b is None:
+        return None
+    return int((b - a).total_seconds() * 1000)
+
+
+@dataclass
+class RunFilter:
+    status: str | None = None
+    source: str | None = None
+    agent: str | None = None
+    since: str | None = None  # ISO, inclusive
+    until: str | None = None  # ISO, exclusive
+    thread: str | None = None
+    subagents: bool = False  # --all: subagents' runs too
+    limit: int = 20  # 0: all
+
+
+@dataclass
+class RunRow:
+    """One run of the listing: the seed query's figures for its own rows, and its subtree's."""
+
+    id: str
+    parent_id: str | None
+    agent: str | None
+    source: str | None
+    thread_id: str | None
+    status: str | None
+    started_at: str | None
+    ended_at: str | None
+    prompt: str | None
+    model_calls: int = 0
+    tokens: int = 0
+    tool_calls: int = 0
+    subagents: int = 0  # runs below it, at any depth
+    total_model_calls: int = 0
+    total_tokens: int = 0
+    total_tool_calls: int = 0
+
+    @property
+    def duration_ms(self) -> int | None:
+        return duration_ms(self.started_at, self.ended_at)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["duration_ms"] = self.duration_ms
+        return d
+
+
+def _own(have: dict[str, list[str]], alias: str) -> tuple[str, str, str]:
+    """The seed's three subqueries for the run `alias`.id (0 without the table)."""
+    calls, tools = have.get("calls") or [], have.get("tools") or []
+    if "run_id" in calls:
+        n_calls = f"(SELECT COUNT(*) FROM calls c WHERE c.run_id = {alias}.id)"
+        both = "prompt_tokens" in calls and "completion_tokens" in calls
+        tokens = (
+            f"(SELECT COALESCE(SUM(c.prompt_tokens + c.completion_tokens), 0) FROM calls c"
+            f" WHERE c.run_id = {alias}.id)"
+            if both
+            else "0"
+        )
+    else:
+        n_calls = tokens = "0"
+    n_tools = (
+        f"(SELECT COUNT(*) FROM tools t WHERE t.run_id = {alias}.id)" if "run_id" in tools else "0"
+    )
+    return n_calls, tokens, n_tools
+
+
+def listing(store: Store, flt: RunFilter) -> Listing:
+    """The runs, newest first (top-level ones unless `subagents`)."""
+    out = Listing("runs", store.where())
+    with store.maybe_reader() as conn:
+        if conn is None:
+            out.exists = False
+            return out
+        have = columns(conn, "runs", "calls", "tools")
+        if not usable(out, have, "runs", "id"):
+            return out
+        runs = have["runs"]
+        where, args = [], []
+        if not flt.subagents:
+            where.append(f"{col(runs, 'r', 'parent_id')} IS NULL")
+        for name, value in (("status", flt.status), ("source", flt.source),
+                            ("agent", flt.agent), ("thread_id", flt.thread)):  # fmt: skip
+            if value is not None:
+                where.append(f"{col(runs, 'r', name)} = ?")
+                args.append(value)
+        if flt.since is not None:
+            where.append(f"{col(runs, 'r', 'started_at')} >= ?")
+            args.append(flt.since)
+        if flt.until is not None:
+            where.append(f"{col(runs, 'r', 'started_at')} < ?")
+            args.append(flt.until)
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        n_calls, tokens, n_tools = _own(have, "r")
+        shown = [c for c in RUN_COLUMNS if c not in ("error", "result", "pid", "host")]
+        sql = (
+            f"SELECT {select(runs, 'r', shown)}, {n_calls} AS model_calls, {tokens} AS tokens,"
+            f" {n_tools} AS tool_calls FROM runs r{clause}"
+            f" ORDER BY {col(runs, 'r', 'started_at')} DESC, r.id DESC"
+        )
+        if flt.limit:
+            sql += f" LIMIT {int(flt.limit)}"
+        rows = conn.execute(sql, args).fetchall()
+        n = len(shown)
+        out.rows = [
+            RunRow(**dict(zip(shown, r[:n], strict=True)), model_calls=r[n] or 0,
+                   tokens=r[n + 1] or 0, tool_calls=r[n + 2] or 0)
+            for r in rows
+        ]  # fmt: skip
+        if flt.limit and len(rows) == flt.limit:
+            total = conn.execute(f"SELECT COUNT(*) FROM runs r{clause}", args).fetchone()[0]
+            out.more = max(0, total - len(rows))
+        _add_subtrees(conn, have, out.rows)
+    return out
+
+
+def _subtree_cte(have: dict[str, list[str]], roots: str) -> str:
+    """`tree(root, id)`: every run below each root (and the root), by parent_id."""
+    if "parent_id" not in have["runs"]:
+        return f"tree(root, id) AS (SELECT id, id FROM runs WHERE {roots})"
+    return (
+        f"tree(root, id) AS (SELECT id, id FROM runs WHERE {roots}"
+        " UNION SELECT tree.root, r.id FROM runs r JOIN tree ON r.parent_id = tree.id)"
+    )
+
+
+def _add_subtrees(conn: Any, have: dict[str, list[str]], rows: list[RunRow]) -> None:
+    if not rows:
+        return
+    marks = ", ".join("?" for _ in rows)
+    n_calls, tokens, n_tools = _own(have, "tree")
+    sql = (
+        f"WITH RECURSIVE {_subtree_cte(have, f'id IN ({marks})')}"
+        f" SELECT root, COUNT(*) - 1, SUM({n_calls}), SUM({tokens}), SUM({n_tools})"
+        " FROM tree GROUP BY root"
+    )
+    totals = {r[0]: r[1:] for r in conn.execute(sql, [r.id for r in rows])}
+    for row in rows:
+        sub, calls, toks, tools = totals.get(row.id, (0, 0, 0, 0))
+        row.subagents, row.total_model_calls = int(sub or 0), int(calls or 0)
+        row.total_tokens, row.total_tool_calls = int(toks or 0), int(tools or 0)
+
+
+# --- one run as a tree -------------------------------------------------------------------
+@dataclass
+class RunNode:
+    """A run with everything tagged with its id, and its subagents' runs below it."""
+
+    run: dict[str, Any]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    feedback: list[dict[str, Any]] = field(default_factory=list)
+    review: dict[str, Any] | None = None
+    subagents: list[RunNode] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.run["id"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.run,
+            "duration_ms": duration_ms(self.run.get("started_at"), self.run.get("ended_at")),
+            "calls": self.calls,
+            "tools": self.tools,
+            "events": self.events,
+            "feedback": self.feedback,
+            "review": self.review,
+            "subagents": [s.to_json() for s in self.subagents],
+        }
+
+
+def _rows(conn: Any, sql: str, args: list[Any], names: tuple[str, ...]) -> list[dict[str, Any]]:
+    # fetchall, then the dicts: a run of 1,000 calls is read in C first (bench/bench_runs.py).
+    rows = conn.execute(sql, args).fetchall()
+    return [dict(zip(names, r, strict=True)) for r in rows]
+
+
+def show(store: Store, ref: str) -> RunNode:
+    """The run `ref` (an id or a unique prefix) as a tree; NotFound (exit 3) when
+    there is no such run (or no runs at all)."""
+    from kaja_cli.errors import NotFound
+
+    with store.maybe_reader() as conn:
+        if conn is None:
+            raise NotFound(f"no run {ref.strip()!r}: there is no Kaja store at {store.where()}")
+        tables = ("runs", "calls", "tools", "events", "feedback", "reviews")
+        have = columns(conn, *tables)
+        if "id" not in (have.get("runs") or []):
+            raise NotFound(f"no run {ref.strip()!r}: no runs recorded in {store.where()}")
+        run_id = find_id(conn, "runs", "id", ref, "run", HINT)
+        cte = "WITH RECURSIVE " + _subtree_cte(have, "id = ?")
+        runs = _rows(conn, f"{cte} SELECT {select(have['runs'], 'r', RUN_COLUMNS)} FROM runs r"
+                     f" WHERE r.id IN (SELECT id FROM tree) ORDER BY"
+                     f" {col(have['runs'], 'r', 'started_at')}, r.id", [run_id], RUN_COLUMNS)  # fmt: skip
+        nodes = {r["id"]: RunNode(r) for r in runs}
+
+        def tagged(table: str, names: tuple[str, ...], order: str) -> list[dict[str, Any]]:
+            cols = have.get(table)
+            if not cols or "run_id" not in cols:
+                return []
+            key = "t.run_id"
+            return _rows(conn, f"{cte} SELECT {select(cols, 't', names)} FROM {table} t"
+                         f" WHERE {key} IN (SELECT id FROM tree) ORDER BY {order}",
+                         [run_id], names)  # fmt: skip
+
+        def order(table: str, *names: str) -> str:
+            return ", ".join(col(have.get(table), "t", n) for n in names)
+
+        for table, names, by in (("calls", CALL_COLUMNS, ("at", "id")),
+                                 ("tools", TOOL_COLUMNS, ("at", "id")),
+                                 ("events", EVENT_COLUMNS, ("run_id", "event_id")),
+                                 ("feedback", FEEDBACK_COLUMNS, ("at", "id"))):  # fmt: skip
+            for row in tagged(table, names, order(table, *by)):
+                node = nodes.get(row["run_id"])
+                if node is not None:  # a run id stored with another type: left out
+                    getattr(node, table).append(row)
+        for review in tagged("reviews", REVIEW_COLUMNS, "t.run_id"):
+            node = nodes.get(review["run_id"])
+            if node is not None:
+                node.review = review
+    for r in runs:
+        parent = nodes.get(r.get("parent_id"))
+        if r["id"] != run_id and parent is not None:
+            parent.subagents.append(nodes[r["id"]])
+    return nodes[run_id]
+
+
+def ids(conn: Any, prefix: str) -> list[tuple[str, str | None, str | None, str | None]]:
+    """Run ids starting with `prefix` for TAB: (id, agent, started_at, prompt), newest first."""
+    have = columns(conn, "runs").get("runs")
+    if not have or "id" not in have:
+        return []
+    return conn.execute(
+        f"SELECT r.id, {col(have, 'r', 'agent')}, {col(have, 'r', 'started_at')},"
+        f" {col(have, 'r', 'prompt')} FROM runs r WHERE r.id >= ? AND r.id < ?"
+        f" ORDER BY {col(have, 'r', 'started_at')} DESC LIMIT 200",
+        (prefix, prefix + "\U0010ffff"),
+    ).fetchall()

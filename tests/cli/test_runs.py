@@ -1,0 +1,335 @@
+"""The audit views (issue 25): `kaja runs`, `runs show`, `reviews`, `reviews done`,
+`tasks`, `schedules`, `triggers`, `learning`, `learning fixes`, `artifacts`,
+`artifacts show`, through the real command."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+
+import pytest
+
+from kaja_cli.core.store import Store
+from kaja_cli.core.store.paths import Overrides
+
+SEED_TURNS = """
+SELECT r.id, r.agent, r.source, r.status, r.started_at,
+  (SELECT COUNT(*) FROM calls c WHERE c.run_id = r.id) AS model_calls,
+  (SELECT COALESCE(SUM(c.prompt_tokens + c.completion_tokens), 0) FROM calls c WHERE c.run_id = r.id) AS tokens,
+  (SELECT COUNT(*) FROM tools t WHERE t.run_id = r.id) AS tool_calls
+FROM runs r
+WHERE r.parent_id IS NULL
+ORDER BY r.started_at DESC
+LIMIT 5;
+"""
+SEED_SUBAGENTS = (
+    "SELECT child.id, child.agent, child.status FROM runs child WHERE child.parent_id = 'run_7f3a';"
+)
+SEED_RECIPES = """
+SELECT rec.id, rec.task, rec.uses, rec.wins, rec.losses, e.trace_run_id
+FROM experience_recipes rec
+JOIN experience_runs e ON e.learned_recipe = rec.id;
+"""
+SEED_DUE = """
+SELECT id, name, cron, next_run_at
+FROM schedules
+WHERE status = 'active' AND next_run_at <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+ORDER BY next_run_at;
+"""
+
+
+def sqlite3_json(db, sql: str) -> list[dict]:
+    """The seed's query as a person runs it: the sqlite3 shell, read-only, JSON out."""
+    out = subprocess.run(["sqlite3", "-readonly", "-json", str(db), sql],
+                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    return json.loads(out) if out.strip() else []
+
+
+def js(result) -> dict:
+    assert result.code == 0, result
+    return json.loads(result.out)
+
+
+# --- the seed's worked example, written with raw SQL ------------------------------------------
+WORKED = """
+CREATE TABLE runs (id TEXT PRIMARY KEY, parent_id, agent, source, thread_id, prompt, started_at,
+  ended_at, status, error, result, pid, host);
+CREATE TABLE calls (id INTEGER PRIMARY KEY, run_id, at, engine, model, role, source, kind,
+  prompt_tokens, completion_tokens, cached_tokens, cache_source, duration_ms, gen_ms, prompt_ms,
+  ttft_ms, load_ms, tool_calls, think, purpose, ok, error);
+CREATE TABLE tools (id INTEGER PRIMARY KEY, run_id, at, tool, outcome, duration_ms, arguments,
+  result_chars, preview, error);
+CREATE TABLE events (id INTEGER PRIMARY KEY, run_id, event_id, at, type, attributes,
+  UNIQUE (run_id, event_id));
+CREATE TABLE feedback (id INTEGER PRIMARY KEY, run_id, span_id, at, agent, source, type,
+  value_num, value_text, comment, user_id, tags);
+CREATE TABLE artifacts (id TEXT PRIMARY KEY, kind, source, title, text, fingerprint, path, created_at);
+INSERT INTO runs (id, parent_id, agent, source, thread_id, prompt, started_at, ended_at, status, result)
+  VALUES ('run_7f3a', NULL, 'andromeda', 'interactive', 'tui-2026-10-15',
+          'Summarize the open PRs and screenshot the PR list', '2026-10-15T09:00:00Z',
+          '2026-10-15T09:00:14Z', 'completed', 'There are 3 open PRs…');
+INSERT INTO calls (id, run_id, engine, model, prompt_tokens, completion_tokens, ttft_ms, tool_calls)
+  VALUES (1201, 'run_7f3a', 'ollama', 'llama3.2:3b', 2140, 96, 410, '["spawn_subagent"]');
+INSERT INTO events (run_id, event_id, type, attributes)
+  VALUES ('run_7f3a', 2, 'ActivityTaskScheduled', '{}'), ('run_7f3a', 1, 'WorkflowExecutionStarted', '{}');
+INSERT INTO runs (id, parent_id, agent, status, started_at)
+  VALUES ('run_91c0', 'run_7f3a', 'researcher', 'completed', '2026-10-15T09:00:02Z');
+INSERT INTO tools (run_id, tool, outcome, duration_ms, result_chars)
+  VALUES ('run_91c0', 'git_log', 'ok', 84, 3120);
+INSERT INTO tools (run_id, tool, outcome, duration_ms, arguments)
+  VALUES ('run_7f3a', 'browser_screenshot', 'ok', 920, '{"url":"[redacted]"}');
+INSERT INTO artifacts (id, kind, source, path) VALUES ('a1b2c3', 'screenshot', 'browser_screenshot', '/nonexistent/pr-list.png');
+INSERT INTO feedback (run_id, type, value_num, comment) VALUES ('run_7f3a', 'thumbs', 1, 'great');
+"""
+
+
+@pytest.fixture
+def worked(kaja):
+    kaja.state.mkdir(parents=True)
+    conn = sqlite3.connect(kaja.db)
+    conn.executescript(WORKED)
+    conn.close()
+    return kaja
+
+
+def test_runs_lists_the_worked_example_with_the_seed_figures_and_the_subtree(worked):
+    doc = js(worked("runs", "--json"))
+    assert [r["id"] for r in doc["runs"]] == ["run_7f3a"]  # top-level only
+    run = doc["runs"][0]
+    assert (run["model_calls"], run["tokens"], run["tool_calls"]) == (1, 2236, 1)
+    assert (
+        run["subagents"],
+        run["total_model_calls"],
+        run["total_tokens"],
+        run["total_tool_calls"],
+    ) == (1, 1, 2236, 2)
+    assert run["duration_ms"] == 14000
+    every = js(worked("runs", "--all", "--json"))
+    assert [r["id"] for r in every["runs"]] == ["run_91c0", "run_7f3a"]
+    piped = worked("runs")
+    assert piped.code == 0 and piped.out.startswith("run_7f3a\t2026-10-15T09:00:00Z\tandromeda\t")
+
+
+def test_runs_show_is_the_tree_of_the_worked_example(worked):
+    tree = js(worked("runs", "show", "run_7f", "--json"))
+    assert tree["id"] == "run_7f3a" and tree["result"] == "There are 3 open PRs…"
+    assert [c["id"] for c in tree["calls"]] == [1201] and tree["calls"][0]["ttft_ms"] == 410
+    assert [t["tool"] for t in tree["tools"]] == ["browser_screenshot"]
+    assert tree["tools"][0]["arguments"] == '{"url":"[redacted]"}'  # as stored
+    assert [e["event_id"] for e in tree["events"]] == [1, 2]  # in event_id order
+    assert tree["feedback"][0]["comment"] == "great" and tree["review"] is None
+    (child,) = tree["subagents"]
+    assert child["id"] == "run_91c0" and child["tools"][0]["result_chars"] == 3120
+    text = worked("runs", "show", "run_7f3a")
+    assert text.code == 0
+    lines = text.out.splitlines()
+    assert lines[0].startswith("run_7f3a  completed · andromeda · interactive")
+    assert any("model llama3.2:3b  2,236 tokens" in ln for ln in lines)
+    assert lines[-1].endswith("tool git_log  ok · 84 ms · 3,120 chars")
+    assert any(ln.startswith("└── run_91c0") for ln in lines)
+
+
+def test_runs_show_unknown_and_ambiguous_ids(worked):
+    r = worked("runs", "show", "run_nope")
+    assert (r.code, r.out) == (3, "") and r.err.startswith("kaja: no run 'run_nope'")
+    r = worked("runs", "show", "run_")
+    assert r.code == 2 and "ambiguous" in r.err and "run_7f3a" in r.err and "Traceback" not in r.err
+
+
+def test_an_older_store_without_the_tables_says_none_recorded(kaja):
+    kaja.state.mkdir(parents=True)
+    sqlite3.connect(kaja.db).executescript("CREATE TABLE sessions (id TEXT PRIMARY KEY);")
+    for args, what in ((("runs",), "runs"), (("reviews",), "reviews"), (("tasks",), "tasks"),
+                       (("schedules", "--due"), "schedules"), (("triggers",), "triggers"),
+                       (("learning",), "recipes"), (("learning", "fixes"), "fixes"),
+                       (("artifacts",), "artifacts")):  # fmt: skip
+        r = kaja(*args)
+        assert (r.code, r.out) == (0, ""), (args, r)
+        assert f"no {what} recorded" in r.err, (args, r)
+        assert json.loads(kaja(*args, "--json").out)[what] == []
+    r = kaja("runs", "show", "run_x")
+    assert r.code == 3 and "no runs recorded" in r.err
+
+
+def test_a_table_not_of_the_agents_shape_is_one_line(kaja):
+    kaja.state.mkdir(parents=True)
+    sqlite3.connect(kaja.db).executescript(
+        "CREATE TABLE runs (name TEXT); CREATE TABLE schedules (x);"
+        " CREATE TABLE calls (run_id);"  # an older agent's calls: no tokens
+    )
+    r = kaja("runs")
+    assert r.code == 0 and r.out == "" and r.err.count("\n") == 1 and "no column id" in r.err
+    assert kaja("schedules").code == 0
+
+
+def test_an_older_runs_table_without_some_columns_still_lists(kaja):
+    kaja.state.mkdir(parents=True)
+    sqlite3.connect(kaja.db).executescript(
+        "CREATE TABLE runs (id TEXT, started_at TEXT, status TEXT);"
+        " INSERT INTO runs VALUES ('run_old', '2026-01-01T00:00:00Z', 'completed');"
+        " CREATE TABLE calls (run_id, model);  INSERT INTO calls VALUES ('run_old', 'm');"
+    )
+    doc = js(kaja("runs", "--json"))
+    assert doc["runs"][0]["id"] == "run_old" and doc["runs"][0]["model_calls"] == 1
+    assert doc["runs"][0]["tokens"] == 0
+    assert js(kaja("runs", "show", "run_old", "--json"))["calls"][0]["model"] == "m"
+
+
+# --- --json against the seed's queries through the sqlite3 shell, on the demo store --------------
+def test_json_matches_the_seeds_queries_run_with_sqlite3(demo_store):
+    k = demo_store  # the sqlite3 shell leaves a -wal behind: not the shared store
+    mine = js(k("runs", "-n", "5", "--json"))["runs"]
+    keys = ("id", "agent", "source", "status", "started_at", "model_calls", "tokens", "tool_calls")
+    assert [{c: r[c] for c in keys} for r in mine] == sqlite3_json(k.db, SEED_TURNS)
+    assert any(r["model_calls"] for r in mine)  # the comparison compares something
+
+    tree = js(k("runs", "show", "run_7f3a", "--json"))
+    subs = [{"id": s["id"], "agent": s["agent"], "status": s["status"]} for s in tree["subagents"]]
+    assert subs == sqlite3_json(k.db, SEED_SUBAGENTS) and subs
+
+    recipes = js(k("learning", "--json"))["recipes"]
+    learned = [{c: r[c] for c in ("id", "task", "uses", "wins", "losses", "trace_run_id")}
+               for r in recipes if r["trace_run_id"] is not None]  # fmt: skip
+    assert (
+        sorted(learned, key=lambda r: r["id"])
+        == sorted(sqlite3_json(k.db, SEED_RECIPES), key=lambda r: r["id"])
+        and learned
+    )
+
+    due = js(k("schedules", "--due", "--json"))["schedules"]
+    seed_due = sqlite3_json(k.db, SEED_DUE)
+    assert [{c: s[c] for c in ("id", "name", "cron", "next_run_at")} for s in due] == seed_due
+    assert seed_due  # the demo has schedules due
+    assert len(js(k("schedules", "--json"))["schedules"]) > len(due)  # and some not
+
+
+def test_filters_and_limit(shared_demo_store):
+    k = shared_demo_store
+    failed = js(k("runs", "--status", "failed", "-n", "0", "--json"))["runs"]
+    assert failed and {r["status"] for r in failed} == {"failed"}
+    r = k("runs", "-n", "2")
+    assert r.code == 0 and len(r.out.splitlines()) == 2 and "more not shown" in r.err
+    sched = js(k("runs", "--source", "schedule", "-n", "0", "--json"))["runs"]
+    assert sched and {r["source"] for r in sched} == {"schedule"}
+    thread = next(
+        r["thread_id"] for r in js(k("runs", "-n", "0", "--json"))["runs"] if r["thread_id"]
+    )
+    assert {
+        r["thread_id"] for r in js(k("runs", "--thread", thread, "-n", "0", "--json"))["runs"]
+    } == {thread}
+    old = js(k("runs", "--until", "2000-01-01", "--json"))["runs"]
+    assert old == []
+    assert k("runs", "--since", "yesterday-ish").code == 2
+    tasks = js(k("tasks", "--json"))["tasks"]
+    assert {t["status"] for t in tasks} >= {
+        "queued",
+        "running",
+        "paused",
+        "completed",
+        "failed",
+        "cancelled",
+    }
+    assert [t["status"] for t in js(k("tasks", "--status", "failed", "--json"))["tasks"]] == [
+        "failed"
+    ]
+    r = k("runs", "--status", "failed", "show", "run_7f3a")
+    assert r.code == 2 and "belongs to the listing" in r.err
+
+
+def test_reviews_queue_needs_review_first(shared_demo_store):
+    reviews = js(shared_demo_store("reviews", "--json"))["reviews"]
+    assert reviews[0]["status"] == "needs-review" and reviews[0]["prompt"]
+    assert {r["status"] for r in reviews} == {"needs-review", "complete"}
+
+
+def test_reviews_done_marks_it_complete_through_ordinary_sql(demo_store):
+    k = demo_store
+    run = js(k("reviews", "--status", "needs-review", "--json"))["reviews"][0]["run_id"]
+    with sqlite3.connect(k.db) as conn:
+        conn.execute("INSERT OR REPLACE INTO sync_state (name, value) VALUES ('origin', 'me')")
+        conn.execute("DELETE FROM sync_outbox")
+    conn.close()
+    r = k("reviews", "done", run[:12], "--note", "times fixed")
+    assert r.code == 0 and f"review of run {run} marked complete" in r.err
+    conn = sqlite3.connect(k.db)
+    row = conn.execute("SELECT status, note, reviewed_at, updated_at FROM reviews WHERE run_id = ?",
+                       (run,)).fetchone()  # fmt: skip
+    assert row[0] == "complete" and row[1] == "times fixed" and row[2] and row[2] == row[3]
+    # The agent's sync trigger saw it: the change waits in the outbox.
+    assert conn.execute("SELECT tbl, key FROM sync_outbox").fetchall() == [("reviews", run)]
+    conn.close()
+    again = js(k("reviews", "done", run, "--json"))
+    assert again["changed"] is False and again["review"]["note"] == "times fixed"
+    assert k("reviews", "done", "run_not_flagged").code == 3
+
+
+def test_artifacts_say_whether_the_file_exists(demo_store):
+    from pathlib import Path
+
+    k = demo_store
+    arts = {a["id"]: a for a in js(k("artifacts", "--json"))["artifacts"]}
+    (shot,) = [a for a in arts.values() if a["path"]]
+    page = next(a for a in arts.values() if a["path"] is None)
+    assert shot["exists"] is True and page["exists"] is False
+    assert js(k("artifacts", "--missing", "--json"))["artifacts"] == []
+    shown = k("artifacts", "show", page["id"])
+    assert shown.code == 0 and "Zürich HB" in shown.out
+    assert not Path(shot["path"]).is_absolute()  # under the state dir: this copy's own file
+    (k.state / shot["path"]).unlink()
+    gone = js(k("artifacts", "--json"))["artifacts"]
+    assert [a["exists"] for a in gone if a["id"] == shot["id"]] == [False]
+    assert [a["id"] for a in js(k("artifacts", "--missing", "--json"))["artifacts"]] == [shot["id"]]
+    r = k("artifacts", "show", shot["id"][:3])
+    assert r.code == 0 and r.out.strip() == str(k.state / shot["path"]) and "is gone" in r.err
+    piped = k("artifacts")
+    assert f"{shot['id']}\tscreenshot\t" in piped.out and "\tno\t" in piped.out
+    assert k("artifacts", "show", "zzz").code == 3
+
+
+# --- secrets -------------------------------------------------------------------------------------
+SECRET = "whsec_TOPSECRET_0123456789"
+TOKEN = "xoxb-CONFIG-TOKEN-987654"
+PASSWORD = "hunter2-pw-556677"
+
+
+def test_a_triggers_secret_and_config_tokens_never_appear(demo_store):
+    k = demo_store
+    with sqlite3.connect(k.db) as conn:
+        conn.execute(
+            "INSERT INTO triggers (id, name, kind, status, secret, config, last_error, state)"
+            " VALUES ('trg_leak', 'leaky', 'webhook', 'active', ?, ?, ?, ?)",
+            (SECRET, json.dumps({"url": f"https://bot:{PASSWORD}@hooks.example/x", "auth": {"token": TOKEN},
+                                 "api_key": TOKEN, "channel": "#ops", "headers": [{"Authorization": TOKEN}]}),
+             f"POST failed: token={TOKEN}", json.dumps({"refresh_token": TOKEN})),
+        )  # fmt: skip
+    conn.close()
+    outputs = []
+    for args in (("triggers",), ("triggers", "--json"), ("triggers", "--kind", "webhook"),
+                 ("tasks", "--json"), ("schedules", "--json"), ("runs", "--json"), ("reviews", "--json"),
+                 ("learning", "--json"), ("artifacts", "--json"), ("doctor",), ("doctor", "--json")):  # fmt: skip
+        r = k(*args)
+        assert r.code in (0, 1), (args, r)
+        outputs.append(r.out + r.err)
+    every = "\n".join(outputs)
+    for secret in (SECRET, TOKEN, PASSWORD):
+        assert secret not in every
+    trig = next(t for t in js(k("triggers", "--json"))["triggers"] if t["id"] == "trg_leak")
+    assert trig["config"]["auth"] == "***" and trig["config"]["api_key"] == "***"
+    assert trig["config"]["channel"] == "#ops" and "hooks.example" in trig["config"]["url"]
+    assert "secret" not in trig and "state" not in trig
+
+
+# --- TAB -----------------------------------------------------------------------------------------
+def test_run_ids_are_offered_on_tab(shared_demo_store):
+    from kaja_cli.completion import values
+
+    params = {"state_dir": shared_demo_store.state, "config_path": shared_demo_store.config}
+    runs = values.complete("run", params, "run_7f")
+    assert ("run_7f3a" in [v for v, _ in runs]) and all(v.startswith("run_7f") for v, _ in runs)
+    assert [v for v, _ in values.complete("artifact", params, "a1")] == ["a1b2c3"]
+    assert values.complete("review", params, "run_") != []
+
+
+def _store(kaja) -> Store:
+    return Store.locate(Overrides(config=kaja.config, state_dir=kaja.state), environ={})
