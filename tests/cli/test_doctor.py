@@ -25,13 +25,13 @@ import sqlite3
 import subprocess
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from kaja_cli.core.engine.fs import human_size
-from tests.conftest import DEMO_AGE_WARNINGS, DEMO_NOW, Kaja, Result, only_the_demos_age
+from tests.conftest import DEMO_NOW, Kaja, Result, demo_age_warnings, only_the_demos_age
 from tests.support.faults import changes, kill_at_point, kill_mid_transaction
 from tests.support.unprivileged import unprivileged
 
@@ -76,12 +76,11 @@ def statuses(r: Result) -> dict[str, str]:
 
 
 def problems(r: Result) -> dict[str, str]:
-    """The checks that found something, but the demo store's age (DEMO_AGE_WARNINGS: its
+    """The checks that found something, but the demo store's age (demo_age_warnings: its
     agent stopped on DEMO_NOW; test_a_demo_from_the_past_is_overdue asserts those)."""
+    _, age = demo_age_warnings()
     return {
-        cid: s
-        for cid, s in statuses(r).items()
-        if s != "ok" and not (cid in DEMO_AGE_WARNINGS and s == "warn")
+        cid: s for cid, s in statuses(r).items() if s != "ok" and not (cid in age and s == "warn")
     }
 
 
@@ -105,10 +104,27 @@ def image_files(kaja: Kaja) -> list[Path]:
 def present_demo(tmp_path_factory: pytest.TempPathFactory) -> Kaja:
     """The demo store as `kaja demo` writes it now (base time: this hour), what a user
     who runs `kaja doctor` right after it sees. Doctor only reads: one for the module."""
-    k = Kaja(tmp_path_factory.mktemp("present-demo"))
-    r = k("demo", "--seed", "1")
+    return _demo_at(tmp_path_factory.mktemp("present-demo"), timedelta(0))
+
+
+def _demo_at(root: Path, ago: timedelta) -> Kaja:
+    """The demo written `ago` before this second (to the second, not this hour: the
+    store's age when doctor reads it is then the same whenever the test runs)."""
+    k = Kaja(root)
+    base = (datetime.now(UTC) - ago).replace(microsecond=0)
+    r = k("demo", "--seed", "1", "--now", base.strftime("%Y-%m-%dT%H:%M:%SZ"))
     assert r.code == 0, r
+    k.base = base  # type: ignore[attr-defined]
     return k
+
+
+PAST = timedelta(hours=30)  # past the running task's hour and the due schedule's day, not more
+
+
+@pytest.fixture(scope="module")
+def past_demo(tmp_path_factory: pytest.TempPathFactory) -> Kaja:
+    """The demo written 30 hours ago: its agent stopped then."""
+    return _demo_at(tmp_path_factory.mktemp("past-demo"), PAST)
 
 
 def test_demo_store_has_no_problems(present_demo: Kaja) -> None:
@@ -174,18 +190,25 @@ def test_json_shape(present_demo: Kaja) -> None:
     }
 
 
-def test_a_demo_from_the_past_is_overdue(demo_store: Kaja) -> None:
-    """Doctor uses the real clock: in the demo written at DEMO_NOW (days ago) the agent
-    stopped then, so its running task is past its timeout and its active schedule due then
-    is more than a day overdue. Exactly those two warnings; never a trigger's secret."""
+def test_a_demo_from_the_past_is_overdue(past_demo: Kaja) -> None:
+    """Doctor uses the real clock: in the demo written 30 hours ago the agent stopped
+    then, so its running task is past its timeout and its active schedule due then is
+    more than a day overdue. Exactly those two warnings; never a trigger's secret. (The
+    demo store at DEMO_NOW, days ago, warns of the same and, as it ages, more: the other
+    schedule, the outbox; `only_the_demos_age` takes that into account.)"""
+    demo_store = past_demo
+    base = past_demo.base  # type: ignore[attr-defined]
+    started = (base - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    due = (base - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     r = doctor(demo_store)
     assert r.code == 0, r  # warnings only
-    assert only_the_demos_age(r.out), r.out
     lines = r.out.splitlines()
+    flagged = [line.rsplit("[", 1)[-1] for line in lines if line.startswith(("  ! ", "  ✗ "))]
+    assert flagged == ["tasks]", "schedules]"] and lines[-1] == "0 errors, 2 warnings", r.out
     group = lines.index("agent")
     assert lines[group + 1] == "  ! 1 background task still running past its timeout  [tasks]"
     assert lines[group + 3].startswith(
-        "      bg_002 (web_fetch): running since 2026-11-29T11:59:00.000Z, "
+        f"      bg_002 (web_fetch): running since {started}, "
     ) and lines[group + 3].endswith("; its timeout is 3600 seconds")
     assert "      to fix: restart the agent; `kaja tasks --status running` lists them" in lines
     assert (
@@ -193,7 +216,7 @@ def test_a_demo_from_the_past_is_overdue(demo_store: Kaja) -> None:
         in lines
     )
     assert any(
-        line.startswith("      sch_running (running plan): due 2026-11-29T11:55:00.000Z, ")
+        line.startswith(f"      sch_running (running plan): due {due}, ")
         and line.endswith(" ago (cron 0 19 * * 0)")
         for line in lines
     ), r.out
