@@ -133,9 +133,10 @@ def requests(base: dict[str, str], words: list[str], incomplete: str) -> dict[st
     }  # fmt: skip
 
 
-def every_case() -> list[tuple[list[str], str]]:
+def every_case() -> tuple[list[tuple[list[str], str]], list[tuple[list[str], str]]]:
     """Words for every command, subcommand, option, option value and argument of
-    the table, and the cases where Click's parsing has rules of its own."""
+    the table (generated), and the cases where Click's parsing has rules of its
+    own (written out)."""
     from kaja_cli.completion.table import COMMANDS
 
     cases: list[tuple[list[str], str]] = [([], ""), ([], "-"), ([], "--"), ([], "s"), ([], "x")]
@@ -152,7 +153,7 @@ def every_case() -> list[tuple[list[str], str]]:
             else:
                 cases += [([*words, "x"], ""), ([*words, "x", "y"], ""), ([*words, "--"], "0")]
     s, t = TOMATO[:8], "telegram:482913"
-    cases += [
+    special: list[tuple[list[str], str]] = [
         (["resume"], "01a22"), (["resume"], "01a226"), (["resume"], TOMATO[:12]),
         (["resume"], "01A2"), (["resume", "--owner", t], ""), (["resume", "--owner", t], "01a2"),
         (["resume", "--owner", "terminal"], ""), (["resume", "--owner", ""], ""),
@@ -180,19 +181,26 @@ def every_case() -> list[tuple[list[str], str]]:
         (["--config"], ""), (["--db"], "/tm"), (["sessions", "nope"], ""), (["config", "x"], ""),
         (["search", "'unfinished"], ""), (["resume"], "="), (["search", "--role=as"], ""),
     ]  # fmt: skip
-    return cases
+    return cases, special
 
 
-SHARDS = 3  # the 1,000 cases in three tests: xdist runs them side by side
+SHARDS = 4  # the 1,000 generated cases in four tests: xdist runs them side by side
 
 
-@pytest.mark.parametrize("shard", range(SHARDS), ids=lambda i: f"{i + 1} of {SHARDS}")
+@pytest.mark.parametrize(
+    "shard",
+    [pytest.param(i, id=f"{i + 1} of {SHARDS}", marks=[pytest.mark.exhaustive] if i else [])
+     for i in range(SHARDS)],
+)  # fmt: skip
 def test_the_fast_path_answers_what_typer_answers(shared_demo_store, shard):
+    """Every case in the three shells, the fast path against Typer. The default set: the
+    written-out cases and every fourth generated one (each command is in it); `-m
+    exhaustive` adds the other three quarters."""
     base = dict(shared_demo_store.env, COLUMNS="100000")
     differ = []
-    cases = every_case()
-    assert len(cases) > 1000
-    for words, incomplete in cases[shard::SHARDS]:
+    generated, special = every_case()
+    assert len(generated) + len(special) > 1000
+    for words, incomplete in generated[shard::SHARDS] + (special if shard == 0 else []):
         for shell, env in requests(base, words, incomplete).items():
             if fast_answer(env) != typer_answer(env):
                 differ.append((shell, words, incomplete, fast_answer(env), typer_answer(env)))
