@@ -191,11 +191,20 @@ def check_screen(command, wide, screens, widths, problems) -> None:
             problems.append((command, width, f"a number parted from its unit: {parted(lines)}"))
 
 
-def test_screens_fit(demo_store, tmp_path):
+@pytest.mark.parametrize(
+    "shard",
+    [pytest.param(i, id=f"{i + 1} of 2", marks=[pytest.mark.exhaustive] if i else [])
+     for i in range(2)],
+)  # fmt: skip
+def test_screens_fit(demo_store, tmp_path, shard):
+    """Every screen at every width: the default set every other command (the listing,
+    search, usage, doctor, resume among them), `-m exhaustive` the others."""
     term = Terminal(tmp_path, demo_store.env, (WIDE, *WIDTHS))
     problems = []
     try:
         for n, command in enumerate(COMMANDS):
+            if n % 2 != shard:
+                continue
             # doctor and wipe would see the other windows' kaja holding the store
             screens = term.run(n, one_by_one=command.split()[0] in ("doctor", "wipe"))
             wide, _ = screens[WIDE]

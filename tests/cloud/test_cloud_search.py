@@ -159,6 +159,7 @@ def test_generated_messages_match_the_same_way(two_stores, texts, plain_queries,
             texts, query)  # fmt: skip
 
 
+@pytest.mark.exhaustive  # by default through `doctor --thorough` (test_cloud_doctor.py)
 def test_every_code_point_folds_as_sqlites_tokenizer(cloud_demo):
     from kaja_cli.core.store.server import tokenizer
 

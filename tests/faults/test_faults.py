@@ -209,7 +209,7 @@ WRITERS = {
     # The demo's legacy files and conversation files beside the demo store (`demo --legacy`).
     "migrate": Writer(("migrate",), store="legacy"),
 }  # fmt: skip
-SAMPLE = 5  # one in SAMPLE of the points not chosen by kind joins the default set
+SAMPLE = 10  # one in SAMPLE of the points not chosen by kind joins the default set
 SAMPLE_SEED = 24  # which ones: the same in every run and worker (change it to see others)
 
 
