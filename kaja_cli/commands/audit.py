@@ -31,6 +31,25 @@ runs_app = typer.Typer(
     help="What the agent did: its runs (turns, subagents, scheduled jobs); `show` one as a tree.",
     invoke_without_command=True,
 )
+AllMachines = Annotated[bool, typer.Option("--all-machines",
+                        help="Read the shared ledger on PostgreSQL: every machine's runs.")]  # fmt: skip
+Url = Annotated[str | None, typer.Option("--url", metavar="URL",
+                help="With --all-machines: the PostgreSQL URL (as `kaja sync`).")]  # fmt: skip
+
+
+def _url(ctx: typer.Context, all_machines: bool, url: str | None):  # type: ignore[no-untyped-def]
+    """The shared ledger's URL with --all-machines (None without it)."""
+    if not all_machines:
+        if url is not None:
+            from kaja_cli.errors import UsageError
+
+            raise UsageError("--url goes with --all-machines")
+        return None
+    from kaja_cli.core.ledger import sync
+
+    return sync.require_url(store_of(ctx), url)
+
+
 RunId = Annotated[
     str,
     typer.Argument(metavar="ID", help="A run id or a unique prefix.", autocompletion=hook("run")),
@@ -53,6 +72,8 @@ def runs(
                       help="Only runs of this conversation thread.")] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Subagents' runs too, not only top-level ones.")] = False,
     limit: Limit = 20,
+    all_machines: AllMachines = False,
+    url: Url = None,
     no_pager: NoPager = False,
     as_json: Json = False,
 ) -> None:  # fmt: skip
@@ -63,7 +84,9 @@ def runs(
     completion, tool calls), then how many subagents ran below it and the
     tokens of the whole subtree. --json: {"runs": [...]} with model_calls,
     tokens, tool_calls and the subtree's subagents, total_model_calls,
-    total_tokens, total_tool_calls. Reads the store read-only.
+    total_tokens, total_tool_calls. Reads the store read-only. --all-machines
+    lists the runs every machine pushed to the shared ledger on PostgreSQL
+    (see `kaja sync`), each with the machine it ran on (`machine`).
     """
     if subcommand_runs(ctx):
         return
@@ -73,12 +96,20 @@ def runs(
     flt = core.RunFilter(status=status, source=source, agent=agent,
                          since=_when(since, "--since"), until=_when(until, "--until"),
                          thread=thread, subagents=all_runs, limit=limit)  # fmt: skip
-    _emit(core.listing(store_of(ctx), flt), as_json, view.runs, no_pager)
+    target = _url(ctx, all_machines, url)
+    if target is not None:
+        from kaja_cli.core.ledger import sync
+
+        shared = sync.shared_runs(store_of(ctx), target)
+        result = core.listing_on(shared.runs, shared.figures, flt, target.shown)
+    else:
+        result = core.listing(store_of(ctx), flt)
+    _emit(result, as_json, view.runs, no_pager)
 
 
 @runs_app.command("show")
-def runs_show(ctx: typer.Context, run_id: RunId, no_pager: NoPager = False,
-              as_json: Json = False) -> None:  # fmt: skip
+def runs_show(ctx: typer.Context, run_id: RunId, all_machines: AllMachines = False,
+              url: Url = None, no_pager: NoPager = False, as_json: Json = False) -> None:  # fmt: skip
     """Show one run as a tree: its prompt, result or error, model calls,
     tool calls, events, feedback and review, then its subagents' runs.
 
@@ -86,12 +117,28 @@ def runs_show(ctx: typer.Context, run_id: RunId, no_pager: NoPager = False,
     outcome, duration, the arguments as the agent stored them (redacted by
     it) and the result's size; events in order. --json holds the same tree
     (`subagents` nested). An unknown id: exit 3; an ambiguous prefix: exit 2.
+    --all-machines reads the run from the shared ledger on PostgreSQL, so a
+    run made on another machine can be inspected here (`machine` on each run).
     """
     from kaja_cli import render
     from kaja_cli.core.audit import runs as core
     from kaja_cli.render import audit as view
 
-    node = core.show(store_of(ctx), run_id)
+    target = _url(ctx, all_machines, url)
+    if target is not None:
+        from kaja_cli.core.ledger import sync
+
+        chosen: list[str] = []
+
+        def subtree(found: list[dict]) -> list[str]:
+            chosen.append(core.find_on([r["id"] for r in found], run_id, target.shown))
+            return core.subtree_on(found, chosen[0])
+
+        shared = sync.shared_runs(store_of(ctx), target, tagged_for=subtree)
+        ids = set(core.subtree_on(shared.runs, chosen[0]))
+        node = core.tree_on(chosen[0], [r for r in shared.runs if r["id"] in ids], shared.tagged)
+    else:
+        node = core.show(store_of(ctx), run_id)
     render.emit(node, as_json, view.run_tree, pager=not no_pager)
 
 

@@ -529,6 +529,8 @@ COMMANDS = {
             ('option', 'thread', ('--thread',), (), 'Only runs of this conversation thread.', False, True, False, 1, None),
             ('option', 'all_runs', ('--all',), (), "Subagents' runs too, not only top-level ones.", False, False, False, 1, None),
             ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'all_machines', ('--all-machines',), (), "Read the shared ledger on PostgreSQL: every machine's runs.", False, False, False, 1, None),
+            ('option', 'url', ('--url',), (), 'With --all-machines: the PostgreSQL URL (as `kaja sync`).', False, True, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
@@ -540,6 +542,8 @@ COMMANDS = {
         ],
         'params': [
             ('argument', 'run_id', 1, ('kaja', 'run')),
+            ('option', 'all_machines', ('--all-machines',), (), "Read the shared ledger on PostgreSQL: every machine's runs.", False, False, False, 1, None),
+            ('option', 'url', ('--url',), (), 'With --all-machines: the PostgreSQL URL (as `kaja sync`).', False, True, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),

@@ -74,6 +74,9 @@ def runs(result: Listing) -> None:
         Col("tools", justify="right"), Col("subagents", justify="right", drop=2),
         Col("all tokens", justify="right", drop=1), Col("prompt", kind="text", min=16, drop=6),
     ]  # fmt: skip
+    machines = any(r.machine is not None for r in result.rows)  # --all-machines
+    if machines:
+        cols.insert(1, Col("machine", kind="whole", drop=4))
     rows, plain = [], []
     for r in result.rows:
         rows.append([r.id, render.relative_time(r.started_at), render.text(r.agent),
@@ -84,6 +87,9 @@ def runs(result: Listing) -> None:
         plain.append([r.id, r.started_at, r.agent, r.source, r.status, r.duration_ms,
                       r.model_calls, r.tokens, r.tool_calls, r.subagents, r.total_model_calls,
                       r.total_tokens, r.total_tool_calls, r.prompt])  # fmt: skip
+        if machines:
+            rows[-1].insert(1, render.text(r.machine))
+            plain[-1].insert(1, r.machine)
     render.table(cols, rows, plain_rows=plain, caption=caption(result))
 
 
@@ -101,6 +107,8 @@ def _node_lines(node: RunNode, indent: str, guide: str | None) -> list[list[tupl
     r = node.run
     head = [(indent + (guide or ""), "dim"), (render.text(r["id"]), "bold cyan")]
     facts = [render.text(r.get(k)) for k in ("status", "agent", "source") if r.get(k)]
+    if node.machine is not None:
+        facts.append("on " + render.text(node.machine))
     if r.get("started_at"):
         facts.append(render.text(r["started_at"]))
     dur = node.to_json()["duration_ms"]

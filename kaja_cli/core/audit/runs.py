@@ -72,6 +72,7 @@ class RunRow:
     total_model_calls: int = 0
     total_tokens: int = 0
     total_tool_calls: int = 0
+    machine: str | None = None  # --all-machines: the machine it ran on
 
     @property
     def duration_ms(self) -> int | None:
@@ -79,6 +80,8 @@ class RunRow:
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
+        if self.machine is None:
+            del d["machine"]
         d["duration_ms"] = self.duration_ms
         return d
 
@@ -191,6 +194,7 @@ class RunNode:
     feedback: list[dict[str, Any]] = field(default_factory=list)
     review: dict[str, Any] | None = None
     subagents: list[RunNode] = field(default_factory=list)
+    machine: str | None = None  # --all-machines: the machine it ran on
 
     @property
     def id(self) -> str:
@@ -206,6 +210,7 @@ class RunNode:
             "feedback": self.feedback,
             "review": self.review,
             "subagents": [s.to_json() for s in self.subagents],
+            **({} if self.machine is None else {"machine": self.machine}),
         }
 
 
@@ -276,3 +281,142 @@ def ids(conn: Any, prefix: str) -> list[tuple[str, str | None, str | None, str |
         f" ORDER BY {col(have, 'r', 'started_at')} DESC LIMIT 200",
         (prefix, prefix + "\U0010ffff"),
     ).fetchall()
+
+
+# --- the same from plain rows (the shared ledger: `kaja runs --all-machines`) ---------------
+def _first(value: Any) -> tuple[int, int | float, str]:
+    """A sort key ordering as SQLite does: NULL, then numbers, then text."""
+    if value is None:
+        return (0, 0, "")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (1, value, "")
+    return (2, 0, str(value))
+
+
+def _below(runs: list[dict[str, Any]]) -> dict[Any, list[Any]]:
+    children: dict[Any, list[Any]] = {}
+    for r in runs:
+        if r.get("parent_id") is not None:
+            children.setdefault(r["parent_id"], []).append(r["id"])
+    return children
+
+
+def _subtree(root: Any, children: dict[Any, list[Any]]) -> list[Any]:
+    """The root and every run below it (a parent cycle ends)."""
+    seen, todo = {root}, [root]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in seen:
+                seen.add(child)
+                todo.append(child)
+    return list(seen)
+
+
+def listing_on(
+    runs: list[dict[str, Any]],
+    own: dict[Any, tuple[int, int, int]],
+    flt: RunFilter,
+    location: str,
+) -> Listing:
+    """`listing` computed from plain rows: `runs` dicts with the runs' columns
+    (and the `machine` each ran on), `own` each run id's model calls, tokens
+    and tool calls as the seed's query counts them. Same rows, same order,
+    same figures."""
+    out = Listing("runs", location)
+    if not runs:
+        out.recorded = False
+        return out
+
+    def wanted(r: dict[str, Any]) -> bool:
+        if not flt.subagents and r.get("parent_id") is not None:
+            return False
+        for name, value in (("status", flt.status), ("source", flt.source),
+                            ("agent", flt.agent), ("thread_id", flt.thread)):  # fmt: skip
+            if value is not None and r.get(name) != value:
+                return False
+        started = r.get("started_at")
+        if flt.since is not None and (started is None or str(started) < flt.since):
+            return False
+        return not (flt.until is not None and (started is None or str(started) >= flt.until))
+
+    chosen = sorted((r for r in runs if wanted(r)),
+                    key=lambda r: (_first(r.get("started_at")), _first(r["id"])), reverse=True)  # fmt: skip
+    if flt.limit and len(chosen) > flt.limit:
+        out.more = len(chosen) - flt.limit
+        chosen = chosen[: flt.limit]
+    children = _below(runs)
+    shown = [c for c in RUN_COLUMNS if c not in ("error", "result", "pid", "host")]
+    for r in chosen:
+        calls_n, tokens, tools_n = own.get(r["id"], (0, 0, 0))
+        row = RunRow(**{c: r.get(c) for c in shown}, model_calls=calls_n, tokens=tokens,
+                     tool_calls=tools_n, machine=r.get("machine"))  # fmt: skip
+        tree = _subtree(r["id"], children)
+        row.subagents = len(tree) - 1
+        for run_id in tree:
+            c, t, n = own.get(run_id, (0, 0, 0))
+            row.total_model_calls += c
+            row.total_tokens += t
+            row.total_tool_calls += n
+        out.rows.append(row)
+    return out
+
+
+def find_on(ids: list[str], ref: str, location: str) -> str:
+    """`find_id` over a list of run ids: the one that is `ref` or starts with it."""
+    from kaja_cli.errors import NotFound, UsageError
+
+    ref = ref.strip()
+    if not ref:
+        raise UsageError("empty run id")
+    if not ids:
+        raise NotFound(f"no run {ref!r}: no runs recorded in {location}")
+    if ref in ids:
+        return ref
+    found = sorted(i for i in ids if i.startswith(ref))
+    if not found:
+        raise NotFound(f"no run {ref!r}", hint="`kaja runs --all --all-machines` lists them")
+    if len(found) > 1:
+        from kaja_cli.core.audit.common import MAX_CANDIDATES
+
+        shown = ", ".join(found[:MAX_CANDIDATES])
+        more = " …" if len(found) > MAX_CANDIDATES else ""
+        raise UsageError(f"run prefix {ref!r} is ambiguous: {shown}{more}",
+                         hint="type more of the id")  # fmt: skip
+    return found[0]
+
+
+def subtree_on(runs: list[dict[str, Any]], run_id: str) -> list[Any]:
+    """The ids of `run_id` and every run below it, from plain rows."""
+    return _subtree(run_id, _below(runs))
+
+
+def tree_on(
+    run_id: str, runs: list[dict[str, Any]], rows: dict[str, list[dict[str, Any]]]
+) -> RunNode:
+    """`show` computed from plain rows: `runs` (the subtree's, each with its
+    `machine`), `rows` the calls, tools, events, feedback and reviews tagged
+    with their ids. Same tree, same order, as `show` reads locally."""
+
+    def pick(row: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+        return {n: row.get(n) for n in names}
+
+    ordered = sorted(runs, key=lambda r: (_first(r.get("started_at")), _first(r["id"])))
+    nodes = {r["id"]: RunNode(pick(r, RUN_COLUMNS), machine=r.get("machine")) for r in ordered}
+    for table, names, by in (("calls", CALL_COLUMNS, ("at", "id")),
+                             ("tools", TOOL_COLUMNS, ("at", "id")),
+                             ("events", EVENT_COLUMNS, ("run_id", "event_id")),
+                             ("feedback", FEEDBACK_COLUMNS, ("at", "id"))):  # fmt: skip
+        found = sorted(rows.get(table, []), key=lambda x: tuple(_first(x.get(n)) for n in by))
+        for row in found:
+            node = nodes.get(row.get("run_id"))
+            if node is not None:
+                getattr(node, table).append(pick(row, names))
+    for review in rows.get("reviews", []):
+        node = nodes.get(review.get("run_id"))
+        if node is not None:
+            node.review = pick(review, REVIEW_COLUMNS)
+    for r in ordered:
+        parent = nodes.get(r.get("parent_id"))
+        if r["id"] != run_id and parent is not None:
+            parent.subagents.append(nodes[r["id"]])
+    return nodes[run_id]

@@ -490,6 +490,45 @@ def all_machines_report(
     return result, machines
 
 
+# --- kaja runs --all-machines ----------------------------------------------------------------
+@dataclass
+class SharedRuns:
+    """The runs of the shared ledger as plain rows (`audit.runs.listing_on` and
+    `tree_on` make them the views): each run's columns and `machine`, each
+    run's own figures, and the rows tagged with the runs `tagged_for` chose."""
+
+    exists: bool
+    runs: list[dict[str, Any]]
+    figures: dict[str, tuple[int, int, int]]
+    tagged: dict[str, list[dict[str, Any]]]
+
+
+def shared_runs(
+    store: Store, url: Url, tagged_for: Callable[[list[dict[str, Any]]], list[str]] | None = None
+) -> SharedRuns:
+    """Every machine's runs as pushed (no pull needed, nothing written), in one
+    snapshot; with `tagged_for`, the calls, tools, events, feedback and reviews
+    of the run ids it picks from them (it may raise: nothing is kept open)."""
+    from kaja_cli.core.ledger.sync import server as server
+
+    out = SharedRuns(False, [], {}, {})
+    with server.connect(url.value, statement_timeout_s=_statement_timeout(store)) as pg, \
+            server.errors_of(url.value, "reading runs"):  # fmt: skip
+        out.exists = server.ledger_id(pg, create=False) is not None
+        if not out.exists:
+            if tagged_for is not None:
+                tagged_for([])
+            return out
+        with pg.transaction():
+            pg.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            out.runs = server.run_rows(pg)
+            if tagged_for is None:
+                out.figures = server.run_figures(pg)
+            else:
+                out.tagged = server.tagged_rows(pg, tagged_for(out.runs))
+    return out
+
+
 # --- kaja usage reset ------------------------------------------------------------------------
 def owned_maxima(conn: sqlite3.Connection) -> dict[str, int | None]:
     """The highest id of each integer-id ledger table (before a reset deletes)."""

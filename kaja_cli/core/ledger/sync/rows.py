@@ -112,6 +112,9 @@ def _decode(value: Any) -> Any:
     return value
 
 
+decode = _decode  # a server row's value as the local column holds it (`kaja runs --all-machines`)
+
+
 def _natural(table: str, key: str) -> tuple[str, list[Any]] | None:
     """WHERE clause finding a shared row by its key; None for a key that names none."""
     if table == "events":

@@ -428,3 +428,72 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     return value
+
+
+# --- kaja runs --all-machines ------------------------------------------------------------------
+def _value(value: Any) -> Any:
+    """A JSON value as the local column holds it (`rows._decode`, as a pull stores it)."""
+    from kaja_cli.core.ledger.sync.rows import decode
+
+    return decode(value)
+
+
+def _row(row: dict | None, key: str | None = None) -> dict[str, Any]:
+    out = {name: _value(v) for name, v in (row or {}).items()}
+    if key is not None and "id" not in out:  # an owned row's id is its key on the server
+        out["id"] = int(key) if key.isdigit() else key
+    return out
+
+
+def run_rows(conn: DriverConnection) -> list[dict[str, Any]]:
+    """Every live run of the shared ledger as a dict of its columns, with the
+    `machine` it ran on: the host the agent recorded in it, else the host of
+    the machine that pushed it, else that machine's origin."""
+    rows = conn.execute(
+        f"SELECT l.row, l.writer, o.host FROM {_in(conn, 'andromeda_ledger')} AS l"
+        f" LEFT JOIN {_in(conn, 'andromeda_origins')} AS o ON o.origin = l.writer"
+        " WHERE l.tbl = 'runs' AND l.row IS NOT NULL"
+    ).fetchall()
+    out = []
+    for row, writer, host in rows:
+        run = _row(row)
+        if run.get("id") is None:
+            continue
+        run["id"] = str(run["id"])
+        run["machine"] = str(run.get("host") or host or writer)
+        out.append(run)
+    return out
+
+
+def run_figures(conn: DriverConnection) -> dict[str, tuple[int, int, int]]:
+    """run id -> (model calls, tokens, tool calls) as the seed's query counts them:
+    a call's tokens when both its prompt and completion tokens are numbers."""
+    ledger = _in(conn, "andromeda_ledger")
+    both = f"{_num('prompt_tokens')} + {_num('completion_tokens')}"
+    out: dict[str, list[int]] = {}
+    for run_id, n, tokens in conn.execute(
+        f"SELECT row->>'run_id', COUNT(*), COALESCE(SUM({both}), 0) FROM {ledger}"
+        " WHERE tbl = 'calls' AND row IS NOT NULL AND row->>'run_id' IS NOT NULL"
+        " GROUP BY 1"
+    ).fetchall():
+        out[run_id] = [int(n), int(_plain(tokens)), 0]
+    for run_id, n in conn.execute(
+        f"SELECT row->>'run_id', COUNT(*) FROM {ledger}"
+        " WHERE tbl = 'tools' AND row IS NOT NULL AND row->>'run_id' IS NOT NULL GROUP BY 1"
+    ).fetchall():
+        out.setdefault(run_id, [0, 0, 0])[2] = int(n)
+    return {k: (v[0], v[1], v[2]) for k, v in out.items()}
+
+
+def tagged_rows(conn: DriverConnection, run_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The calls, tools, events, feedback and reviews of these runs, as dicts of their columns."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table in ("calls", "tools", "events", "feedback", "reviews"):
+        rows = conn.execute(
+            f"SELECT key, row FROM {_in(conn, 'andromeda_ledger')} WHERE tbl = %s"
+            " AND row IS NOT NULL AND row->>'run_id' = ANY(%s)",
+            (table, run_ids),
+        ).fetchall()
+        owned = table in ("calls", "tools", "feedback")
+        out[table] = [_row(row, key if owned else None) for key, row in rows]
+    return out
