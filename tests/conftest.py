@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import hypothesis
@@ -38,8 +39,6 @@ DEMO_AGE_WARNINGS = ("tasks", "schedules")
 
 def demo_age_warnings() -> tuple[set[str], set[str]]:
     """The warnings the demo store's age gives now: (certain, possible)."""
-    from datetime import UTC, datetime, timedelta
-
     from kaja_cli.core.care.doctor.side_data import OUTBOX_WARN_AGE
 
     age = datetime.now(UTC) - datetime.fromisoformat(DEMO_NOW.replace("Z", "+00:00"))
@@ -219,6 +218,40 @@ def _demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def demo_store(kaja: Kaja, _demo_template: Path) -> Kaja:
     """`kaja` with a copy of the demo store (seed 1, base time DEMO_NOW) in its state dir."""
     shutil.copytree(_demo_template, kaja.state, symlinks=True)
+    return kaja
+
+
+def demo_at(root: Path, ago: timedelta = timedelta(0)) -> Kaja:
+    """`kaja` under `root` with the demo (seed 1) written `ago` before this second, its
+    base time (to the second) in `.base`."""
+    base = (datetime.now(UTC) - ago).replace(microsecond=0)
+    k = Kaja(root)
+    r = k("demo", "--seed", "1", "--now", base.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    assert r.code == 0, r
+    k.base = base  # type: ignore[attr-defined]
+    return k
+
+
+def at(base: datetime, **delta: float) -> str:
+    """`base` moved by `delta` (timedelta's keywords), as the store writes a time."""
+    from kaja_cli.core.clock import iso
+
+    return iso(base + timedelta(**delta))
+
+
+@pytest.fixture(scope="session")
+def _present_demo_template(tmp_path_factory: pytest.TempPathFactory) -> Kaja:
+    return demo_at(tmp_path_factory.mktemp("present-demo-template"))
+
+
+@pytest.fixture
+def present_demo_store(kaja: Kaja, _present_demo_template: Kaja) -> Kaja:
+    """`kaja` with a copy of the demo store written at the start of this test session,
+    its base time in `.base`: for what the store's age changes (sign-in sessions that
+    expire, "2d ago" turning into a date in a listing). The DEMO_NOW store ages with the
+    calendar; this one is days old at most on any date the tests run."""
+    shutil.copytree(_present_demo_template.state, kaja.state, symlinks=True)
+    kaja.base = _present_demo_template.base  # type: ignore[attr-defined]
     return kaja
 
 

@@ -1,6 +1,10 @@
 """`kaja accounts` and its subcommands on the demo store's web-auth.db: marie
 (admin, the legacy owner, one live and one expired sign-in session), ana (one
-live session) and guest (disabled). Secrets are never printed, in any format."""
+live session) and guest (disabled). Secrets are never printed, in any format.
+
+The live sessions expire 30 days after the demo's base time, against the real
+clock: the tests that need them live read `present_demo_store` (written as the
+session starts), whose times are `at(base, ...)`; the others the DEMO_NOW store."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import examples
+from tests.conftest import at, examples
 from tests.support.side_support import fingerprint, holding, integrity, killed_at, sql, write
 
 MARIE = "01a125af-2e00-7662-8a0f-42834e0751d7"
@@ -45,33 +49,35 @@ def secrets(kaja) -> list[str]:
 
 
 # --- reading --------------------------------------------------------------------------------
-def test_the_accounts_oldest_first(demo_store):
+def test_the_accounts_oldest_first(present_demo_store):
+    demo_store, base = present_demo_store, present_demo_store.base
     r = demo_store("accounts")
     assert r.code == 0
     assert r.out == (
-        f"{MARIE}\tmarie\tMarie\tadmin\t1\t2026-10-10T12:00:00.000Z\t1\t2026-11-29T08:00:00.000Z\tlegacy_owner\n"
-        f"{ANA}\tana\tAna García\tuser\t1\t2026-11-09T12:00:00.000Z\t1\t2026-11-27T12:00:00.000Z\t\n"
-        f"{GUEST}\tguest\tGuest\tuser\t0\t2026-11-20T12:00:00.000Z\t0\t\t\n"
+        f"{MARIE}\tmarie\tMarie\tadmin\t1\t{at(base, days=-50)}\t1\t{at(base, hours=-4)}\tlegacy_owner\n"
+        f"{ANA}\tana\tAna García\tuser\t1\t{at(base, days=-20)}\t1\t{at(base, days=-2)}\t\n"
+        f"{GUEST}\tguest\tGuest\tuser\t0\t{at(base, days=-9)}\t0\t\t\n"
     )
     doc = json.loads(demo_store("accounts", "--json").out)
     assert doc["legacy_owner_id"] == MARIE
     assert doc["accounts"][0] == {
         "id": MARIE, "username": "marie", "display_name": "Marie", "role": "admin", "active": True,
-        "created_at": "2026-10-10T12:00:00.000Z", "live_sessions": 1, "sessions": 2,
-        "last_sign_in": "2026-11-29T08:00:00.000Z", "legacy_owner": True,
+        "created_at": at(base, days=-50), "live_sessions": 1, "sessions": 2,
+        "last_sign_in": at(base, hours=-4), "legacy_owner": True,
     }  # fmt: skip
 
 
-def test_an_accounts_sign_in_sessions_by_time_only(demo_store):
+def test_an_accounts_sign_in_sessions_by_time_only(present_demo_store):
+    demo_store, base = present_demo_store, present_demo_store.base
     r = demo_store("accounts", "sessions", "MARIE")
     assert r.out == (
-        "2026-11-29T08:00:00.000Z\t2026-12-29T12:00:00.000Z\tlive\n"
-        "2026-10-28T12:00:00.000Z\t2026-11-27T12:00:00.000Z\texpired\n"
+        f"{at(base, hours=-4)}\t{at(base, days=30)}\tlive\n"
+        f"{at(base, days=-32)}\t{at(base, days=-2)}\texpired\n"
     )
     doc = json.loads(demo_store("accounts", "sessions", ANA[:8], "--json").out)
     assert doc["account"]["username"] == "ana"
-    assert doc["sessions"] == [{"created_at": "2026-11-27T12:00:00.000Z",
-                                "expires_at": "2026-12-29T12:00:00.000Z", "live": True}]  # fmt: skip
+    assert doc["sessions"] == [{"created_at": at(base, days=-2),
+                                "expires_at": at(base, days=30), "live": True}]  # fmt: skip
     assert (
         demo_store("accounts", "sessions", "guest").err == "kaja: guest has no sign-in sessions\n"
     )
@@ -114,7 +120,8 @@ def test_unknown_and_ambiguous_names(demo_store):
 
 
 # --- changing them ----------------------------------------------------------------------------
-def test_revoke_ends_the_live_sessions_and_all_of_them_with_all(demo_store):
+def test_revoke_ends_the_live_sessions_and_all_of_them_with_all(present_demo_store):
+    demo_store = present_demo_store
     r = demo_store("accounts", "revoke", "marie")
     assert r.code == 5 and "--yes" in r.err
     r = demo_store("accounts", "revoke", "marie", "--dry-run")
@@ -124,14 +131,15 @@ def test_revoke_ends_the_live_sessions_and_all_of_them_with_all(demo_store):
     assert len(sessions_of(demo_store, MARIE)) == 2
     r = demo_store("accounts", "revoke", "marie", "--yes")
     assert (r.code, r.err) == (0, "kaja: ended 1 sign-in session of marie\n")
-    assert sessions_of(demo_store, MARIE) == ["2026-11-27T12:00:00.000Z"]  # the expired one
+    assert sessions_of(demo_store, MARIE) == [at(demo_store.base, days=-2)]  # the expired one
     r = demo_store("accounts", "revoke", "marie", "--all", "--yes", "--json")
     assert json.loads(r.out)["sessions_ended"] == 1
     assert sessions_of(demo_store, MARIE) == []
     assert sessions_of(demo_store, ANA) != []
 
 
-def test_disable_ends_sessions_and_enable_undoes_it(demo_store):
+def test_disable_ends_sessions_and_enable_undoes_it(present_demo_store):
+    demo_store = present_demo_store
     r = demo_store("accounts", "disable", "ana", "--yes")
     assert (r.code, r.err) == (0, "kaja: disabled ana and ended 1 sign-in session\n")
     assert users(demo_store)["ana"] == (0,) and sessions_of(demo_store, ANA) == []
@@ -188,7 +196,8 @@ def test_remove_without_the_foreign_key_still_takes_the_sessions(kaja):
     assert sql(auth_db(kaja), "SELECT count(*) FROM web_sessions") == [(0,)]
 
 
-def test_a_writer_holding_the_file_makes_it_wait_then_busy(demo_store):
+def test_a_writer_holding_the_file_makes_it_wait_then_busy(present_demo_store):
+    demo_store = present_demo_store  # a live session to end: revoke has something to write
     with holding(auth_db(demo_store), "write"):
         start = time.monotonic()
         r = demo_store("accounts", "revoke", "marie", "--yes")

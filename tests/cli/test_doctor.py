@@ -31,7 +31,14 @@ from pathlib import Path
 import pytest
 
 from kaja_cli.core.engine.fs import human_size
-from tests.conftest import DEMO_NOW, Kaja, Result, demo_age_warnings, only_the_demos_age
+from tests.conftest import (
+    DEMO_NOW,
+    Kaja,
+    Result,
+    demo_age_warnings,
+    demo_at,
+    only_the_demos_age,
+)
 from tests.support.faults import changes, kill_at_point, kill_mid_transaction
 from tests.support.unprivileged import unprivileged
 
@@ -110,12 +117,7 @@ def present_demo(tmp_path_factory: pytest.TempPathFactory) -> Kaja:
 def _demo_at(root: Path, ago: timedelta) -> Kaja:
     """The demo written `ago` before this second (to the second, not this hour: the
     store's age when doctor reads it is then the same whenever the test runs)."""
-    k = Kaja(root)
-    base = (datetime.now(UTC) - ago).replace(microsecond=0)
-    r = k("demo", "--seed", "1", "--now", base.strftime("%Y-%m-%dT%H:%M:%SZ"))
-    assert r.code == 0, r
-    k.base = base  # type: ignore[attr-defined]
-    return k
+    return demo_at(root, ago)
 
 
 PAST = timedelta(hours=30)  # past the running task's hour and the due schedule's day, not more
