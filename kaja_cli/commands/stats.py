@@ -63,7 +63,9 @@ def queries(
     the average and the slowest call, rows, errors, and which processes ran
     it. Kaja (and kaja itself) profiles every query into db-stats.db unless
     logging.database.enabled is false; rows older than
-    logging.database.retention_days (7) are pruned. Reads only.
+    logging.database.retention_days (7) are pruned. Changes nothing else:
+    like every kaja command, it adds its own statements to the profile it
+    reads, and prunes it, when it ends.
     """
     from kaja_cli import render
     from kaja_cli.core.side import query_stats as core
@@ -92,7 +94,8 @@ def slow(
 
     Every query slower than logging.database.slow_ms (50 ms unless set), from
     every Kaja process: when, how long, the database file, the process, the
-    rows and the statement. Reads only.
+    rows and the statement. Changes nothing but the profile (its own
+    statements, the retention's pruning), as every kaja command does.
     """
     from kaja_cli import render
     from kaja_cli.core.side import query_stats as core
