@@ -361,10 +361,22 @@ class BrowseApp(App[str | None]):
         widgets = [Static(Text("\n").join(line_text(line) for line in b)) for b in blocks]
         await pane.mount_all(widgets)
         if target is not None:  # once laid out: where the matching message is
-            self.call_after_refresh(pane.scroll_to_widget, widgets[target], top=True,
-                                    animate=False, immediate=True)  # fmt: skip
+            self.call_after_refresh(self._scroll_to_match, pane, widgets[target], p.session_id, 0)
         else:
             pane.scroll_home(animate=False)
+
+    def _scroll_to_match(
+        self, pane: VerticalScroll, block: Static, session: str, tries: int
+    ) -> None:
+        """Scroll the preview to the matching block once the layout has placed it.
+        On a loaded machine one refresh may come before the blocks have their sizes
+        (nothing to scroll yet): look again a little later, for up to a second."""
+        if session != self.preview_for or not block.is_attached:
+            return  # another session's preview replaced this one
+        if (pane.max_scroll_y == 0 or block.virtual_region.height == 0) and tries < 50:
+            self.set_timer(0.02, lambda: self._scroll_to_match(pane, block, session, tries + 1))
+            return
+        pane.scroll_to_widget(block, top=True, animate=False, immediate=True)
 
     # -- the keys -----------------------------------------------------------------------
     @on(Input.Submitted, "#search")
