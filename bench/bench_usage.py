@@ -78,6 +78,9 @@ def cases(bench) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
         shutil.copyfile(bench.db, target)
+        # An empty settings file of its own: --config must name one that exists (kaja refuses
+        # a missing one, so a typo never means the defaults), and the user's never applies.
+        (scratch / "settings.toml").write_text("")
         os.sync()
 
     reset = bench.kaja("--state-dir", str(scratch), "--config", str(scratch / "settings.toml"),
