@@ -1,10 +1,12 @@
 """`kaja browse` (issue 27): the first screen, each keystroke's results, and
 a common word's search against `kaja search`'s.
 
-- first screen: from starting a Python process to the first page of the list
-  painted (Textual headless at 120×40: the import of Textual, the listing in
-  its worker thread, the paint), against the issue's bound of 400 ms
-  (the floor is that bound: ratio ≤ 1 is ok);
+- first screen: the real `kaja browse` started on a terminal (a pty of
+  120×40), from the fork to the newest session's short id written to that
+  terminal (kaja's start-up, the import of Textual, the listing in its worker
+  thread, the paint), against the issue's bound of 400 ms (the floor is that
+  bound: ratio ≤ 1 is ok); the process's CPU time up to then is noted (on a
+  loaded machine the wait for a core is most of the rest);
 - keystroke → screen: a word typed letter by letter, each letter's results
   painted once its search has finished (the median of `shown - ready` over
   the letters), against the issue's bound of 100 ms;
@@ -21,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from harness import PROCESS, Row
 
@@ -72,6 +75,54 @@ def _run_child(bench, word: str) -> tuple[float, list[float], list[float]]:
             [(r - a) * 1000 for _, a, r, _ in keys])  # fmt: skip
 
 
+def _first_screen(bench, needle: str) -> tuple[float, float]:
+    """`kaja browse` on a pty of 120×40: (ms from the fork to `needle` on the
+    terminal, the process's CPU ms by then)."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import signal
+    import struct
+    import termios
+
+    from harness import BenchError
+
+    env = dict(bench.env, TERM="xterm-256color", COLUMNS="120", LINES="40")
+    start = time.perf_counter()
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: kaja browse, as typed
+        try:
+            os.execvpe(bench.kaja_command, [bench.kaja_command, "browse"], env)
+        finally:
+            os._exit(127)
+    try:
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        seen, deadline = b"", start + 60
+        while time.perf_counter() < deadline:
+            ready, _, _ = select.select([fd], [], [], 0.5)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            seen += chunk
+            if needle.encode() in seen:
+                shown = (time.perf_counter() - start) * 1000
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                fields = stat.rsplit(")", 1)[1].split()
+                cpu = (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+                return shown, cpu
+        raise BenchError(f"kaja browse never showed {needle} on its terminal: {seen[-400:]!r}")
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(fd)
+
+
 def cases(bench) -> None:
     from bench_search import _words
 
@@ -82,15 +133,22 @@ def cases(bench) -> None:
     store = bench.store()
     _, (common, count) = _words(bench.db)
 
-    firsts, painted, searched = [], [], []
+    newest = json.loads(subprocess.run([bench.kaja_command, "sessions", "-n", "1", "--json"], env=bench.env,
+                                       capture_output=True, text=True, check=True).stdout)  # fmt: skip
+    needle = newest["sessions"][0]["short_id"]
+    firsts, cpus, painted, searched = [], [], [], []
+    for _ in range(max(5, bench.repeat)):
+        shown, cpu = _first_screen(bench, needle)
+        firsts.append(shown)
+        cpus.append(cpu)
     for _ in range(max(3, bench.repeat // 2)):
-        first, keys, took = _run_child(bench, common)
-        firsts.append(first)
+        _, keys, took = _run_child(bench, common)
         painted += keys
         searched += took
-    bench.add(Row("browse: first screen (process start → list)", PROCESS,
+    bench.add(Row("browse: first screen (`kaja browse` on a terminal: start → list)", PROCESS,
                   statistics.median(firsts), FIRST_SCREEN_MS, "the issue's bound, 400 ms",
-                  goal=1.0, note="Textual headless, 120×40"))  # fmt: skip
+                  goal=1.0, note=f"a pty of 120×40; its CPU time by then: median "
+                  f"{statistics.median(cpus):.0f} ms"))  # fmt: skip
     bench.add(Row(f"browse: keystroke → on screen ({common!r})", "in-process",
                   statistics.median(painted), KEYSTROKE_MS,
                   "the issue's bound, 100 ms after the search", goal=1.0,

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from kaja_cli.browse.data import Options
     from kaja_cli.core.conversations.filter import SessionFilter
     from kaja_cli.core.store import Store
@@ -20,9 +22,33 @@ if TYPE_CHECKING:
 def run(store: Store, opts: Options, query: str = "") -> str | None:
     """Show the picker on the terminal; the chosen session's id, or None when
     the user quit (Esc, Ctrl-C)."""
-    from kaja_cli.browse.app import BrowseApp
+    early = first_page(store, opts, query)
+    from kaja_cli.browse.app import BrowseApp  # Textual: most of the first screen's time
 
-    return BrowseApp(store, opts, query).run()
+    return BrowseApp(store, opts, query, early=early).run()
+
+
+def first_page(store: Store, opts: Options, query: str = "") -> Future:
+    """The first page's read, started in a thread before Textual is imported:
+    SQLite lets go of the interpreter while it reads, so the rows are ready
+    (or nearly) when the screen is: the list is on screen one read sooner.
+    The future holds `(data.Page, when it was ready)`."""
+    import threading
+    import time
+    from concurrent.futures import Future
+
+    from kaja_cli.browse import data
+
+    future: Future = Future()
+
+    def read() -> None:
+        try:
+            future.set_result((data.load(store, opts, query), time.perf_counter()))
+        except BaseException as e:  # handed to the screen, which says it
+            future.set_exception(e)
+
+    threading.Thread(target=read, name="kaja-browse-first-page", daemon=True).start()
+    return future
 
 
 def pick(

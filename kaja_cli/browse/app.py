@@ -29,6 +29,8 @@ from textual.worker import get_current_worker
 from kaja_cli.browse import data
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from kaja_cli.core.store import Store
 
 DEBOUNCE_S = 0.04  # a search waits this long for the next keystroke before it starts
@@ -201,8 +203,11 @@ class BrowseApp(App[str | None]):
         Binding("question_mark", "help", "help", key_display="?"),
     ]
 
-    def __init__(self, store: Store, opts: data.Options, query: str = "") -> None:
+    def __init__(
+        self, store: Store, opts: data.Options, query: str = "", *, early: Future | None = None
+    ) -> None:
         super().__init__()
+        self._early = early  # the first page, read while Textual was imported (`browse.run`)
         self.store = store
         self.opts = opts
         self.mine = opts.filter.owner  # the owner Ctrl-O comes back to
@@ -259,6 +264,11 @@ class BrowseApp(App[str | None]):
     @work(exclusive=True, thread=True, group="rows")
     def _load(self, query: str, generation: int, opts: data.Options) -> None:
         worker = get_current_worker()
+        early, self._early = self._early, None
+        if early is not None and generation == 1:  # the first page: already being read
+            page, ready = early.result()
+            self.call_from_thread(self._show, page, generation, ready)
+            return
         if query.strip():
             time.sleep(DEBOUNCE_S)  # the next keystroke cancels this one before it starts
             if worker.is_cancelled:
