@@ -107,6 +107,10 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def pytest_configure(config: pytest.Config) -> None:
     inprocess.every_run_real = config.getoption("--real-processes")
+    if not hasattr(config, "workerinput"):  # the controller, before any worker starts
+        from tests.support import bytecode
+
+        bytecode.compile_missing()
 
 
 @dataclass
