@@ -249,18 +249,27 @@ def test_a_session_changed_after_the_plan_is_left_alone(demo_store):
     assert OLD_IDS[1] not in session_ids(demo_store)
 
 
+def _wait_for(condition, timeout: float = 120) -> None:
+    """Until `condition()` holds: the agent writes at the machine's pace, not the test's."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the agent wrote nothing in time"
+        time.sleep(0.05)
+
+
 @pytest.mark.process
 def test_prune_beside_a_running_agent(demo_store):
     kaja = demo_store
     env = dict(kaja.env, PYTHONPATH=str(Path(__file__).parents[2]))
     agent = subprocess.Popen(
-        [sys.executable, str(AGENTS / "kaja_agent.py"), "--owner", "telegram:999", "--seconds", "6",
+        [sys.executable, str(AGENTS / "kaja_agent.py"), "--owner", "telegram:999", "--seconds", "300",
          "--long-every", "15"],
         env=env, stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
+    mine = "SELECT count(*) FROM sessions WHERE owner = 'telegram:999'"
     try:
         assert agent.stdout.readline().strip() == "ready"
-        time.sleep(1.5)  # a few of the agent's sessions to prune while it writes the next
+        _wait_for(lambda: count(kaja, mine) >= 3)  # a few of its sessions to prune while it writes
         r = kaja(
             "sessions", "prune", "--owner", "telegram:999", "--before", "now", "--yes", "--json"
         )
@@ -270,12 +279,14 @@ def test_prune_beside_a_running_agent(demo_store):
         r = kaja("sessions", "prune", "--all-owners", *OLD, "--yes", "--json")
         assert r.code == 0, r
         assert json.loads(r.out)["deleted"] == 6  # the demo's old sessions, every owner's
+        _wait_for(lambda: count(kaja, mine) > 0)  # the agent keeps writing after the prune
     finally:
+        agent.terminate()  # it finishes its turn and says what it committed
         out, _ = agent.communicate(timeout=60)
     assert agent.returncode == 0
     committed = json.loads(out.strip().splitlines()[-1])
-    left = count(kaja, "SELECT count(*) FROM sessions WHERE owner = 'telegram:999'")
-    assert 0 < left <= committed["sessions"]  # the agent kept writing after the prune
+    left = count(kaja, mine)
+    assert 0 < left <= committed["sessions"]
     assert_store_sound(kaja.state)
 
 

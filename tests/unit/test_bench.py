@@ -2,7 +2,7 @@
 two positive medians divided, never a difference; a goal can be missed, and
 `--check` turns a miss into exit 1.
 
-The runner is fed a fake kaja (a shell script that sleeps on `--version`)
+The runner is fed a fake kaja (a shell script whose `--version` is slow)
 through `--kaja`, so these tests time nothing of kaja's and judge only the
 bench: they assert what it prints and its exit status, not how fast anything is.
 """
@@ -126,7 +126,9 @@ def _rows(stdout: str) -> dict[str, str]:
 
 
 def test_a_slow_kaja_is_reported_missed_and_check_makes_it_exit_1(tmp_path):
-    slow = _fake_kaja(tmp_path, 'case "$1" in --version) sleep 1.5;; esac')  # slow beyond any load
+    # Slow at any load: its --version is the floor's own, three times over.
+    floor = f'"{sys.executable}" "{BENCH / "bare_typer.py"}" --version >/dev/null'
+    slow = _fake_kaja(tmp_path, f'case "$1" in --version) {floor}; {floor}; {floor};; esac')
     p = _run(tmp_path, slow)
     assert p.returncode == 0, p.stderr  # without --check a miss is reported, not an error
     rows = _rows(p.stdout)

@@ -2,7 +2,8 @@
 
     python tests/support/agents/kaja_agent.py --owner telegram:999 --seconds 5 [--long-every 25]
 
-Until the time is up it starts sessions and appends turns (user message,
+Until the time is up (or SIGTERM: the test has seen what it needed; the
+turn under way is finished, never cut) it starts sessions and appends turns (user message,
 with an image every `--image-every` turns, assistant reply, sometimes a tool
 call with its result, the ledger rows of the run), a few milliseconds apart,
 each turn one transaction; every `--long-every` turns it holds a write
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import signal
 import sys
 import time
 
@@ -39,11 +41,13 @@ def main() -> None:
     committed = {"sessions": 0, "messages": 0, "tool_calls": 0, "turns": 0, "busy_retries": 0}
     session_ids: list[str] = []
     deadline = time.monotonic() + args.seconds
+    told: list[int] = []
+    signal.signal(signal.SIGTERM, lambda signum, frame: told.append(signum))
     store = Store.locate()
     with Recorder(store) as rec:
         sid = None
         turn = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not told:
             turn += 1
             try:
                 with rec.transaction():
