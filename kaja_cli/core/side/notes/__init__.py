@@ -84,7 +84,7 @@ class NoteFilter(NamedTuple):
 
 class NoteListing(NamedTuple):
     notes: list[Note]
-    location: Path
+    location: Path | str  # the store's file, or the server (password as ***) and schema
     store_exists: bool = True
     has_table: bool = True
 
