@@ -96,13 +96,17 @@ def search(
 
 
 def _load(memory: sqlite3.Connection, rows: list[Any], sessions: list[Any]) -> None:
-    """The messages (rowid in the server's order) and sessions, and their CJK index."""
+    """The messages (rowid in the server's order) and sessions, and their CJK
+    index, in one transaction (FTS4 writes a segment per transaction)."""
+    memory.execute("PRAGMA cache_size = -65536")
+    memory.execute("BEGIN")
     memory.execute(f"CREATE TABLE messages ({', '.join(_quoted(c) for c in _MESSAGES)})")
     memory.execute(f"CREATE TABLE sessions ({', '.join(_quoted(c) for c in _SESSIONS)})")
     memory.executemany(f"INSERT INTO messages VALUES ({', '.join('?' * len(_MESSAGES))})", rows)
     memory.executemany("INSERT INTO sessions VALUES (?, ?, ?)", sessions)
     memory.execute(f"CREATE VIRTUAL TABLE {_TABLE} USING fts4(content, {TOKENIZE})")
     cjk_index.put(memory, _TABLE, memory.execute("SELECT rowid, content FROM messages"))
+    memory.execute("COMMIT")
 
 
 def _quoted(name: str) -> str:
