@@ -288,3 +288,20 @@ def test_a_message_written_later_is_found_and_a_deleted_one_is_not(cjk_pair):
         conn.execute("DELETE FROM kaja.messages WHERE id = 'zh-1'")
     _, doc, _ = run(cloud, "search", "--json", "北京")
     assert _found(doc) == ["later"]
+
+
+def test_the_servers_pattern_picks_every_message_local_search_indexes(pg):
+    """The server picks the messages in CJK by a regular expression of the CJK
+    ranges: every range's ends and their neighbours, in a message alone and
+    amid Latin text, give the server's answer and `cjk.holds_cjk`'s alike."""
+    from kaja_cli.core.conversations.search import cjk, cjk_server
+
+    chars = {c for lo, hi in cjk.RANGES for c in (lo - 1, lo, hi, hi + 1)} - set(
+        range(0xD800, 0xE000)
+    )
+    texts = [t for c in sorted(chars) for t in (chr(c), f"abc {chr(c)} déf")]
+    rows = pg.query("SELECT t, t ~ %s FROM unnest(%s::text[]) AS t", (cjk_server.pattern(), texts))
+    assert len(rows) == len(texts) > 100
+    wrong = [(hex(ord(t.strip("abcdéf ")[0])), t) for t, matched in rows
+             if matched != cjk.holds_cjk(t)]  # fmt: skip
+    assert wrong == []
