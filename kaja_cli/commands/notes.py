@@ -84,15 +84,16 @@ def list_(
 app.command("ls", hidden=True)(list_)
 
 
-def _filter(owner: str | None, all_owners: bool, tag: list[str] | None, importance: Level | None):
-    from kaja_cli.core.owners import Owner
+def _filter(
+    store, owner: str | None, all_owners: bool, tag: list[str] | None, importance: Level | None
+):
     from kaja_cli.core.side import notes as core
     from kaja_cli.errors import UsageError
 
     if all_owners and owner is not None:
         raise UsageError("--owner and --all-owners can't be combined")
     tags = tuple(t.strip() for t in tag or () if t.strip())
-    acting = None if all_owners else Owner.parse(owner)
+    acting = None if all_owners else store.owner(owner)
     return core.NoteFilter(acting, tags, importance.value if importance else None)
 
 
@@ -104,8 +105,9 @@ def _list(
     from kaja_cli.core.side import notes as core
     from kaja_cli.render import notes as view
 
-    flt = _filter(owner, all_owners, tag, importance)
-    result = core.listing(store_of(ctx), flt)
+    store = store_of(ctx)
+    flt = _filter(store, owner, all_owners, tag, importance)
+    result = core.listing(store, flt)
     none = view.none_found(result, flt)
     if none is not None:
         render.note(none)
@@ -127,11 +129,11 @@ def show(
     When it was written and last used, and how often. Another owner's note is refused (exit 5): act as them with --owner.
     """
     from kaja_cli import render
-    from kaja_cli.core.owners import Owner
     from kaja_cli.core.side import notes as core
     from kaja_cli.render import notes as view
 
-    render.emit(core.show(store_of(ctx), key, Owner.parse(owner)), as_json, view.show)
+    store = store_of(ctx)
+    render.emit(core.show(store, key, store.owner(owner)), as_json, view.show)
 
 
 @app.command("forget")
@@ -151,12 +153,11 @@ def forget(
     refuses unless --yes.
     """
     from kaja_cli import render
-    from kaja_cli.core.owners import Owner
     from kaja_cli.core.side import notes as core
     from kaja_cli.render import notes as view
 
     store = store_of(ctx)
-    plan = core.plan_forget(store, keys, Owner.parse(owner))
+    plan = core.plan_forget(store, keys, store.owner(owner))
     if dry_run:
         render.emit(plan, as_json, view.forgot, dry_run=True)
         return
@@ -206,8 +207,9 @@ def export(
         raise UsageError(f"--format: {fmt!r} is not md or json")
     if output is not None and output.is_dir():
         raise UsageError(f"-o: {output} is a folder", hint="give a file name")
-    flt = _filter(owner, all_owners, tag, importance)
-    result = core.listing(store_of(ctx), flt)
+    store = store_of(ctx)
+    flt = _filter(store, owner, all_owners, tag, importance)
+    result = core.listing(store, flt)
     none = view.none_found(result, flt)
     if none is not None and output is not None:  # no file holding "No notes."
         render.note(f"{none}: {render.nothing_written(output)}")

@@ -308,18 +308,6 @@ def test_no_image_folder_is_deleted_through_a_symlink(cloud_demo, tmp_path):
     assert count(cloud_demo.pg, "SELECT count(*) FROM kaja.sessions WHERE owner IS NULL") == 0
 
 
-def test_notes_say_in_one_line_that_they_read_a_local_store(cloud):
-    r = cloud("notes")
-    assert r.code == 1 and r.err.count("\n") == 1, r
-    assert (
-        f'{cloud.config} sets [memory] mode = "cloud": this command reads only a local store'
-        in r.err
-    )
-    r = cloud("--database-url", cloud.pg.url, "notes", "show", "x")
-    assert r.code == 1 and r.err.count("\n") == 1, r
-    assert "--database-url chose cloud mode" in r.err and "leave out --database-url" in r.err
-
-
 def test_archive_and_rename_say_in_one_line_they_are_local(cloud_demo):
     first = json.loads(cloud_demo("sessions", "--json").out)["sessions"][0]["id"]
     for argv in (("sessions", "archive", first), ("sessions", "rename", first, "New")):

@@ -327,13 +327,17 @@ def _run(
     result: SearchResult,
     filters: _Filters,
     terms: list[Term] | None = None,
+    *,
+    messages: int | None = None,
 ) -> None:
+    """Rank, filter and show the matches of `ix` (`messages`: how many the
+    store holds, when `conn` holds only some: the server's, in memory)."""
     want = result.limit + 1 if result.limit else None  # one more: are there more?
     n, avgdl = stats(conn, ix)
     if ix.cjk and n:
         # idf over every message, as one index of them all would give it: a
         # message without CJK text holds none of the query's bigrams.
-        n = max(n, _messages(conn))
+        n = max(n, _messages(conn) if messages is None else messages)
     idf, rows = idfs(conn, ix, result.match, n) if n else ([], 0)
     if not idf:  # an empty index, or nothing matches
         return

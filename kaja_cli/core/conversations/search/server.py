@@ -76,7 +76,8 @@ def search(
     (`progress` has nothing to show), and archiving is local: the server holds
     no archived sessions to leave out (`archived`)."""
     match = query if fts else plain_match(query)
-    parsed = fts4.parse(match)  # malformed: exit 2 with SQLite's words
+    cjk_words = not match.isascii() and _has_cjk(match)  # answered as local search does
+    parsed = None if cjk_words else fts4.parse(match)  # malformed: exit 2 with SQLite's words
     result = SearchResult(
         query=query, match=match, fts=fts, recent=recent, owner=owner.id if owner else None,
         all_owners=owner is None, limit=limit, location=store.where(),
@@ -103,9 +104,37 @@ def search(
 
             session_id = core_sessions.find(conn, session, owner).id
         conn.execute("BEGIN")  # one snapshot for every query below
-        _run(conn, result, parsed, _Filters(owner, roles, since, session_id, have))
+        if parsed is None:
+            _run_cjk(conn, result, owner, roles, since, session_id)
+        else:
+            _run(conn, result, parsed, _Filters(owner, roles, since, session_id, have))
         conn.execute("COMMIT")
     return result
+
+
+def _has_cjk(match: str) -> bool:
+    from kaja_cli.core.conversations.search import cjk
+
+    return cjk.has_cjk(match)
+
+
+def _run_cjk(
+    conn: Connection,
+    result: SearchResult,
+    owner: Owner | None,
+    roles: tuple[str, ...],
+    since: str | None,
+    session_id: str | None,
+) -> None:
+    """Chinese, Japanese or Korean words: local search's bigrams and ranking
+    over the server's messages in CJK (`cjk_server`), with the server's short ids."""
+    from kaja_cli.core.conversations.search import cjk_server
+
+    n, _ = stats(conn)
+    cjk_server.search(conn, result, n, owner=owner, roles=roles, since=since, session_id=session_id)
+    short = _short_ids(conn, sorted({h.session_id for h in result.hits if h.session_id}))
+    for hit in result.hits:
+        hit.session_short = short.get(hit.session_id) if hit.session_id else None
 
 
 class _Filters:

@@ -4,27 +4,30 @@ one by key, forgetting some, and searching them (`kaja search --notes`).
 A note is keyed by (owner, key); the terminal's owner is the empty string
 (NULL from another writer counts as the terminal too). The owner rule is
 the sessions' one: a key the acting owner does not have but someone else
-does is refused (exit 5) naming whose it is, never shown or deleted.
+does is refused (exit 5) naming whose it is, never shown or deleted. "You"
+is the store's (`store.owner`): the terminal locally, `[memory] account` in
+cloud mode.
 
 Every read copes with a file another program wrote: columns are read from
 the file first and a missing one reads as NULL; `tags` may be a JSON list
 (what kaja writes), a JSON string or plain comma-separated text.
 
+One skeleton, two engine parts (`store.part`): this module reads and plans
+with SQL both engines speak; `local` (the store's file) and `server` (kaja's
+schema in cloud mode) say where the notes are, delete them, and search them.
+
 Search needs no index of its own, so the agent's writes pay nothing for it:
 notes are few (hundreds, not the messages' millions), so each search copies
-the acting owner's notes into a temporary FTS4 table of its read-only
-connection, with the messages index's tokenizer, and asks it. The matching
-rules are therefore exactly `kaja search`'s (plain words, `--fts` syntax,
-accents and case ignored), and nothing is ever written to the store.
+the acting owner's notes into a temporary FTS4 table, with the messages
+index's tokenizer, and asks it (`scan`): locally in the store's read-only
+connection, in cloud mode in a SQLite database in memory holding the notes
+read from the server. The matching rules are therefore exactly `kaja
+search`'s (plain words, `--fts` syntax, accents and case ignored), the same
+in both engines, and nothing is ever written to the store.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import os
-import sqlite3
-from array import array
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -81,7 +84,7 @@ class NoteFilter(NamedTuple):
 
 class NoteListing(NamedTuple):
     notes: list[Note]
-    location: Path
+    location: Path | str  # the store's file, or the server (password as ***) and schema
     store_exists: bool = True
     has_table: bool = True
 
@@ -150,19 +153,20 @@ def _note(row: dict[str, Any]) -> Note:
     )
 
 
-def _select(have: list[str]) -> str:
-    """Every known column (NULL when missing), then the extras, and the rowid."""
+def _select(have: list[str], *, rowid: bool = False) -> str:
+    """Every known column (NULL when missing), then the extras (and SQLite's
+    rowid: the search's FTS4 docid)."""
     known = ", ".join(f'{col(have, "n", c)} AS "{c}"' for c in NOTE_COLUMNS)
     extras = "".join(f', n."{c}"' for c in have if c not in NOTE_COLUMNS)
-    return f"SELECT {known}{extras}, n.rowid AS kaja_rowid FROM notes AS n"
+    return f"SELECT {known}{extras}{', n.rowid AS kaja_rowid' if rowid else ''} FROM notes AS n"
 
 
-def _rows(cur: sqlite3.Cursor) -> list[dict[str, Any]]:
+def _rows(cur: Any) -> list[dict[str, Any]]:
     names = [d[0] for d in cur.description]
     return [dict(zip(names, r, strict=True)) for r in cur]
 
 
-def _have(conn: sqlite3.Connection) -> list[str] | None:
+def _have(conn: Any) -> list[str] | None:
     """The notes table's columns, or None when there is no usable one."""
     have = columns(conn, "notes").get("notes")
     return have if have and "key" in have else None
@@ -186,7 +190,7 @@ def _last_used(note: Note) -> str:
     return note.last_used_at or note.created_at or ""
 
 
-def list_notes(conn: sqlite3.Connection, flt: NoteFilter) -> list[Note] | None:
+def list_notes(conn: Any, flt: NoteFilter) -> list[Note] | None:
     """The notes `flt` selects, in the listing's order; None without a notes table."""
     have = _have(conn)
     if have is None:
@@ -205,18 +209,18 @@ def list_notes(conn: sqlite3.Connection, flt: NoteFilter) -> list[Note] | None:
 
 
 def listing(store: Store, flt: NoteFilter) -> NoteListing:
-    """`list_notes` on the store's shared file; a missing store lists nothing
-    (and says where kaja looked) rather than failing."""
-    store.require_local()
-    path = _shared(store)
-    if not path.exists():
-        return NoteListing([], path, store_exists=False)
-    with store.reader() as conn:
+    """`list_notes` on the store (its shared file, or kaja's schema on the
+    server); a missing store lists nothing (and says where kaja looked)
+    rather than failing."""
+    where = store.part(__package__).location(store)
+    with store.maybe_reader() as conn:
+        if conn is None:
+            return NoteListing([], where, store_exists=False)
         notes = list_notes(conn, flt)
-    return NoteListing(notes or [], path, has_table=notes is not None)
+    return NoteListing(notes or [], where, has_table=notes is not None)
 
 
-def find(conn: sqlite3.Connection, key: str, owner: Owner) -> Note:
+def find(conn: Any, key: str, owner: Owner) -> Note:
     """The acting owner's note `key`. NotFound (exit 3) when nobody has it,
     with the closest keys; Refused (exit 5) when only other owners do."""
     if not key.strip():
@@ -245,7 +249,7 @@ def _label(stored: Any) -> str:
     return str(stored) if stored else "terminal"
 
 
-def _suggest(conn: sqlite3.Connection, have: list[str], key: str, owner: Owner) -> str:
+def _suggest(conn: Any, have: list[str], key: str, owner: Owner) -> str:
     import difflib
 
     where, args = _owner_where(owner, col(have, "n", "owner"))
@@ -256,21 +260,8 @@ def _suggest(conn: sqlite3.Connection, have: list[str], key: str, owner: Owner) 
     return f"`kaja notes{'' if owner.is_terminal else ' --owner ' + owner.label}` lists them"
 
 
-def _shared(store: Store, *, writing: bool = False) -> Path:
-    """The shared file's path. What is not a SQLite file (a FIFO would block)
-    is never opened: exit 1 for a reading command, 5 for a writing one (the
-    core's one rule, `db.require_database`)."""
-    from kaja_cli.core.engine import db
-
-    path = store.path()
-    if os.path.lexists(path):
-        db.require_database(path, writing=writing)
-    return path
-
-
 def show(store: Store, key: str, owner: Owner) -> Note:
-    store.require_local()
-    _shared(store)
+    store.part(__package__).location(store)
     with store.reader() as conn:
         return find(conn, key, owner)
 
@@ -282,7 +273,7 @@ class ForgetPlan(NamedTuple):
 
     owner: Owner
     notes: list[Note]
-    location: Path
+    location: Path | str  # the store's file, or the server (password as ***) and schema
 
     def to_json(self, done: list[Note] | None = None, *, dry_run: bool = False) -> dict[str, Any]:
         """`kaja notes forget --json`: the notes forgotten (`done`), or to forget."""
@@ -293,48 +284,37 @@ class ForgetPlan(NamedTuple):
 
 
 def plan_forget(store: Store, keys: Iterable[str], owner: Owner) -> ForgetPlan:
-    """Read-only: every key must be the acting owner's, or nothing is deleted."""
-    from kaja_cli.core.store import guard
-
-    store.require_local()
-    _shared(store, writing=True)
+    """Read-only: every key must be the acting owner's, or nothing is deleted.
+    A store kaja would not write (not Kaja's) is refused here already (exit 5)."""
+    where = store.part(__package__).location(store, writing=True)
     found: dict[str, Note] = {}
-    with store.reader() as conn:
-        guard.require_kajas(conn, store.path(), store.paths.file_of("shared"))
+    with store.reader(writing=True) as conn:
         for key in keys:
             note = find(conn, key, owner)
             found.setdefault(note.key, note)
-    return ForgetPlan(owner, list(found.values()), store.path())
+    return ForgetPlan(owner, list(found.values()), where)
 
 
 def forget(store: Store, plan: ForgetPlan) -> list[Note]:
     """Delete the planned notes in one transaction; returns those deleted
-    (a note deleted meanwhile by the agent is simply not among them).
-    Overwritten on disk (`secure_delete`): forgotten text does not linger."""
-    from kaja_cli.core.engine import db
-    from kaja_cli.core.store import markers
+    (a note deleted meanwhile by the agent is simply not among them). The
+    engine part does it: locally the text is overwritten on disk too."""
+    return store.part(__package__).forget(store, plan)
 
-    with store.writer() as conn:
-        conn.execute("PRAGMA secure_delete = ON")
-        have = _have(conn) or []
-        where, args = _owner_where(plan.owner, col(have, "notes", "owner"))
-        gone = []
-        with db.transaction(conn):
-            for note in plan.notes:
-                cur = conn.execute(
-                    f"DELETE FROM notes WHERE key = ? AND {where}", (note.key, *args)
-                )
-                if cur.rowcount:
-                    gone.append(note)
-            markers.checkpoint("notes-commit")
+
+def deleting(conn: Any, plan: ForgetPlan) -> list[Note]:
+    """The planned notes deleted, inside the caller's transaction (both engines)."""
+    have = _have(conn) or []
+    where, args = _owner_where(plan.owner, col(have, "notes", "owner"))
+    gone = []
+    for note in plan.notes:
+        cur = conn.execute(f"DELETE FROM notes WHERE key = ? AND {where}", (note.key, *args))
+        if cur.rowcount:
+            gone.append(note)
     return gone
 
 
 # --- search ----------------------------------------------------------------------------------
-_SCAN = "kaja_notes_scan"
-K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6  # as `kaja search` (FTS5's bm25 constants and idf floor)
-
-
 class NoteHit(NamedTuple):
     note: Note
     score: float  # BM25, higher is better
@@ -385,10 +365,9 @@ def search(
     `recent`, most recently used first. `since`: used (or written) since then."""
     from kaja_cli.core.conversations import search as message_search
 
-    store.require_local()
     if all_owners and owner is not None:
         raise UsageError("--owner and --all-owners can't be used together")
-    acting = None if all_owners else Owner.parse(owner)
+    acting = None if all_owners else store.owner(owner)
     after = None
     if since:
         from kaja_cli.core import timeparse
@@ -401,135 +380,7 @@ def search(
             "nothing to search for", hint="give some words, e.g. `kaja search --notes budget`"
         )
     match = query if fts else message_search.plain_match(query)
-    path = _shared(store)
-    result = NoteSearch(query, match, fts, recent, acting, limit, str(path), [], False, [])
-    if not path.exists():
-        result.remarks.append(f"no Kaja store at {path}: no notes to search")
-        return result
-    with store.reader() as conn:
-        have = _have(conn)
-        if have is None:
-            result.remarks.append(f"{path} has no notes table: no notes to search")
-            return result
-        _load_scan(conn, have, acting, after)
-        try:
-            ranked = _ranked(conn, have, match, recent)
-        except sqlite3.OperationalError as e:
-            if "malformed match" in str(e).lower() or "fts expression" in str(e).lower():
-                raise UsageError(
-                    f"--fts: {e}",
-                    hint='FTS4 syntax: words, "a phrase", OR, NOT, NEAR, prefix*, (groups)',
-                ) from None
-            raise
-        want = len(ranked) if limit == 0 else limit
-        hits = _hits(conn, have, match, ranked[:want])
-    return result._replace(hits=hits, more=len(ranked) > want)
-
-
-def _load_scan(
-    conn: sqlite3.Connection, have: list[str], owner: Owner | None, after: str | None
-) -> None:
-    """The candidates (the owner's notes, used since `after`) into a temporary
-    FTS4 table of this read-only connection, in one statement (FTS4 writes a
-    segment per transaction: row by row it would be ten times slower). A
-    JSON list of tags is indexed as its words, without the brackets."""
-    where, args = ["1"], []
-    if owner is not None:
-        cond, cargs = _owner_where(owner, col(have, "n", "owner"))
-        where.append(cond)
-        args.extend(cargs)
-    if after is not None:
-        last = f"coalesce({col(have, 'n', 'lastUsedAt')}, {col(have, 'n', 'createdAt')}, '')"
-        where.append(f"{last} >= ?")
-        args.append(after)
-    tags = col(have, "n", "tags")
-    tag_words = (
-        f"CASE WHEN json_valid({tags}) AND json_type({tags}) = 'array'"
-        f" THEN (SELECT group_concat(j.value, ' ') FROM json_each({tags}) AS j) ELSE {tags} END"
-    )
-    conn.execute(
-        f"CREATE VIRTUAL TABLE temp.{_SCAN} USING fts4(key, tags, content, "
-        'tokenize=unicode61 "remove_diacritics=2")'
-    )
-    conn.execute(
-        f"INSERT INTO temp.{_SCAN}(docid, key, tags, content) SELECT n.rowid, n.key, {tag_words},"
-        f" {col(have, 'n', 'content')} FROM notes AS n WHERE {' AND '.join(where)}",
-        args,
-    )
-
-
-def _ranked(
-    conn: sqlite3.Connection, have: list[str], match: str, recent: bool
-) -> list[tuple[int, float]]:
-    """Every match as (docid, score), best first (ties: the older note first),
-    or with `recent` the most recently used first."""
-    last = f"coalesce({col(have, 'n', 'lastUsedAt')}, {col(have, 'n', 'createdAt')}, '')"
-    rows = conn.execute(
-        f"SELECT {_SCAN}.docid, matchinfo({_SCAN}, 'pcnalx'), {last} FROM temp.{_SCAN}"
-        f" JOIN main.notes AS n ON n.rowid = {_SCAN}.docid WHERE {_SCAN} MATCH ?",
-        (match,),
-    ).fetchall()
-    scored = [(docid, bm25(info), str(when)) for docid, info, when in rows]
-    scored.sort(key=lambda r: (-r[1], r[0]))
-    if recent:
-        scored.sort(key=lambda r: r[2], reverse=True)
-    return [(docid, score) for docid, score, _ in scored]
-
-
-def _hits(
-    conn: sqlite3.Connection, have: list[str], match: str, picked: list[tuple[int, float]]
-) -> list[NoteHit]:
-    """The picked notes, in order, with a snippet each (asked of these only:
-    snippet() is most of a search's time)."""
-    from kaja_cli.core.conversations.search import MARK_END, MARK_START, SNIPPET_TOKENS
-
-    if not picked:
-        return []
-    ids = json.dumps([docid for docid, _ in picked])
-    notes = {
-        r["kaja_rowid"]: _note(r)
-        for r in _rows(
-            conn.execute(
-                f"{_select(have)} WHERE n.rowid IN (SELECT value FROM json_each(?))", (ids,)
-            )
-        )
-    }
-    snippets = dict(
-        conn.execute(
-            f"SELECT docid, snippet({_SCAN}, ?, ?, '…', -1, {SNIPPET_TOKENS}) FROM temp.{_SCAN}"
-            f" WHERE {_SCAN} MATCH ? AND docid IN (SELECT value FROM json_each(?))",
-            (MARK_START, MARK_END, match, ids),
-        ).fetchall()
-    )
-    return [
-        NoteHit(notes[d], score, *_snippet(snippets.get(d) or ""))
-        for d, score in picked
-        if d in notes
-    ]
-
-
-def bm25(info: bytes) -> float:
-    """sqlite-fts4's `rank_bm25` over matchinfo('pcnalx'), with FTS5's idf
-    floor, as SPEC §6 ranks messages (summed over key, tags and content)."""
-    values = array("I")
-    values.frombytes(info)
-    phrases, cols, rows = values[0], values[1], values[2]
-    avg = values[3 : 3 + cols]
-    length = values[3 + cols : 3 + 2 * cols]
-    hits = values[3 + 2 * cols :]
-    score = 0.0
-    for p in range(phrases):
-        for c in range(cols):
-            here, _, docs = hits[3 * (p * cols + c) : 3 * (p * cols + c) + 3]
-            if not here:
-                continue
-            idf = math.log((rows - docs + 0.5) / (docs + 0.5))
-            norm = K1 * (1 - B + B * length[c] / avg[c]) if avg[c] else K1
-            score += max(idf, IDF_FLOOR) * (here * (K1 + 1)) / (here + norm)
-    return score
-
-
-def _snippet(raw: str) -> tuple[str, tuple[tuple[int, int], ...]]:
-    from kaja_cli.core.conversations.search import parse_snippet  # the message search's marks
-
-    return parse_snippet(raw)
+    part = store.part(__package__)
+    where = part.location(store)
+    result = NoteSearch(query, match, fts, recent, acting, limit, str(where), [], False, [])
+    return part.search(store, result, after)
