@@ -105,6 +105,35 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     )
 
 
+# The longest tests (each 20 s or more of one worker's time on a quiet 2-core
+# machine), started first: xdist hands out the first quarter of the tests one
+# per worker in turn, so these spread over the workers, and the short ones
+# fill in after. Started last, one of them kept a worker busy a minute after
+# the others had finished.
+LONGEST_FIRST = (
+    "tests/faults/test_faults.py::test_kill_9_at_the_chosen_points",
+    "tests/faults/test_drift.py",
+    "tests/faults/test_concurrency.py",
+    "tests/cloud/test_cloud_doctor.py::test_thorough_checks_every_code_point",
+    "tests/cloud/test_sync.py::test_three_machines",
+    "tests/cloud/test_cloud_search.py::test_generated_messages_match_the_same_way",
+    "tests/cli/test_completion.py::test_the_fast_path_answers_what_typer_answers",
+    "tests/cli/test_terminal.py::test_help_fits_at_50_columns",
+    "tests/unit/test_bench.py::test_a_",
+    "tests/faults/test_faults.py::test_a_store_made_read_only_under_a_running_writer",
+    "tests/faults/test_faults.py::test_ctrl_c_is_exit_130",
+    "tests/cli/test_qdrant.py::test_a_local_qdrant_held_by_another_process_is_busy",
+    "tests/cli/test_usage.py::test_kill_9_mid_reset",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def first(item: pytest.Item) -> bool:
+        return not item.nodeid.startswith(LONGEST_FIRST)
+
+    items.sort(key=first)  # stable: the rest keep their order
+
+
 def pytest_configure(config: pytest.Config) -> None:
     inprocess.every_run_real = config.getoption("--real-processes")
     if not hasattr(config, "workerinput"):  # the controller, before any worker starts
