@@ -318,11 +318,3 @@ def test_notes_say_in_one_line_that_they_read_a_local_store(cloud):
     r = cloud("--database-url", cloud.pg.url, "notes", "show", "x")
     assert r.code == 1 and r.err.count("\n") == 1, r
     assert "--database-url chose cloud mode" in r.err and "leave out --database-url" in r.err
-
-
-def test_archive_and_rename_say_in_one_line_they_are_local(cloud_demo):
-    first = json.loads(cloud_demo("sessions", "--json").out)["sessions"][0]["id"]
-    for argv in (("sessions", "archive", first), ("sessions", "rename", first, "New")):
-        r = cloud_demo(*argv)
-        assert r.code == 1 and r.err.count("\n") == 1, r
-        assert "this command reads only a local store" in r.err, r

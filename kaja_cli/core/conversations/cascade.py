@@ -73,8 +73,8 @@ def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object])
         deleted[table] = conn.execute(
             f"DELETE FROM {table} WHERE {cond.format(ids=ids)}", args
         ).rowcount
-    # kaja's own mark, not a row of the conversation: not counted (the server
-    # has no archive marks: archiving is local)
+    # kaja's own mark, not a row of the conversation: not counted (a server
+    # schema made before version 2 has no archive marks)
     if "sessionId" in d.columns(conn, ARCHIVE_TABLE, views=False).get(ARCHIVE_TABLE, ()):
         conn.execute(f'DELETE FROM {ARCHIVE_TABLE} WHERE "sessionId" IN {ids}', args)
     return deleted
