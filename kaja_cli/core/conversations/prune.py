@@ -233,9 +233,10 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
     report(0, total)
     with store.writer() as conn:
         have = columns(conn, *FILTER_TABLES)
+        known = cascade.tables(conn)
         for group in groups:
             try:
-                gone, counts = _delete_batch(conn, have, pruning.filter, group, paths)
+                gone, counts = _delete_batch(conn, have, known, pruning.filter, group, paths)
             except KeyboardInterrupt:
                 raise Interrupted(
                     f"interrupted after deleting {deleted} of {plural(total, 'session')}",
@@ -273,6 +274,7 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
 def _delete_batch(
     conn: sqlite3.Connection,
     have: dict[str, list[str]],
+    known: cascade.Tables,
     flt: SessionFilter,
     group: list[Candidate],
     paths: Paths,
@@ -296,7 +298,7 @@ def _delete_batch(
                     f"SELECT s.id FROM sessions AS s WHERE {listed} AND {cond}", (ids, *args)
                 )
             ]
-            counts = cascade.delete_session_rows(conn, still) if still else {}
+            counts = cascade.delete_session_rows(conn, still, known) if still else {}
             folders = [
                 str(d) for sid in still
                 if (d := images.session_dir(paths.images_dir, sid)) and _lexists(d)
