@@ -20,6 +20,15 @@ psycopg's import) is most of the time: there the goal is on the in-process
 row, and the process row is printed for information, as in the local rows.
 The common word's best 20 must be local search's best 20 (same messages,
 same scores).
+
+`sessions prune` of a tenth of the sessions (issue 28), as bench_prune.py
+locally: `kaja --database-url URL sessions prune --all-owners --before WHEN
+--yes` (its plan, then its batches, each a transaction on the server)
+against `psql -1` running the same DELETEs over the same sessions (the
+cascade of `core/conversations/cascade.py`, ids as an array) in one
+transaction; before every run of either side the database is made again
+from the loaded one (`CREATE DATABASE … TEMPLATE`), and kaja's state dir is
+a scratch folder. Goal: ≤ 1.5×.
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ def cases(bench) -> None:
     try:
         database = server.create_database("kaja_bench")
         _rows(bench, database.url, psql)
+        _prune(bench, server, database.name, psql)
     finally:
         server.cleanup()
 
@@ -116,6 +126,91 @@ def _rows(bench, url: str, psql: str) -> None:
                                    f" ({detail})")  # fmt: skip
     bench.in_process("cloud search: common word, core search()",
                      lambda: search(store, word, all_owners=True), _psycopg(url, sql), PSYCOPG)  # fmt: skip
+
+
+def _prune(bench, server, loaded: str, psql: str) -> None:
+    """`sessions prune` of a tenth, on a fresh copy of the loaded database each run."""
+    from bench_prune import PRUNE_GOAL, _tenth
+
+    from kaja_cli.core.conversations import cascade
+
+    with closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as conn:
+        before, ids = _tenth(conn)
+        pruned = conn.execute(
+            "SELECT count(*) FROM messages WHERE sessionId IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        ).fetchone()[0]
+    scratch = bench.state_dir.parent / "cloud-prune-scratch"
+    name = "kaja_prune"
+    url = server.url(name)
+
+    def fresh() -> None:
+        shutil.rmtree(scratch / "state", ignore_errors=True)
+        server.drop_database(name)
+        server.create_database(name, template=loaded)
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    # The floor: the cascade's DELETEs (less conversation_threads: it stays
+    # local) with the ids as one array literal, as kaja binds them.
+    literal = "'{" + ",".join(f'"{i}"' for i in ids) + "}'::text[]"
+    script = scratch / "prune.sql"
+    script.write_text(
+        "SET search_path = kaja;\n"
+        + "".join(
+            f"DELETE FROM {table} WHERE {cond.format(ids=f'(SELECT unnest({literal}))')};\n"
+            for table, _needs, cond in cascade._SESSION_ROWS
+            if table != "conversation_threads"
+        )
+        + f'DELETE FROM kaja_archived WHERE "sessionId" IN (SELECT unnest({literal}));\n'
+    )
+    floor = [psql, "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", url, "-f", str(script)]
+    env = bench.env | {
+        "KAJA_STATE_DIR": str(scratch / "state"),
+        "KAJA_CONFIG": str(scratch / "settings.toml"),
+    }
+    prune = bench.kaja("--database-url", url, "sessions", "prune", "--all-owners", "--before",
+                       before, "--yes")  # fmt: skip
+    try:
+        bench.process(f"cloud sessions prune, a tenth ({len(ids):,} sessions)", prune, floor,
+                      "psql -1: the same DELETEs, one transaction", goal=PRUNE_GOAL,
+                      setup=fresh, repeat=min(bench.repeat, 3), env=env,
+                      note=f"{pruned:,} messages deleted, fresh copy each run")  # fmt: skip
+        bench.in_process("cloud sessions prune: core plan() + execute()",
+                         _core_prune(url, env, before), _psycopg_script(url, script),
+                         "psycopg: the same DELETEs, one transaction", setup=fresh,
+                         repeat=min(bench.repeat, 3),
+                         note="without start-up (Python, kaja, psycopg's import)")  # fmt: skip
+    finally:
+        server.drop_database(name)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _core_prune(url: str, env: dict, before: str):
+    """kaja's core prune, as `sessions prune --all-owners --before WHEN --yes` calls it."""
+    from kaja_cli.core.conversations import prune
+    from kaja_cli.core.conversations.filter import SessionFilter
+    from kaja_cli.core.store import Store
+    from kaja_cli.core.store.paths import Overrides
+
+    def run() -> None:
+        store = Store.locate(Overrides(database_url=url), environ=env)
+        prune.execute(store, prune.plan(store, SessionFilter(None, limit=0, before=before)))
+
+    return run
+
+
+def _psycopg_script(url: str, script: Path):
+    """The floor's DELETEs through psycopg, one transaction, on a connection opened for the call."""
+    import psycopg
+
+    statements = [s for s in script.read_text().split(";\n") if s.strip()]
+
+    def run() -> None:
+        with psycopg.connect(url) as conn, conn.transaction():
+            for statement in statements:
+                conn.execute(statement)
+
+    return run
 
 
 PSQL = "psql: the same statements"

@@ -200,9 +200,12 @@ class Bench:
     def in_process(
         self, case: str, kaja: Callable[[], object], floor: Callable[[], object], floor_what: str,
         *, goal: float | None = None, repeat: int | None = None, holds: bool = True, note: str = "",
+        setup: Callable[[], None] | None = None,
     ) -> Row:  # fmt: skip
-        """An in-process row: kaja's core call and the floor's query, called in turn here."""
-        k, f = interleave(lambda: time_call(kaja), lambda: time_call(floor), repeat or self.repeat)
+        """An in-process row: kaja's core call and the floor's query, called in turn
+        here (`setup`, untimed, before each call of either)."""
+        k, f = interleave(lambda: time_call(kaja), lambda: time_call(floor), repeat or self.repeat,
+                          setup)  # fmt: skip
         return self.add(Row(case, IN_PROCESS, k, f, floor_what, goal, holds, note))
 
     def size(self, case: str, kaja_mb: float, floor_mb: float, floor_what: str, note: str = ""):

@@ -167,7 +167,7 @@ def archived(done: Any, *, archived: bool) -> None:
 
 # --- prune ------------------------------------------------------------------------------------
 def nothing_to_prune(plan: PrunePlan, *, dry_run: bool) -> None:
-    if not plan.location.exists():
+    if not plan.store_exists:
         render.note(f"nothing to prune: there is no Kaja store at {plan.location}")
         return
     render.note("nothing to prune: no session matches the filters")

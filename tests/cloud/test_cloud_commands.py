@@ -306,11 +306,3 @@ def test_no_image_folder_is_deleted_through_a_symlink(cloud_demo, tmp_path):
     assert doc["image_folders"] == [] and doc["images_link"] == str(images), doc
     assert sorted(p.relative_to(real) for p in real.rglob("*")) == before
     assert count(cloud_demo.pg, "SELECT count(*) FROM kaja.sessions WHERE owner IS NULL") == 0
-
-
-def test_archive_and_rename_say_in_one_line_they_are_local(cloud_demo):
-    first = json.loads(cloud_demo("sessions", "--json").out)["sessions"][0]["id"]
-    for argv in (("sessions", "archive", first), ("sessions", "rename", first, "New")):
-        r = cloud_demo(*argv)
-        assert r.code == 1 and r.err.count("\n") == 1, r
-        assert "this command reads only a local store" in r.err, r

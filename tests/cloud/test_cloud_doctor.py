@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from kaja_cli.core.store.server import schema as pg_schema
 from tests.support.cloud_support import use_server
 
 pytest_plugins = ["tests.support.pg", "tests.support.cloud_fixtures"]
@@ -24,7 +25,9 @@ def test_a_healthy_server_is_no_problem(cloud_demo):
                 "server.privileges"):  # fmt: skip
         assert checks[cid]["status"] == "ok", checks[cid]
         assert checks[cid]["group"] == "server"
-    assert checks["server.schema"]["summary"] == "schema kaja: version 1, this kaja's"
+    assert checks["server.schema"]["summary"] == (
+        f"schema kaja: version {pg_schema.SCHEMA_VERSION}, this kaja's"
+    )
     assert checks["server.others"]["summary"] == "schema kaja holds only Kaja's objects"
     assert "messages: 96" in checks["server.tables"]["details"]
     assert checks["server.tables"]["summary"] == "13 sessions, 96 messages"

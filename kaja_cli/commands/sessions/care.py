@@ -23,15 +23,16 @@ def rename(
 ) -> None:
     """Give a session a new title.
 
-    The session must be the acting owner's (the terminal unless --owner).
+    The session must be the acting owner's (you unless --owner: the terminal,
+    or in cloud mode the account).
     Its last-updated time stays, so the listing's order does not move.
     """
     from kaja_cli import render
     from kaja_cli.core.conversations import archive
-    from kaja_cli.core.owners import Owner
     from kaja_cli.render import sessions as view
 
-    done = archive.rename(store_of(ctx), session_id, title, Owner.parse(owner))
+    store = store_of(ctx)
+    done = archive.rename(store, session_id, title, store.owner(owner))
     render.emit(done, as_json, view.renamed)
 
 
@@ -40,7 +41,7 @@ def archive(
 ) -> None:
     """Archive sessions: out of `kaja sessions`, `resume -c` and `search`, not deleted.
 
-    Every id must be the acting owner's (the terminal unless --owner), or
+    Every id must be the acting owner's (you unless --owner), or
     nothing changes. `kaja sessions --archived` lists them, `resume ID`
     still replays one, `search --archived` searches them too, and
     `sessions unarchive` brings them back. The agent's own tables are not
@@ -59,8 +60,8 @@ def unarchive(
 def _archive(ctx: typer.Context, ids: list[str], owner: str | None, as_json: bool, on: bool):
     from kaja_cli import render
     from kaja_cli.core.conversations import archive
-    from kaja_cli.core.owners import Owner
     from kaja_cli.render import sessions as view
 
-    done = archive.set_archived(store_of(ctx), ids, Owner.parse(owner), archived=on)
+    store = store_of(ctx)
+    done = archive.set_archived(store, ids, store.owner(owner), archived=on)
     render.emit(done, as_json, view.archived, archived=on)

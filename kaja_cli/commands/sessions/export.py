@@ -109,7 +109,6 @@ def _export_one(
 ) -> None:
     from kaja_cli.core.conversations import export as core
     from kaja_cli.core.conversations.transcript import resolve
-    from kaja_cli.core.owners import Owner
     from kaja_cli.render import export as out
 
     # Where it writes is decided (exit 5 for the store's files, a FIFO…)
@@ -120,7 +119,7 @@ def _export_one(
 
         raise UsageError(f"-o: {target.path} is a folder", hint="give a file name")
     with store.reader() as conn:
-        sid = resolve(conn, ref, Owner.parse(owner)).id
+        sid = resolve(conn, ref, store.owner(owner)).id
     fix = core.redactor(store) if redact else None
     docs = core.sessions(store, [sid], redact=fix)
     if target.path is None and fmt == "json":
@@ -136,7 +135,7 @@ def _export_all(
     from kaja_cli.errors import UsageError
     from kaja_cli.render import export as out
 
-    flt = filters.to_filter(limit=0)
+    flt = filters.to_filter(store, limit=0)
     if fmt == "html" and output is None:
         raise UsageError("HTML is one page per session", hint="give -o FOLDER")
     target = core.output_target(store.paths, output, folder_wanted=fmt == "html")

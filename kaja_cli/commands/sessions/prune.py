@@ -40,13 +40,13 @@ def prune(
     from kaja_cli.errors import UsageError
     from kaja_cli.render import sessions as view
 
-    flt = filters.to_filter()
+    store = store_of(ctx)
+    flt = filters.to_filter(store)
     if not flt.narrowed:
         raise UsageError(
             "say which sessions to prune",
             hint="give a filter: --older-than 90d, --empty, --title GLOB, --model NAME, …",
         )
-    store = store_of(ctx)
     plan = core.plan(store, flt, include_pending=include_pending)
     if not plan.sessions and not plan.leftovers:
         render.emit(plan, as_json, view.nothing_to_prune, dry_run=dry_run)

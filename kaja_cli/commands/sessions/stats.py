@@ -23,7 +23,8 @@ def stats(
     from kaja_cli.core.conversations import stats as core
     from kaja_cli.render import sessions as view
 
-    flt = filters.to_filter(everyone_by_default=True)
-    result = core.stats(store_of(ctx), flt)
+    store = store_of(ctx)
+    flt = filters.to_filter(store, everyone_by_default=True)
+    result = core.stats(store, flt)
     view.no_store(result)
     render.emit(result, as_json, view.stats, pager=not no_pager, flt=flt)

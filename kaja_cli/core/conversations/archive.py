@@ -6,7 +6,8 @@ kaja's own: the agent's `sessions` table is a shared contract and gets no
 column the agent does not know. An archived session is left out of `kaja
 sessions`, `resume -c` and `search` unless asked for (`--archived`); its rows
 are untouched, and deleting the session (delete, prune, wipe --owner) drops
-its archive row with it.
+its archive row with it. In cloud mode the table is in kaja's schema on the
+server (SPEC §10), beside the agent's tables there: the same statements.
 """
 
 from __future__ import annotations
@@ -85,28 +86,28 @@ def set_archived(
     store: Store, refs: Iterable[str], owner: Owner, *, archived: bool
 ) -> ArchiveResult:
     """Archive (or unarchive) the acting owner's sessions, in one transaction.
-    Local only: the marks are a table of kaja's own beside the agent's."""
-    store.require_local()
+    The marks are a table of kaja's own beside the agent's (in cloud mode, in
+    kaja's schema on the server)."""
     with store.writer() as conn:
         sessions = _resolve(conn, refs, owner)
         with db.transaction(conn):
             _still_owned(conn, sessions, owner)
             ids = [s.id for s in sessions]
-            marks = ",".join("?" * len(ids))
+            listed, arg = store.dialect.in_list('"sessionId"', ids)
             already = {
                 r[0]
-                for r in conn.execute(
-                    f"SELECT sessionId FROM {ARCHIVE_TABLE} WHERE sessionId IN ({marks})", ids
-                )
-            }
+                for r in conn.execute(f"SELECT \"sessionId\" FROM {ARCHIVE_TABLE} WHERE {listed}",
+                                      (arg,))
+            }  # fmt: skip
             if archived:
                 conn.executemany(
-                    f"INSERT OR IGNORE INTO {ARCHIVE_TABLE} (sessionId, archivedAt) VALUES (?, ?)",
+                    f'INSERT INTO {ARCHIVE_TABLE} ("sessionId", "archivedAt") VALUES (?, ?)'
+                    ' ON CONFLICT ("sessionId") DO NOTHING',
                     [(i, now_iso()) for i in ids],
                 )
                 unchanged = [s for s in sessions if s.id in already]
             else:
-                conn.execute(f"DELETE FROM {ARCHIVE_TABLE} WHERE sessionId IN ({marks})", ids)
+                conn.execute(f"DELETE FROM {ARCHIVE_TABLE} WHERE {listed}", (arg,))
                 unchanged = [s for s in sessions if s.id not in already]
     changed = [s for s in sessions if s not in unchanged]
     return ArchiveResult(changed, unchanged)
@@ -116,7 +117,6 @@ def rename(store: Store, ref: str, title: str, owner: Owner) -> RenameResult:
     """Give one of the acting owner's sessions a new title (`updatedAt` stays:
     a rename is not activity in the conversation, and the listing's order
     should not move)."""
-    store.require_local()
     text = clean_title(title)
     with store.writer() as conn:
         if "title" not in (columns(conn, "sessions").get("sessions") or ()):

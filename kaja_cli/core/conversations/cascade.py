@@ -14,6 +14,7 @@ import sqlite3
 import stat
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NamedTuple
 
 from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
 from kaja_cli.core.conversations.images import session_dir
@@ -39,43 +40,58 @@ _SESSION_ROWS = (
 )
 
 
-def _applicable(conn: sqlite3.Connection) -> list[tuple[str, str]]:
-    tables = {t for _, needs, _ in _SESSION_ROWS for t in needs}
-    have = dialect.of(conn).columns(conn, *sorted(tables), views=False)
-    return [
+class Tables(NamedTuple):
+    """What hangs off a session in this database (`tables()`): (table, condition)
+    children first, and whether there are archive marks to drop."""
+
+    rows: list[tuple[str, str]]
+    archive: bool
+
+
+def tables(conn: sqlite3.Connection) -> Tables:
+    """Asked of the catalog once; a caller deleting in many batches keeps it."""
+    names = {t for _, needs, _ in _SESSION_ROWS for t in needs} | {ARCHIVE_TABLE}
+    have = dialect.of(conn).columns(conn, *sorted(names), views=False)
+    rows = [
         (table, cond)
         for table, needs, cond in _SESSION_ROWS
         if all(cols <= set(have.get(t, ())) for t, cols in needs.items())
     ]
+    return Tables(rows, "sessionId" in have.get(ARCHIVE_TABLE, ()))
 
 
 def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
-    """How many rows of each table `delete_session_rows` would delete."""
+    """How many rows of each table `delete_session_rows` would delete (one statement)."""
+    rows = tables(conn).rows
+    if not rows:
+        return {}
     ids, args = dialect.of(conn).id_set(conn, session_ids)
-    return {
-        table: conn.execute(
-            f"SELECT COUNT(*) FROM {table} WHERE {cond.format(ids=ids)}", args
-        ).fetchone()[0]
-        for table, cond in _applicable(conn)
-    }
+    counts = ", ".join(
+        f"(SELECT COUNT(*) FROM {table} WHERE {cond.format(ids=ids)})" for table, cond in rows
+    )
+    found = conn.execute(f"SELECT {counts}", args * len(rows)).fetchone()
+    return {table: int(n) for (table, _), n in zip(rows, found, strict=True)}
 
 
-def delete_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
-    """Delete the sessions and every row hanging off them (caller's transaction).
+def delete_session_rows(
+    conn: sqlite3.Connection, session_ids: Iterable[object], known: Tables | None = None
+) -> dict[str, int]:
+    """Delete the sessions and every row hanging off them (caller's transaction;
+    `known`: `tables(conn)`, when the caller asked already).
 
     The search index follows (SQLite: its triggers; PostgreSQL: the indexed
     column goes with its row). Returns rows deleted per table.
     """
-    d = dialect.of(conn)
-    ids, args = d.id_set(conn, session_ids)
+    known = known or tables(conn)
+    ids, args = dialect.of(conn).id_set(conn, session_ids)
     deleted = {}
-    for table, cond in _applicable(conn):
+    for table, cond in known.rows:
         deleted[table] = conn.execute(
             f"DELETE FROM {table} WHERE {cond.format(ids=ids)}", args
         ).rowcount
-    # kaja's own mark, not a row of the conversation: not counted (the server
-    # has no archive marks: archiving is local)
-    if "sessionId" in d.columns(conn, ARCHIVE_TABLE, views=False).get(ARCHIVE_TABLE, ()):
+    # kaja's own mark, not a row of the conversation: not counted (a server
+    # schema made before version 2 has no archive marks)
+    if known.archive:
         conn.execute(f'DELETE FROM {ARCHIVE_TABLE} WHERE "sessionId" IN {ids}', args)
     return deleted
 

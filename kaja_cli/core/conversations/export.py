@@ -59,18 +59,17 @@ class Selection(NamedTuple):
     """The sessions an export will write, picked before the first is read."""
 
     ids: list[str]
-    location: Path
+    location: Path | str  # the store's file, or in cloud mode the server and schema
     store_exists: bool = True
 
 
 def select(store: Store, flt: SessionFilter) -> Selection:
     """The ids `flt` selects, in the listing's order; a missing store selects none."""
-    store.require_local()
-    path = store.path()
-    if not path.exists():
-        return Selection([], path, store_exists=False)
-    with store.reader() as conn:
-        return Selection(matching_ids(conn, flt), path)
+    where = store.location()
+    with store.maybe_reader() as conn:
+        if conn is None:
+            return Selection([], where, store_exists=False)
+        return Selection(matching_ids(conn, flt), where)
 
 
 def redactor(store: Store) -> Redact:
@@ -78,13 +77,12 @@ def redactor(store: Store) -> Redact:
     from kaja_cli.core.conversations.redact import Redactor
 
     owners: list[str] = []
-    if store.path().exists():
-        with store.reader() as conn:
-            if "owner" in (columns(conn, "sessions").get("sessions") or ()):
-                owners = [
-                    r[0] for r in conn.execute("SELECT DISTINCT owner FROM sessions")
-                    if isinstance(r[0], str)
-                ]  # fmt: skip
+    with store.maybe_reader() as conn:
+        if conn is not None and "owner" in (columns(conn, "sessions").get("sessions") or ()):
+            owners = [
+                r[0] for r in conn.execute("SELECT DISTINCT owner FROM sessions")
+                if isinstance(r[0], str)
+            ]  # fmt: skip
     return Redactor(owners)
 
 

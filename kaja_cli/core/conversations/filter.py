@@ -175,12 +175,13 @@ def matching_ids(conn: sqlite3.Connection, flt: SessionFilter) -> list[str]:
     s = have.get("sessions")
     if not s or "id" not in s:
         return []
-    cond, args = where(have, flt)
-    limit = flt.limit if flt.limit and flt.limit > 0 else -1
+    d = dialect.of(conn)
+    cond, args = where(have, flt, d=d)
+    limit = str(int(flt.limit)) if flt.limit and flt.limit > 0 else d.limit_all
     return [
         r[0]
         for r in conn.execute(
-            f"SELECT s.id FROM sessions AS s WHERE {cond} ORDER BY {when(s)} DESC, s.id DESC LIMIT {int(limit)}",
+            f"SELECT s.id FROM sessions AS s WHERE {cond} ORDER BY {when(s)} DESC, s.id DESC LIMIT {limit}",
             args,
         )
     ]

@@ -7,15 +7,17 @@ call waiting on the human unless asked; their rows per table, the bytes of
 their messages, their image files, and a sample to show. The same plan drives
 `--dry-run`, the question and the execution.
 
-The execution deletes in batches, one transaction each (`BEGIN IMMEDIATE`), so
-the agent never waits on kaja for long: inside each batch's transaction the
-filter is checked again, and a session the agent touched meanwhile (a new
-message makes it newer, a call now waits on the human, it changed owner or
-was archived) is left alone. Image folders go after their batch committed,
-never through a symbolic link: a linked session folder loses the link, and a
-linked `files/` or `files/images/` keeps its folders (they are counted as
-kept). Before each commit a marker beside the shared file
-(`kaja.db.pruning`) lists the batch's image folders; a prune killed after a
+The execution deletes in batches, one transaction each (`BEGIN IMMEDIATE`; in
+cloud mode a transaction on the server that locks the batch's session rows
+first), so the agent never waits on kaja for long: inside each batch's
+transaction the filter is checked again, and a session the agent touched
+meanwhile (a new message makes it newer, a call now waits on the human, it
+changed owner or was archived) is left alone. Image folders (local files in
+either mode) go after their batch committed, never through a symbolic link: a
+linked session folder loses the link, and a linked `files/` or
+`files/images/` keeps its folders (they are counted as kept). Before each
+commit a marker beside the shared file (`kaja.db.pruning`, in the state dir in
+cloud mode too) lists the batch's image folders; a prune killed after a
 commit leaves it, and the next prune removes the folders it lists whose
 sessions are gone, then the marker.
 """
@@ -70,7 +72,8 @@ class PrunePlan(NamedTuple):
     image_bytes: int
     pending_kept: int  # sessions the filter selects but kept: a call waits on the human
     leftovers: list[Path]  # image folders an interrupted prune left behind
-    location: Path
+    location: Path | str  # the store's file, or in cloud mode the server and schema
+    store_exists: bool = True
 
     @property
     def sample(self) -> list[Candidate]:
@@ -113,13 +116,12 @@ class PruneResult(NamedTuple):
 # --- the plan ---------------------------------------------------------------------------
 def plan(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> PrunePlan:
     """What prune would delete; reads, never writes. A missing store plans nothing."""
-    store.require_local()
-    path = store.path()
-    leftovers = _leftovers(store.paths)
-    if not path.exists():
-        return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path)
+    path = store.location()
+    leftovers = _leftovers(store)
     flt = flt._replace(limit=0, pending=None if include_pending else False)
-    with store.reader() as conn:
+    with store.maybe_reader() as conn:
+        if conn is None:
+            return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path, store_exists=False)
         have = columns(conn, *FILTER_TABLES)
         s = have.get("sessions")
         if not s or "id" not in s:
@@ -127,7 +129,7 @@ def plan(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> 
         sessions = _candidates(conn, have, flt)
         pending_kept = 0
         if not include_pending:
-            cond, args = where(have, flt._replace(pending=True))
+            cond, args = where(have, flt._replace(pending=True), d=dialect.of(conn))
             pending_kept = conn.execute(
                 f"SELECT count(*) FROM sessions AS s WHERE {cond}", args
             ).fetchone()[0]
@@ -147,10 +149,12 @@ def _candidates(
     conn: sqlite3.Connection, have: dict[str, list[str]], flt: SessionFilter
 ) -> list[Candidate]:
     s = have["sessions"]
-    cond, args = where(have, flt)
+    cond, args = where(have, flt, d=dialect.of(conn))
     m = have.get("messages") or []
     count = (
-        "(SELECT count(*) FROM messages AS m WHERE m.sessionId = s.id)" if "sessionId" in m else "0"
+        '(SELECT count(*) FROM messages AS m WHERE m."sessionId" = s.id)'
+        if "sessionId" in m
+        else "0"
     )
     sql = (
         f"SELECT s.id, {col(s, 's', 'owner')}, {col(s, 's', 'title')}, {when(s)}, {count}"
@@ -178,14 +182,14 @@ def _message_bytes(conn: sqlite3.Connection, have: dict[str, list[str]], ids: li
     m = have.get("messages") or []
     if not ids or "sessionId" not in m:
         return 0
-    parts = [f"coalesce(length(CAST(m.{c} AS BLOB)), 0)" for c in ("content", "parts", "reasoning")
-             if c in m]  # fmt: skip
+    d = dialect.of(conn)
+    parts = [d.byte_length(f'm."{c}"') for c in ("content", "parts", "reasoning") if c in m]
     if not parts:
         return 0
     total = 0
-    # Ids bound as a JSON list: no limit on how many variables a statement takes.
+    # Ids bound as one list: no limit on how many variables a statement takes.
     for chunk in _chunks(ids, 5000):
-        cond, arg = dialect.of(conn).in_list("m.sessionId", chunk)
+        cond, arg = d.in_list('m."sessionId"', chunk)
         total += conn.execute(
             f"SELECT coalesce(sum({' + '.join(parts)}), 0) FROM messages AS m WHERE {cond}",
             (arg,),
@@ -229,9 +233,10 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
     report(0, total)
     with store.writer() as conn:
         have = columns(conn, *FILTER_TABLES)
+        known = cascade.tables(conn)
         for group in groups:
             try:
-                gone, counts = _delete_batch(conn, have, pruning.filter, group, paths)
+                gone, counts = _delete_batch(conn, have, known, pruning.filter, group, paths)
             except KeyboardInterrupt:
                 raise Interrupted(
                     f"interrupted after deleting {deleted} of {plural(total, 'session')}",
@@ -269,23 +274,31 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
 def _delete_batch(
     conn: sqlite3.Connection,
     have: dict[str, list[str]],
+    known: cascade.Tables,
     flt: SessionFilter,
     group: list[Candidate],
     paths: Paths,
 ) -> tuple[list[str], dict[str, int]]:
-    """One transaction: the sessions of `group` that still match, and their rows."""
+    """One transaction: the sessions of `group` that still match, and their rows.
+
+    Their rows are locked first (on a server, where the agent writes beside
+    kaja: `lock_rows`), then the filter is checked again: what it sees stays
+    so until the commit."""
     wrote = False
     try:
         with db.transaction(conn):
-            cond, args = where(have, flt)
-            listed, ids = dialect.of(conn).in_list("s.id", [c.id for c in group])
+            d = dialect.of(conn)
+            listed, ids = d.in_list("s.id", [c.id for c in group])
+            if d.lock_rows:
+                conn.execute(f"SELECT s.id FROM sessions AS s WHERE {listed}{d.lock_rows}", (ids,))
+            cond, args = where(have, flt, d=d)
             still = [
                 r[0]
                 for r in conn.execute(
                     f"SELECT s.id FROM sessions AS s WHERE {listed} AND {cond}", (ids, *args)
                 )
             ]
-            counts = cascade.delete_session_rows(conn, still) if still else {}
+            counts = cascade.delete_session_rows(conn, still, known) if still else {}
             folders = [
                 str(d) for sid in still
                 if (d := images.session_dir(paths.images_dir, sid)) and _lexists(d)
@@ -364,13 +377,15 @@ def _listed(paths: Paths) -> list[Path]:
     ]
 
 
-def _leftovers(paths: Paths) -> list[Path]:
+def _leftovers(store: Store) -> list[Path]:
     """Folders an interrupted prune left, whose sessions are gone (read-only)."""
-    listed = _listed(paths)
-    if not listed or not paths.shared_db.path.exists():
+    listed = _listed(store.paths)
+    if not listed:
         return listed
     try:
-        with db.open_read(paths.shared_db.path) as conn:
+        with store.maybe_reader() as conn:
+            if conn is None:  # no store: no session is left
+                return listed
             live = _live(conn, [p.name for p in listed])
     except Exception:  # an unreadable store: its folders stay, nothing is guessed
         return []

@@ -61,6 +61,14 @@ class Dialect:
         """`expr`, kept off the planner's indexes (SQLite: unary `+`)."""
         return "+" + expr
 
+    def byte_length(self, expr: str) -> str:
+        """The bytes of a text column's value as stored (UTF-8); 0 for NULL."""
+        return f"coalesce(length(CAST({expr} AS BLOB)), 0)"
+
+    # A SELECT's rows locked until the transaction ends (appended to it). SQLite
+    # has one writer: `BEGIN IMMEDIATE` already holds every row.
+    lock_rows = ""
+
     def real_sum(self, expr: str) -> str:
         """`expr` summed as REAL, never "integer overflow" (`values.real_sum`)."""
         return values.real_sum(expr)
@@ -179,6 +187,12 @@ class Postgres(Dialect):
 
     def no_index(self, expr: str) -> str:
         return expr  # unary + is for numbers only; PostgreSQL's planner needs no hint here
+
+    def byte_length(self, expr: str) -> str:
+        return f"coalesce(octet_length({expr}), 0)"
+
+    # Writers run beside each other: the rows a batch checks stay as checked.
+    lock_rows = " FOR UPDATE"
 
     def real_sum(self, expr: str) -> str:
         # sum() of bigint is numeric (never overflows); as double precision it

@@ -255,6 +255,11 @@ ARTIFACT_TABLES = (
     ),
 )
 
+# Sessions archived with `kaja sessions archive`: kaja's own table, not a
+# column of `sessions`, whose columns are the agent's contract. In cloud mode
+# it is a table of kaja's schema on the server (`store/server/schema.py`).
+ARCHIVE_TABLES = (T("kaja_archived", "sessionId TEXT PRIMARY KEY, archivedAt"),)
+
 BOOKKEEPING_TABLES = (
     T("kaja_migrations", "source TEXT PRIMARY KEY, migrated_at"),
     # sync_outbox_key: a pull asks whether a row has a change of its own
@@ -272,9 +277,7 @@ BOOKKEEPING_TABLES = (
     ),
     T("sync_state", "name TEXT PRIMARY KEY, value, updated_at"),
     T("sync_flags", "name TEXT PRIMARY KEY, value"),
-    # Sessions archived with `kaja sessions archive`: kaja's own table, not a
-    # column of `sessions`, whose columns are the agent's contract.
-    T("kaja_archived", "sessionId TEXT PRIMARY KEY, archivedAt"),
+    *ARCHIVE_TABLES,
 )
 
 # The usage ledger `kaja usage reset` clears (not `counters`: internal markers).

@@ -27,6 +27,7 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING, Any
 
+from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
 from kaja_cli.core.conversations.search import cjk, cjk_index, local
 from kaja_cli.core.conversations.search.model import TOKENIZE, SearchResult
 from kaja_cli.core.conversations.search.tables import Index
@@ -55,9 +56,11 @@ def search(
     roles: tuple[str, ...],
     since: str | None,
     session_id: str | None,
+    hide_archived: bool = False,
 ) -> None:
     """Fill `result` (its `match` turned into bigram phrases) from the
-    server's messages in CJK; `messages`: how many the server holds in all.
+    server's messages in CJK; `messages`: how many the server holds in all;
+    `hide_archived`: leave out archived sessions' messages, as locally.
     The hits' short ids are the caller's to set: only some sessions are here."""
     terms = cjk.terms(result.match)
     result.match = cjk.match(result.match)
@@ -74,12 +77,18 @@ def search(
         if sids
         else []
     )
+    archived = (
+        [r[0] for r in conn.execute(f'SELECT "sessionId" FROM {ARCHIVE_TABLE}').fetchall()]
+        if hide_archived
+        else []
+    )
     memory = sqlite3.connect(":memory:", isolation_level=None)  # BEGIN as local search does
     try:
-        _load(memory, rows, sessions)
+        _load(memory, rows, sessions, archived)
         ix = Index("main", _TABLE, cjk=True)
         have = {"messages": set(_MESSAGES), "sessions": set(_SESSIONS)}
         filters = local._Filters(owner, roles, since, session_id, have)
+        filters.hide_archived = hide_archived
         try:
             memory.execute("BEGIN")
             local._run(memory, ix, result, filters, terms, messages=messages)
@@ -95,15 +104,19 @@ def search(
         memory.close()
 
 
-def _load(memory: sqlite3.Connection, rows: list[Any], sessions: list[Any]) -> None:
-    """The messages (rowid in the server's order) and sessions, and their CJK
-    index, in one transaction (FTS4 writes a segment per transaction)."""
+def _load(
+    memory: sqlite3.Connection, rows: list[Any], sessions: list[Any], archived: list[str]
+) -> None:
+    """The messages (rowid in the server's order), sessions, archive marks and
+    the CJK index, in one transaction (FTS4 writes a segment per transaction)."""
     memory.execute("PRAGMA cache_size = -65536")
     memory.execute("BEGIN")
     memory.execute(f"CREATE TABLE messages ({', '.join(_quoted(c) for c in _MESSAGES)})")
     memory.execute(f"CREATE TABLE sessions ({', '.join(_quoted(c) for c in _SESSIONS)})")
     memory.executemany(f"INSERT INTO messages VALUES ({', '.join('?' * len(_MESSAGES))})", rows)
     memory.executemany("INSERT INTO sessions VALUES (?, ?, ?)", sessions)
+    memory.execute(f"CREATE TABLE {ARCHIVE_TABLE} (sessionId TEXT PRIMARY KEY)")
+    memory.executemany(f"INSERT INTO {ARCHIVE_TABLE} VALUES (?)", ((a,) for a in archived))
     memory.execute(f"CREATE VIRTUAL TABLE {_TABLE} USING fts4(content, {TOKENIZE})")
     cjk_index.put(memory, _TABLE, memory.execute("SELECT rowid, content FROM messages"))
     memory.execute("COMMIT")

@@ -31,6 +31,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from kaja_cli.core.conversations.columns import columns
+from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
 from kaja_cli.core.conversations.search import fts4
 from kaja_cli.core.conversations.search.model import (
     K1,
@@ -73,8 +74,8 @@ def search(
 ) -> SearchResult:
     """`search.search` on kaja's schema (options already checked there). The
     server's index is kept by its own columns, so nothing is built here
-    (`progress` has nothing to show), and archiving is local: the server holds
-    no archived sessions to leave out (`archived`)."""
+    (`progress` has nothing to show). Archived sessions' messages are left
+    out unless `archived` or a `session` is named, as locally."""
     match = query if fts else plain_match(query)
     cjk_words = not match.isascii() and _has_cjk(match)  # answered as local search does
     parsed = None if cjk_words else fts4.parse(match)  # malformed: exit 2 with SQLite's words
@@ -87,7 +88,7 @@ def search(
             result.source = "none"
             result.notes.append(f"no Kaja store in {result.location}: nothing to search")
             return result
-        have = columns(conn, "messages", "sessions")
+        have = columns(conn, "messages", "sessions", ARCHIVE_TABLE)
         messages = have.get("messages", [])
         if "content" not in messages:
             result.source = "none"
@@ -98,16 +99,18 @@ def search(
                 f"{result.location} has no search index",
                 hint="`kaja search --reindex` makes it (it writes to the server)",
             )
-        session_id = None
+        filters = _Filters(owner, roles, since, None, have)
         if session:
             from kaja_cli.core.conversations import sessions as core_sessions
 
-            session_id = core_sessions.find(conn, session, owner).id
+            filters.session_id = core_sessions.find(conn, session, owner).id
+        elif not archived:
+            filters.hide_archived = result.archived_hidden = _any_archived(conn, have)
         conn.execute("BEGIN")  # one snapshot for every query below
         if parsed is None:
-            _run_cjk(conn, result, owner, roles, since, session_id)
+            _run_cjk(conn, result, filters)
         else:
-            _run(conn, result, parsed, _Filters(owner, roles, since, session_id, have))
+            _run(conn, result, parsed, filters)
         conn.execute("COMMIT")
     return result
 
@@ -118,20 +121,15 @@ def _has_cjk(match: str) -> bool:
     return cjk.has_cjk(match)
 
 
-def _run_cjk(
-    conn: Connection,
-    result: SearchResult,
-    owner: Owner | None,
-    roles: tuple[str, ...],
-    since: str | None,
-    session_id: str | None,
-) -> None:
+def _run_cjk(conn: Connection, result: SearchResult, filters: _Filters) -> None:
     """Chinese, Japanese or Korean words: local search's bigrams and ranking
     over the server's messages in CJK (`cjk_server`), with the server's short ids."""
     from kaja_cli.core.conversations.search import cjk_server
 
     n, _ = stats(conn)
-    cjk_server.search(conn, result, n, owner=owner, roles=roles, since=since, session_id=session_id)
+    cjk_server.search(conn, result, n, owner=filters.owner, roles=filters.roles,
+                      since=filters.since, session_id=filters.session_id,
+                      hide_archived=filters.hide_archived)  # fmt: skip
     short = _short_ids(conn, sorted({h.session_id for h in result.hits if h.session_id}))
     for hit in result.hits:
         hit.session_short = short.get(hit.session_id) if hit.session_id else None
@@ -144,6 +142,7 @@ class _Filters:
                  session_id: str | None, have: dict[str, list[str]]) -> None:  # fmt: skip
         self.owner, self.roles, self.since, self.session_id = owner, roles, since, session_id
         self.sessions = "id" in have.get("sessions", [])
+        self.hide_archived = False  # leave out archived sessions' messages
 
     def joins(self) -> str:
         """A message whose session is missing is nobody's but --all-owners'."""
@@ -170,7 +169,19 @@ class _Filters:
         if self.session_id:
             parts.append('m."sessionId" = ?')
             params.append(self.session_id)
+        if self.hide_archived:
+            parts.append(
+                f'NOT EXISTS (SELECT 1 FROM {ARCHIVE_TABLE} AS ka WHERE ka."sessionId" = m."sessionId")'
+            )
         return " AND ".join(parts) or "true", params
+
+
+def _any_archived(conn: Connection, have: dict[str, list[str]]) -> bool:
+    """Whether any session is archived (`kaja sessions archive`); a schema made
+    before kaja kept archive marks on the server has none."""
+    if "sessionId" not in have.get(ARCHIVE_TABLE, ()):
+        return False
+    return conn.execute(f"SELECT 1 FROM {ARCHIVE_TABLE} LIMIT 1").fetchone() is not None
 
 
 def _run(conn: Connection, result: SearchResult, parsed: fts4.Query, filters: _Filters) -> None:

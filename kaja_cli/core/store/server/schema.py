@@ -3,8 +3,10 @@ bringing it up to date (SPEC §10).
 
 The server holds the tables of `CLOUD_TABLES`, written from the same
 description as the SQLite files (`store/schema.py`'s tables, rendered by
-`ddl`; the local part renders them for SQLite): the conversation store, and
-the usage ledger that `kaja usage` reads. The agent's other local state
+`ddl`; the local part renders them for SQLite): the conversation store, the
+usage ledger that `kaja usage` reads, and kaja's archive marks
+(`kaja_archived`, version 2: a schema of version 1 gains it when a writer
+brings it up to date). The agent's other local state
 (learning, services, sync bookkeeping, the side databases) stays local. In
 kaja's schema (`kaja`, or `[memory] databaseSchema`) there are also:
 
@@ -36,14 +38,17 @@ from kaja_cli.errors import Failed, Refused
 if TYPE_CHECKING:
     from kaja_cli.core.engine.postgres import Connection, Target
 
-# The server's tables: the conversation store, and the ledger `kaja usage` reads.
-CLOUD_TABLES = core_schema.CONVERSATION_TABLES + core_schema.LEDGER_TABLES
+# The server's tables: the conversation store, the ledger `kaja usage` reads,
+# and kaja's own archive marks (`kaja sessions archive`; added in version 2).
+CLOUD_TABLES = (
+    core_schema.CONVERSATION_TABLES + core_schema.LEDGER_TABLES + core_schema.ARCHIVE_TABLES
+)
 VERSION_TABLE = "kaja_schema"
 STATS_TABLE = "kaja_search_stats"
 SEARCH_COLUMN = "kaja_search"
 WORDS_COLUMN = "kaja_words"
 SEARCH_INDEX = "messages_kaja_search"
-SCHEMA_VERSION = 1  # what this kaja makes; a newer kaja's schema is read, never written
+SCHEMA_VERSION = 2  # what this kaja makes; a newer kaja's schema is read, never written
 LOCK = 0x6B616A61  # "kaja": pg_advisory_xact_lock while the schema is made
 MAKING_TIMEOUT_MS = 120_000  # how long a writer waits for another making the schema
 STATS_SHARDS = 16  # writers add to the stats row of their backend: little lock contention
