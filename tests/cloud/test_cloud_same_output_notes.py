@@ -305,3 +305,13 @@ def test_the_servers_pattern_picks_every_message_local_search_indexes(pg):
     wrong = [(hex(ord(t.strip("abcdéf ")[0])), t) for t, matched in rows
              if matched != cjk.holds_cjk(t)]  # fmt: skip
     assert wrong == []
+
+
+def test_an_archived_sessions_cjk_messages_are_left_out_as_locally(cjk_pair):
+    local, cloud = cjk_pair
+    for k in (local, cloud):
+        r = k("sessions", "archive", CREME)
+        assert r.code == 0, r
+    assert _found(compare(local, cloud, ["search", "--json", "東京"])) == []
+    doc = compare(local, cloud, ["search", "--json", "--archived", "東京"])
+    assert _found(doc) == ["mixed", "ja-1"]
