@@ -124,9 +124,14 @@ def json_text(text: str) -> str:
     return _JSON_ESCAPE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+_JSON_LEADS = sorted({chr(c).encode()[:1] for c in _JSON_RAW})  # each one's first byte
+
+
 def json_bytes(data: bytes) -> bytes:
     """`json_text` for UTF-8 JSON text as bytes (SQLite's), never decoded."""
     if data.isascii() and b"\x7f" not in data:
+        return data
+    if not any(lead in data for lead in _JSON_LEADS):  # a memchr each: most text has none
         return data
     return _JSON_ESCAPE_UTF8.sub(lambda m: f"\\u{ord(m.group().decode()):04x}".encode(), data)
 

@@ -356,3 +356,26 @@ def test_awkward_data_exports_byte_for_byte_as_before(kaja, tmp_path, fmt):
         want = want if fmt == "md" else f'{{"sessions":[{want.rstrip()}]}}\n'
     assert r.code == 0, r
     assert written.read_bytes() == want.encode()
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_what_sqlite_writes_is_what_render_writes(demo_store, tmp_path, monkeypatch, fmt):
+    """Every session of the demo, exported with the plainest messages written by
+    SQLite (core/conversations/pieces.py) and with every message parsed from its
+    JSON and written by render, as before: the same bytes."""
+    from kaja_cli.core.conversations import transcript
+
+    def export(name: str) -> dict[str, bytes]:
+        out = tmp_path / name  # a folder: one file per session
+        r = demo_store("sessions", "export", "--all", "--all-owners", "-f", fmt, "-o", f"{out}/")
+        assert r.code == 0, r
+        return {p.name: p.read_bytes() for p in out.iterdir()}
+
+    fast = export("fast")
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+    reference = export("reference")
+    assert len(fast) > 5 and fast == reference

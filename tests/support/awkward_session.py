@@ -83,6 +83,17 @@ def build(state: Path) -> None:
             ("m10", 10, "tool", "result by call id", None, None, "call_b", None, _at(10), None),
             ("m11", 11, "assistant", "", "[]", None, None, "gpt-y", _at(11), None),
             ("m12", 12, "tool", "orphan result", None, None, "call_none", None, _at(12), None),
+            # Plain messages, some of which SQLite writes itself (core/conversations/pieces.py):
+            ("m14", 14, "assistant", "plain \u202e answer", None, None, None, "gpt\t-tab", _at(14),
+             None),
+            ("m15", 15, "assistant", "ok\r\n", None, "", None, "gpt-\x1b\x9bz", "2026\x0bvt",
+             None),
+            ("m16", 16, "user", "a & b < c > d \"q\" 'x' \\ `t`", None, None, None, "m<b>", _at(16),
+             None),
+            ("m17", 17, "assistant", "", None, "", None, "", "", None),
+            ("m18", 18, "user", 0, None, None, None, None, _at(18), None),
+            ("m19", 19, "user", "nul\x00after\x1b", None, None, None, None, "2026\x00x", None),
+            ("m20", 20, "assistant", "fine", None, None, None, "gpt-z\x7f", _at(20), None),
         ]  # fmt: skip
         conn.executemany(
             "INSERT INTO messages (id, sessionId, seq, role, content, parts, reasoning,"
