@@ -5,6 +5,13 @@ model calls, the message count, and one row of JSON per message), taken from
 kaja's own query builders, from a script file, output to /dev/null.
 
 Goal: at most 1.3× its floor (issue 19).
+
+`sessions export ID` of the largest session (issue 29), Markdown, HTML and
+JSON, against the `sqlite3` command line printing that session's rows: the
+session, its summaries, timeline events and model calls, its messages and
+their tool calls, every column (`SELECT *`), output to /dev/null: what the
+data costs to read and print, whatever kaja makes of it. Goal: Markdown and
+HTML at most 3× that floor, JSON at most 2×.
 """
 
 from __future__ import annotations
@@ -17,6 +24,38 @@ from bench_sessions import inline
 from kaja_cli.core.conversations import transcript
 
 EXPORT_GOAL = 1.3
+ONE_GOALS = {"md": 3.0, "html": 3.0, "json": 2.0}  # issue 29
+
+
+def _rows_script(sid: str) -> str:
+    """The sqlite3 CLI printing one session's rows, every column (the floor of
+    `sessions export ID`)."""
+    return "\n".join([
+        inline("SELECT * FROM sessions WHERE id = ?", (sid,)),
+        inline('SELECT * FROM session_summaries WHERE "sessionId" = ? ORDER BY "summaryFrom"', (sid,)),
+        inline('SELECT * FROM session_events WHERE "sessionId" = ? ORDER BY seq', (sid,)),
+        inline('SELECT * FROM model_calls WHERE "sessionId" = ? ORDER BY "createdAt"', (sid,)),
+        inline('SELECT * FROM messages WHERE "sessionId" = ? ORDER BY seq, "createdAt", id', (sid,)),
+        inline('SELECT t.* FROM messages AS m JOIN tool_calls AS t ON t."messageId" = m.id'
+               ' WHERE m."sessionId" = ? ORDER BY m.seq, m."createdAt", m.id, t.position', (sid,)),
+    ])  # fmt: skip
+
+
+def one_session(bench) -> None:
+    """`sessions export ID` of the largest session, each format, against its rows."""
+    with closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as conn:
+        sid, owner, count = conn.execute(
+            "SELECT m.sessionId, s.owner, count(*) AS n FROM messages AS m"
+            " JOIN sessions AS s ON s.id = m.sessionId GROUP BY m.sessionId ORDER BY n DESC LIMIT 1"
+        ).fetchone()
+    floor = bench.sqlite(_rows_script(sid))
+    who = ["--owner", owner] if owner else []
+    names = {"md": "Markdown", "html": "HTML", "json": "JSON"}
+    for fmt, goal in ONE_GOALS.items():
+        argv = bench.kaja("sessions", "export", sid, *who, "-f", fmt)
+        bench.process(f"sessions export ID -f {fmt} ({count:,} messages)", argv, floor,
+                      "sqlite3 CLI: the session's rows", goal=goal,
+                      note=f"{names[fmt]} of the largest session")  # fmt: skip
 
 
 def _export_script(conn: sqlite3.Connection, ids: list[str], images_dir) -> str:
@@ -39,6 +78,7 @@ def _export_script(conn: sqlite3.Connection, ids: list[str], images_dir) -> str:
 
 
 def cases(bench) -> None:
+    one_session(bench)
     store = bench.store()
     with closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as conn:
         everyone = [r[0] for r in conn.execute(

@@ -24,27 +24,7 @@ from typing import Annotated  # noqa: E402
 import typer  # noqa: E402
 
 from kaja_cli import __version__  # noqa: E402
-from kaja_cli.commands import (  # noqa: E402
-    accounts,
-    audit,
-    backup,
-    browse,
-    cache,
-    config,
-    demo,
-    doctor,
-    migrate,
-    notes,
-    optimize,
-    resume,
-    search,
-    sessions,
-    stats,
-    sync,
-    typed_path,
-    usage,
-    wipe,
-)
+from kaja_cli.commands import typed_path  # noqa: E402
 from kaja_cli.errors import ExitStatus, KajaError  # noqa: E402
 
 
@@ -69,7 +49,7 @@ def _help_by_the_layout_rule() -> None:
 
 _help_by_the_layout_rule()
 
-app = typer.Typer(
+_SETTINGS = dict(
     name="kaja",
     help="Administer the local storage of Kaja, your personal AI agent.",
     no_args_is_help=True,
@@ -85,7 +65,6 @@ def _version(ctx: typer.Context, value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def root(
     ctx: typer.Context,
     config_path: Annotated[
@@ -153,31 +132,88 @@ def root(
 CONVERSATIONS, CARE, SETUP = "Conversations", "Usage, health, backups and deleting", "Setup"
 SIDE = "Side databases"
 AUDIT = "What the agent did"
-app.add_typer(sessions.app, name="sessions", rich_help_panel=CONVERSATIONS)
-app.command("resume", rich_help_panel=CONVERSATIONS)(resume.resume)
-app.command("search", rich_help_panel=CONVERSATIONS)(search.search)
-app.command("browse", rich_help_panel=CONVERSATIONS)(browse.browse)
-app.add_typer(notes.app, name="notes", rich_help_panel=CONVERSATIONS)
-app.add_typer(audit.runs_app, name="runs", rich_help_panel=AUDIT)
-app.add_typer(audit.reviews_app, name="reviews", rich_help_panel=AUDIT)
-app.command("tasks", rich_help_panel=AUDIT)(audit.tasks)
-app.command("schedules", rich_help_panel=AUDIT)(audit.schedules)
-app.command("triggers", rich_help_panel=AUDIT)(audit.triggers)
-app.add_typer(audit.learning_app, name="learning", rich_help_panel=AUDIT)
-app.add_typer(audit.artifacts_app, name="artifacts", rich_help_panel=AUDIT)
-app.add_typer(usage.app, name="usage", rich_help_panel=CARE)
-app.add_typer(sync.app, name="sync", rich_help_panel=CARE)
-app.add_typer(stats.app, name="stats", rich_help_panel=CARE)
-app.command("doctor", rich_help_panel=CARE)(doctor.doctor)
-app.command("wipe", rich_help_panel=CARE)(wipe.wipe)
-app.command("backup", rich_help_panel=CARE)(backup.backup)
-app.command("restore", rich_help_panel=CARE)(backup.restore)
-app.command("optimize", rich_help_panel=CARE)(optimize.optimize)
-app.add_typer(cache.app, name="cache", rich_help_panel=SIDE)
-app.add_typer(accounts.app, name="accounts", rich_help_panel=SIDE)
-app.add_typer(config.app, name="config", rich_help_panel=SETUP)
-app.command("demo", rich_help_panel=SETUP)(demo.demo)
-app.command("migrate", rich_help_panel=SETUP)(migrate.migrate)
+# Every command: its name, the module of kaja_cli.commands and the attribute
+# that holds it (a Typer app is a group, a function a command), and its panel
+# in --help, in the order --help lists them.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "sessions": ("sessions", "app", CONVERSATIONS),
+    "resume": ("resume", "resume", CONVERSATIONS),
+    "search": ("search", "search", CONVERSATIONS),
+    "browse": ("browse", "browse", CONVERSATIONS),
+    "notes": ("notes", "app", CONVERSATIONS),
+    "runs": ("audit", "runs_app", AUDIT),
+    "reviews": ("audit", "reviews_app", AUDIT),
+    "tasks": ("audit", "tasks", AUDIT),
+    "schedules": ("audit", "schedules", AUDIT),
+    "triggers": ("audit", "triggers", AUDIT),
+    "learning": ("audit", "learning_app", AUDIT),
+    "artifacts": ("audit", "artifacts_app", AUDIT),
+    "usage": ("usage", "app", CARE),
+    "sync": ("sync", "app", CARE),
+    "stats": ("stats", "app", CARE),
+    "doctor": ("doctor", "doctor", CARE),
+    "wipe": ("wipe", "wipe", CARE),
+    "backup": ("backup", "backup", CARE),
+    "restore": ("backup", "restore", CARE),
+    "optimize": ("optimize", "optimize", CARE),
+    "cache": ("cache", "app", SIDE),
+    "accounts": ("accounts", "app", SIDE),
+    "config": ("config", "app", SETUP),
+    "demo": ("demo", "demo", SETUP),
+    "migrate": ("migrate", "migrate", SETUP),
+}
+# The root options that take a value (`--db PATH`): the word after one is no command.
+_VALUED = ("--config", "--state-dir", "--db", "--database-url")
+_apps: dict[str | None, typer.Typer] = {}
+
+
+def _register(app: typer.Typer, name: str) -> None:
+    import importlib
+
+    module, attribute, panel = COMMANDS[name]
+    found = getattr(importlib.import_module(f"kaja_cli.commands.{module}"), attribute)
+    if isinstance(found, typer.Typer):
+        app.add_typer(found, name=name, rich_help_panel=panel)
+    else:
+        app.command(name, rich_help_panel=panel)(found)
+
+
+def build(name: str | None = None) -> typer.Typer:
+    """The kaja app with every command (`name` None: for --help, an unknown
+    command, completion), or with the one command `name` alone: Typer builds
+    and introspects only what will run, so start-up does not grow with the
+    command list. Each is built once (a process runs one; the tests many)."""
+    if name not in _apps:
+        app = typer.Typer(**_SETTINGS)
+        app.callback()(root)
+        for each in COMMANDS if name is None else (name,):
+            _register(app, each)
+        _apps[name] = app
+    return _apps[name]
+
+
+def command_named(args: list[str]) -> str | None:
+    """The command `args` run, when that is one of kaja's; None for anything
+    else (the root's --help or --version, an unknown command or option, no
+    command, `--`), which the whole app answers as it always has."""
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word in _VALUED:
+            i += 2
+            continue
+        if word.startswith(tuple(v + "=" for v in _VALUED)):
+            i += 1
+            continue
+        return word if word in COMMANDS else None
+    return None
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`kaja_cli.app.app`: the whole app (completions/generate.py, the tests)."""
+    if name == "app":
+        return build()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -203,13 +239,14 @@ def _run() -> None:
         if os.environ.get("_KAJA_COMPLETE"):  # what the fast path left to Typer
             from kaja_cli.completion import shells
 
-            sys.exit(shells.answer(app))
+            sys.exit(shells.answer(build()))
         if "--show-completion" in sys.argv[1:]:
             from kaja_cli.completion import shells
 
             shells.register()  # kaja's bash script, not Typer's
         # Not standalone: click's usage errors come here (one line, not a box),
         # and so does every exit code.
+        app = build(command_named(sys.argv[1:]))
         code = app(prog_name="kaja", standalone_mode=False)
         sys.stdout.flush()
     except _click.exceptions.NoArgsIsHelpError as e:

@@ -55,7 +55,9 @@ from kaja_cli.core.wording import noun, plural  # noqa: F401 - the same wording 
 from kaja_cli.errors import Declined, Refused
 from kaja_cli.render.layout import (  # noqa: F401 - tables' vocabulary; the one escaping of controls
     _LINES,
+    _LINES_FOUND,
     _ONE_LINE,
+    _ONE_LINE_FOUND,
     ESCAPED,
     Bar,
     Col,
@@ -122,9 +124,14 @@ def json_text(text: str) -> str:
     return _JSON_ESCAPE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+_JSON_LEADS = sorted({chr(c).encode()[:1] for c in _JSON_RAW})  # each one's first byte
+
+
 def json_bytes(data: bytes) -> bytes:
     """`json_text` for UTF-8 JSON text as bytes (SQLite's), never decoded."""
     if data.isascii() and b"\x7f" not in data:
+        return data
+    if not any(lead in data for lead in _JSON_LEADS):  # a memchr each: most text has none
         return data
     return _JSON_ESCAPE_UTF8.sub(lambda m: f"\\u{ord(m.group().decode()):04x}".encode(), data)
 
@@ -274,7 +281,10 @@ def text(value: Any, *, lines: bool = False) -> str:
         return ""
     if isinstance(value, bytes | bytearray | memoryview):
         return bytes(value).hex().upper()  # as SQLite's hex() and --json show it
-    return str(value).translate(_LINES if lines else _ONE_LINE)
+    text = value if type(value) is str else str(value)
+    if lines:
+        return text.translate(_LINES) if _LINES_FOUND(text) else text
+    return text.translate(_ONE_LINE) if _ONE_LINE_FOUND(text) else text
 
 
 def _plain(value: Any) -> str:

@@ -38,7 +38,12 @@ def json_chunks(doc: SessionExport) -> Iterator[str | bytes]:
     yield "]}"
 
 
-def _parsed(doc: SessionExport) -> Iterator[dict]:
+def _parsed(doc: SessionExport, view: str) -> Iterator[tuple | dict]:
+    """The messages for Markdown or HTML (`view`): read plain where the core
+    can (`doc.rows`: pieces, rows, or dicts where a message needs its JSON),
+    else parsed."""
+    if doc.rows is not None:
+        return doc.rows(view)
     loads = json.loads
     return (loads(text) for text in doc.messages)
 
@@ -48,7 +53,12 @@ def markdown_chunks(doc: SessionExport) -> Iterator[str]:
 
     h = doc.head
     return replay.markdown_chunks(
-        h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc), h["events"]
+        h["session"],
+        h["summaries"],
+        h["pending"],
+        doc.message_count,
+        _parsed(doc, "md"),
+        h["events"],
     )
 
 
@@ -57,7 +67,7 @@ def html_chunks(doc: SessionExport, *, embed_images: bool) -> Iterator[str]:
 
     h = doc.head
     return html.page_chunks(
-        h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc),
+        h["session"], h["summaries"], h["pending"], doc.message_count, _parsed(doc, "html"),
         h["events"], embed_images=embed_images,
     )  # fmt: skip
 

@@ -23,6 +23,7 @@ from kaja_cli import render
 from kaja_cli.core.conversations.transcript import Asides, Entry, Pending
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import plural
+from kaja_cli.render.layout import _LINES, _LINES_FOUND
 from kaja_cli.render.replay import _compact, waiting
 
 MAX_IMAGE = 5 * 1024 * 1024
@@ -104,7 +105,23 @@ def page_chunks(
     )
     calls: dict[Any, dict[str, Any]] = {}
     asides = Asides(events)
+    batch: list[str] = []
     for m in messages:
+        if m.__class__ is tuple:  # written by SQLite (`core.conversations.pieces`)
+            text, seq, kind = m
+            if _LINES_FOUND(text):  # the escaping rule, as render.text(…, lines=True) applies it
+                text = text.translate(_LINES)
+            if asides.waiting or ordered:
+                parts = [_aside(e) for e in asides.due()]
+                while ordered and (not isinstance(seq, int) or ordered[0]["summaryFrom"] <= seq):
+                    parts.append(_summary(ordered.pop(0)))
+                text = "".join(parts) + text
+                asides.count_kind(kind)
+            batch.append(text)
+            if len(batch) >= _BATCH:
+                yield "".join(batch)
+                batch = []
+            continue
         parts = [_aside(e) for e in asides.due()]
         while ordered and (
             not isinstance(m.get("seq"), int) or ordered[0]["summaryFrom"] <= m["seq"]
@@ -117,10 +134,17 @@ def page_chunks(
                 calls.setdefault(("call", c["callId"]), c)
         parts.append(_message(m, calls, p, embed_images))
         asides.count(m)
-        yield "".join(parts)
+        batch.append("".join(parts))
+        if len(batch) >= _BATCH:
+            yield "".join(batch)
+            batch = []
     tail = [_aside(e) for e in asides.due()] + [_summary(x) for x in ordered]
     tail += [_aside(e) for e in asides.due(rest=True)]
-    yield "".join(tail) + "</body></html>\n"
+    batch.append("".join(tail) + "</body></html>\n")
+    yield "".join(batch)
+
+
+_BATCH = 256  # messages joined into one piece: one write, not one per message
 
 
 def _aside(e: Entry) -> str:

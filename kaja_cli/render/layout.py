@@ -98,6 +98,10 @@ _CONTROL = re.compile("[" + "".join(re.escape(chr(c)) for c in ESCAPED) + "]")
 _CONTROLS = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in ESCAPED}
 _ONE_LINE = str.maketrans({**_CONTROLS, **dict.fromkeys(map(ord, "\t\n\r\v\f"), " ")})
 _LINES = str.maketrans({c: e for c, e in _CONTROLS.items() if c not in (0x09, 0x0A)})
+# Whether a text holds any character a table changes: one scan in C, so the
+# common text (none) is returned as it is, not rebuilt a character at a time.
+_ONE_LINE_FOUND = re.compile("[" + "".join(re.escape(chr(c)) for c in _ONE_LINE) + "]").search
+_LINES_FOUND = re.compile("[" + "".join(re.escape(chr(c)) for c in _LINES) + "]").search
 
 
 def clean(text: str) -> str:

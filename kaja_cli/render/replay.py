@@ -9,6 +9,7 @@ export as one Markdown string. Nothing here touches a database.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,6 +17,7 @@ from kaja_cli import render
 from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Replay, Transcript
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import noun, plural
+from kaja_cli.render.layout import _LINES, _LINES_FOUND
 
 ARGS_WIDTH = 160  # a tool call's arguments on one line, cut beyond this
 
@@ -129,12 +131,12 @@ def replay_lines(rep: Replay) -> list[render.Line]:
 
 
 # --- Markdown ------------------------------------------------------------------------------
+_TICKS = re.compile("`{3,}")
+
+
 def _fence(text: str, info: str = "") -> str:
     """A code block whose fence is longer than any backtick run inside it."""
-    longest = run = 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
+    longest = max(map(len, _TICKS.findall(text)), default=0) if "```" in text else 0
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{text}\n{fence}"
 
@@ -249,7 +251,22 @@ def markdown_chunks(
     def asides_md(rest: bool = False) -> list[str]:
         return [line for e in asides.due(rest=rest) for line in ("", aside_md(e))]
 
+    batch: list[str] = []
     for m in messages:
+        if m.__class__ is tuple:  # written by SQLite (`core.conversations.pieces`)
+            text, seq, kind = m
+            if _LINES_FOUND(text):  # the escaping rule, as render.text(…, lines=True) applies it
+                text = text.translate(_LINES)
+            if asides.waiting or pending_summaries:
+                before = asides_md() + summaries_before(seq)
+                if before:
+                    text = "\n" + "\n".join(before) + text
+                asides.count_kind(kind)
+            batch.append(text)
+            if len(batch) >= _BATCH:
+                yield "".join(batch)
+                batch = []
+            continue
         for c in m["tool_calls"]:
             if c["resultMessageId"]:
                 calls[c["resultMessageId"]] = c
@@ -257,9 +274,16 @@ def markdown_chunks(
                 calls.setdefault(("call", c["callId"]), c)
         out = asides_md() + summaries_before(m["seq"]) + _message_md(m, calls, p)
         asides.count(m)
-        yield "\n" + "\n".join(out)
+        batch.append("\n" + "\n".join(out))
+        if len(batch) >= _BATCH:
+            yield "".join(batch)
+            batch = []
     tail = asides_md() + summaries_before(None) + asides_md(rest=True)
-    yield ("\n" + "\n".join(tail) if tail else "") + "\n"
+    batch.append(("\n" + "\n".join(tail) if tail else "") + "\n")
+    yield "".join(batch)
+
+
+_BATCH = 256  # messages joined into one piece: one write, not one per message
 
 
 def _message_md(

@@ -323,3 +323,62 @@ def test_sessions_list_and_ls_are_the_listing(demo_store):
     assert "ls" not in demo_store("sessions", "--help").out.split()  # the listing's alias, unlisted
     r = demo_store("sessions", "--all-owners", "list")
     assert r.code == 2 and "put the options after it" in r.err
+
+
+# --- start-up builds the command it runs (issue 29) ------------------------------------------
+_LOADED = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: sys.stderr.write(repr(sorted(m for m in sys.modules"
+    " if m.startswith('kaja_cli.commands'))) + '\\n'))\n"
+    "sys.argv = ['kaja', *sys.argv[1:]]\n"
+    "from kaja_cli.app import main\n"
+    "main()\n"
+)
+
+
+def _command_modules(kaja, *args: str) -> set[str]:
+    """The command modules a real `kaja ARGS` process loaded (printed as it exits)."""
+    import ast as syntax
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-c", _LOADED, *args], env=kaja.env,
+                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    return set(syntax.literal_eval(p.stderr.strip().splitlines()[-1]))
+
+
+def test_a_command_builds_its_own_group_and_no_other(kaja):
+    """`kaja config paths --json` imports and builds the `config` group alone, so
+    start-up does not grow with the command list; --help, an unknown command
+    and no command build the whole app."""
+    shared = {"kaja_cli.commands", "kaja_cli.commands.options"}
+    assert _command_modules(kaja, "config", "paths", "--json") == shared | {
+        "kaja_cli.commands.config"
+    }
+    assert _command_modules(kaja, "--db", "x.db", "runs", "--help") == shared | {
+        "kaja_cli.commands.audit"
+    }
+    every = {f"kaja_cli.commands.{m}" for m in ("sessions", "search", "doctor", "config", "audit")}
+    for args in (["--help"], ["no-such-command"], ["--version"], []):
+        assert every <= _command_modules(kaja, *args), args
+
+
+def test_the_one_group_answers_as_the_whole_app(kaja, monkeypatch):
+    """Help screens and usage errors read the same whether kaja built one command
+    group or all of them (`command_named` → None builds the whole app)."""
+    from kaja_cli import app as module
+
+    cases = [
+        ["config", "paths", "--help"], ["config", "--help"], ["sessions", "export", "--help"],
+        ["runs", "show", "--help"], ["restore", "--help"], ["config", "paths", "--bogus"],
+        ["config", "pahts"], ["sessions", "-n", "-1"], ["--db=", "config", "paths"],
+        ["--state-dir", str(kaja.state), "config", "paths", "--json", "x"], ["search"],
+        ["--database-url", "bogus", "usage"],
+    ]  # fmt: skip
+    one = [kaja(*args) for args in cases]
+    assert {module.command_named(args) for args in cases} >= {"config", "sessions", "runs"}
+    monkeypatch.setattr(module, "command_named", lambda args: None)
+    whole = [kaja(*args) for args in cases]
+    for args, a, b in zip(cases, one, whole, strict=True):
+        assert (a.code, a.out, a.err) == (b.code, b.out, b.err), args
+    assert {r.code for r in one} == {0, 2}

@@ -318,3 +318,64 @@ def test_text_that_is_not_utf8_is_shown_with_a_replacement_character(kaja):
         assert [m["content"] for m in doc["messages"]] == ["ca\ufffd", "ça va"], argv
     r = kaja.proc("sessions", "export", "s1")
     assert r.code == 0 and "ca\ufffd" in r.out and "ça va" in r.out, r
+
+
+# --- byte for byte: the exports of awkward data (issue 29) ------------------------------------
+def _reference(fmt: str, state) -> str:
+    import gzip
+
+    from tests.support import awkward_session
+
+    data = gzip.decompress((awkward_session.REFERENCE / f"awkward.{fmt}.gz").read_bytes())
+    return data.decode().replace("<STATE>", str(state))
+
+
+@pytest.mark.parametrize("fmt", ["md", "json", "html"])
+def test_awkward_data_exports_byte_for_byte_as_before(kaja, tmp_path, fmt):
+    """Control characters, BiDi, tabs and CRLF, `parts` and `arguments` that are
+    not JSON or nest too deep, an image part spelled with a JSON escape, images
+    present and missing, a BLOB, an infinity, bytes that are not UTF-8, a 1.6 MB
+    tool result, notices and errors between messages: `sessions export ID` and
+    `--all` write exactly what kaja wrote before its exports were made fast
+    (tests/support/awkward_session.py, the files in export_reference/)."""
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    want = _reference(fmt, kaja.state)
+    r = kaja("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", fmt)
+    assert r.code == 0, r
+    assert r.out == want
+    if fmt == "html":
+        r = kaja(
+            "sessions", "export", "--all", "--all-owners", "-f", fmt, "-o", str(tmp_path / "d")
+        )
+        written = tmp_path / "d" / f"{awkward.SID}.html"
+    else:
+        written = tmp_path / f"all.{fmt}"
+        r = kaja("sessions", "export", "--all", "--all-owners", "-f", fmt, "-o", str(written))
+        want = want if fmt == "md" else f'{{"sessions":[{want.rstrip()}]}}\n'
+    assert r.code == 0, r
+    assert written.read_bytes() == want.encode()
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_what_sqlite_writes_is_what_render_writes(demo_store, tmp_path, monkeypatch, fmt):
+    """Every session of the demo, exported with the plainest messages written by
+    SQLite (core/conversations/pieces.py) and with every message parsed from its
+    JSON and written by render, as before: the same bytes."""
+    from kaja_cli.core.conversations import transcript
+
+    def export(name: str) -> dict[str, bytes]:
+        out = tmp_path / name  # a folder: one file per session
+        r = demo_store("sessions", "export", "--all", "--all-owners", "-f", fmt, "-o", f"{out}/")
+        assert r.code == 0, r
+        return {p.name: p.read_bytes() for p in out.iterdir()}
+
+    fast = export("fast")
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+    reference = export("reference")
+    assert len(fast) > 5 and fast == reference

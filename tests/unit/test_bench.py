@@ -138,7 +138,7 @@ def test_a_slow_kaja_is_reported_missed_and_check_makes_it_exit_1(tmp_path):
     # The fake answers everything else at once: those goals are met, the ratio still positive.
     assert " ok " in rows["start-up: kaja config paths --json"]
     ratios = [float(m.group(1)) for m in map(RATIO.search, rows.values())]
-    assert len(ratios) == 6 and all(r > 0 for r in ratios)
+    assert len(ratios) == 7 and all(r > 0 for r in ratios)  # the seven-command floor too
     assert "MISSED: start-up: kaja --version" in p.stdout
     saved = json.loads((tmp_path / "out" / "last.json").read_text())
     assert [r["verdict"] for r in saved if r["case"] == "start-up: kaja --version"] == ["MISSED"]

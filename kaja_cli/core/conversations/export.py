@@ -49,6 +49,10 @@ class SessionExport(NamedTuple):
     head: dict[str, Any]
     message_count: int
     messages: Iterator[bytes]  # UTF-8 JSON text, as SQLite made it
+    # The same messages for Markdown or HTML (`rows("md")`), read plain where
+    # that changes nothing (`transcript._Reader.message_pieces`); None: parse
+    # `messages`. Consume one of the two, never both.
+    rows: Callable[[str], Iterator[tuple | dict[str, Any]]] | None = None
 
     @property
     def id(self) -> str:
@@ -124,12 +128,16 @@ def _one(
     }
     count = r.message_count()
     messages = r.messages_json_bytes(condense=False)
-    if redact is not None:
-        head = json.loads(redact(json.dumps(head, ensure_ascii=False, default=str)))
-        messages = (
-            redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-            for data in messages
-        )
+    if redact is None:  # redaction rewrites the JSON texts: it reads them
+        return SessionExport(
+            head, count, _then_commit(conn, messages),
+            lambda view: _then_commit(conn, r.message_pieces(view)),
+        )  # fmt: skip
+    head = json.loads(redact(json.dumps(head, ensure_ascii=False, default=str)))
+    messages = (
+        redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
+        for data in messages
+    )
     return SessionExport(head, count, _then_commit(conn, messages))
 
 

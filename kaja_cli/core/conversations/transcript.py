@@ -20,11 +20,15 @@ there is.
 Each message is serialized by SQLite (`json_object`), one row per message:
 the largest benchmark session (76,000 messages) would otherwise spend most of
 its time building Python dicts and encoding them again. The human views parse
-those same objects, so there is one definition of a message.
+those same objects, so there is one definition of a message, with one
+exception for speed (issue 29): the Markdown and HTML exports have SQLite
+write the plainest messages' pieces itself (`message_pieces`,
+`conversations/pieces.py`), and parse the JSON of the others only.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sqlite3
@@ -83,6 +87,10 @@ def parse_json(value: Any) -> Any:
 
 
 _plain = values.json_safe
+
+
+# Text read as str, bytes that are not UTF-8 as U+FFFD (as `_valid_utf8`), in C.
+_TEXT = functools.partial(str, encoding="utf-8", errors="replace")
 
 
 def _valid_utf8(data: bytes) -> bytes:
@@ -217,12 +225,11 @@ class _Reader:
     def messages_sql(self, from_seq: int | None, *, condense: bool) -> tuple[str, tuple]:
         """One row per message: its JSON object (columns, `tool_calls`, `images`
         to fill in, `condensed`) and its raw `parts` when it has some."""
-        d = self.dialect
         m = self.have["messages"]
-        t = self.have.get("tool_calls") or []
         where, args = 'm."sessionId" = ?', (self.sid,)
         if from_seq is not None and "seq" in m:
             where, args = where + " AND m.seq >= ?", (self.sid, from_seq)
+        t = self.have.get("tool_calls") or []
         linked = "resultMessageId" in t and "resultSummary" in t and "id" in m
         summary = (
             '(SELECT t."resultSummary" FROM tool_calls AS t WHERE t."resultMessageId" = m.id'
@@ -230,32 +237,121 @@ class _Reader:
             if condense and linked
             else "NULL"
         )
-        if "messageId" in t and "id" in m:
-            fields = json_fields(
-                t, "t", TOOL_CALL_COLUMNS, {"arguments": d.json_parsed(col(t, "t", "arguments"))}, d
+        sql = (
+            f"SELECT {self._message_object(condense, summary != 'NULL')}, {col(m, 'm', 'parts')}"
+            f" FROM (SELECT m.*, {summary} AS kaja_summary FROM messages AS m WHERE {where}) AS m"
+            f" ORDER BY {self._message_order()}"
+        )
+        return sql, args
+
+    def _message_order(self) -> str:
+        m = self.have["messages"]
+        return f"{col(m, 'm', 'seq')}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
+
+    def _calls_json(self, *, only_if_any: bool = False) -> str:
+        """A message's tool calls as a JSON array, in their order (`only_if_any`:
+        NULL when it has none, without building the empty array)."""
+        d = self.dialect
+        m = self.have["messages"]
+        t = self.have.get("tool_calls") or []
+        if not ("messageId" in t and "id" in m):
+            return "NULL" if only_if_any else d.empty_json_array
+        fields = json_fields(
+            t, "t", TOOL_CALL_COLUMNS, {"arguments": d.json_parsed(col(t, "t", "arguments"))}, d
+        )
+        calls = d.json_array(
+            d.json_object(fields), 'FROM tool_calls AS t WHERE t."messageId" = m.id',
+            col(t, "t", "position"),
+        )  # fmt: skip
+        if only_if_any:
+            return (
+                'CASE WHEN EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = m.id)'
+                f" THEN {calls} END"
             )
-            calls = d.json_array(
-                d.json_object(fields), 'FROM tool_calls AS t WHERE t."messageId" = m.id',
-                col(t, "t", "position"),
-            )  # fmt: skip
-        else:
-            calls = d.empty_json_array
+        return calls
+
+    def _message_object(self, condense: bool, summarized: bool = False) -> str:
+        """A message's JSON object, read from `m` (a messages row; with
+        `kaja_summary` when `summarized`)."""
+        d = self.dialect
+        m = self.have["messages"]
         content = d.json_value(col(m, "m", "content"))
         overrides = {
-            "content": f"coalesce(m.kaja_summary, {content})" if summary != "NULL" else content,
+            "content": f"coalesce(m.kaja_summary, {content})" if summarized else content,
             "parts": d.json_parsed(col(m, "m", "parts")),
         }
         fields = json_fields(m, "m", MESSAGE_COLUMNS, overrides, d)
+        # Built only for a message that has tool calls: most have none.
+        calls = f"coalesce({self._calls_json(only_if_any=True)}, {d.empty_json_array})"
         fields += [("tool_calls", calls), ("images", d.empty_json_array)]
         if condense:
             fields.append(("condensed", d.json_bool("m.kaja_summary IS NOT NULL")))
-        order = f"{col(m, 'm', 'seq')}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
+        return d.json_object(fields)
+
+    def message_pieces(self, view: str) -> Iterator[tuple | dict[str, Any]]:
+        """The messages for the human exports in `view` ("md" or "html"), in
+        order: the plainest written by SQLite (`conversations.pieces`), each
+        the tuple (its piece, seq, `pieces.kind`); any other the dict
+        `messages()` makes of it. One read, no JSON round trip for most."""
+        if not self._has("messages", "sessionId"):
+            return
+        if not self.dialect.writes_pieces:
+            for text in self.messages_json(condense=False):
+                yield json.loads(text)
+            return
+        from kaja_cli.core.conversations import pieces
+
+        m = self.have["messages"]
+        simple = pieces.simple(m, self.have.get("tool_calls") or (), view)
         sql = (
-            f"SELECT {d.json_object(fields)}, {col(m, 'm', 'parts')} FROM"
-            f" (SELECT m.*, {summary} AS kaja_summary FROM messages AS m WHERE {where}) AS m"
-            f" ORDER BY {order}"
+            f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view)}"
+            f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
+            f' {col(m, "m", "parts")} FROM messages AS m WHERE m."sessionId" = ?'
+            f" ORDER BY {self._message_order()}"
         )
-        return sql, args
+        conn = self.conn
+        factory = conn.text_factory
+        conn.text_factory = _TEXT  # applies to the rows fetched while it is set
+        loads = json.loads
+        try:
+            cur = self._execute(sql, (self.sid,))
+            while True:
+                rows = cur.fetchmany(1024)
+                if not rows:
+                    return
+                conn.text_factory = factory  # not while the caller runs
+                for text, seq, kind, parts in rows:
+                    if text[0] != "{":  # a piece: Markdown or HTML, never JSON's "{"
+                        yield text, seq, kind
+                    else:
+                        yield loads(self._with_images(text.encode("utf-8"), parts))
+                conn.text_factory = _TEXT
+        finally:
+            conn.text_factory = factory
+
+    def _execute(self, sql: str, args: tuple) -> Any:
+        try:
+            return self.conn.execute(sql, args)
+        except sqlite3.OperationalError as e:
+            if "no such function" in str(e):
+                raise Failed(
+                    f"this SQLite ({sqlite3.sqlite_version}) has no JSON functions",
+                    hint="kaja needs SQLite 3.38 or later, or one built with JSON1",
+                ) from None
+            raise
+
+    def _with_images(self, data: bytes, parts: Any) -> bytes:
+        """A message's JSON (UTF-8) with its `images` filled in from `parts`."""
+        if parts is None:
+            return data
+        if isinstance(parts, bytes):
+            parts = parts.decode("utf-8", "replace")
+        found = images.image_parts(parse_json(parts))
+        if not found:
+            return data
+        obj = json.loads(data)
+        obj["images"] = [self.image(p) for p in found]
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
     def messages_json(self, from_seq: int | None = None, *, condense: bool) -> Iterator[str]:
         """Each message's JSON text, in order; images resolved to their files."""
@@ -276,32 +372,13 @@ class _Reader:
         if as_bytes:
             conn.text_factory = bytes  # applies to the rows fetched while it is set
         try:
-            try:
-                cur = conn.execute(sql, args)
-            except sqlite3.OperationalError as e:
-                if "no such function" in str(e):
-                    raise Failed(
-                        f"this SQLite ({sqlite3.sqlite_version}) has no JSON functions",
-                        hint="kaja needs SQLite 3.38 or later, or one built with JSON1",
-                    ) from None
-                raise
+            cur = self._execute(sql, args)
             for data, parts in cur:
                 if isinstance(data, str):
                     data = data.encode("utf-8")
                 elif not data.isascii():
                     data = _valid_utf8(data)
-                if parts is None:
-                    yield data
-                    continue
-                if isinstance(parts, bytes):
-                    parts = parts.decode("utf-8", "replace")
-                found = images.image_parts(parse_json(parts))
-                if not found:
-                    yield data
-                    continue
-                obj = json.loads(data)
-                obj["images"] = [self.image(p) for p in found]
-                yield json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+                yield self._with_images(data, parts)
         finally:
             if as_bytes:
                 conn.text_factory = factory
@@ -445,6 +522,16 @@ class Asides:
                 self._left.append((after, entry))
         self._left.reverse()  # taken from the end
         self._seen = dict.fromkeys(_COUNTED, 0)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether any entry is still to be handed out."""
+        return bool(self._left)
+
+    def count_kind(self, kind: int) -> None:
+        """`count` of a plain message (`pieces.kind`): 1 a user's entry, 2 the assistant's."""
+        if kind:
+            self._seen["user" if kind == 1 else "assistant"] += 1
 
     def count(self, m: dict[str, Any]) -> None:
         """Count the entries message `m` makes in a timeline rebuilt from messages."""

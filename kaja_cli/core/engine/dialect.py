@@ -36,6 +36,9 @@ class Dialect:
     # The connection hands text back as its UTF-8 bytes when asked (sqlite3's
     # `text_factory`), so a long result goes out without a decode and encode.
     text_as_bytes = True
+    # SQLite writes the plainest messages' Markdown and HTML itself
+    # (`conversations.pieces`: typeof, GLOB, instr, char).
+    writes_pieces = True
 
     def equals_ignoring_case(self, expr: str) -> str:
         """`expr` equal to the next `?`, ASCII letters compared without case."""
@@ -173,6 +176,7 @@ class Postgres(Dialect):
     rowid = "ctid"
     empty_json_array = "'[]'::json"
     text_as_bytes = False  # the server's rows arrive as text
+    writes_pieces = False  # every message goes through render
 
     def equals_ignoring_case(self, expr: str) -> str:
         # Text columns are COLLATE "C": lower() folds ASCII only, as NOCASE does.
