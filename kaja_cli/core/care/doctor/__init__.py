@@ -45,9 +45,11 @@ from kaja_cli.core.care.doctor.model import (
     Check,
     FixResult,
     Group,
+    ProgressFactory,
     Repair,
     RepairOrder,
     Report,
+    Skipped,
     Status,
 )
 from kaja_cli.core.care.doctor.registry import CHECKS, Spec, check, list_checks
@@ -130,13 +132,24 @@ def run(
     *,
     only: Iterable[str] = (),
     thorough: bool = False,
+    quick: bool = False,
     fix: bool = False,
     environ: dict[str, str] | None = None,
     now: datetime | None = None,
+    progress: ProgressFactory | None = None,
 ) -> Report:
-    """Run the checks (all, or those `only` names); with `fix`, repair, then check again."""
+    """Run the checks (all, or those `only` names); with `fix`, repair, then check again.
+
+    `quick` leaves out whatever reads in proportion to the store (the
+    integrity pragma, the orphan and image scans, counting messages) and
+    lists it in `Report.skipped`. `progress` (`render.progress`) shows the
+    integrity check when the other checks are done before it.
+    """
+    if quick and thorough:
+        raise UsageError("--quick and --thorough ask for opposite things: choose one")
     selection = validate_selection(only)
-    checks = _run_checks(overrides, selection, thorough, environ, now)
+    run_ = _Run(overrides, selection, thorough, quick, environ, now, progress)
+    checks, skipped = run_()
     _require_results(selection, checks)
     fixes = None
     if fix:
@@ -148,9 +161,9 @@ def run(
             if not done:
                 break
             fixes += done
-            checks = _run_checks(overrides, selection, thorough, environ, now)
-    return Report(versions=dict(versions()), checks=checks, thorough=thorough, fixes=fixes,
-                  private=_private(overrides, environ))  # fmt: skip
+            checks, skipped = run_()
+    return Report(versions=dict(versions()), checks=checks, thorough=thorough, quick=quick,
+                  skipped=skipped, fixes=fixes, private=_private(overrides, environ))  # fmt: skip
 
 
 def _private(overrides: Overrides | None, environ: dict[str, str] | None) -> dict[str, str]:
@@ -192,37 +205,76 @@ def _url_parts(url: str) -> dict[str, str]:
     return {v: token for token, values in found.items() for v in values if len(v) > 1}
 
 
-def _run_checks(
-    overrides: Overrides | None,
-    selection: tuple[str, ...],
-    thorough: bool,
-    environ: dict[str, str] | None,
-    now: datetime | None,
-) -> list[Check]:
-    paths, settings_error = locate(overrides, environ)
-    ctx = Context(paths, settings_error=settings_error, thorough=thorough, now=now)
-    _INTERRUPTED.clear()
-    previous = _on_ctrl_c(ctx)
-    try:
-        tasks = _plan(ctx, selection)
-        # The whole-file reads (quick_check) start first, in a thread; every
-        # other check runs beside them, and their results are collected last.
-        for task in tasks:
-            if task.spec.id == "integrity" and task.database is not None:
-                ctx.start_integrity(task.database)
-        results: list[list[Check]] = [[] for _ in tasks]
-        order = sorted(range(len(tasks)), key=lambda i: tasks[i].spec.id == "integrity")
-        for i in order:
-            results[i] = tasks[i].run()
+class _Run(NamedTuple):
+    """One run of the checks, as `run` asked for it (called again after --fix)."""
+
+    overrides: Overrides | None
+    selection: tuple[str, ...]
+    thorough: bool
+    quick: bool
+    environ: dict[str, str] | None
+    now: datetime | None
+    progress: ProgressFactory | None
+
+    def __call__(self) -> tuple[list[Check], list[Skipped]]:
+        paths, settings_error = locate(self.overrides, self.environ)
+        ctx = Context(paths, settings_error=settings_error, thorough=self.thorough,
+                      quick=self.quick, now=self.now)  # fmt: skip
+        _INTERRUPTED.clear()
+        previous = _on_ctrl_c(ctx)
+        try:
+            tasks = _plan(ctx, self.selection)
+            # The whole-file reads (quick_check) start first, in a thread; every
+            # other check runs beside them, and their results are collected last.
+            for task in tasks:
+                if task.spec.id == "integrity" and task.database is not None and not ctx.quick:
+                    ctx.start_integrity(task.database)
+            results: list[list[Check]] = [[] for _ in tasks]
+            skipped: list[list[Skipped]] = [[] for _ in tasks]
+            order = sorted(range(len(tasks)), key=lambda i: tasks[i].spec.id == "integrity")
+            waited = False
+            for i in order:
+                if tasks[i].spec.id == "integrity" and not waited:
+                    waited = True
+                    _wait_for_integrity(ctx, self.progress)
+                before = len(ctx.skipped)
+                results[i] = tasks[i].run()
+                skipped[i] = ctx.skipped[before:]
+                raise_if_interrupted()
+            checks = _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
+        except BaseException:
+            ctx.close(interrupt=True)
+            raise
+        finally:
+            _restore_ctrl_c(previous)
+        ctx.close()
+        return checks, [s for found in skipped for s in found]  # in the report's order
+
+
+# How often the progress bar is brought up to date while quick_check runs.
+PROGRESS_EVERY_S = 0.1
+
+
+def _wait_for_integrity(ctx: Context, progress: ProgressFactory | None) -> None:
+    """Every other check is done: show the integrity checks still running
+    (bytes read of those expected) until they end. Nothing when they are done
+    already, as on a small store, or when the bytes read cannot be known."""
+    import time
+
+    if progress is None or ctx.integrity_progress() is None:
+        return
+    names = ", ".join(ctx.db_path(n).name for n, _ in ctx.integrity_running())
+    done, total = ctx.integrity_progress() or (0, 1)
+    mb = 1 << 20
+    with progress(f"{ctx.integrity_pragma} {names} (MB read)", max(1, total // mb)) as bar:
+        while True:
+            now = ctx.integrity_progress()
+            if now is None:
+                break
+            done, total = now
+            bar(done // mb, max(1, total // mb))
             raise_if_interrupted()
-        checks = _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
-    except BaseException:
-        ctx.close(interrupt=True)
-        raise
-    finally:
-        _restore_ctrl_c(previous)
-    ctx.close()
-    return checks
+            time.sleep(PROGRESS_EVERY_S)
 
 
 def _on_ctrl_c(ctx: Context) -> object:
@@ -266,8 +318,19 @@ def _plan(ctx: Context, selection: tuple[str, ...]) -> list[Task]:
             continue
         if not _selected(spec, selection):
             continue
+        if ctx.quick and spec.scans is not None:
+            tasks.append(Task(spec, None, lambda spec=spec: _skip(ctx, spec)))
+            continue
         tasks.append(Task(spec, None, lambda spec=spec: _run_single(ctx, spec, selection)))
     return tasks
+
+
+def _skip(ctx: Context, spec: Spec, name: str | None = None) -> list[Check]:
+    """--quick: the check is left out, and the report says so."""
+    if spec.needs_shared and ctx.conn("shared") is None:
+        return []  # it would not have run anyway
+    ctx.skip(f"{spec.id}.{name}" if name else spec.id, spec.scans or "")
+    return []
 
 
 def _run_single(ctx: Context, spec: Spec, selection: tuple[str, ...]) -> list[Check]:
@@ -299,6 +362,8 @@ def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...])
             def one(spec: Spec = spec, name: str = name) -> list[Check]:
                 if spec is not first and not spec.unopened and ctx.conn(name) is None:
                     return []
+                if ctx.quick and spec.scans is not None:
+                    return _skip(ctx, spec, name)
                 return _checks_of(spec.run(ctx, name))
 
             yield Task(spec, name, one)
