@@ -31,6 +31,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -96,12 +97,16 @@ def _spec_of(selector: str) -> Spec | None:
     return next((s for s in CHECKS if selector == s.id or selector.startswith(s.id + ".")), None)
 
 
-def _require_results(selection: tuple[str, ...], checks: list[Check]) -> None:
+def _require_results(
+    selection: tuple[str, ...], checks: list[Check], skipped: list[Skipped] = ()
+) -> None:
     """A selector naming one result of a check (`paths.shared_db`) must match
-    one: a typo must not run nothing and report "no problems"."""
+    one (or a check --quick left out): a typo must not run nothing and report
+    "no problems"."""
+    ids = [c.id for c in checks] + [s.check for s in skipped]
     for sel in selection:
         spec = _spec_of(sel)
-        if spec is not None and sel != spec.id and not any(_matches(c.id, sel) for c in checks):
+        if spec is not None and sel != spec.id and not any(_matches(i, sel) for i in ids):
             found = sorted({c.id for c in checks if _matches(c.id, spec.id)})
             raise UsageError(
                 f"--check: {spec.id} has no result {sel!r}",
@@ -150,7 +155,7 @@ def run(
     selection = validate_selection(only)
     run_ = _Run(overrides, selection, thorough, quick, environ, now, progress)
     checks, skipped = run_()
-    _require_results(selection, checks)
+    _require_results(selection, checks, skipped)
     fixes = None
     if fix:
         fixes, tried = [], set()
@@ -232,15 +237,12 @@ class _Run(NamedTuple):
             results: list[list[Check]] = [[] for _ in tasks]
             skipped: list[list[Skipped]] = [[] for _ in tasks]
             order = sorted(range(len(tasks)), key=lambda i: tasks[i].spec.id == "integrity")
-            waited = False
-            for i in order:
-                if tasks[i].spec.id == "integrity" and not waited:
-                    waited = True
-                    _wait_for_integrity(ctx, self.progress)
-                before = len(ctx.skipped)
-                results[i] = tasks[i].run()
-                skipped[i] = ctx.skipped[before:]
-                raise_if_interrupted()
+            with _integrity_bar(ctx, self.progress):
+                for i in order:
+                    before = len(ctx.skipped)
+                    results[i] = tasks[i].run()
+                    skipped[i] = ctx.skipped[before:]
+                    raise_if_interrupted()
             checks = _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
         except BaseException:
             ctx.close(interrupt=True)
@@ -251,30 +253,51 @@ class _Run(NamedTuple):
         return checks, [s for found in skipped for s in found]  # in the report's order
 
 
-# How often the progress bar is brought up to date while quick_check runs.
+# The progress bar: shown when the files quick_check reads add up to this
+# much (below it the whole run takes about a second), brought up to date
+# this often.
+PROGRESS_FROM_BYTES = 64 * 1024 * 1024
 PROGRESS_EVERY_S = 0.1
 
 
-def _wait_for_integrity(ctx: Context, progress: ProgressFactory | None) -> None:
-    """Every other check is done: show the integrity checks still running
-    (bytes read of those expected) until they end. Nothing when they are done
-    already, as on a small store, or when the bytes read cannot be known."""
-    import time
-
-    if progress is None or ctx.integrity_progress() is None:
+@contextmanager
+def _integrity_bar(ctx: Context, progress: ProgressFactory | None) -> Iterator[None]:
+    """A bar of the integrity checks running in their threads (bytes read of
+    those expected), drawn from a thread of its own while the other checks
+    run, until they end. None without `progress`, on small files, or where
+    the bytes read cannot be known (not Linux)."""
+    sizes = {ctx.db_path(name): _size(ctx.db_path(name)) for name, _ in ctx.integrity_running()}
+    now = ctx.integrity_progress() if progress is not None else None
+    if progress is None or now is None or sum(sizes.values()) < PROGRESS_FROM_BYTES:
+        yield
         return
-    names = ", ".join(ctx.db_path(n).name for n, _ in ctx.integrity_running())
-    done, total = ctx.integrity_progress() or (0, 1)
+    # Named: the files that take time (the side databases are done at once).
+    names = ", ".join(p.name for p, size in sizes.items() if size >= PROGRESS_FROM_BYTES // 64)
     mb = 1 << 20
-    with progress(f"{ctx.integrity_pragma} {names} (MB read)", max(1, total // mb)) as bar:
-        while True:
-            now = ctx.integrity_progress()
-            if now is None:
-                break
-            done, total = now
-            bar(done // mb, max(1, total // mb))
-            raise_if_interrupted()
-            time.sleep(PROGRESS_EVERY_S)
+    stop = threading.Event()
+    with progress(f"{ctx.integrity_pragma} {names} (MB read)", max(1, now[1] // mb)) as bar:
+
+        def follow() -> None:
+            while not stop.wait(PROGRESS_EVERY_S):
+                found = ctx.integrity_progress()
+                if found is None:
+                    return
+                bar(found[0] // mb, max(1, found[1] // mb))
+
+        thread = threading.Thread(target=follow, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _on_ctrl_c(ctx: Context) -> object:

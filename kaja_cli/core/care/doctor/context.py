@@ -91,8 +91,8 @@ class _Background:
     def bytes_read(self) -> int | None:
         """What the thread has read since it began (Linux's per-thread counter,
         read() calls included when the kernel's cache answers), or None."""
-        if self.tid is None:
-            return None
+        if self.tid is None:  # not started yet
+            return 0 if os.path.exists("/proc/self/io") else None
         try:
             with open(f"/proc/self/task/{self.tid}/io", "rb") as f:
                 for line in f:
@@ -260,8 +260,10 @@ class Context:
         done = total = 0
         for name, job in running:
             read, start = job.bytes_read(), job.start_bytes
-            if read is None or start is None:
+            if read is None:
                 return None
+            if start is None:  # the thread is starting
+                read = start = 0
             try:
                 size = self.db_path(name).stat().st_size
             except OSError:
