@@ -177,6 +177,13 @@ def test_quick_skips_a_selected_scan_and_says_so(demo_store: Kaja):
     assert data["skipped"] == [
         {"check": "integrity.shared", "what": "reads every page of the file"}
     ]
+    # One result of a check left out whole: the check is listed, no usage error.
+    r = doctor(demo_store, "--quick", "--check", "orphans.messages", "--json")
+    assert r.code == 0, r
+    assert json.loads(r.out)["skipped"][0]["check"] == "orphans"
+    # A typo is still one.
+    r = doctor(demo_store, "--quick", "--check", "paths.no_such", "--json")
+    assert r.code == 2 and "paths has no result 'paths.no_such'" in r.err
 
 
 def test_list_checks_says_which_run_in_quick(demo_store: Kaja):
