@@ -155,6 +155,7 @@ COMMANDS = {
         'params': [
             ('option', 'fix', ('--fix',), (), 'Apply the safe repairs (missing tables and columns, the search index, a checkpoint, permissions), say what was done, then check again.', False, False, False, 1, None),
             ('option', 'thorough', ('--thorough',), (), "Run integrity_check instead of quick_check, and FTS4's own integrity-check of the search index (slower).", False, False, False, 1, None),
+            ('option', 'quick', ('--quick',), (), 'Leave out what reads in proportion to the store (quick_check, the orphan and image scans, counting messages): an answer in about a second on any store, for a support ticket. The report lists what was left out.', False, False, False, 1, None),
             ('option', 'check', ('--check',), (), 'Run only this check (repeatable); see --list-checks.', False, True, True, 1, ('kaja', 'check')),
             ('option', 'list_checks', ('--list-checks',), (), 'List the checks and exit.', False, False, False, 1, None),
             ('option', 'redact', ('--redact',), (), 'Replace your home folder, user name and host name everywhere, for pasting into a support ticket.', False, False, False, 1, None),

@@ -74,6 +74,10 @@ def report(report: Report) -> None:
                 if c.fix:
                     how = "kaja doctor --fix will" if c.fixable else "to fix"
                     lines.append([(f"      {how}: {c.fix}", "")])
+    if report.skipped:  # --quick: one line per check (or part of one) left out
+        lines.append([("skipped by --quick", "bold")])
+        for s in report.skipped:
+            lines.append([("  - ", "dim"), (f"{s.check}: {s.what}", "dim")])
     style = "red" if report.errors else "yellow" if report.warnings else "green"
     lines.append([(report.verdict(), f"bold {style}")])
     # On a terminal each line wraps at words under its own text (render's

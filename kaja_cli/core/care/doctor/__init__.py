@@ -31,6 +31,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -45,9 +46,11 @@ from kaja_cli.core.care.doctor.model import (
     Check,
     FixResult,
     Group,
+    ProgressFactory,
     Repair,
     RepairOrder,
     Report,
+    Skipped,
     Status,
 )
 from kaja_cli.core.care.doctor.registry import CHECKS, Spec, check, list_checks
@@ -94,12 +97,18 @@ def _spec_of(selector: str) -> Spec | None:
     return next((s for s in CHECKS if selector == s.id or selector.startswith(s.id + ".")), None)
 
 
-def _require_results(selection: tuple[str, ...], checks: list[Check]) -> None:
+def _require_results(
+    selection: tuple[str, ...], checks: list[Check], skipped: list[Skipped] = ()
+) -> None:
     """A selector naming one result of a check (`paths.shared_db`) must match
-    one: a typo must not run nothing and report "no problems"."""
+    one (or a check --quick left out): a typo must not run nothing and report
+    "no problems"."""
+    ids = [c.id for c in checks]
     for sel in selection:
         spec = _spec_of(sel)
-        if spec is not None and sel != spec.id and not any(_matches(c.id, sel) for c in checks):
+        if any(_matches(sel, s.check) or _matches(s.check, sel) for s in skipped):
+            continue  # left out by --quick, and listed as such
+        if spec is not None and sel != spec.id and not any(_matches(i, sel) for i in ids):
             found = sorted({c.id for c in checks if _matches(c.id, spec.id)})
             raise UsageError(
                 f"--check: {spec.id} has no result {sel!r}",
@@ -130,14 +139,25 @@ def run(
     *,
     only: Iterable[str] = (),
     thorough: bool = False,
+    quick: bool = False,
     fix: bool = False,
     environ: dict[str, str] | None = None,
     now: datetime | None = None,
+    progress: ProgressFactory | None = None,
 ) -> Report:
-    """Run the checks (all, or those `only` names); with `fix`, repair, then check again."""
+    """Run the checks (all, or those `only` names); with `fix`, repair, then check again.
+
+    `quick` leaves out whatever reads in proportion to the store (the
+    integrity pragma, the orphan and image scans, counting messages) and
+    lists it in `Report.skipped`. `progress` (`render.progress`) shows the
+    integrity check when the other checks are done before it.
+    """
+    if quick and thorough:
+        raise UsageError("--quick and --thorough ask for opposite things: choose one")
     selection = validate_selection(only)
-    checks = _run_checks(overrides, selection, thorough, environ, now)
-    _require_results(selection, checks)
+    run_ = _Run(overrides, selection, thorough, quick, environ, now, progress)
+    checks, skipped = run_()
+    _require_results(selection, checks, skipped)
     fixes = None
     if fix:
         fixes, tried = [], set()
@@ -148,9 +168,9 @@ def run(
             if not done:
                 break
             fixes += done
-            checks = _run_checks(overrides, selection, thorough, environ, now)
-    return Report(versions=dict(versions()), checks=checks, thorough=thorough, fixes=fixes,
-                  private=_private(overrides, environ))  # fmt: skip
+            checks, skipped = run_()
+    return Report(versions=dict(versions()), checks=checks, thorough=thorough, quick=quick,
+                  skipped=skipped, fixes=fixes, private=_private(overrides, environ))  # fmt: skip
 
 
 def _private(overrides: Overrides | None, environ: dict[str, str] | None) -> dict[str, str]:
@@ -192,37 +212,94 @@ def _url_parts(url: str) -> dict[str, str]:
     return {v: token for token, values in found.items() for v in values if len(v) > 1}
 
 
-def _run_checks(
-    overrides: Overrides | None,
-    selection: tuple[str, ...],
-    thorough: bool,
-    environ: dict[str, str] | None,
-    now: datetime | None,
-) -> list[Check]:
-    paths, settings_error = locate(overrides, environ)
-    ctx = Context(paths, settings_error=settings_error, thorough=thorough, now=now)
-    _INTERRUPTED.clear()
-    previous = _on_ctrl_c(ctx)
+class _Run(NamedTuple):
+    """One run of the checks, as `run` asked for it (called again after --fix)."""
+
+    overrides: Overrides | None
+    selection: tuple[str, ...]
+    thorough: bool
+    quick: bool
+    environ: dict[str, str] | None
+    now: datetime | None
+    progress: ProgressFactory | None
+
+    def __call__(self) -> tuple[list[Check], list[Skipped]]:
+        paths, settings_error = locate(self.overrides, self.environ)
+        ctx = Context(paths, settings_error=settings_error, thorough=self.thorough,
+                      quick=self.quick, now=self.now)  # fmt: skip
+        _INTERRUPTED.clear()
+        previous = _on_ctrl_c(ctx)
+        try:
+            tasks = _plan(ctx, self.selection)
+            # The whole-file reads (quick_check) start first, in a thread; every
+            # other check runs beside them, and their results are collected last.
+            for task in tasks:
+                if task.spec.id == "integrity" and task.database is not None and not ctx.quick:
+                    ctx.start_integrity(task.database)
+            results: list[list[Check]] = [[] for _ in tasks]
+            skipped: list[list[Skipped]] = [[] for _ in tasks]
+            order = sorted(range(len(tasks)), key=lambda i: tasks[i].spec.id == "integrity")
+            with _integrity_bar(ctx, self.progress):
+                for i in order:
+                    before = len(ctx.skipped)
+                    results[i] = tasks[i].run()
+                    skipped[i] = ctx.skipped[before:]
+                    raise_if_interrupted()
+            checks = _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
+        except BaseException:
+            ctx.close(interrupt=True)
+            raise
+        finally:
+            _restore_ctrl_c(previous)
+        ctx.close()
+        return checks, [s for found in skipped for s in found]  # in the report's order
+
+
+# The progress bar: shown when the files quick_check reads add up to this
+# much (below it the whole run takes about a second), brought up to date
+# this often.
+PROGRESS_FROM_BYTES = 64 * 1024 * 1024
+PROGRESS_EVERY_S = 0.1
+
+
+@contextmanager
+def _integrity_bar(ctx: Context, progress: ProgressFactory | None) -> Iterator[None]:
+    """A bar of the integrity checks running in their threads (bytes read of
+    those expected), drawn from a thread of its own while the other checks
+    run, until they end. None without `progress`, on small files, or where
+    the bytes read cannot be known (not Linux)."""
+    sizes = {ctx.db_path(name): _size(ctx.db_path(name)) for name, _ in ctx.integrity_running()}
+    now = ctx.integrity_progress() if progress is not None else None
+    if progress is None or now is None or sum(sizes.values()) < PROGRESS_FROM_BYTES:
+        yield
+        return
+    # Named: the files that take time (the side databases are done at once).
+    names = ", ".join(p.name for p, size in sizes.items() if size >= PROGRESS_FROM_BYTES // 64)
+    mb = 1 << 20
+    stop = threading.Event()
+    with progress(f"{ctx.integrity_pragma} {names} (MB read)", max(1, now[1] // mb)) as bar:
+
+        def follow() -> None:
+            while not stop.wait(PROGRESS_EVERY_S):
+                found = ctx.integrity_progress()
+                if found is None:
+                    return
+                bar(found[0] // mb, max(1, found[1] // mb))
+
+        thread = threading.Thread(target=follow, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+
+
+def _size(path: Path) -> int:
     try:
-        tasks = _plan(ctx, selection)
-        # The whole-file reads (quick_check) start first, in a thread; every
-        # other check runs beside them, and their results are collected last.
-        for task in tasks:
-            if task.spec.id == "integrity" and task.database is not None:
-                ctx.start_integrity(task.database)
-        results: list[list[Check]] = [[] for _ in tasks]
-        order = sorted(range(len(tasks)), key=lambda i: tasks[i].spec.id == "integrity")
-        for i in order:
-            results[i] = tasks[i].run()
-            raise_if_interrupted()
-        checks = _hold_back_writes_to_damaged(ctx, [c for r in results for c in r])
-    except BaseException:
-        ctx.close(interrupt=True)
-        raise
-    finally:
-        _restore_ctrl_c(previous)
-    ctx.close()
-    return checks
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _on_ctrl_c(ctx: Context) -> object:
@@ -266,8 +343,19 @@ def _plan(ctx: Context, selection: tuple[str, ...]) -> list[Task]:
             continue
         if not _selected(spec, selection):
             continue
+        if ctx.quick and spec.scans is not None:
+            tasks.append(Task(spec, None, lambda spec=spec: _skip(ctx, spec)))
+            continue
         tasks.append(Task(spec, None, lambda spec=spec: _run_single(ctx, spec, selection)))
     return tasks
+
+
+def _skip(ctx: Context, spec: Spec, name: str | None = None) -> list[Check]:
+    """--quick: the check is left out, and the report says so."""
+    if spec.needs_shared and ctx.conn("shared") is None:
+        return []  # it would not have run anyway
+    ctx.skip(f"{spec.id}.{name}" if name else spec.id, spec.scans or "")
+    return []
 
 
 def _run_single(ctx: Context, spec: Spec, selection: tuple[str, ...]) -> list[Check]:
@@ -299,6 +387,8 @@ def _plan_databases(ctx: Context, specs: list[Spec], selection: tuple[str, ...])
             def one(spec: Spec = spec, name: str = name) -> list[Check]:
                 if spec is not first and not spec.unopened and ctx.conn(name) is None:
                     return []
+                if ctx.quick and spec.scans is not None:
+                    return _skip(ctx, spec, name)
                 return _checks_of(spec.run(ctx, name))
 
             yield Task(spec, name, one)

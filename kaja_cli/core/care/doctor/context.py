@@ -16,13 +16,14 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 from kaja_cli.core import clock
+from kaja_cli.core.care.doctor.model import Skipped
 from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import db
 from kaja_cli.core.store import Store, guard
@@ -32,6 +33,24 @@ from kaja_cli.errors import KajaError, SettingsError
 
 # Doctor's own read-only connections: a lock wait never hangs it (SPEC §7).
 READ_TIMEOUT_MS = 1000
+# Bounded memory whatever the store's size (issue 29): no file mapped into
+# the process (a map of the whole file made doctor's RSS the file's size:
+# 1.1 GB on the benchmark store) and a small page cache, on every connection
+# doctor opens. quick_check reads each page through read() instead: the same
+# CPU time, measured on the benchmark store.
+SCAN_MMAP_BYTES = 0
+SCAN_CACHE_KIB = 2000  # SQLite's own default, said here so no build changes it
+# quick_check reads the pages of tables twice (their b-trees, then their rows
+# for NOT NULL), those of indexes once; integrity_check also looks up every
+# row's index entries: about this many bytes per byte of file on Kaja's
+# stores. The progress bar's total; it waits below 100% until the check ends.
+INTEGRITY_READ_FACTOR = {"quick_check": 1.7, "integrity_check": 5.8}
+
+
+def bound_memory(conn: sqlite3.Connection) -> None:
+    """No memory map and a small page cache on one of doctor's connections."""
+    conn.execute(f"PRAGMA mmap_size = {SCAN_MMAP_BYTES}")
+    conn.execute(f"PRAGMA cache_size = -{SCAN_CACHE_KIB}")
 
 
 class _Background:
@@ -45,12 +64,16 @@ class _Background:
     def __init__(self, fn: Callable[[_Background], object]):
         self._fn = fn
         self.conn: sqlite3.Connection | None = None  # set by `fn`, for interrupt()
+        self.tid: int | None = None  # the thread's id: its bytes read, for progress
+        self.start_bytes: int | None = None
         self._value: object = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._work, daemon=True)
         self._thread.start()
 
     def _work(self) -> None:
+        self.tid = threading.get_native_id()
+        self.start_bytes = self.bytes_read()
         try:
             self._value = self._fn(self)
         except BaseException as e:  # handed to the caller of result()
@@ -62,6 +85,23 @@ class _Background:
             with contextlib.suppress(sqlite3.Error):
                 self.conn.interrupt()
 
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def bytes_read(self) -> int | None:
+        """What the thread has read since it began (Linux's per-thread counter,
+        read() calls included when the kernel's cache answers), or None."""
+        if self.tid is None:  # not started yet
+            return 0 if os.path.exists("/proc/self/io") else None
+        try:
+            with open(f"/proc/self/task/{self.tid}/io", "rb") as f:
+                for line in f:
+                    if line.startswith(b"rchar:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            return None
+        return None
+
     def result(self) -> object:
         self._thread.join()
         if self._error is not None:
@@ -71,11 +111,14 @@ class _Background:
 
 @dataclass
 class ImageScan:
-    """What lies below `files/images/`, walked once per run."""
+    """What lies below `files/images/`, walked once per run: how many folders
+    and files, and the entries that are a problem. The folders and files
+    themselves are walked again, lazily, by whoever needs each one
+    (`Context.image_folders`, `Context.image_files`): never all in a list."""
 
     exists: bool = False
-    folders: dict[str, Path] = field(default_factory=dict)  # session id → folder
-    files: list[tuple[str, Path]] = field(default_factory=list)  # (session id, file)
+    folders: int = 0  # <safe session id>/ folders
+    files: int = 0  # regular files in them
     strays: list[Path] = field(default_factory=list)  # anything not <safe id>/<file>
     loose: list[Path] = field(default_factory=list)  # readable by group or others
     foreign: list[Path] = field(default_factory=list)  # owned by another user
@@ -90,12 +133,15 @@ class Context:
         *,
         settings_error: SettingsError | None = None,
         thorough: bool = False,
+        quick: bool = False,
         now: datetime | None = None,
     ):
         self.paths = paths
         self.store = Store(paths)
         self.settings_error = settings_error
         self.thorough = thorough
+        self.quick = quick  # --quick: nothing that reads in proportion to the store
+        self.skipped: list[Skipped] = []  # what --quick left out, in the report's order
         self.now = now or clock.now()
         self.uid = os.geteuid() if hasattr(os, "geteuid") else None
         self._files = {f.name: f for f in paths.databases()}
@@ -150,6 +196,7 @@ class Context:
                     db.open_read(path, timeout_ms=READ_TIMEOUT_MS, as_found=True)
                 )
                 conn.set_progress_handler(_let_signals_in, 200_000)
+                bound_memory(conn)
                 conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
             except KajaError as e:
                 self._open_errors[name] = e
@@ -201,6 +248,35 @@ class Context:
     def integrity_pragma(self) -> str:
         return "integrity_check" if self.thorough else "quick_check"
 
+    def integrity_running(self) -> list[tuple[str, _Background]]:
+        return [(n, job) for n, job in self._background.items() if not job.done()]
+
+    def integrity_progress(self) -> tuple[int, int] | None:
+        """(bytes read, bytes expected) of the integrity checks still running,
+        None when nothing runs or the bytes read cannot be known here."""
+        running = self.integrity_running()
+        if not running:
+            return None
+        done = total = 0
+        for name, job in running:
+            read, start = job.bytes_read(), job.start_bytes
+            if read is None:
+                return None
+            if start is None:  # the thread is starting
+                read = start = 0
+            try:
+                size = self.db_path(name).stat().st_size
+            except OSError:
+                return None
+            expected = int(size * INTEGRITY_READ_FACTOR[self.integrity_pragma]) + 1
+            done += min(read - start, expected - 1)
+            total += expected
+        return done, total
+
+    def skip(self, check_id: str, what: str) -> None:
+        """Record what --quick left out of a check (`Report.skipped`)."""
+        self.skipped.append(Skipped(check_id, what))
+
     def integrity(self, name: str) -> tuple[list[str], float]:
         self.start_integrity(name)
         return self._background[name].result()  # type: ignore[return-value]
@@ -210,6 +286,19 @@ class Context:
         if self._image_scan is None:
             self._image_scan = _scan_images(self.paths.images_dir, self.uid)
         return self._image_scan
+
+    def image_folders(self) -> Iterator[tuple[str, Path]]:
+        """(session id, folder) of each safely named folder, in name order."""
+        for entry in _sorted_entries(self.paths.images_dir):
+            if entry.is_dir(follow_symlinks=False) and images.safe_name(entry.name):
+                yield entry.name, Path(entry.path)
+
+    def image_files(self) -> Iterator[tuple[str, Path]]:
+        """(session id, file) of each regular file in those folders, in name order."""
+        for sid, folder in self.image_folders():
+            for f in _sorted_entries(folder):
+                if f.is_file(follow_symlinks=False):
+                    yield sid, Path(f.path)
 
     def interrupt(self) -> None:
         """Stop every running query (safe from a signal handler)."""
@@ -257,9 +346,7 @@ def _integrity(path: Path, pragma: str, job: _Background) -> tuple[list[str], fl
     with db.open_read(path, timeout_ms=READ_TIMEOUT_MS, as_found=True) as conn:
         job.conn = conn
         try:
-            # Reading the file through a memory map is ~15% faster than read()
-            # calls; the read transaction keeps the mapped size valid.
-            conn.execute("PRAGMA mmap_size = 2147418112")
+            bound_memory(conn)
             for row in conn.execute(f"PRAGMA {pragma}(20)"):  # one by one: SQLite may
                 rows.extend(str(row[0]).splitlines())  # stop with an error after a few rows
         except sqlite3.DatabaseError as e:
@@ -272,10 +359,19 @@ def _integrity(path: Path, pragma: str, job: _Background) -> tuple[list[str], fl
     return rows, time.perf_counter() - start
 
 
+def _sorted_entries(folder: Path | str) -> list[os.DirEntry]:
+    """One folder's entries by name ([] when it cannot be read)."""
+    try:
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
+
+
 def _scan_images(root: Path, uid: int | None) -> ImageScan:
     scan = ImageScan()
     try:
-        top = list(os.scandir(root))
+        os.scandir(root).close()
     except (FileNotFoundError, NotADirectoryError):
         return scan
     except OSError:
@@ -295,20 +391,16 @@ def _scan_images(root: Path, uid: int | None) -> ImageScan:
         if uid is not None and st.st_uid != uid:
             scan.foreign.append(Path(entry.path))
 
-    for entry in sorted(top, key=lambda e: e.name):
+    for entry in _sorted_entries(root):
         note(entry)
         if not entry.is_dir(follow_symlinks=False) or not images.safe_name(entry.name):
             scan.strays.append(Path(entry.path))
             continue
-        scan.folders[entry.name] = Path(entry.path)
-        try:
-            inner = sorted(os.scandir(entry.path), key=lambda e: e.name)
-        except OSError:
-            continue
-        for f in inner:
+        scan.folders += 1
+        for f in _sorted_entries(entry.path):
             note(f)
             if f.is_file(follow_symlinks=False):
-                scan.files.append((entry.name, Path(f.path)))
+                scan.files += 1
             else:
                 scan.strays.append(Path(f.path))
     return scan

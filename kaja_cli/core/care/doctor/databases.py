@@ -277,6 +277,7 @@ def check_in_use(ctx: Context, name: str) -> Check | None:
     Group.SHARED_FILE,
     "quick_check (integrity_check with --thorough)",
     per_database=True,
+    scans="reads every page of the file",
 )
 def check_integrity(ctx: Context, name: str) -> Check:
     path = ctx.db_path(name)

@@ -8,10 +8,17 @@ with names replaced.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 
 from kaja_cli.core.wording import plural
+
+# How core shows a long job: `render.progress(description, total)` gives a
+# callback taking (done, total).
+ProgressFactory = Callable[
+    [str, int | None], AbstractContextManager[Callable[[int, int | None], None]]
+]
 
 
 class Status(StrEnum):
@@ -101,11 +108,24 @@ class FixResult:
         return {"check": self.check, "done": self.done, "message": self.message}
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """What `--quick` left out: a check, or part of one, and what it would have read."""
+
+    check: str
+    what: str
+
+    def to_dict(self) -> dict:
+        return {"check": self.check, "what": self.what}
+
+
 @dataclass
 class Report:
     versions: dict[str, str | bool]
     checks: list[Check]
     thorough: bool = False
+    quick: bool = False
+    skipped: list[Skipped] = field(default_factory=list)  # what --quick left out
     fixes: list[FixResult] | None = None  # None: --fix was not asked for
     # What --redact hides besides the home folder, user and host: cloud mode's
     # server host, database user, database name and account.
@@ -139,6 +159,7 @@ class Report:
     def to_dict(self) -> dict:
         out: dict = dict(self.versions)
         out["thorough"] = self.thorough
+        out["quick"] = self.quick
         out["status"] = self.status
         out["summary"] = {
             "errors": self.errors,
@@ -149,6 +170,7 @@ class Report:
         if self.fixes is not None:
             out["fixes"] = [f.to_dict() for f in self.fixes]
         out["checks"] = [c.to_dict() for _, group in self.grouped() for c in group]
+        out["skipped"] = [s.to_dict() for s in self.skipped]
         return out
 
     to_json = to_dict  # `kaja doctor --json`

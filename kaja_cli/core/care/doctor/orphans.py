@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from kaja_cli.core.care.doctor.common import MAX_LISTED, listed, safe
+from kaja_cli.core.care.doctor.common import MAX_LISTED, safe
 from kaja_cli.core.care.doctor.context import Context
 from kaja_cli.core.care.doctor.model import OK, WARN, Check, Group
 from kaja_cli.core.care.doctor.registry import check
@@ -52,7 +52,7 @@ ORPHAN_NOTE = "harmless: every listing skips them; they are left by a writer tha
 @check(
     "orphans", Group.SHARED_FILE,
     "rows whose parent is gone: messages, tool calls, tool results, summaries, events, model calls",
-    needs_shared=True,
+    needs_shared=True, scans="reads every tool call and the session ids of every message",
 )  # fmt: skip
 def check_orphans(ctx: Context) -> list[Check]:
     conn = ctx.conn("shared")
@@ -73,23 +73,41 @@ def check_orphans(ctx: Context) -> list[Check]:
 
 
 def _session_orphans(conn: sqlite3.Connection, cid: str, table: str, what: str) -> Check:
-    sql = (
-        f"SELECT x FROM ({_distinct_sql(conn, table, 'sessionId')}) "
-        "WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = x)"
-    )
-    missing = [r[0] for r in conn.execute(sql)]
-    rows = conn.execute(f'SELECT count(*) FROM "{table}" WHERE sessionId IS NULL').fetchone()[0]
-    for i in range(0, len(missing), 500):
-        chunk = missing[i : i + 500]
-        rows += conn.execute(
-            f'SELECT count(*) FROM "{table}" WHERE sessionId IN ({",".join("?" * len(chunk))})',
-            chunk,
-        ).fetchone()[0]
+    """Rows of `table` whose session is gone, streamed: a count per missing
+    session as SQLite finds them, the first MAX_LISTED ids kept for the report."""
+    t = f'"{table}"'
+    if _leading_index(conn, table, "sessionId"):
+        # One seek per distinct session id, then the rows of each missing one
+        # counted through the same index.
+        missing = (
+            (
+                sid,
+                conn.execute(f"SELECT count(*) FROM {t} WHERE sessionId = ?", (sid,)).fetchone()[0],
+            )
+            for (sid,) in conn.execute(
+                f"SELECT x FROM ({_distinct_sql(conn, table, 'sessionId')}) "
+                "WHERE NOT EXISTS (SELECT 1 FROM sessions WHERE id = x)"
+            )
+        )
+    else:
+        missing = conn.execute(
+            f"SELECT sessionId, count(*) FROM {t} AS c WHERE sessionId IS NOT NULL"
+            " AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = c.sessionId) GROUP BY sessionId"
+        )
+    rows = conn.execute(f"SELECT count(*) FROM {t} WHERE sessionId IS NULL").fetchone()[0]
+    sessions, first = 0, []
+    for sid, n in missing:
+        rows += n
+        sessions += 1
+        if len(first) < MAX_LISTED:
+            first.append(sid)
     if not rows:
         return Check(cid, Group.SHARED_FILE, OK, f"no {what}")
-    details = [ORPHAN_NOTE, *listed(missing, lambda s: f"missing session {s}")]
+    details = [ORPHAN_NOTE, *(f"missing session {s}" for s in first)]
+    if sessions > len(first):
+        details.append(f"… and {sessions - len(first)} more")
     return Check(cid, Group.SHARED_FILE, WARN,
-                 f"{what}: {rows} ({plural(len(missing), 'missing session')})", details)  # fmt: skip
+                 f"{what}: {rows} ({plural(sessions, 'missing session')})", details)  # fmt: skip
 
 
 def _tool_call_orphans(conn: sqlite3.Connection) -> list[Check]:

@@ -21,11 +21,14 @@ class Spec:
     per_database: bool = False  # run once per database file: `integrity.shared`, …
     needs_shared: bool = False  # skipped (silently, in a full run) without a readable shared file
     unopened: bool = False  # per database: runs even when the file cannot be opened
+    # What it reads in proportion to the store ("every page of the file"):
+    # `--quick` leaves it out and says so. None: bounded whatever the size.
+    scans: str | None = None
 
     def to_json(self) -> dict:
         """A row of `kaja doctor --list-checks --json`."""
         return {"id": self.id, "group": self.group, "about": self.about,
-                "per_database": self.per_database}  # fmt: skip
+                "per_database": self.per_database, "in_quick": self.scans is None}  # fmt: skip
 
 
 CHECKS: list[Spec] = []
@@ -39,6 +42,7 @@ def check(
     per_database: bool = False,
     needs_shared: bool = False,
     unopened: bool = False,
+    scans: str | None = None,
 ) -> Callable:
     """Register a check function (see the module docstring)."""
     if group not in GROUPS:
@@ -47,7 +51,9 @@ def check(
     def register(fn: Callable) -> Callable:
         if any(s.id == id for s in CHECKS):
             raise ValueError(f"check {id!r} registered twice")
-        CHECKS.append(Spec(id, Group(group), about, fn, per_database, needs_shared, unopened))
+        CHECKS.append(
+            Spec(id, Group(group), about, fn, per_database, needs_shared, unopened, scans)
+        )
         return fn
 
     return register

@@ -40,9 +40,12 @@ def doctor_checks(
 
 def doctor_checks_on(
     conn: sqlite3.Connection, url: Url | None, *, now: datetime | None = None,
-    timeout_s: float = 3,
+    timeout_s: float = 3, with_map: bool = True,
 ) -> list[DoctorCheck]:  # fmt: skip
-    """`doctor_checks` on a read connection doctor already holds (it is left as found)."""
+    """`doctor_checks` on a read connection doctor already holds (it is left as found).
+
+    `with_map` False (`doctor --quick`): no `sync-map`, which reads every row
+    of sync_map (as many as the rows ever imported)."""
     now = now or clock.now()
     tables = db.table_names(conn)
     if not {"sync_state", "sync_outbox", "sync_map", "sync_flags"} <= tables:
@@ -53,7 +56,7 @@ def doctor_checks_on(
         conn.execute("BEGIN")
     try:
         local_status(conn, local)
-        dangling = _dangling_map(conn, tables)
+        dangling = _dangling_map(conn, tables) if with_map else None
     finally:
         if ours:
             conn.execute("COMMIT")
@@ -62,7 +65,7 @@ def doctor_checks_on(
     return [
         _check_progress(local, url, now, timeout_s),
         _check_lease(local, now),
-        _check_map(dangling),
+        *([_check_map(dangling)] if dangling is not None else []),
         _check_flag(local),
         _check_ledger(local),
     ]
