@@ -370,8 +370,9 @@ class Tmux:
         subprocess.run([*self.tmux, "pipe-pane", "-o", f"cat >> {shlex.quote(str(self.written))}"],
                        check=True)  # fmt: skip
 
-    def screen(self, shows=lambda s: True, seconds: float = 10) -> str:
-        """The pane's text once `shows` is true of it, or when `seconds` are up."""
+    def screen(self, shows=lambda s: True, seconds: float = 60) -> str:
+        """The pane's text once `shows` is true of it, or when `seconds` are up
+        (a minute: under load 13 a zsh loading its completion took over 10 s)."""
         deadline = time.monotonic() + seconds
         while True:
             text = subprocess.run([*self.tmux, "capture-pane", "-p"], capture_output=True,
