@@ -37,6 +37,7 @@ from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, ExitStatus, KajaError, Refused
 
 NEEDS_YES = True  # the server's store may be a team's: a terminal's answer is not enough
+LOCK_WAIT_MS = 3000  # the drop waits this long for its locks, then is busy (exit 4)
 PLAN_WAIT_MS: int | None = None  # `wipe --owner`'s plan waits as any read does
 # What `--owner` erases rows of, vacuumed after.
 _VACUUMED = ("sessions", "messages", "tool_calls", "session_summaries", "model_calls",
@@ -82,11 +83,15 @@ def stored(store: Store) -> Stored:
 
 
 def _holders(conn, tables: list[str]) -> list[str]:
-    """Other sessions holding a lock on one of kaja's tables: "process 4242 (kaja agent)"."""
+    """Other sessions holding a lock on one of kaja's tables: "process 4242 (kaja agent)".
+    The server's own autovacuum workers do not count: they give way to the
+    wipe's lock (the server cancels them once it has waited a second), and a
+    user could not stop them anyway."""
     rows = conn.execute(
         "SELECT DISTINCT l.pid, coalesce(a.application_name, '') FROM pg_catalog.pg_locks AS l"
         " LEFT JOIN pg_catalog.pg_stat_activity AS a ON a.pid = l.pid"
         " WHERE l.relation = ANY(CAST(? AS regclass[])) AND l.pid <> pg_backend_pid()"
+        " AND coalesce(a.backend_type, '') <> 'autovacuum worker'"
         " ORDER BY l.pid",
         (tables,),
     ).fetchall()
@@ -148,7 +153,11 @@ def drop(store: Store, items: list[Item]) -> tuple[list[Item], list[Kept]]:
             tables = [i.where for i in items if i.kind is Kind.TABLE]
             try:
                 if tables:
-                    conn.execute(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE NOWAIT")
+                    # A wait of a few seconds, not NOWAIT: an autovacuum worker on one of
+                    # the tables is cancelled by the server after deadlock_timeout (1 s)
+                    # of waiting; an agent's transaction still makes it busy (exit 4).
+                    conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
+                    conn.execute(f"LOCK TABLE {', '.join(tables)} IN ACCESS EXCLUSIVE MODE")
             except Busy:
                 raise Busy(
                     f"{where.where} is in use: another session holds its tables",
