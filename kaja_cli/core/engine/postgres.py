@@ -378,6 +378,30 @@ class Connection:
                 return Cursor(self.raw.execute(sql), self)  # not parsed for placeholders
             return Cursor(self.raw.execute(placeholders(sql), params), self)
 
+    def copy_out(
+        self, sql: str, params: Sequence[Any] = (), types: Sequence[str] = ()
+    ) -> Iterator[tuple]:
+        """The rows of `COPY (query) TO STDOUT (FORMAT BINARY)`, each a tuple of
+        Python values of `types` (PostgreSQL type names, one per column)."""
+        with self.translated():
+            cur = self.raw.cursor()
+            with cur.copy(placeholders(sql) if params else sql, params or None) as copy:
+                copy.set_types(list(types))
+                yield from copy.rows()
+
+    def copy_in(self, sql: str, rows: Any, types: Sequence[str] = ()) -> int:
+        """`COPY table (columns) FROM STDIN (FORMAT BINARY)`, writing `rows`
+        (values of `types`); returns how many rows went in."""
+        n = 0
+        with self.translated():
+            cur = self.raw.cursor()
+            with cur.copy(sql) as copy:
+                copy.set_types(list(types))
+                for row in rows:
+                    copy.write_row(row)
+                    n += 1
+        return n
+
     def executemany(self, sql: str, rows: Any) -> Cursor:
         with self.translated():
             cur = self.raw.cursor()
