@@ -19,7 +19,7 @@
   (`server`, its rows chosen by `scope`), in the same archive.
 
 Tests stop a backup or a restore at a chosen step (`markers.checkpoint`).
-`kaja optimize` is `core/care/optimize.py`.
+`kaja optimize` is `core/care/optimize/`.
 """
 
 from __future__ import annotations
