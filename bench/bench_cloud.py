@@ -134,6 +134,7 @@ def _backup_rows(bench, url: str, psql: str, store) -> None:
         copies = _copies(url, scope, Owner())
         out = scratch / "copied.txt"
         floor = [psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", url, "-o", str(out),
+                 "-c", "SET search_path = kaja",
                  "-c", "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
                  *(c for q in copies for c in ("-c", q)), "-c", "COMMIT"]  # fmt: skip
         archive = scratch / "backup.tar"
@@ -178,12 +179,15 @@ def _copied(url: str, copies: list[str]):
     import psycopg
 
     def run() -> None:
-        with psycopg.connect(url) as conn, conn.transaction():
+        with psycopg.connect(url) as conn:
+            conn.execute("SET search_path = kaja")
+            conn.commit()
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             for sql in copies:
                 with conn.cursor().copy(sql) as copy:
                     for _block in copy:
                         pass
+            conn.commit()
 
     return run
 
@@ -202,6 +206,9 @@ def _load(bench, url: str):
     store = Store.locate(Overrides(database_url=url), environ=bench.env)
     start = time.perf_counter()
     with store.writer(create=True) as conn:
+        # One COPY per table computes the search index of every row: on a loaded
+        # machine that is more than the statement timeout kaja's commands keep.
+        conn.set_statement_timeout(3_600_000)
         raw = conn.raw
         rows = 0
         with (

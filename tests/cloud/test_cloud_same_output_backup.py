@@ -218,6 +218,8 @@ def test_a_restore_killed_at_its_commit_is_the_old_rows_or_the_new(cloud_demo, t
     changed = run(cloud_demo, "sessions", "--json", "-n", "0")
     assert changed != old
     killed_at(cloud_demo, step, "restore", str(tmp_path / "a.tar.gz"), "--force", "--yes")
+    r = cloud_demo("doctor", "--check", "interrupted-restore")
+    assert "into cloud mode stopped at its commit" in r.out + r.err, r
     r = cloud_demo("restore", "--finish", "--json")
     assert r.code == 0, r
     finished = json.loads(r.out)["finished"]

@@ -408,7 +408,7 @@ class Connection:
     ) -> Iterator[tuple]:
         """The rows of `COPY (query) TO STDOUT (FORMAT BINARY)`, each a tuple of
         Python values of `types` (PostgreSQL type names, one per column)."""
-        with self.timed(sql) as counted, self.translated():
+        with self.timed(sql) as counted, self.translated(), self._whole():
             cur = self.raw.cursor()
             with cur.copy(placeholders(sql) if params else sql, params or None) as copy:
                 copy.set_types(list(types))
@@ -420,7 +420,7 @@ class Connection:
         """`COPY table (columns) FROM STDIN`, writing `rows` (each value in
         PostgreSQL's text form; with `types`, the statement says `FORMAT
         BINARY` and the values are of those types); returns how many went in."""
-        with self.timed(sql) as counted, self.translated():
+        with self.timed(sql) as counted, self.translated(), self._whole():
             cur = self.raw.cursor()
             with cur.copy(sql) as copy:
                 if types:
@@ -429,6 +429,31 @@ class Connection:
                     copy.write_row(row)
                     counted[0] += 1
         return counted[0]
+
+    @contextmanager
+    def _whole(self) -> Iterator[None]:
+        """One deadline for a whole COPY (the server's statement timeout bounds it
+        as one statement), not one per row: a COPY makes a round trip per row,
+        and arming the deadline for each costs more than the row."""
+        raw = self.raw
+        deadline = getattr(raw, "deadline", None)
+        if deadline is None:
+            yield
+            return
+        with deadline.armed():
+            raw.deadline = None  # the per-round-trip arming (`connection_class`) skipped
+            try:
+                yield
+            except driver().Error:
+                if not deadline.fired:
+                    raise
+                error = driver().OperationalError(
+                    f"the server stopped answering (no reply in {deadline.seconds:.0f} s)"
+                )
+                error.no_reply_s = deadline.seconds  # type: ignore[attr-defined]
+                raise error from None
+            finally:
+                raw.deadline = deadline
 
     def executemany(self, sql: str, rows: Any) -> Cursor:
         with self.timed(sql) as counted, self.translated():

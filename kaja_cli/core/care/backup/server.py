@@ -139,6 +139,8 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
     try:
         out.execute("PRAGMA journal_mode = OFF")  # a staging copy: the archive is what is kept
         out.execute("PRAGMA synchronous = OFF")
+        out.execute("PRAGMA locking_mode = EXCLUSIVE")  # the file is this process's alone
+        out.execute("PRAGMA cache_size = -65536")  # 64 MiB: the indexes are built in memory
         out.execute("BEGIN")
         with store.reader() as conn:
             conn.execute("BEGIN")  # REPEATABLE READ, read only: one snapshot for every COPY
@@ -491,7 +493,14 @@ def finish_commit(store: Store, data: dict[str, Any]) -> bool:
     folders it made for the archive's images go). True: it committed."""
     xid = data.get("xid")
     with store.writer() as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        if "sessions" in conn.table_names():
+            # The restore locked kaja's tables (EXCLUSIVE): SHARE waits for its
+            # transaction to end (the server ends it once it sees kaja gone),
+            # so the answer below is final; a wait past the lock timeout is busy.
+            conn.execute("LOCK TABLE sessions IN SHARE MODE")
         state = conn.execute("SELECT txid_status(?)", (int(xid or 0),)).fetchone()[0]
+        conn.execute("COMMIT")
     if state == "in progress":
         raise Busy(
             "the interrupted restore's transaction is still open on the server",
