@@ -112,7 +112,7 @@ def _restore(bench, scratch: Path, repeat: int) -> None:
 
 def _optimize(bench, scratch: Path, repeat: int) -> None:
     """On a fresh copy each run (optimize writes): the same steps in sqlite3."""
-    from kaja_cli.core.care.optimize import ANALYSIS_LIMIT
+    from kaja_cli.core.care.optimize.local import ANALYSIS_LIMIT
 
     copy = scratch / "optimize"
     source = bench.state_dir

@@ -40,7 +40,7 @@ def backup(
     (exit 5). Settings stay out. `kaja restore FILE` puts it back.
     """
     from kaja_cli import render
-    from kaja_cli.core.care.backup.create import backup as run
+    from kaja_cli.core.care.backup import backup as run
     from kaja_cli.core.side import profiler
     from kaja_cli.render import backup as view
 
@@ -86,6 +86,7 @@ def restore(
     then `kaja doctor` reports it.
     """
     from kaja_cli import render
+    from kaja_cli.core.care import backup as engine
     from kaja_cli.core.care.backup import interrupted
     from kaja_cli.core.care.backup import restore as core
     from kaja_cli.core.side import profiler
@@ -94,23 +95,22 @@ def restore(
     profiler.discard()  # the restored store is the archive's, db-stats.db included
     _check_options(archive, finish=finish, dry_run=dry_run)
     store = store_of(ctx)
-    store.require_local()
     done = None if dry_run else interrupted.finish(store, archive)
     render.preview(as_json, view.finished, done, finish=finish)
     if finish or (done is not None and done.same_archive):  # nothing more to do
         render.emit({"action": "restore", "finished": done and done.to_json()}, as_json)
         return
     assert archive is not None
-    plan = core.plan_restore(store, archive, force=force, dry_run=dry_run)
+    plan = engine.plan_restore(store, archive, force=force, dry_run=dry_run)
     with render.progress("verifying") as progress:
         staged = core.extract(plan, progress)
     if not _go_ahead(plan, staged, done, dry_run=dry_run, yes=yes, as_json=as_json):
         return
     if plan.replaces:
         with render.progress("backing up the store in place") as progress:
-            result = core.execute(store, staged, backup_progress=progress)
+            result = engine.execute(store, staged, backup_progress=progress)
     else:
-        result = core.execute(store, staged)
+        result = engine.execute(store, staged)
     render.emit(plan, as_json, view.restored, manifest=staged.manifest, done=result, finished=done)
 
 

@@ -73,10 +73,17 @@ def finished(done: Finished | None, *, finish: bool) -> None:
 
 def question(plan: RestorePlan, manifest: Manifest) -> str:
     size = sum(e.size for e in plan.existing)
+    rows = sum(e.rows or 0 for e in plan.existing)
+    what = render.plural(rows, "row") if any(e.rows is not None for e in plan.existing) else (
+        render.human_size(size))  # fmt: skip
     return (
-        f"Replace the store in place ({render.human_size(size)}) with the backup made"
+        f"Replace the store in place ({what}) with the backup made"
         f" {render.text(manifest.created_at)}? It is backed up first, beside the state dir."
     )
+
+
+def _size_of(e) -> str:
+    return render.plural(e.rows, "row") if e.rows is not None else render.human_size(e.size)
 
 
 def existing(plan: RestorePlan) -> None:
@@ -84,8 +91,10 @@ def existing(plan: RestorePlan) -> None:
     render.note("the store in place, which the restore replaces:")
     render.table(
         [Col("what", style="bold"), Col("path"), Col("size", justify="right")],
-        [[e.what, str(e.path), render.human_size(e.size)] for e in plan.existing],
-        plain_rows=[[e.what, str(e.path), e.size] for e in plan.existing],
+        [[render.text(e.what), str(e.path), _size_of(e)] for e in plan.existing],
+        plain_rows=[
+            [e.what, str(e.path), e.size if e.rows is None else e.rows] for e in plan.existing
+        ],
     )
     strays(plan)
 

@@ -29,6 +29,13 @@ def optimized(result: OptimizeResult) -> None:
 
 
 def _notes(result: OptimizeResult) -> None:
+    if result.tables is not None:  # cloud mode: the server's tables
+        render.note(
+            f"VACUUM (ANALYZE) of {render.plural(len(result.tables), 'table')} of kaja's schema:"
+            f" {render.human_size(result.bytes_before)} → {render.human_size(result.bytes_after)}"
+            " (the space freed inside them goes to new rows)"
+        )
+        return
     if not result.changed:
         render.note(
             f"nothing to do: {render.plural(len(result.files), 'database')} already optimized"

@@ -243,9 +243,27 @@ def waiting(paths: Paths, done: dict[str, str]) -> tuple[list[Path], list[Path]]
 
 
 # --- the plan ----------------------------------------------------------------------
+def _local_only(store: Store) -> None:
+    """An earlier Kaja's files are imported into a local store, SQLite to
+    SQLite (ATTACH); in cloud mode the way is a local store first, then its
+    backup restored into cloud mode."""
+    from kaja_cli.errors import Failed
+
+    try:
+        store.require_local()
+    except Failed:
+        raise Failed(
+            "kaja migrate imports an earlier Kaja's files into a local store, and cloud mode"
+            " has none",
+            hint='run it where [memory] mode = "local", then `kaja backup` there and `kaja'
+            " restore` that archive in cloud mode",
+        ) from None
+
+
 def plan(store: Store, memory: Path | None = None) -> Plan:
-    """What `kaja migrate` would import; reads only."""
-    store.require_local()
+    """What `kaja migrate` would import; reads only. Failed (exit 1) in cloud mode
+    (`_local_only`)."""
+    _local_only(store)
     paths = store.paths
     result = Plan(paths.shared_db.path, memory or paths.state_dir.path / MEMORY_DIR)
     done, taken = _store_state(store)
@@ -548,7 +566,7 @@ def execute(store: Store, the_plan: Plan, *, timeout_ms: int = db.BUSY_TIMEOUT_M
     """Import what the plan says, in one transaction on the shared file (and one on
     a split artifacts file first); fills in `copied`. Busy (exit 4) when the
     agent keeps the store locked longer than `timeout_ms`."""
-    store.require_local()
+    _local_only(store)
     split = store.file_of(Database.ARTIFACTS) is not Database.SHARED
     todo = [f for f in the_plan.files if f.status is Status.IMPORT]
     aside = [f for f in todo if f.into is Database.ARTIFACTS and split]

@@ -43,7 +43,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
-from kaja_cli.core.engine import dialect
+from kaja_cli.core.engine import dialect, timing
 from kaja_cli.core.masking import mask, scrub
 from kaja_cli.errors import Busy, Failed, KajaError
 
@@ -302,6 +302,28 @@ class Connection:
         self.target = where
         self.writable = writable
         self.statement_timeout_ms = where.statement_timeout_ms
+        # The query profile's name for it (`timing`): the server's schema, as a file's name.
+        self.kaja_db = f"postgresql:{where.schema or ''}"
+        if (listener := timing.listening()) is not None:
+            listener.opened(self.kaja_db, writable)
+
+    @contextmanager
+    def timed(self, sql: str) -> Iterator[list[int]]:
+        """Time the statement run in the block for the query profile (`timing`),
+        as the local opener times each of SQLite's; the block puts its rows in
+        the list it is given. Statements are recorded with their placeholders."""
+        listener = timing.listening()
+        rows = [0]
+        if listener is None:
+            yield rows
+            return
+        start = time.perf_counter()
+        try:
+            yield rows
+        except BaseException:
+            listener.record(self.kaja_db, sql, time.perf_counter() - start, 0, True)
+            raise
+        listener.record(self.kaja_db, sql, time.perf_counter() - start, max(rows[0], 0), False)
 
     def set_statement_timeout(self, ms: int) -> None:
         """Let statements run `ms` on the server from now on, and wait as long
@@ -373,15 +395,71 @@ class Connection:
         if sql.strip().upper() == "ROLLBACK":
             self.rollback()
             return Cursor(self.raw.cursor(), self)
-        with self.translated():
+        with self.timed(sql) as rows, self.translated():
             if params is None or (not params and not isinstance(params, Mapping)):
-                return Cursor(self.raw.execute(sql), self)  # not parsed for placeholders
-            return Cursor(self.raw.execute(placeholders(sql), params), self)
+                cur = Cursor(self.raw.execute(sql), self)  # not parsed for placeholders
+            else:
+                cur = Cursor(self.raw.execute(placeholders(sql), params), self)
+            rows[0] = cur.rowcount
+            return cur
+
+    def copy_out(
+        self, sql: str, params: Sequence[Any] = (), types: Sequence[str] = ()
+    ) -> Iterator[tuple]:
+        """The rows of `COPY (query) TO STDOUT (FORMAT BINARY)`, each a tuple of
+        Python values of `types` (PostgreSQL type names, one per column)."""
+        with self.timed(sql) as counted, self.translated(), self._whole():
+            cur = self.raw.cursor()
+            with cur.copy(placeholders(sql) if params else sql, params or None) as copy:
+                copy.set_types(list(types))
+                for row in copy.rows():
+                    counted[0] += 1
+                    yield row
+
+    def copy_in(self, sql: str, rows: Any, types: Sequence[str] = ()) -> int:
+        """`COPY table (columns) FROM STDIN`, writing `rows` (each value in
+        PostgreSQL's text form; with `types`, the statement says `FORMAT
+        BINARY` and the values are of those types); returns how many went in."""
+        with self.timed(sql) as counted, self.translated(), self._whole():
+            cur = self.raw.cursor()
+            with cur.copy(sql) as copy:
+                if types:
+                    copy.set_types(list(types))
+                for row in rows:
+                    copy.write_row(row)
+                    counted[0] += 1
+        return counted[0]
+
+    @contextmanager
+    def _whole(self) -> Iterator[None]:
+        """One deadline for a whole COPY (the server's statement timeout bounds it
+        as one statement), not one per row: a COPY makes a round trip per row,
+        and arming the deadline for each costs more than the row."""
+        raw = self.raw
+        deadline = getattr(raw, "deadline", None)
+        if deadline is None:
+            yield
+            return
+        with deadline.armed():
+            raw.deadline = None  # the per-round-trip arming (`connection_class`) skipped
+            try:
+                yield
+            except driver().Error:
+                if not deadline.fired:
+                    raise
+                error = driver().OperationalError(
+                    f"the server stopped answering (no reply in {deadline.seconds:.0f} s)"
+                )
+                error.no_reply_s = deadline.seconds  # type: ignore[attr-defined]
+                raise error from None
+            finally:
+                raw.deadline = deadline
 
     def executemany(self, sql: str, rows: Any) -> Cursor:
-        with self.translated():
+        with self.timed(sql) as counted, self.translated():
             cur = self.raw.cursor()
             cur.executemany(placeholders(sql), list(rows))
+            counted[0] = cur.rowcount
             return Cursor(cur, self)
 
     def _begin(self, sql: str) -> Cursor:

@@ -181,8 +181,7 @@ def write(session: Session, *, now: datetime | None = None) -> bool:
     from kaja_cli.core.store.registry import Database
 
     assert session.paths is not None
-    store = Store(session.paths)
-    store.require_local()
+    store = Store(session.paths)  # db-stats.db is a local file in cloud mode too
     path = store.path(Database.STATS)
     if not session.wrote and not path.exists():
         return False

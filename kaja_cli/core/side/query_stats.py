@@ -108,7 +108,7 @@ class Profile(NamedTuple):
 
 def db_name(store: Store, database: Database | None) -> str | None:
     """The `db` column's value for a registry database: its file's name."""
-    return None if database is None else store.path(database).name
+    return None if database is None else store.profile_label(database)
 
 
 def _where(since: str | None, db_value: str | None, time_column: str) -> tuple[str, list]:
@@ -179,7 +179,6 @@ def slow_queries(
 
 
 def _located(store: Store, database: Database | None):
-    store.require_local()
     return store.path(Database.STATS), db_name(store, database)
 
 

@@ -98,6 +98,11 @@ class Store:
         """The settings of the server that holds this store; None for a local store."""
         return self.backend.server
 
+    def profile_label(self, name: str = "shared") -> str:
+        """How the query profile (`db` column) names a database: its file's
+        name, or in cloud mode the server's `postgresql:<schema>`."""
+        return self.backend.profile_label(name)
+
     def require_local(self) -> None:
         """Failed (exit 1) in cloud mode: for the commands that read only a local store."""
         self.backend.require_local()

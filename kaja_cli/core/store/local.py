@@ -56,6 +56,9 @@ class LocalBackend:
     def where(self, name: str) -> str:
         return str(self.paths.file_of(name).path)
 
+    def profile_label(self, name: str) -> str:
+        return self.paths.file_of(name).path.name
+
     def location(self, name: str) -> Path | str:
         return self.paths.file_of(name).path
 

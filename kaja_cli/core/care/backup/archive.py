@@ -42,6 +42,11 @@ MANIFEST_LIMIT = 64 << 20  # bytes: a manifest larger than this is not one of ou
 CHUNK = 1 << 20
 COMPRESSLEVEL = 6  # gzip's own default: most of the gain, a third of level 9's time
 METHOD = "sqlite3 online backup API, one step per database (a single read transaction)"
+SERVER_METHOD = (
+    "COPY … TO STDOUT of each table, the account's rows, in one REPEATABLE READ read-only"
+    " transaction, into a SQLite file of the same tables"
+)
+ENGINES = ("sqlite", "postgresql")  # where a backup came from: a local store, or cloud mode's
 
 DAMAGED_HINT = "the archive is damaged or not a kaja backup; nothing was restored"
 
@@ -143,6 +148,8 @@ class Manifest:
     databases: list[DatabaseEntry]
     files: list[FileEntry]  # every member but the manifest, databases included
     method: str = METHOD
+    engine: str = "sqlite"  # a local store's files, or "postgresql": cloud mode's server
+    account: str | None = None  # cloud mode: whose rows ("terminal" when no account is set)
     format: str = FORMAT
     version: int = VERSION
 
@@ -166,6 +173,8 @@ class Manifest:
             "sqlite": self.sqlite,
             "format": self.version,
             "method": self.method,
+            "engine": self.engine,
+            "account": self.account,
             "databases": [
                 {"name": d.name, "source": d.source, "bytes": d.bytes, "sha256": d.sha256,
                  "rows": d.rows, "schema_upgraded": d.schema_upgraded,
@@ -203,7 +212,12 @@ def parse_manifest(data: bytes) -> Manifest:
     files = [_file_entry(f, f"files[{i}]") for i, f in enumerate(_array(raw, "files"))]
     dbs = [_database_entry(d, f"databases[{i}]") for i, d in enumerate(_array(raw, "databases"))]
     _check_agree(files, dbs)
-    return Manifest(**head, databases=dbs, files=files, format=FORMAT, version=version)
+    engine = raw.get("engine", "sqlite")  # absent: made before cloud backups, a local store
+    if engine not in ENGINES:
+        raise _malformed("engine", f"is not an engine kaja knows ({_shown(engine)})")
+    account = _text(raw, "account", null=True) if "account" in raw else None
+    return Manifest(**head, databases=dbs, files=files, engine=engine, account=account,
+                    format=FORMAT, version=version)  # fmt: skip
 
 
 LARGEST = 2**63 - 1  # bytes or rows: nothing kaja counts is larger (SQLite's own limit)

@@ -104,6 +104,16 @@ def finish(store: Store, archive_path: Path | None = None) -> Finished | None:
     name = str(arch.get("path", "an archive"))
     staging = ours_staging(data.get("staging"))
     same = archive_path is not None and _same_file(archive_path, arch)
+    if data.get("phase") == Phase.COMMIT:  # cloud mode: the server's transaction says
+        from kaja_cli.core.care import backup
+
+        committed = backup.finish_commit(store, data)
+        clean_up(marker, staging, [])
+        if committed:
+            return Finished(name, True, f"finished the interrupted restore of {name} (the"
+                            " server had committed it)", same)  # fmt: skip
+        return Finished(name, False, f"an interrupted restore of {name} had changed nothing on"
+                        " the server; what it left was removed")  # fmt: skip
     if data.get("phase") != Phase.SWAP:
         for t in data.get("temps", []):
             remove_ours(Path(t))

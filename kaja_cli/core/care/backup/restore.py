@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kaja_cli.core import clock
-from kaja_cli.core.care.backup import guarding
+from kaja_cli.core.care.backup import archive, guarding
 from kaja_cli.core.care.backup.archive import Manifest
 from kaja_cli.core.care.backup.staging import (
     IMAGES,
@@ -120,7 +120,7 @@ def plan_restore(
     running Kaja does not stop it."""
     store.require_local()
     paths = store.paths
-    _check_archive_file(archive_path)
+    check_archive_file(archive_path)
     from kaja_cli.core.care import wipe
 
     if wipe.interrupted(paths) is not None:
@@ -165,7 +165,7 @@ def _files(paths: Paths) -> list[DatabaseFile]:
     return out
 
 
-def _check_archive_file(path: Path) -> None:
+def check_archive_file(path: Path) -> None:
     try:
         st = path.stat()
     except FileNotFoundError:
@@ -264,6 +264,8 @@ def execute(
         if plan.replaces:
             previous = _back_up_old(store, plan, backup_progress)
             _fold(plan, store.paths)
+        if staged.manifest.engine != "sqlite":
+            _complete(staged)
         moves = _prepare(staged, _not_the_stores(store, plan))
         # Every staged file durable before the marker says "swap": after a
         # power cut, `finish` completes the restore from them.
@@ -296,6 +298,19 @@ def execute(
             hint="fix that, then run `kaja restore --finish` to complete it",
         ) from e
     return RestoreResult(staged.manifest, _placed(moves), previous, _kept(moves))
+
+
+def _complete(staged: Staged) -> None:
+    """A backup of cloud mode's rows holds the server's tables only: the staged
+    copy gets the rest of a local store's schema and its search index, before
+    anything in place changes."""
+    from kaja_cli.core.care.backup.staging import _as_shared
+    from kaja_cli.core.store import local
+
+    copy = staged.new / archive.database_member(Database.SHARED)
+    file = _as_shared(copy)
+    with db.open_write(copy, file) as conn:
+        local.ensure_schema(file, conn)
 
 
 def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> Path | None:

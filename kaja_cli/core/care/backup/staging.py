@@ -43,7 +43,8 @@ IMAGES = "images"
 
 @dataclass(frozen=True)
 class Part:
-    """One thing a restore puts in place: a database file or the images folder."""
+    """One thing a restore puts in place: a database file or the images folder
+    (in cloud mode, the shared database is the server: `target` names it)."""
 
     name: str  # the registry's name, or "images"
     target: Path
@@ -54,6 +55,7 @@ class Existing:
     path: Path
     what: str
     size: int
+    rows: int | None = None  # cloud mode: the account's rows on the server (no file, no size)
 
 
 @dataclass
@@ -68,6 +70,7 @@ class RestorePlan:
     # In the image folders of the replaced store's sessions, what is no image kaja wrote:
     only_in_backup: list[Path] = field(default_factory=list)  # the backup made first holds it
     put_back: list[Path] = field(default_factory=list)  # that backup cannot: it stays in place
+    server: bool = False  # into cloud mode: the account's rows on the server (`server.py`)
 
     @property
     def replaces(self) -> bool:
@@ -94,6 +97,7 @@ class RestorePlan:
                 for p in done.placed
             ],
             "replaced": [{"path": str(e.path), "what": e.what, "bytes": e.size}
+                         | ({} if e.rows is None else {"rows": e.rows})
                          for e in self.existing],
             "previous_backup": None if done is None or done.previous_backup is None
             else str(done.previous_backup),
@@ -311,7 +315,7 @@ def _verify_databases(plan: RestorePlan, new: Path, manifest: Manifest) -> None:
         raise Failed("the archive holds no shared file", hint=archive.DAMAGED_HINT)
     split_there = manifest.database(Database.ARTIFACTS) is not None
     split_here = Database.ARTIFACTS.value in names
-    if split_there != split_here:
+    if split_there != split_here and not plan.server:  # the server keeps no artifacts
         there = "a file of their own" if split_there else "its shared file"
         here = "a file of their own" if split_here else "the shared file"
         raise Failed(

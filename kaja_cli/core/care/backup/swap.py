@@ -38,6 +38,7 @@ class Phase:
     EXTRACT = "extract"  # staging: the old store untouched
     PREPARE = "prepare"  # copies beside their places: the old store untouched
     SWAP = "swap"  # files being put in place: finish from the staging folder
+    COMMIT = "commit"  # cloud mode: the server's transaction (`xid`) committing
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ RESTORE = "interrupted-restore"
 @check(RESTORE, Group.PATHS, "what an interrupted `kaja restore` left to finish")
 def check_interrupted_restore(ctx: Context) -> Check:
     from kaja_cli.core.care.backup import interrupted
+    from kaja_cli.core.care.backup.swap import Phase
 
     left = interrupted.interrupted(ctx.paths)
     if left is None:
@@ -79,6 +80,14 @@ def check_interrupted_restore(ctx: Context) -> Check:
             RESTORE, Group.PATHS, ERROR,
             f"a restore of {left.archive} stopped half way: the store is part old, part new",
             details, fix="`kaja restore --finish` (puts the rest of the backup in place)",
+        )  # fmt: skip
+    if left.phase == Phase.COMMIT:  # cloud mode: the server's transaction decides
+        return Check(
+            RESTORE, Group.PATHS, WARN,
+            f"a restore of {left.archive} into cloud mode stopped at its commit: the server"
+            " holds the account's old rows or the archive's, whole",
+            details, fix="`kaja restore --finish` (asks the server which, and removes what it"
+            " left)",
         )  # fmt: skip
     if left.in_place:
         return Check(

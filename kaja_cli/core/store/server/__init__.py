@@ -139,10 +139,26 @@ class ServerBackend:
         """A local store's file: there is none in cloud mode (as `require_local`)."""
         raise self._no_local_store()
 
+    def _local(self) -> Any:
+        """The local part, for the side databases (files here in cloud mode too)."""
+        from kaja_cli.core.store.local import LocalBackend
+
+        return LocalBackend(self.paths)
+
+    def profile_label(self, name: str) -> str:
+        """How the query profile names the database (`db`): the server and schema."""
+        if self._held(name):
+            return f"postgresql:{self.server.schema.value if self.server else ''}"
+        return self.paths.file_of(name).path.name
+
     @contextmanager
     def reader(
         self, name: str, *, timeout_ms: int | None = None, writing: bool = False
     ) -> Iterator[Any]:
+        if not self._held(name):
+            with self._local().reader(name, timeout_ms=timeout_ms, writing=writing) as conn:
+                yield conn
+            return
         with self._connect(name, writable=False, writing=writing, timeout_ms=timeout_ms) as conn:
             yield conn
 
@@ -151,6 +167,10 @@ class ServerBackend:
         from kaja_cli.core.engine import postgres as pg
         from kaja_cli.core.store.server import schema
 
+        if not self._held(name):
+            with self._local().maybe_reader(name, timeout_ms=timeout_ms) as conn:
+                yield conn
+            return
         with pg.connect(self.target(), lock_timeout_ms=timeout_ms) as conn:
             state = schema.status(conn)
             if not state.exists:
@@ -163,6 +183,10 @@ class ServerBackend:
     def writer(
         self, name: str, *, create: bool = False, timeout_ms: int | None = None
     ) -> Iterator[Any]:
+        if not self._held(name):
+            with self._local().writer(name, create=create, timeout_ms=timeout_ms) as conn:
+                yield conn
+            return
         with self._connect(name, writable=True, create=create, timeout_ms=timeout_ms) as conn:
             yield conn
 

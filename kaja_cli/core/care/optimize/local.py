@@ -1,4 +1,5 @@
-"""`kaja optimize`: keep the files quick and small without changing what they hold.
+"""`kaja optimize` of a local store (the SQLite engine part): keep the files quick
+and small without changing what they hold.
 
 For each database file that exists (the shared file first, then a split
 artifacts file and the side databases), in this order:
@@ -44,10 +45,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from kaja_cli.core.care.backup.create import existing_databases
+from kaja_cli.core.care.optimize.model import FileResult, IndexResult, OptimizeResult
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.store import Store, guard, search_index
 from kaja_cli.core.store.registry import DatabaseFile
@@ -56,84 +57,6 @@ from kaja_cli.errors import Busy, KajaError
 FTS = search_index.FTS_TABLE
 BUSY_HINT = "the steps before it are done; run `kaja optimize` again when Kaja is idle"
 ANALYSIS_LIMIT = 1000  # rows ANALYZE reads of each index (SQLite suggests 100 to 1000)
-
-
-@dataclass
-class IndexResult:
-    segments_before: int
-    segments_after: int
-    merge_steps: int
-    optimized: bool  # one 'optimize' ran (no other process had the file open)
-
-
-@dataclass
-class FileResult:
-    name: str
-    path: Path
-    bytes_before: int
-    bytes_after: int
-    index: IndexResult | None = None
-    analyzed: bool = False
-    vacuumed: bool = False
-    vacuum_index: str | None = None  # after VACUUM: "checked" or "rebuilt" (None: no index)
-    checkpointed: bool = False  # the -wal was emptied
-    wal_bytes: int = 0  # what the -wal still holds
-    wal_frames: int = 0  # pages the -wal held when the checkpoint came (0: nothing to fold in)
-    free_bytes: int = 0  # free pages inside the file after it all (reused by new rows)
-
-    @property
-    def saved(self) -> int:
-        return self.bytes_before - self.bytes_after
-
-    @property
-    def changed(self) -> bool:
-        """Whether any step wrote something."""
-        index = self.index is not None and (self.index.merge_steps > 0 or self.index.optimized)
-        return index or self.analyzed or self.vacuumed or self.wal_frames > 0
-
-    def to_json(self) -> dict:
-        i = self.index
-        return {
-            "name": self.name, "path": str(self.path), "bytes_before": self.bytes_before,
-            "bytes_after": self.bytes_after,
-            "search_index": None if i is None else {
-                "segments_before": i.segments_before, "segments_after": i.segments_after,
-                "merge_steps": i.merge_steps, "optimized": i.optimized,
-            },
-            "analyzed": self.analyzed, "vacuumed": self.vacuumed,
-            "search_index_after_vacuum": self.vacuum_index,
-            "checkpointed": self.checkpointed, "wal_bytes": self.wal_bytes,
-            "wal_pages": self.wal_frames, "free_bytes": self.free_bytes, "changed": self.changed,
-        }  # fmt: skip
-
-
-@dataclass
-class OptimizeResult:
-    files: list[FileResult]
-    vacuum: bool
-
-    @property
-    def bytes_before(self) -> int:
-        return sum(f.bytes_before for f in self.files)
-
-    @property
-    def bytes_after(self) -> int:
-        return sum(f.bytes_after for f in self.files)
-
-    @property
-    def changed(self) -> bool:
-        return any(f.changed for f in self.files)
-
-    def to_json(self) -> dict:
-        """`kaja optimize --json`."""
-        return {
-            "action": "optimize",
-            "vacuum": self.vacuum,
-            "bytes_before": self.bytes_before,
-            "bytes_after": self.bytes_after,
-            "databases": [f.to_json() for f in self.files],
-            "changed": self.changed,
-        }
 
 
 def optimize(

@@ -1,0 +1,237 @@
+"""`kaja backup` and `kaja restore` in cloud mode (issue 28): the account's rows
+in one archive, and back, into cloud mode or a local store, with the same
+`--json` from every conversation command after as before.
+
+The sources here hold one owner's rows only (the demo with its other owners
+wiped, and their runs' ledger rows removed), so that everything in them is
+the account's, and every listing, `--all-owners` included, must come back
+whole. What a backup leaves out when other owners share the schema is
+`test_other_owners_stay_out_and_stay_put`.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cloud.test_cloud_same_output import compare, differences, run, session_ids
+from tests.conftest import Kaja
+from tests.support.cloud_support import use_server
+
+pytest_plugins = ["tests.support.pg", "tests.support.cloud_fixtures"]
+
+PAUSED = str(Path(__file__).parents[1].joinpath("support", "backup_paused.py"))
+OTHERS = ("telegram:482913", "telegram:771204", "widget:ab12")
+# field → why it may differ between the source and where its backup was restored
+ALLOWED = {
+    "usage": {
+        "store": "where the ledger is: the file's path, or the server (password as ***) and schema",
+    },
+}
+LISTINGS = [
+    ["sessions", "--json", "--all-owners", "-n", "0"],
+    ["sessions", "--json"],
+    ["sessions", "--json", "--all-owners", "--min-tokens", "500", "--model", "GPT-4O"],
+    ["search", "--json", "--all-owners", "-n", "0", "the"],
+    ["search", "--json", "tomato"],
+    ["search", "--json", "--all-owners", "--fts", "(tomato OR basil) heat* NOT shade"],
+    ["usage", "--json"],
+    ["usage", "--json", "--by", "day", "--since", "2026-11-01", "--until", "2026-12-01"],
+    ["usage", "--json", "--by", "source", "--tools", "0"],
+]
+
+
+# --- helpers -----------------------------------------------------------------------------------
+def only_the_terminal(kaja: Kaja) -> None:
+    """Wipe every other owner, and the ledger rows of their sessions' runs (which
+    `wipe --owner` keeps): what is left is all the terminal's, or nobody's."""
+    ids = {sid for sid, owner in session_ids(kaja) if owner}
+    for owner in OTHERS:
+        r = kaja("wipe", "--owner", owner, "--yes")
+        assert r.code == 0, r
+    runs = "SELECT id FROM runs WHERE thread_id IN ({})".format(", ".join(f"'{i}'" for i in ids))
+    ledger = ("calls", "tools", "events", "logs", "media", "feedback", "reviews")
+    script = [f"DELETE FROM {t} WHERE run_id IN ({runs})" for t in ledger]
+    script.append(f"DELETE FROM runs WHERE id IN ({runs})")
+    if getattr(kaja, "pg", None) is not None:
+        with kaja.pg.connect() as conn:
+            conn.execute("SET search_path = kaja")
+            for sql in script:
+                conn.execute(sql)
+    else:
+        conn = sqlite3.connect(kaja.db)
+        with conn:
+            for sql in script:
+                conn.execute(sql)
+        conn.close()
+
+
+def backup(kaja: Kaja, path: Path) -> dict:
+    r = kaja("backup", "-o", str(path), "--json")
+    assert r.code == 0, r
+    return json.loads(r.out)
+
+
+def fresh_schema(kaja: Kaja, cloud: Kaja, schema: str = "restored") -> Kaja:
+    """Another `kaja` on the same database as `cloud`, in a schema of its own."""
+    other = Kaja(kaja.root / f"schema-{schema}")
+    use_server(other, cloud.pg.url, schema=schema)
+    other.pg = cloud.pg  # type: ignore[attr-defined]
+    return other
+
+
+def same_everywhere(a: Kaja, b: Kaja) -> None:
+    """Every listing, and every session resumed and exported, the same in `a` and `b`."""
+    for argv in LISTINGS:
+        compare(a, b, argv, ALLOWED["usage"] if argv[0] == "usage" else None)
+    ids = session_ids(a)
+    assert ids == session_ids(b) and ids
+    for sid, owner in ids:
+        who = ["--owner", owner] if owner else []
+        compare(a, b, ["resume", sid, "--json", *who])
+        compare(a, b, ["sessions", "export", sid, "-f", "json", *who])
+
+
+def same_notes(a: Kaja, b: Kaja) -> None:
+    """`kaja notes --json` the same, where both stores can list notes."""
+    (ac, ad, _), (bc, bd, _) = run(a, "notes", "--json"), run(b, "notes", "--json")
+    if ac == 0 and bc == 0:
+        assert differences(ad, bd) == []
+
+
+def paused(kaja: Kaja, step: str, *args: str) -> subprocess.Popen:
+    flag = kaja.root / f"at-{step}"
+    p = subprocess.Popen(
+        [sys.executable, PAUSED, step, str(flag), "--", *args],
+        env=kaja.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        if p.poll() is not None:
+            raise AssertionError(f"kaja ended before {step!r}: {p.communicate()}")
+        assert time.monotonic() < deadline, f"kaja never reached {step!r}"
+        time.sleep(0.01)
+    return p
+
+
+def killed_at(kaja: Kaja, step: str, *args: str) -> None:
+    p = paused(kaja, step, *args)
+    p.send_signal(signal.SIGKILL)
+    p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGKILL
+
+
+# --- the round trips ---------------------------------------------------------------------------
+def test_a_cloud_backup_restored_into_a_fresh_schema_answers_the_same(cloud_demo, tmp_path):
+    only_the_terminal(cloud_demo)
+    doc = backup(cloud_demo, tmp_path / "cloud.tar.gz")
+    assert doc["engine"] == "postgresql" and doc["account"] == "terminal"
+    assert doc["databases"][0]["rows"]["sessions"] == 7
+    assert doc["images"]["files"] > 0
+    other = fresh_schema(cloud_demo, cloud_demo)
+    r = other("restore", str(tmp_path / "cloud.tar.gz"), "--json")
+    assert r.code == 0, r
+    done = json.loads(r.out)
+    assert done["done"] and done["backup"]["engine"] == "postgresql"
+    same_everywhere(cloud_demo, other)
+    same_notes(cloud_demo, other)
+
+
+def test_a_local_backup_restored_into_cloud_answers_the_same(local_demo, cloud, tmp_path):
+    only_the_terminal(local_demo)
+    doc = backup(local_demo, tmp_path / "local.tar.gz")
+    assert doc["engine"] == "sqlite" and doc["account"] is None
+    r = cloud("restore", str(tmp_path / "local.tar.gz"), "--json")
+    assert r.code == 0, r
+    same_everywhere(local_demo, cloud)
+
+
+def test_a_cloud_backup_restored_into_a_local_store_answers_the_same(cloud_demo, tmp_path):
+    only_the_terminal(cloud_demo)
+    backup(cloud_demo, tmp_path / "cloud.tar")
+    with tarfile.open(tmp_path / "cloud.tar") as tar:  # the same archive format
+        names = tar.getnames()
+    assert names[-1] == "MANIFEST.json" and "databases/shared.db" in names
+    local = Kaja(tmp_path / "local")
+    r = local("restore", str(tmp_path / "cloud.tar"), "--json")
+    assert r.code == 0, r
+    same_everywhere(cloud_demo, local)
+    same_notes(cloud_demo, local)
+    assert local("doctor").code in (0, 1)  # a store doctor can read (the demo's age may warn)
+
+
+def test_other_owners_stay_out_and_stay_put(cloud_demo, tmp_path):
+    """Another owner's rows are not in the account's backup, and a restore over
+    the account's rows (--force) leaves them as they were."""
+    theirs = ["sessions", "--json", "--owner", "telegram:482913"]
+    before = run(cloud_demo, *theirs)
+    doc = backup(cloud_demo, tmp_path / "mine.tar.gz")
+    assert doc["databases"][0]["rows"]["sessions"] == 7  # the terminal's, of 13
+    conn = sqlite3.connect(tmp_path / "copy.db")
+    with tarfile.open(tmp_path / "mine.tar.gz") as tar:
+        (tmp_path / "copy.db").write_bytes(tar.extractfile("databases/shared.db").read())  # type: ignore[union-attr]
+    owners = {r[0] for r in conn.execute("SELECT DISTINCT owner FROM sessions")}
+    notes = {r[0] for r in conn.execute("SELECT DISTINCT owner FROM notes")}
+    conn.close()
+    assert owners == {None} and notes <= {""}
+    mine = run(cloud_demo, "sessions", "--json")
+    r = cloud_demo("restore", str(tmp_path / "mine.tar.gz"))
+    assert r.code == 5 and "already holds terminal's conversations" in r.err, r
+    r = cloud_demo("restore", str(tmp_path / "mine.tar.gz"), "--force", "--yes", "--json")
+    assert r.code == 0, r
+    previous = json.loads(r.out)["previous_backup"]
+    assert previous and Path(previous).exists()
+    assert run(cloud_demo, *theirs) == before
+    assert run(cloud_demo, "sessions", "--json") == mine
+
+
+# --- killed at the transaction's boundaries -----------------------------------------------------
+def test_a_backup_killed_inside_its_snapshot_leaves_nothing(cloud_demo, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    before = run(cloud_demo, "sessions", "--json", "--all-owners")
+    killed_at(cloud_demo, "copied", "backup", "-o", str(out / "k.tar.gz"))
+    assert run(cloud_demo, "sessions", "--json", "--all-owners") == before
+    backup(cloud_demo, out / "k.tar.gz")  # the next one removes what the killed one left
+    assert sorted(p.name for p in out.iterdir()) == ["k.tar.gz"]
+
+
+@pytest.mark.parametrize("step", ["committing", "committed"])
+def test_a_restore_killed_at_its_commit_is_the_old_rows_or_the_new(cloud_demo, tmp_path, step):
+    """Killed right before the COMMIT: the server holds the old rows, and
+    `--finish` says nothing changed; right after it: the new rows, and
+    `--finish` completes it. Either way nothing is half done."""
+    only_the_terminal(cloud_demo)
+    backup(cloud_demo, tmp_path / "a.tar.gz")
+    old = run(cloud_demo, "sessions", "--json", "-n", "0")
+    assert cloud_demo("sessions", "delete", "01a22161", "--yes").code == 0
+    changed = run(cloud_demo, "sessions", "--json", "-n", "0")
+    assert changed != old
+    killed_at(cloud_demo, step, "restore", str(tmp_path / "a.tar.gz"), "--force", "--yes")
+    r = cloud_demo("doctor", "--check", "interrupted-restore")
+    assert "into cloud mode stopped at its commit" in r.out + r.err, r
+    r = cloud_demo("restore", "--finish", "--json")
+    assert r.code == 0, r
+    finished = json.loads(r.out)["finished"]
+    assert finished["completed"] is (step == "committed")
+    assert run(cloud_demo, "sessions", "--json", "-n", "0") == (
+        old if step == "committed" else changed
+    )
+    leftovers = [p.name for p in cloud_demo.root.iterdir() if ".restore-" in p.name]
+    assert leftovers == []
+    assert not list(cloud_demo.state.glob("*.restoring*"))
+    if step == "committing":  # and the restore can simply be run again
+        r = cloud_demo("restore", str(tmp_path / "a.tar.gz"), "--force", "--yes")
+        assert r.code == 0, r
+        assert run(cloud_demo, "sessions", "--json", "-n", "0") == old
+    shutil.rmtree(tmp_path / "a.tar.gz", ignore_errors=True)
