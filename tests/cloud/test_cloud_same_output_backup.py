@@ -40,6 +40,7 @@ ALLOWED = {
 LISTINGS = [
     ["sessions", "--json", "--all-owners", "-n", "0"],
     ["sessions", "--json"],
+    ["sessions", "--json", "--archived"],
     ["sessions", "--json", "--all-owners", "--min-tokens", "500", "--model", "GPT-4O"],
     ["search", "--json", "--all-owners", "-n", "0", "the"],
     ["search", "--json", "tomato"],
@@ -108,6 +109,14 @@ def same_notes(a: Kaja, b: Kaja) -> None:
         assert differences(ad, bd) == []
 
 
+def archive_one(kaja: Kaja) -> None:
+    """The terminal's newest session archived: its mark must travel with the backup."""
+    newest = json.loads(kaja("sessions", "--json", "-n", "1").out)["sessions"][0]["id"]
+    r = kaja("sessions", "archive", newest)
+    assert r.code == 0, r
+    assert json.loads(kaja("sessions", "--json", "--archived").out)["sessions"], "none archived"
+
+
 def paused(kaja: Kaja, step: str, *args: str) -> subprocess.Popen:
     flag = kaja.root / f"at-{step}"
     p = subprocess.Popen(
@@ -134,6 +143,7 @@ def killed_at(kaja: Kaja, step: str, *args: str) -> None:
 # --- the round trips ---------------------------------------------------------------------------
 def test_a_cloud_backup_restored_into_a_fresh_schema_answers_the_same(cloud_demo, tmp_path):
     only_the_terminal(cloud_demo)
+    archive_one(cloud_demo)
     doc = backup(cloud_demo, tmp_path / "cloud.tar.gz")
     assert doc["engine"] == "postgresql" and doc["account"] == "terminal"
     assert doc["databases"][0]["rows"]["sessions"] == 7
@@ -149,6 +159,7 @@ def test_a_cloud_backup_restored_into_a_fresh_schema_answers_the_same(cloud_demo
 
 def test_a_local_backup_restored_into_cloud_answers_the_same(local_demo, cloud, tmp_path):
     only_the_terminal(local_demo)
+    archive_one(local_demo)
     doc = backup(local_demo, tmp_path / "local.tar.gz")
     assert doc["engine"] == "sqlite" and doc["account"] is None
     r = cloud("restore", str(tmp_path / "local.tar.gz"), "--json")
@@ -158,6 +169,7 @@ def test_a_local_backup_restored_into_cloud_answers_the_same(local_demo, cloud, 
 
 def test_a_cloud_backup_restored_into_a_local_store_answers_the_same(cloud_demo, tmp_path):
     only_the_terminal(cloud_demo)
+    archive_one(cloud_demo)
     backup(cloud_demo, tmp_path / "cloud.tar")
     with tarfile.open(tmp_path / "cloud.tar") as tar:  # the same archive format
         names = tar.getnames()

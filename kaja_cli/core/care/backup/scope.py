@@ -7,7 +7,7 @@ Every row that is not another owner's:
   `dataset_versions`) by that column, as every command scopes "you"
   (`Owner.sessions_where` / `rows_where`);
 - a row without one follows its session: `messages`, `session_summaries`,
-  `model_calls`, `session_events` by `sessionId`, `tool_calls` by its
+  `model_calls`, `session_events` and the archive marks (`kaja_archived`) by `sessionId`, `tool_calls` by its
   message's session; the usage ledger by its run's session (`runs.thread_id`,
   and the rows of a run by `run_id`);
 - a row that follows no session at all (a run with no thread, a message whose
@@ -26,15 +26,17 @@ from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import schema
 
 # The server's tables in the order a backup copies them (the schema's).
-TABLES: tuple[schema.Table, ...] = schema.CONVERSATION_TABLES + schema.LEDGER_TABLES
+TABLES: tuple[schema.Table, ...] = (
+    schema.CONVERSATION_TABLES + schema.LEDGER_TABLES + schema.ARCHIVE_TABLES
+)
 # The order a restore deletes them in: rows before the rows they follow.
 DELETE_ORDER = (
-    "tool_calls", "messages", "session_summaries", "model_calls", "session_events",
+    "kaja_archived", "tool_calls", "messages", "session_summaries", "model_calls", "session_events",
     "calls", "tools", "events", "logs", "media", "feedback", "reviews", "runs",
     "sessions", "notes", "dataset_answers", "dataset_versions", "cache_stats", "counters",
 )  # fmt: skip
 OWNED = ("notes", "dataset_answers", "dataset_versions")
-BY_SESSION = {"messages": "sessionId", "session_summaries": "sessionId",
+BY_SESSION = {"messages": "sessionId", "session_summaries": "sessionId", "kaja_archived": "sessionId",
               "model_calls": "sessionId", "session_events": "sessionId", "runs": "thread_id"}  # fmt: skip
 BY_RUN = ("calls", "tools", "events", "logs", "media", "feedback", "reviews")
 
