@@ -1,0 +1,583 @@
+"""`kaja usage` from per-hour rollups of `calls`, `tools` and `runs` (issue 29).
+
+Where they live: in the shared file itself, in tables of kaja's own
+(`kaja_usage_calls`, `kaja_usage_tools`, `kaja_usage_runs`, with
+`kaja_usage_state` and `kaja_usage_dirty`), because only there can they be
+kept honest: SQLite triggers reach only tables of their own file, and a
+rollup must be read in the same snapshot as the ledger rows it sums. A side
+file would be a second file to keep in step with `--db`, `wipe`, `backup`
+and `restore`, and could not know what changed in the first. Extra tables
+and triggers leave the file Kaja's (`guard` reads telltales, not the absence
+of others), `backup` copies them with the rows they sum (so a restored file
+is consistent), `wipe` deletes them with the file, and the agent's writes and
+the sync triggers are untouched: ours only append to `kaja_usage_dirty`.
+
+What a rollup row is: the totals of the rows of one table in one *bucket*
+(the first 13 characters of the row's time, `2026-11-30T08`, when they are
+printable ASCII text; any other time, NULL, a number, a blob, is bucket 0)
+and one combination of the columns `kaja usage` groups by. The state row of
+a table holds `last_rowid` (W): the rollup of a bucket is the sum of that
+bucket's rows with rowid <= W, unless the bucket is marked dirty.
+
+How they stay honest (never guessed): rows past W are read raw (and folded
+in on the next write), and triggers mark a bucket dirty whenever a row with
+rowid <= W could have changed in it: an UPDATE (old and new bucket, and a row
+an UPDATE OR REPLACE displaces), a DELETE, an INSERT at or below W (a reused
+or explicit id), and the row an INSERT OR REPLACE displaces (which fires no
+DELETE trigger in the agent's connections). A dirty bucket is read raw, and
+recomputed on the next write. What triggers cannot see makes the rollup
+invalid, and it is rebuilt from nothing: a trigger missing or different
+(a table rebuilt by a migration drops them), the table's columns changed
+(`shape`), `kaja usage reset` (which drops them all in its transaction), a
+VACUUM that renumbered the rowids of `runs` (its key at W is checked).
+
+Reading: rollup rows of the clean, whole buckets, plus the raw rows of the
+dirty buckets, of the buckets `--since`/`--until` cut in two (a time inside
+an hour) and past W, added up in one query per table, in one snapshot. Sums
+are REAL (`values.real_sum`), as the raw report's are: exact while each
+figure is an integer below 2**53; a bucket holding anything else (a token
+count that is text, a real, or past 2**53) is flagged `odd`, and the table
+is then read raw so that every figure is the raw SQL's, bit for bit.
+
+Writing (`catch_up`): before reading, in short transactions (at most CHUNK
+rows each, so the agent is never kept waiting long), with a short lock wait:
+dirty buckets recomputed, rows past W folded in. A file kaja may not write
+(read-only, not Kaja's, the agent busy) is still answered: from the rollups
+as they are plus the raw rows, or from the raw rows alone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from kaja_cli.core import clock, values
+from kaja_cli.core.ledger.report import report_queries
+
+VERSION = 1
+CHUNK = 250_000  # rows folded in per write transaction
+MOST_BUCKETS = 400  # more dirty or cut buckets than this: the table is read (or rebuilt) whole
+WAIT_MS = 200  # how long a read waits for the write lock before reading without writing
+STATE = "kaja_usage_state"
+DIRTY = "kaja_usage_dirty"
+PREFIX = "kaja_usage_"
+SAFE = 9007199254740991  # 2**53 - 1: REAL sums of integers up to here are exact
+
+_FRAME = (
+    f'CREATE TABLE IF NOT EXISTS "{STATE}" (tbl TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL,'
+    " last_key, shape TEXT NOT NULL)",
+    f'CREATE TABLE IF NOT EXISTS "{DIRTY}" (tbl TEXT NOT NULL, bucket, UNIQUE (tbl, bucket))',
+)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One ledger table and the rollup of it."""
+
+    table: str  # calls, tools, runs
+    time: str  # its time column
+    dims: tuple[str, ...]  # the rollup's group columns (besides bucket)
+    measures: tuple[str, ...]  # the rollup's sums (then `odd`)
+    rowid_is_key: bool  # INTEGER PRIMARY KEY: VACUUM keeps the rowids
+
+    @property
+    def rollup(self) -> str:
+        return f"{PREFIX}{self.table}"
+
+
+SOURCES = {
+    "calls": Source(
+        "calls", "at", ("day", "model", "source", "engine"),
+        ("calls", "failed", "prompt_tokens", "completion_tokens", "cached_tokens", "duration_ms"),
+        True,
+    ),
+    "tools": Source("tools", "at", ("tool", "outcome"), ("calls", "duration_ms", "timed"), True),
+    "runs": Source("runs", "started_at", ("status",), ("runs",), False),
+}  # fmt: skip
+
+
+# --- the SQL, built from the columns the table has ------------------------------------------
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def bucket_sql(src: Source, cols: set[str], r: str = "") -> str:
+    """The bucket of a row (`r` a prefix: "new.", "old.", "x.")."""
+    if src.time not in cols:
+        return "0"
+    t = f"{r}{_q(src.time)}"
+    return (
+        f"CASE WHEN typeof({t}) = 'text' AND substr({t}, 1, 13) NOT GLOB '*[^ -~]*'"
+        f" THEN substr({t}, 1, 13) ELSE 0 END"
+    )
+
+
+def _dim_sql(src: Source, cols: set[str], dim: str) -> str:
+    if dim == "day":
+        return clock.day_sql(_q(src.time)) if src.time in cols else "NULL"
+    return _q(dim) if dim in cols else "NULL"
+
+
+def _odd(cols: set[str], names: tuple[str, ...]) -> str:
+    """SQL counting the rows whose sums would not be exact as REAL."""
+    parts = [
+        f"(typeof({_q(c)}) NOT IN ('null', 'integer') OR {_q(c)} NOT BETWEEN -{SAFE} AND {SAFE})"
+        for c in names
+        if c in cols
+    ]
+    return f"total({' OR '.join(parts)})" if parts else "0"
+
+
+def _raw_measures(src: Source, cols: set[str]) -> list[str]:
+    """Aggregates of raw rows, in the rollup's measure order, then `odd`."""
+    s = values.real_sum
+    if src.table == "calls":
+        have = lambda c: s(_q(c)) if c in cols else "NULL"  # noqa: E731
+        return [
+            "COUNT(*)", s('"ok" = 0') if "ok" in cols else "NULL", have("prompt_tokens"),
+            have("completion_tokens"), have("cached_tokens"), have("duration_ms"),
+            _odd(cols, ("prompt_tokens", "completion_tokens", "cached_tokens", "duration_ms")),
+        ]  # fmt: skip
+    if src.table == "tools":
+        if "duration_ms" in cols:
+            return [
+                "COUNT(*)",
+                s('"duration_ms"'),
+                'COUNT("duration_ms")',
+                _odd(cols, ("duration_ms",)),
+            ]
+        return ["COUNT(*)", "NULL", "0", "0"]
+    return ["COUNT(*)", "0"]
+
+
+def _merged_measures(src: Source) -> list[str]:
+    """Aggregates of rollup (or partial) rows: counts add up, sums merge as REAL."""
+    out = []
+    for m in src.measures:
+        if m in ("calls", "runs", "timed"):
+            out.append(f"total({_q(m)})")
+        else:
+            out.append(values.real_sum(_q(m)))
+    return [*out, 'total("odd")']
+
+
+def shape(src: Source, cols: set[str]) -> str:
+    """What the rollup was built with: a different one means it is rebuilt."""
+    dims = ", ".join(_dim_sql(src, cols, d) for d in src.dims)
+    return f"v{VERSION}|{bucket_sql(src, cols)}|{dims}|{', '.join(_raw_measures(src, cols))}"
+
+
+def _rollup_ddl(src: Source) -> list[str]:
+    columns = ", ".join(["bucket", *src.dims, *src.measures, "odd"])
+    return [
+        f"CREATE TABLE IF NOT EXISTS {_q(src.rollup)} ({columns})",
+        f"CREATE INDEX IF NOT EXISTS {_q(src.rollup + '_bucket')} ON {_q(src.rollup)} (bucket)",
+    ]
+
+
+def triggers(src: Source, cols: set[str]) -> dict[str, str]:
+    """The triggers that mark a bucket dirty (name -> CREATE statement)."""
+    t, name = _q(src.table), src.table
+    mark = f'INSERT OR IGNORE INTO "{DIRTY}" (tbl, bucket)'
+    w = f"(SELECT last_rowid FROM \"{STATE}\" WHERE tbl = '{name}')"
+    # The row an INSERT OR REPLACE / UPDATE OR REPLACE displaces: same rowid, or
+    # same primary key where it is not the rowid (runs.id).
+    same = "x.rowid = new.rowid" + (
+        "" if src.rowid_is_key or "id" not in cols else " OR x.id = new.id"
+    )
+    displaced = f"{mark} SELECT '{name}', {bucket_sql(src, cols, 'x.')} FROM {t} AS x WHERE {same};"
+    new, old = bucket_sql(src, cols, "new."), bucket_sql(src, cols, "old.")
+    bodies = {
+        "before_insert": f"BEFORE INSERT ON {t} BEGIN {displaced} END",
+        "insert": f"AFTER INSERT ON {t} WHEN new.rowid <= {w}"
+        f" BEGIN {mark} VALUES ('{name}', {new}); END",
+        "before_update": f"BEFORE UPDATE ON {t} BEGIN {mark} VALUES ('{name}', {old}),"
+        f" ('{name}', {new}); {displaced} END",
+        "delete": f"AFTER DELETE ON {t} BEGIN {mark} VALUES ('{name}', {old}); END",
+    }
+    return {
+        f"{PREFIX}{name}_{k}": f"CREATE TRIGGER {_q(f'{PREFIX}{name}_{k}')} {v}"
+        for k, v in bodies.items()
+    }
+
+
+# --- is a rollup usable ----------------------------------------------------------------------
+@dataclass
+class State:
+    last_rowid: int
+    last_key: object
+    shape: str
+
+
+def _plain(conn: sqlite3.Connection, table: str) -> bool:
+    """A rowid table whose columns compare as stored (no COLLATE): what rollups can mirror."""
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+    ).fetchone()
+    sql = str(row[0] or "").upper() if row else ""
+    return bool(sql) and "WITHOUT ROWID" not in sql and "COLLATE" not in sql
+
+
+def _state(conn: sqlite3.Connection, src: Source, cols: set[str], have: dict) -> State | None:
+    """The rollup's state when it can be trusted as it stands (dirty marks aside)."""
+    if STATE not in have or DIRTY not in have or src.rollup not in have:
+        return None
+    row = conn.execute(
+        f'SELECT last_rowid, last_key, shape FROM "{STATE}" WHERE tbl = ?', (src.table,)
+    ).fetchone()
+    if row is None or row[2] != shape(src, cols) or not _plain(conn, src.table):
+        return None
+    want = triggers(src, cols)
+    found = dict(
+        conn.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?"
+            " AND name LIKE ? ESCAPE '\\'",
+            (src.table, PREFIX.replace("_", "\\_") + "%"),
+        ).fetchall()
+    )
+    if found != want:
+        return None
+    state = State(int(row[0]), row[1], row[2])
+    if not src.rowid_is_key and state.last_rowid and "id" in cols:
+        # VACUUM renumbers the rowids of a table without INTEGER PRIMARY KEY.
+        key = conn.execute(
+            f"SELECT id FROM {_q(src.table)} WHERE rowid = ?", (state.last_rowid,)
+        ).fetchone()
+        if key is None or key[0] != state.last_key:
+            return None
+    return state
+
+
+def _max_rowid(conn: sqlite3.Connection, src: Source) -> int:
+    return conn.execute(f"SELECT max(rowid) FROM {_q(src.table)}").fetchone()[0] or 0
+
+
+def _dirty(conn: sqlite3.Connection, src: Source) -> list:
+    return [r[0] for r in conn.execute(f'SELECT bucket FROM "{DIRTY}" WHERE tbl = ?', (src.table,))]
+
+
+# --- raw rows of some buckets ------------------------------------------------------------------
+def _succ(bucket: str) -> str:
+    """The least text above every text that starts with `bucket` (printable ASCII)."""
+    return bucket[:-1] + chr(ord(bucket[-1]) + 1)
+
+
+def _in_buckets(src: Source, cols: set[str], buckets: list) -> tuple[str, list]:
+    """A condition picking the rows of `buckets` (an index range on the time column each)."""
+    if not buckets:
+        return "0", []
+    marks = ", ".join("?" * len(buckets))
+    cond, params = f"{bucket_sql(src, cols)} IN ({marks})", list(buckets)
+    if src.time in cols and all(isinstance(b, str) and b for b in buckets):
+        t = _q(src.time)
+        ranges = " OR ".join(f"({t} >= ? AND {t} < ?)" for _ in buckets)
+        cond += f" AND ({ranges})"
+        for b in buckets:
+            params += [b, _succ(b)]
+    return cond, params
+
+
+def _window(src: Source, cols: set[str], since: str | None, until: str | None) -> tuple[str, list]:
+    """The raw report's window on this table (an undatable table matches nothing)."""
+    if since is None and until is None:
+        return "1", []
+    if src.time not in cols:
+        return "0", []
+    parts, params = [], []
+    if since is not None:
+        parts.append(f"{_q(src.time)} >= ?")
+        params.append(since)
+    if until is not None:
+        parts.append(f"{_q(src.time)} < ?")
+        params.append(until)
+    return " AND ".join(parts), params
+
+
+def _cut(since: str | None, until: str | None) -> list:
+    """The buckets `--since`/`--until` may cut in two: their prefixes, and bucket 0."""
+    if since is None and until is None:
+        return []
+    out: set = {0}
+    if since is not None:
+        out |= {since[:k] for k in range(0, min(13, len(since)) + 1) if since[:k] != since}
+    if until is not None:
+        out |= {until[:k] for k in range(0, min(13, len(until)) + 1)}
+    return sorted(out, key=repr)
+
+
+def _whole(since: str | None, until: str | None) -> tuple[str, list]:
+    """A condition on a rollup's bucket: every time it holds is inside the window."""
+    parts, params = [], []
+    if since is not None:
+        parts.append("typeof(bucket) = 'text' AND bucket >= ?")
+        params.append(since)
+    if until is not None:
+        parts.append(
+            "typeof(bucket) = 'text' AND bucket < ? AND substr(?, 1, length(bucket)) <> bucket"
+        )
+        params += [until, until]
+    return (" AND ".join(parts) or "1"), params
+
+
+# --- reading ---------------------------------------------------------------------------------
+def _key(src: Source, cols: set[str], by: str, raw: bool) -> list[str]:
+    """The report's group columns, on the raw table or on the rollup."""
+    if src.table == "calls":
+        name = by
+        if not raw:
+            return [_q(name)]
+        return [_dim_sql(src, cols, name)]
+    if not raw:
+        return [_q(d) for d in src.dims]
+    return [_dim_sql(src, cols, d) for d in src.dims]
+
+
+def _read(
+    conn: sqlite3.Connection, src: Source, cols: set[str], state: State, by: str,
+    since: str | None, until: str | None,
+) -> list[tuple] | None:  # fmt: skip
+    """The report's rows of one table from rollup + raw rows; None: read it raw."""
+    cut = _cut(since, until)
+    if cut:
+        marks = ", ".join("?" * len(cut))
+        cut = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT bucket FROM {_q(src.rollup)} WHERE bucket IN ({marks})", cut
+            )
+        ]
+    raw_buckets = sorted(set(_dirty(conn, src)) | set(cut), key=repr)
+    if len(raw_buckets) > MOST_BUCKETS:
+        return None
+    win, win_p = _window(src, cols, since, until)
+    whole, whole_p = _whole(since, until)
+    rkey, key = _key(src, cols, by, True), _key(src, cols, by, False)
+    n = len(key)
+    names = ", ".join(f"k{i}" for i in range(n))
+    sums = [f"m{i}" for i in range(len(src.measures) + 1)]
+    sel_raw = ", ".join([*rkey, *_raw_measures(src, cols)])
+    sel_roll = ", ".join([*key, *_merged_measures(src)])
+    group_raw = ", ".join(str(i + 1) for i in range(n))
+    marks = ", ".join("?" * len(raw_buckets))
+    # The rollup of the whole, clean buckets; the raw rows past W elsewhere; the raw
+    # rows of the dirty and cut buckets.
+    parts = [
+        (
+            f"SELECT {sel_roll} FROM {_q(src.rollup)} WHERE {whole}"
+            + (f" AND bucket NOT IN ({marks})" if raw_buckets else "")
+            + f" GROUP BY {group_raw}",
+            [*whole_p, *raw_buckets],
+        ),
+        (
+            f"SELECT {sel_raw} FROM {_q(src.table)} WHERE rowid > ? AND {win}"
+            + (f" AND {bucket_sql(src, cols)} NOT IN ({marks})" if raw_buckets else "")
+            + f" GROUP BY {group_raw}",
+            [state.last_rowid, *win_p, *raw_buckets],
+        ),
+    ]
+    if raw_buckets:
+        inb, inb_p = _in_buckets(src, cols, raw_buckets)
+        parts.append(
+            (
+                f"SELECT {sel_raw} FROM {_q(src.table)} WHERE {inb} AND {win} GROUP BY {group_raw}",
+                [*inb_p, *win_p],
+            )
+        )
+    merged = [
+        f"total({c})" if m in ("calls", "runs", "timed", "odd") else values.real_sum(c)
+        for c, m in zip(sums, [*src.measures, "odd"], strict=True)
+    ]
+    union = " UNION ALL ".join(f"SELECT * FROM ({sql})" for sql, _ in parts)
+    sql = (
+        f"WITH u({names}, {', '.join(sums)}) AS ({union})"
+        f" SELECT {names}, {', '.join(merged)} FROM u GROUP BY {names}"
+    )
+    rows = conn.execute(sql, [x for _, p in parts for x in p]).fetchall()
+    if any(r[-1] for r in rows):
+        return None  # a figure that REAL sums may not add up exactly: read raw
+    return [_shaped(src, r, n) for r in rows]
+
+
+def _shaped(src: Source, row: tuple, n: int) -> tuple:
+    """A merged row as the raw report query gives it (`report.fill` reads it)."""
+    key, sums = row[:n], list(row[n:-1])
+    if src.table == "calls":
+        return (*key, int(sums[0]), *sums[1:])
+    if src.table == "tools":
+        return (*key, int(sums[0]), sums[1], int(sums[2]))
+    return (*key, int(sums[0]))
+
+
+def _raw(conn: sqlite3.Connection, have: dict, name: str, by: str, since, until) -> list[tuple]:
+    queries, _ = report_queries(have, by, since, until)
+    q = next(q for q in queries if q.name == name)
+    return conn.execute(q.sql, q.params).fetchall()
+
+
+def report_rows(
+    conn: sqlite3.Connection, have: dict[str, set[str]], by: str,
+    since: str | None, until: str | None,
+) -> dict[str, list[tuple]]:  # fmt: skip
+    """The rows of the report's three queries (`report.fill`), from rollups where they
+    are trustworthy and raw rows elsewhere, in the caller's snapshot."""
+    rows: dict[str, list[tuple]] = {}
+    for name, src in SOURCES.items():
+        cols = have.get(name)
+        if cols is None:
+            continue
+        state = _state(conn, src, cols, have)
+        got = None if state is None else _read(conn, src, cols, state, by, since, until)
+        rows[name] = got if got is not None else _raw(conn, have, name, by, since, until)
+    return rows
+
+
+# --- writing ----------------------------------------------------------------------------------
+def needs_writing(conn: sqlite3.Connection, have: dict[str, set[str]]) -> bool:
+    """Whether a write would bring some rollup up to date (read-only check)."""
+    for name, src in SOURCES.items():
+        cols = have.get(name)
+        if cols is None:
+            continue
+        state = _state(conn, src, cols, have)
+        if state is None:
+            if _plain(conn, name):
+                return True
+            continue
+        if _dirty(conn, src) or _max_rowid(conn, src) > state.last_rowid:
+            return True
+    return False
+
+
+def drop(conn: sqlite3.Connection, tables: list[str] | None = None) -> None:
+    """Remove kaja's rollups (of `tables`, or all) and their triggers, in the caller's
+    transaction: `kaja usage reset` does, and the next `kaja usage` builds them again."""
+    names = list(SOURCES) if tables is None else tables
+    for (trigger,) in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE ? ESCAPE '\\'",
+        (PREFIX.replace("_", "\\_") + "%",),
+    ).fetchall():
+        table = next((t for t in names if trigger.startswith(f"{PREFIX}{t}_")), None)
+        if table is not None:
+            conn.execute(f"DROP TRIGGER IF EXISTS {_q(trigger)}")
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for t in names:
+        if SOURCES[t].rollup in present:
+            conn.execute(f"DROP TABLE {_q(SOURCES[t].rollup)}")
+    for meta in (STATE, DIRTY):
+        if meta in present:
+            marks = ", ".join("?" * len(names))
+            conn.execute(f'DELETE FROM "{meta}" WHERE tbl IN ({marks})', names)
+    if tables is None:
+        for meta in (STATE, DIRTY):
+            if meta in present:
+                conn.execute(f'DROP TABLE "{meta}"')
+
+
+def _build_sql(src: Source, cols: set[str]) -> tuple[str, str]:
+    """(SELECT list, GROUP BY list) aggregating raw rows into rollup rows."""
+    dims = [_dim_sql(src, cols, d) for d in src.dims]
+    select = ", ".join([f"{bucket_sql(src, cols)} AS b", *dims, *_raw_measures(src, cols)])
+    group = ", ".join(["b", *(f"{i + 2}" for i in range(len(dims)))])
+    return select, group
+
+
+def _fold(
+    conn: sqlite3.Connection, src: Source, select: str, group: str, where: str, params: list
+) -> None:
+    """Add the aggregate of the rows `where` picks to the rollup, merging buckets it has."""
+    roll = _q(src.rollup)
+    ncols = 1 + len(src.dims) + len(src.measures) + 1
+    names = ", ".join(f"c{i}" for i in range(ncols))
+    fold = f"temp.{_q(PREFIX + 'fold_' + src.table)}"
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {fold[5:]} ({names})")
+    conn.execute(f"DELETE FROM {fold}")
+    conn.execute(
+        f"INSERT INTO {fold} SELECT {select} FROM {_q(src.table)} WHERE {where} GROUP BY {group}",
+        params,
+    )
+    conn.execute(f"INSERT INTO {fold} SELECT * FROM {roll} WHERE bucket IN (SELECT c0 FROM {fold})")
+    conn.execute(f"DELETE FROM {roll} WHERE bucket IN (SELECT c0 FROM {fold})")
+    dims = [f"c{i + 1}" for i in range(len(src.dims))]
+    merged = []
+    for i, m in enumerate([*src.measures, "odd"]):
+        c = f"c{i + 1 + len(src.dims)}"
+        merged.append(
+            f"total({c})" if m in ("calls", "runs", "timed", "odd") else values.real_sum(c)
+        )
+    conn.execute(
+        f"INSERT INTO {roll} SELECT c0, {', '.join([*dims, *merged])} FROM {fold}"
+        f" GROUP BY {', '.join(['c0', *dims])}"
+    )
+    conn.execute(f"DELETE FROM {fold}")
+
+
+def _set_state(conn: sqlite3.Connection, src: Source, cols: set[str], last: int) -> None:
+    key = None
+    if not src.rowid_is_key and last and "id" in cols:
+        row = conn.execute(f"SELECT id FROM {_q(src.table)} WHERE rowid = ?", (last,)).fetchone()
+        key = row[0] if row else None
+    conn.execute(
+        f'INSERT OR REPLACE INTO "{STATE}" (tbl, last_rowid, last_key, shape) VALUES (?, ?, ?, ?)',
+        (src.table, last, key, shape(src, cols)),
+    )
+
+
+def _start(conn: sqlite3.Connection, src: Source, cols: set[str]) -> State:
+    """A new, empty rollup of `src` with its triggers (an old one goes first)."""
+    drop(conn, [src.table])
+    for sql in (*_FRAME, *_rollup_ddl(src)):
+        conn.execute(sql)
+    for sql in triggers(src, cols).values():
+        conn.execute(sql)
+    lowest = conn.execute(f"SELECT min(rowid) FROM {_q(src.table)}").fetchone()[0]
+    start = min(0, (lowest or 1) - 1)  # rowids may be 0 or negative (an explicit id)
+    _set_state(conn, src, cols, start)
+    return State(start, None, "")
+
+
+def catch_up(conn: sqlite3.Connection) -> None:
+    """Bring every rollup up to date, in short write transactions (BEGIN IMMEDIATE
+    each; the caller's connection waits for the lock as it was opened to)."""
+    from kaja_cli.core.engine import db
+    from kaja_cli.core.store import schema
+
+    for name, src in SOURCES.items():
+        with db.transaction(conn):
+            have = schema.present_columns(conn)
+            cols = have.get(name)
+            if cols is None or not _plain(conn, name):
+                if cols is not None and src.rollup in have:
+                    drop(conn, [name])
+                continue
+            state = _state(conn, src, cols, have)
+            if state is None:
+                state = _start(conn, src, cols)
+            select, group = _build_sql(src, cols)
+            dirty = _dirty(conn, src)
+            if len(dirty) > MOST_BUCKETS:
+                state = _start(conn, src, cols)
+            elif dirty:
+                marks = ", ".join("?" * len(dirty))
+                conn.execute(f"DELETE FROM {_q(src.rollup)} WHERE bucket IN ({marks})", dirty)
+                inb, inb_p = _in_buckets(src, cols, dirty)
+                where = f"rowid <= ? AND {inb}"
+                _fold(conn, src, select, group, where, [state.last_rowid, *inb_p])
+                conn.execute(
+                    f'DELETE FROM "{DIRTY}" WHERE tbl = ? AND bucket IN ({marks})', [name, *dirty]
+                )
+        while True:
+            with db.transaction(conn):
+                have = schema.present_columns(conn)
+                if have.get(name) != cols or (state := _state(conn, src, cols, have)) is None:
+                    break  # changed meanwhile: the next read starts it again
+                last = state.last_rowid
+                top = conn.execute(
+                    f"SELECT rowid FROM {_q(src.table)} WHERE rowid > ? ORDER BY rowid"
+                    " LIMIT 1 OFFSET ?",
+                    (last, CHUNK - 1),
+                ).fetchone()
+                upto = top[0] if top else _max_rowid(conn, src)
+                if upto <= last:
+                    break
+                _fold(conn, src, select, group, "rowid > ? AND rowid <= ?", [last, upto])
+                _set_state(conn, src, cols, upto)
