@@ -206,12 +206,24 @@ def test_rollups_are_used_and_small_chunks_fold_in(tmp_path: Path, monkeypatch) 
         conn.execute("SELECT last_rowid FROM kaja_usage_state WHERE tbl = 'calls'").fetchone()[0]
         == 100
     )
-    # Change a rollup row behind the ledger's back: the report follows the rollup.
-    conn.execute(
-        "UPDATE kaja_usage_calls SET calls = calls + 1000 WHERE rowid = (SELECT min(rowid) FROM kaja_usage_calls)"
-    )
-    assert _report(conn, "model", None, None, raw=False)["total"]["calls"] == 1100
-    assert _report(conn, "model", None, None, raw=True)["total"]["calls"] == 100
+    # Change rollup rows behind the ledger's back: the report follows them. A read
+    # with no window sums all time; whole days come from the days; a window cutting
+    # a day reads that day's whole hours, and the raw rows of the hour it cuts.
+    one = " WHERE rowid = (SELECT min(rowid) FROM {} WHERE bucket IS ?)"
+    for table, bucket, more in (
+        ("_all", None, 1000),
+        ("_days", "2026-11-29", 100),
+        ("", "2026-11-29T04", 10),
+    ):
+        table = "kaja_usage_calls" + table
+        conn.execute(f"UPDATE {table} SET calls = calls + {more}" + one.format(table), (bucket,))
+    for since, until, more in (
+        (None, None, 1000),
+        ("2026-11-28T12:00:00.000Z", "2026-11-30T00:00:00.000Z", 100),
+        ("2026-11-29T02:30:00.000Z", "2026-11-29T05:00:00.000Z", 10),
+    ):
+        raw = _report(conn, "model", since, until, raw=True)["total"]["calls"]
+        assert _report(conn, "model", since, until, raw=False)["total"]["calls"] == raw + more
 
 
 def test_what_triggers_cannot_see_rebuilds_it(tmp_path: Path) -> None:

@@ -82,7 +82,18 @@ class Source:
 
     @property
     def rollup(self) -> str:
+        """The hours' rollup."""
         return f"{PREFIX}{self.table}"
+
+    @property
+    def all(self) -> str:
+        """All time: every day added up, for a report with no window (a row per group)."""
+        return f"{PREFIX}{self.table}_all"
+
+    @property
+    def days(self) -> str:
+        """The days' rollup: each day's hours added up (a full read sums a row per day)."""
+        return f"{PREFIX}{self.table}_days"
 
 
 SOURCES = {
@@ -170,9 +181,24 @@ def shape(src: Source, cols: set[str]) -> str:
 def _rollup_ddl(src: Source) -> list[str]:
     columns = ", ".join(["bucket", *src.dims, *src.measures, "odd"])
     return [
-        f"CREATE TABLE IF NOT EXISTS {_q(src.rollup)} ({columns})",
-        f"CREATE INDEX IF NOT EXISTS {_q(src.rollup + '_bucket')} ON {_q(src.rollup)} (bucket)",
+        sql
+        for table in (src.rollup, src.days, src.all)
+        for sql in (
+            f"CREATE TABLE IF NOT EXISTS {_q(table)} ({columns})",
+            f"CREATE INDEX IF NOT EXISTS {_q(table + '_bucket')} ON {_q(table)} (bucket)",
+        )
     ]
+
+
+def day_sql(x: str) -> str:
+    """SQL: the day bucket of an hour bucket (a bucket that is not an hour is its own day)."""
+    return (
+        f"CASE WHEN typeof({x}) = 'text' AND length({x}) = 13 THEN substr({x}, 1, 10) ELSE {x} END"
+    )
+
+
+def day_of(bucket: object) -> object:
+    return bucket[:10] if isinstance(bucket, str) and len(bucket) == 13 else bucket
 
 
 def triggers(src: Source, cols: set[str]) -> dict[str, str]:
@@ -220,7 +246,9 @@ def _plain(conn: sqlite3.Connection, table: str) -> bool:
 
 def _state(conn: sqlite3.Connection, src: Source, cols: set[str], have: dict) -> State | None:
     """The rollup's state when it can be trusted as it stands (dirty marks aside)."""
-    if STATE not in have or DIRTY not in have or src.rollup not in have:
+    if STATE not in have or DIRTY not in have:
+        return None
+    if src.rollup not in have or src.days not in have or src.all not in have:
         return None
     row = conn.execute(
         f'SELECT last_rowid, last_key, shape FROM "{STATE}" WHERE tbl = ?', (src.table,)
@@ -262,19 +290,24 @@ def _succ(bucket: str) -> str:
     return bucket[:-1] + chr(ord(bucket[-1]) + 1)
 
 
+def _ranges(column: str, buckets: list) -> tuple[str, list]:
+    """An index-friendly superset of the values starting with one of `buckets`
+    ("1" when one of them has no range: bucket 0, or the empty text)."""
+    if not buckets or not all(isinstance(b, str) and b for b in buckets):
+        return "1", []
+    params: list = []
+    for b in buckets:
+        params += [b, _succ(b)]
+    return "(" + " OR ".join(f"({column} >= ? AND {column} < ?)" for _ in buckets) + ")", params
+
+
 def _in_buckets(src: Source, cols: set[str], buckets: list) -> tuple[str, list]:
     """A condition picking the rows of `buckets` (an index range on the time column each)."""
     if not buckets:
         return "0", []
     marks = ", ".join("?" * len(buckets))
-    cond, params = f"{bucket_sql(src, cols)} IN ({marks})", list(buckets)
-    if src.time in cols and all(isinstance(b, str) and b for b in buckets):
-        t = _q(src.time)
-        ranges = " OR ".join(f"({t} >= ? AND {t} < ?)" for _ in buckets)
-        cond += f" AND ({ranges})"
-        for b in buckets:
-            params += [b, _succ(b)]
-    return cond, params
+    ranges, params = _ranges(_q(src.time), buckets) if src.time in cols else ("1", [])
+    return f"{bucket_sql(src, cols)} IN ({marks}) AND {ranges}", [*buckets, *params]
 
 
 def _window(src: Source, cols: set[str], since: str | None, until: str | None) -> tuple[str, list]:
@@ -332,22 +365,38 @@ def _key(src: Source, cols: set[str], by: str, raw: bool) -> list[str]:
     return [_dim_sql(src, cols, d) for d in src.dims]
 
 
+def _existing(conn: sqlite3.Connection, table: str, buckets: list) -> list:
+    """Those of `buckets` the rollup `table` has rows of."""
+    if not buckets:
+        return []
+    marks = ", ".join("?" * len(buckets))
+    sql = f"SELECT DISTINCT bucket FROM {_q(table)} WHERE bucket IN ({marks})"
+    return [r[0] for r in conn.execute(sql, buckets)]
+
+
+def _not_in(expr: str, values_: list) -> tuple[str, list]:
+    if not values_:
+        return "", []
+    return f" AND {expr} NOT IN ({', '.join('?' * len(values_))})", list(values_)
+
+
 def _read(
     conn: sqlite3.Connection, src: Source, cols: set[str], state: State, by: str,
     since: str | None, until: str | None,
 ) -> list[tuple] | None:  # fmt: skip
-    """The report's rows of one table from rollup + raw rows; None: read it raw."""
+    """The report's rows of one table from rollup + raw rows; None: read it raw.
+
+    Days wholly inside the window, clean, from the days' rollup; the hours of
+    the other days (cut by the window, or holding a dirty hour) from the
+    hours' rollup when they are whole and clean; the rest from raw rows: the
+    dirty hours, the hours the window cuts, and every row past W.
+    """
     cut = _cut(since, until)
-    if cut:
-        marks = ", ".join("?" * len(cut))
-        cut = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT DISTINCT bucket FROM {_q(src.rollup)} WHERE bucket IN ({marks})", cut
-            )
-        ]
-    raw_buckets = sorted(set(_dirty(conn, src)) | set(cut), key=repr)
-    if len(raw_buckets) > MOST_BUCKETS:
+    dirty = _dirty(conn, src)
+    days = src.all if not cut and not dirty else src.days  # no window, nothing dirty: all time
+    raw_hours = sorted({*dirty, *_existing(conn, src.rollup, cut)}, key=repr)
+    low_days = sorted({*(day_of(b) for b in dirty), *_existing(conn, src.days, cut)}, key=repr)
+    if len(raw_hours) > MOST_BUCKETS or len(low_days) > MOST_BUCKETS:
         return None
     win, win_p = _window(src, cols, since, until)
     whole, whole_p = _whole(since, until)
@@ -357,29 +406,38 @@ def _read(
     sums = [f"m{i}" for i in range(len(src.measures) + 1)]
     sel_raw = ", ".join([*rkey, *_raw_measures(src, cols)])
     sel_roll = ", ".join([*key, *_merged_measures(src)])
-    group_raw = ", ".join(str(i + 1) for i in range(n))
-    marks = ", ".join("?" * len(raw_buckets))
-    # The rollup of the whole, clean buckets; the raw rows past W elsewhere; the raw
-    # rows of the dirty and cut buckets.
+    group = ", ".join(str(i + 1) for i in range(n))
+    not_low, not_low_p = _not_in("bucket", low_days)
     parts = [
         (
-            f"SELECT {sel_roll} FROM {_q(src.rollup)} WHERE {whole}"
-            + (f" AND bucket NOT IN ({marks})" if raw_buckets else "")
-            + f" GROUP BY {group_raw}",
-            [*whole_p, *raw_buckets],
-        ),
-        (
-            f"SELECT {sel_raw} FROM {_q(src.table)} WHERE rowid > ? AND {win}"
-            + (f" AND {bucket_sql(src, cols)} NOT IN ({marks})" if raw_buckets else "")
-            + f" GROUP BY {group_raw}",
-            [state.last_rowid, *win_p, *raw_buckets],
-        ),
+            f"SELECT {sel_roll} FROM {_q(days)} WHERE {whole}{not_low} GROUP BY {group}",
+            [*whole_p, *not_low_p],
+        )
     ]
-    if raw_buckets:
-        inb, inb_p = _in_buckets(src, cols, raw_buckets)
+    if low_days:
+        ranges, ranges_p = _ranges("bucket", low_days)
+        not_raw, not_raw_p = _not_in("bucket", raw_hours)
+        marks = ", ".join("?" * len(low_days))
         parts.append(
             (
-                f"SELECT {sel_raw} FROM {_q(src.table)} WHERE {inb} AND {win} GROUP BY {group_raw}",
+                f"SELECT {sel_roll} FROM {_q(src.rollup)} WHERE {ranges}"
+                f" AND {day_sql('bucket')} IN ({marks}) AND {whole}{not_raw} GROUP BY {group}",
+                [*ranges_p, *low_days, *whole_p, *not_raw_p],
+            )
+        )
+    not_raw, not_raw_p = _not_in(bucket_sql(src, cols), raw_hours)
+    parts.append(
+        (
+            f"SELECT {sel_raw} FROM {_q(src.table)} WHERE rowid > ? AND {win}{not_raw}"
+            f" GROUP BY {group}",
+            [state.last_rowid, *win_p, *not_raw_p],
+        )
+    )
+    if raw_hours:
+        inb, inb_p = _in_buckets(src, cols, raw_hours)
+        parts.append(
+            (
+                f"SELECT {sel_raw} FROM {_q(src.table)} WHERE {inb} AND {win} GROUP BY {group}",
                 [*inb_p, *win_p],
             )
         )
@@ -461,8 +519,9 @@ def drop(conn: sqlite3.Connection, tables: list[str] | None = None) -> None:
             conn.execute(f"DROP TRIGGER IF EXISTS {_q(trigger)}")
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for t in names:
-        if SOURCES[t].rollup in present:
-            conn.execute(f"DROP TABLE {_q(SOURCES[t].rollup)}")
+        for table in (SOURCES[t].rollup, SOURCES[t].days, SOURCES[t].all):
+            if table in present:
+                conn.execute(f"DROP TABLE {_q(table)}")
     for meta in (STATE, DIRTY):
         if meta in present:
             marks = ", ".join("?" * len(names))
@@ -481,10 +540,22 @@ def _build_sql(src: Source, cols: set[str]) -> tuple[str, str]:
     return select, group
 
 
+def _merge_sql(src: Source, first: int) -> list[str]:
+    """Merging aggregates of rollup rows whose sums start at column c{first}."""
+    return [
+        f"total(c{first + i})"
+        if m in ("calls", "runs", "timed", "odd")
+        else values.real_sum(f"c{first + i}")
+        for i, m in enumerate([*src.measures, "odd"])
+    ]
+
+
 def _fold(
-    conn: sqlite3.Connection, src: Source, select: str, group: str, where: str, params: list
-) -> None:
-    """Add the aggregate of the rows `where` picks to the rollup, merging buckets it has."""
+    conn: sqlite3.Connection, src: Source, select: str, group: str, where: str, params: list,
+    *, new_rows: bool,
+) -> list:  # fmt: skip
+    """Add the aggregate of the rows `where` picks to the hours' rollup, merging the
+    hours it has (and, `new_rows`, to the all-time rollup); the hours it touched."""
     roll = _q(src.rollup)
     ncols = 1 + len(src.dims) + len(src.measures) + 1
     names = ", ".join(f"c{i}" for i in range(ncols))
@@ -495,20 +566,58 @@ def _fold(
         f"INSERT INTO {fold} SELECT {select} FROM {_q(src.table)} WHERE {where} GROUP BY {group}",
         params,
     )
+    touched = [r[0] for r in conn.execute(f"SELECT DISTINCT c0 FROM {fold}")]
+    dims = [f"c{i + 1}" for i in range(len(src.dims))]
+    if new_rows and touched:
+        _replace_all(conn, src, f"SELECT {names} FROM {fold} UNION ALL SELECT * FROM {_q(src.all)}")
     conn.execute(f"INSERT INTO {fold} SELECT * FROM {roll} WHERE bucket IN (SELECT c0 FROM {fold})")
     conn.execute(f"DELETE FROM {roll} WHERE bucket IN (SELECT c0 FROM {fold})")
-    dims = [f"c{i + 1}" for i in range(len(src.dims))]
-    merged = []
-    for i, m in enumerate([*src.measures, "odd"]):
-        c = f"c{i + 1 + len(src.dims)}"
-        merged.append(
-            f"total({c})" if m in ("calls", "runs", "timed", "odd") else values.real_sum(c)
-        )
     conn.execute(
-        f"INSERT INTO {roll} SELECT c0, {', '.join([*dims, *merged])} FROM {fold}"
-        f" GROUP BY {', '.join(['c0', *dims])}"
+        f"INSERT INTO {roll} SELECT c0, {', '.join([*dims, *_merge_sql(src, 1 + len(dims))])}"
+        f" FROM {fold} GROUP BY {', '.join(['c0', *dims])}"
     )
     conn.execute(f"DELETE FROM {fold}")
+    return touched
+
+
+def _replace_all(conn: sqlite3.Connection, src: Source, rows_sql: str) -> None:
+    """The all-time rollup made of `rows_sql`'s rollup rows, added up per group."""
+    ncols = 1 + len(src.dims) + len(src.measures) + 1
+    names = ", ".join(f"c{i}" for i in range(ncols))
+    dims = [f"c{i + 1}" for i in range(len(src.dims))]
+    merged = _merge_sql(src, 1 + len(dims))
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_q(PREFIX + 'all_' + src.table)} ({names})")
+    tmp = f"temp.{_q(PREFIX + 'all_' + src.table)}"
+    conn.execute(f"DELETE FROM {tmp}")
+    conn.execute(
+        f"INSERT INTO {tmp} WITH r({names}) AS ({rows_sql})"
+        f" SELECT NULL, {', '.join([*dims, *merged])} FROM r GROUP BY {', '.join(dims)}"
+    )
+    conn.execute(f"DELETE FROM {_q(src.all)}")
+    conn.execute(f"INSERT INTO {_q(src.all)} SELECT * FROM {tmp}")
+    conn.execute(f"DELETE FROM {tmp}")
+
+
+def _redo_days(conn: sqlite3.Connection, src: Source, hours: list) -> None:
+    """Add up again the days of these hours, from the hours' rollup."""
+    days = sorted({day_of(h) for h in hours}, key=repr)
+    for i in range(0, len(days), 200):
+        some = days[i : i + 200]
+        marks = ", ".join("?" * len(some))
+        conn.execute(f"DELETE FROM {_q(src.days)} WHERE bucket IN ({marks})", some)
+        ranges, ranges_p = _ranges("bucket", some)
+        dims = list(src.dims)
+        merged = [
+            f"total({_q(m)})" if m in ("calls", "runs", "timed", "odd") else values.real_sum(_q(m))
+            for m in [*src.measures, "odd"]
+        ]
+        conn.execute(
+            f"INSERT INTO {_q(src.days)} SELECT {day_sql('bucket')} AS d,"
+            f" {', '.join([*(_q(d) for d in dims), *merged])} FROM {_q(src.rollup)}"
+            f" WHERE {ranges} AND {day_sql('bucket')} IN ({marks})"
+            f" GROUP BY d, {', '.join(_q(d) for d in dims)}",
+            [*ranges_p, *some],
+        )
 
 
 def _set_state(conn: sqlite3.Connection, src: Source, cols: set[str], last: int) -> None:
@@ -561,7 +670,10 @@ def catch_up(conn: sqlite3.Connection) -> None:
                 conn.execute(f"DELETE FROM {_q(src.rollup)} WHERE bucket IN ({marks})", dirty)
                 inb, inb_p = _in_buckets(src, cols, dirty)
                 where = f"rowid <= ? AND {inb}"
-                _fold(conn, src, select, group, where, [state.last_rowid, *inb_p])
+                _fold(conn, src, select, group, where, [state.last_rowid, *inb_p], new_rows=False)
+                _redo_days(conn, src, dirty)
+                names = ", ".join(["bucket", *src.dims, *src.measures, "odd"])
+                _replace_all(conn, src, f"SELECT {names} FROM {_q(src.days)}")
                 conn.execute(
                     f'DELETE FROM "{DIRTY}" WHERE tbl = ? AND bucket IN ({marks})', [name, *dirty]
                 )
@@ -579,5 +691,7 @@ def catch_up(conn: sqlite3.Connection) -> None:
                 upto = top[0] if top else _max_rowid(conn, src)
                 if upto <= last:
                     break
-                _fold(conn, src, select, group, "rowid > ? AND rowid <= ?", [last, upto])
+                where, params = "rowid > ? AND rowid <= ?", [last, upto]
+                touched = _fold(conn, src, select, group, where, params, new_rows=True)
+                _redo_days(conn, src, touched)
                 _set_state(conn, src, cols, upto)
