@@ -54,12 +54,13 @@ from dataclasses import dataclass
 from kaja_cli.core import clock, values
 from kaja_cli.core.ledger.report import report_queries
 
-VERSION = 1
+VERSION = 2
 CHUNK = 250_000  # rows folded in per write transaction
 MOST_BUCKETS = 400  # more dirty or cut buckets than this: the table is read (or rebuilt) whole
 WAIT_MS = 200  # how long a read waits for the write lock before reading without writing
 STATE = "kaja_usage_state"
 DIRTY = "kaja_usage_dirty"
+SPANS = "kaja_usage_spans"
 PREFIX = "kaja_usage_"
 SAFE = 9007199254740991  # 2**53 - 1: REAL sums of integers up to here are exact
 
@@ -67,6 +68,10 @@ _FRAME = (
     f'CREATE TABLE IF NOT EXISTS "{STATE}" (tbl TEXT PRIMARY KEY, last_rowid INTEGER NOT NULL,'
     " last_key, shape TEXT NOT NULL)",
     f'CREATE TABLE IF NOT EXISTS "{DIRTY}" (tbl TEXT NOT NULL, bucket, UNIQUE (tbl, bucket))',
+    # The rowids an hour's rows (up to W) span: where to find them raw when the
+    # table has no index on its time (`tools`), and a window cuts the hour.
+    f'CREATE TABLE IF NOT EXISTS "{SPANS}" (tbl TEXT NOT NULL, bucket, lo INTEGER, hi INTEGER,'
+    " UNIQUE (tbl, bucket))",
 )
 
 
@@ -246,7 +251,7 @@ def _plain(conn: sqlite3.Connection, table: str) -> bool:
 
 def _state(conn: sqlite3.Connection, src: Source, cols: set[str], have: dict) -> State | None:
     """The rollup's state when it can be trusted as it stands (dirty marks aside)."""
-    if STATE not in have or DIRTY not in have:
+    if STATE not in have or DIRTY not in have or SPANS not in have:
         return None
     if src.rollup not in have or src.days not in have or src.all not in have:
         return None
@@ -316,12 +321,14 @@ def _window(src: Source, cols: set[str], since: str | None, until: str | None) -
         return "1", []
     if src.time not in cols:
         return "0", []
+    # `+column`: never the index, which would walk the whole window; the rows
+    # these parts read are picked by rowid or by an hour's range.
     parts, params = [], []
     if since is not None:
-        parts.append(f"{_q(src.time)} >= ?")
+        parts.append(f"+{_q(src.time)} >= ?")
         params.append(since)
     if until is not None:
-        parts.append(f"{_q(src.time)} < ?")
+        parts.append(f"+{_q(src.time)} < ?")
         params.append(until)
     return " AND ".join(parts), params
 
@@ -363,6 +370,17 @@ def _key(src: Source, cols: set[str], by: str, raw: bool) -> list[str]:
     if not raw:
         return [_q(d) for d in src.dims]
     return [_dim_sql(src, cols, d) for d in src.dims]
+
+
+def _time_indexed(conn: sqlite3.Connection, src: Source, cols: set[str]) -> bool:
+    """Whether an index of the table starts with its time column (`calls_at`, `runs_started`)."""
+    if src.time not in cols:
+        return False
+    sql = (
+        "SELECT 1 FROM pragma_index_list(?) AS l, pragma_index_info(l.name) AS i"
+        " WHERE i.seqno = 0 AND i.name = ? AND l.partial = 0 LIMIT 1"
+    )
+    return conn.execute(sql, (src.table, src.time)).fetchone() is not None
 
 
 def _existing(conn: sqlite3.Connection, table: str, buckets: list) -> list:
@@ -435,6 +453,15 @@ def _read(
     )
     if raw_hours:
         inb, inb_p = _in_buckets(src, cols, raw_hours)
+        if not _time_indexed(conn, src, cols) and not set(raw_hours) & set(dirty):
+            spans = conn.execute(
+                f'SELECT lo, hi FROM "{SPANS}" WHERE tbl = ? AND bucket IN'
+                f" ({', '.join('?' * len(raw_hours))})",
+                [src.table, *raw_hours],
+            ).fetchall()
+            if len(spans) == len(raw_hours):  # else a full scan, as the raw SQL does
+                inb += " AND (" + " OR ".join("rowid BETWEEN ? AND ?" for _ in spans) + ")"
+                inb_p += [x for span in spans for x in span]
         parts.append(
             (
                 f"SELECT {sel_raw} FROM {_q(src.table)} WHERE {inb} AND {win} GROUP BY {group}",
@@ -522,12 +549,12 @@ def drop(conn: sqlite3.Connection, tables: list[str] | None = None) -> None:
         for table in (SOURCES[t].rollup, SOURCES[t].days, SOURCES[t].all):
             if table in present:
                 conn.execute(f"DROP TABLE {_q(table)}")
-    for meta in (STATE, DIRTY):
+    for meta in (STATE, DIRTY, SPANS):
         if meta in present:
             marks = ", ".join("?" * len(names))
             conn.execute(f'DELETE FROM "{meta}" WHERE tbl IN ({marks})', names)
     if tables is None:
-        for meta in (STATE, DIRTY):
+        for meta in (STATE, DIRTY, SPANS):
             if meta in present:
                 conn.execute(f'DROP TABLE "{meta}"')
 
@@ -538,6 +565,10 @@ def _build_sql(src: Source, cols: set[str]) -> tuple[str, str]:
     select = ", ".join([f"{bucket_sql(src, cols)} AS b", *dims, *_raw_measures(src, cols)])
     group = ", ".join(["b", *(f"{i + 2}" for i in range(len(dims)))])
     return select, group
+
+
+def _columns_of(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (table,))}
 
 
 def _merge_sql(src: Source, first: int) -> list[str]:
@@ -567,6 +598,13 @@ def _fold(
         params,
     )
     touched = [r[0] for r in conn.execute(f"SELECT DISTINCT c0 FROM {fold}")]
+    bucket = bucket_sql(src, _columns_of(conn, src.table))
+    conn.execute(
+        f'INSERT INTO "{SPANS}" (tbl, bucket, lo, hi) SELECT ?, {bucket} AS b, min(rowid),'
+        f" max(rowid) FROM {_q(src.table)} WHERE {where} GROUP BY b"
+        " ON CONFLICT (tbl, bucket) DO UPDATE SET lo = min(lo, excluded.lo), hi = max(hi, excluded.hi)",
+        [src.table, *params],
+    )
     dims = [f"c{i + 1}" for i in range(len(src.dims))]
     if new_rows and touched:
         _replace_all(conn, src, f"SELECT {names} FROM {fold} UNION ALL SELECT * FROM {_q(src.all)}")
@@ -668,6 +706,9 @@ def catch_up(conn: sqlite3.Connection) -> None:
             elif dirty:
                 marks = ", ".join("?" * len(dirty))
                 conn.execute(f"DELETE FROM {_q(src.rollup)} WHERE bucket IN ({marks})", dirty)
+                conn.execute(
+                    f'DELETE FROM "{SPANS}" WHERE tbl = ? AND bucket IN ({marks})', [name, *dirty]
+                )
                 inb, inb_p = _in_buckets(src, cols, dirty)
                 where = f"rowid <= ? AND {inb}"
                 _fold(conn, src, select, group, where, [state.last_rowid, *inb_p], new_rows=False)
