@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from kaja_cli.core import clock, values
 from kaja_cli.core.ledger.report import report_queries
 
-VERSION = 2
+VERSION = 3
 CHUNK = 250_000  # rows folded in per write transaction
 MOST_BUCKETS = 400  # more dirty or cut buckets than this: the table is read (or rebuilt) whole
 WAIT_MS = 200  # how long a read waits for the write lock before reading without writing
@@ -411,7 +411,10 @@ def _read(
     """
     cut = _cut(since, until)
     dirty = _dirty(conn, src)
-    days = src.all if not cut and not dirty else src.days  # no window, nothing dirty: all time
+    # No window, nothing dirty: all time (but `--by day`, which all time does not keep).
+    days = (
+        src.all if not cut and not dirty and not (by == "day" and "day" in src.dims) else src.days
+    )
     raw_hours = sorted({*dirty, *_existing(conn, src.rollup, cut)}, key=repr)
     low_days = sorted({*(day_of(b) for b in dirty), *_existing(conn, src.days, cut)}, key=repr)
     if len(raw_hours) > MOST_BUCKETS or len(low_days) > MOST_BUCKETS:
@@ -624,12 +627,16 @@ def _replace_all(conn: sqlite3.Connection, src: Source, rows_sql: str) -> None:
     names = ", ".join(f"c{i}" for i in range(ncols))
     dims = [f"c{i + 1}" for i in range(len(src.dims))]
     merged = _merge_sql(src, 1 + len(dims))
+    # The day is left out (NULL): all time is one row per model, source and engine;
+    # `--by day` reads the days.
+    kept = [("NULL" if d == "day" else c) for d, c in zip(src.dims, dims, strict=True)]
+    group = [c for d, c in zip(src.dims, dims, strict=True) if d != "day"] or ["1"]
     conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS {_q(PREFIX + 'all_' + src.table)} ({names})")
     tmp = f"temp.{_q(PREFIX + 'all_' + src.table)}"
     conn.execute(f"DELETE FROM {tmp}")
     conn.execute(
         f"INSERT INTO {tmp} WITH r({names}) AS ({rows_sql})"
-        f" SELECT NULL, {', '.join([*dims, *merged])} FROM r GROUP BY {', '.join(dims)}"
+        f" SELECT NULL, {', '.join([*kept, *merged])} FROM r GROUP BY {', '.join(group)}"
     )
     conn.execute(f"DELETE FROM {_q(src.all)}")
     conn.execute(f"INSERT INTO {_q(src.all)} SELECT * FROM {tmp}")
