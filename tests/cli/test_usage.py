@@ -417,6 +417,14 @@ def test_rollups_keep_the_store_kajas_and_the_agent_writing(demo_store):
         rec.end_run(run, "completed")
     data = json.loads(demo_store("usage", "--json").out)
     assert next(g for g in data["groups"] if g["model"] == "after-rollups")["prompt_tokens"] == 11
+    # A backup holds the rollups with the rows they add up; wipe takes them with the file.
+    archive = demo_store.root / "b.tar.gz"
+    assert demo_store("backup", "-o", str(archive)).code == 0
+    assert demo_store("wipe", "--yes").code == 0
+    assert not demo_store.db.exists()
+    assert demo_store("restore", str(archive), "--yes").code == 0
+    data = json.loads(demo_store("usage", "--json", "--tools", "0").out)
+    assert data == {**_raw_json(demo_store), "store": data["store"]}
 
 
 def test_demo_store_totals_match_the_rows(demo_store):
