@@ -346,11 +346,14 @@ def test_usage_on_a_file_it_may_not_write_reads_the_raw_rows(demo_store):
     """A store kaja may not write (read-only here) is still answered, from the raw rows."""
     os.chmod(demo_store.db, 0o444)
     os.chmod(demo_store.state, 0o555)
+    immutable = os.access(demo_store.db, os.W_OK)  # root: make the file immutable instead
     try:
-        if os.access(demo_store.db, os.W_OK):
-            pytest.skip("root writes read-only files")
+        if immutable and subprocess.run(["chattr", "+i", str(demo_store.db)]).returncode:
+            pytest.skip("root writes read-only files, and chattr +i is not available")
         r = demo_store("usage", "--json", "--tools", "0", "--by", "day")
     finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(demo_store.db)])
         os.chmod(demo_store.state, 0o700)
         os.chmod(demo_store.db, 0o600)
     assert (r.code, r.err) == (0, "")
