@@ -31,9 +31,16 @@ invalid, and it is rebuilt from nothing: a trigger missing or different
 (`shape`), `kaja usage reset` (which drops them all in its transaction), a
 VACUUM that renumbered the rowids of `runs` (its key at W is checked).
 
-Reading: rollup rows of the clean, whole buckets, plus the raw rows of the
-dirty buckets, of the buckets `--since`/`--until` cut in two (a time inside
-an hour) and past W, added up in one query per table, in one snapshot. Sums
+Three levels: the hours (`kaja_usage_<t>`), each day's hours added up
+(`_days`) and all time (`_all`, without the day), so that a report sums tens
+or hundreds of rows whatever the ledger's size. Reading, in one query per
+table and one snapshot: all time when there is no window and nothing is
+dirty; else the whole, clean days, the whole, clean hours of the days a
+window cuts or a dirty hour is in, and the raw rows of the dirty hours, of
+the hours `--since`/`--until` cut in two (a time inside an hour) and past W.
+Raw rows are found by rowid (past W), by an hour's range on an index of the
+time column, or, for a table without one (`tools`), by the rowids the hour's
+rows span (`kaja_usage_spans`). Sums
 are REAL (`values.real_sum`), as the raw report's are: exact while each
 figure is an integer below 2**53; a bucket holding anything else (a token
 count that is text, a real, or past 2**53) is flagged `odd`, and the table
