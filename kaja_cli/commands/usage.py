@@ -63,8 +63,9 @@ def usage(
     Calls, failed calls, prompt, completion and cached tokens and time, by
     model (or --by day, source or engine), then the tools with the most
     errors and denials, and runs by status. --since is inclusive, --until
-    exclusive; both are UTC. Reads the store read-only. `kaja usage reset`
-    clears the ledger. --all-machines asks the shared ledger on PostgreSQL
+    exclusive; both are UTC. Reads kaja's per-hour rollups of the ledger,
+    kept in the shared file (the first run builds them; a ledger row is never
+    changed). `kaja usage reset` clears the ledger. --all-machines asks the shared ledger on PostgreSQL
     instead (what every machine has pushed, see `kaja sync`), with the calls
     of each machine.
     """

@@ -252,13 +252,182 @@ def test_missing_store_says_nothing_recorded_and_where_it_looked(kaja):
     assert not kaja.state.exists()  # reading created nothing
 
 
-def test_usage_reads_without_modifying(demo_store):
+def _ledger_dump(db: Path) -> list[str]:
+    """Every row and schema object of the file but kaja's usage rollups."""
+    conn = sqlite3.connect(db.as_uri() + "?mode=ro", uri=True)
+    try:
+        return [line for line in conn.iterdump() if "kaja_usage_" not in line]
+    finally:
+        conn.close()
+
+
+def test_usage_changes_nothing_but_its_rollups(demo_store):
+    """The first `kaja usage` writes its rollups (issue 29) and nothing else; once they
+    are up to date, reading writes nothing at all, and `reset --dry-run` never does."""
+    before = _ledger_dump(demo_store.db)
+    assert demo_store("usage").code == 0
+    assert _ledger_dump(demo_store.db) == before
     had_wal = (demo_store.state / "kaja.db-wal").exists()
-    before = file_digest(demo_store.db)
+    digest = file_digest(demo_store.db)
     for args in (("usage",), ("usage", "--by", "day", "--json"), ("usage", "reset", "--dry-run")):
         assert demo_store(*args).code == 0
-    assert file_digest(demo_store.db) == before
+    assert file_digest(demo_store.db) == digest
     assert (demo_store.state / "kaja.db-wal").exists() == had_wal
+
+
+def _raw_json(kaja: Kaja, *args: str) -> dict:
+    """`kaja usage --json` as the raw SQL over the ledger gives it (no rollups read)."""
+    from kaja_cli.core.ledger.report import UsageReport, fill, report_queries
+
+    conn = sqlite3.connect(kaja.db.as_uri() + "?mode=ro", uri=True)
+    try:
+        by = args[args.index("--by") + 1] if "--by" in args else "model"
+        since = args[args.index("--since") + 1] if "--since" in args else None
+        until = args[args.index("--until") + 1] if "--until" in args else None
+        queries, missing = report_queries(schema.present_columns(conn), by, since, until)
+        rows = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
+    finally:
+        conn.close()
+    result = UsageReport(str(kaja.db), True, by, since, until, missing=missing)
+    return fill(result, rows).to_json(tools=0)
+
+
+ROLLUP_READS = (
+    (),
+    ("--by", "day"),
+    ("--by", "engine", "--since", "2026-11-28T10:30:00.000Z"),
+    (
+        "--by",
+        "source",
+        "--since",
+        "2026-11-27T00:00:00.000Z",
+        "--until",
+        "2026-11-29T13:15:00.000Z",
+    ),
+)
+
+
+def test_usage_from_rollups_equals_the_raw_sql_through_edits(demo_store):
+    """What `kaja usage` prints from its rollups is the raw SQL's, figure for figure,
+    before and after the agent writes, edits and deletes ledger rows."""
+
+    def agree() -> None:
+        for args in ROLLUP_READS:
+            r = demo_store("usage", "--json", "--tools", "0", *args)
+            assert r.code == 0, r
+            data = json.loads(r.out)
+            assert data == {**_raw_json(demo_store, *args), "store": data["store"]}, args
+
+    agree()
+    assert _count(demo_store.db, "SELECT count(*) FROM kaja_usage_calls") > 0
+    conn = sqlite3.connect(demo_store.db)
+    with conn:
+        conn.execute(
+            "INSERT INTO calls (at, model, prompt_tokens, completion_tokens, ok)"
+            " VALUES ('2026-11-28T10:45:00.000Z', 'new-model', 100, 5, 0)"
+        )
+        conn.execute("UPDATE calls SET prompt_tokens = prompt_tokens + 7 WHERE id % 4 = 0")
+        conn.execute("DELETE FROM calls WHERE id % 5 = 0")
+        conn.execute("UPDATE tools SET outcome = 'error' WHERE id % 3 = 0")
+        conn.execute("UPDATE runs SET status = 'failed' WHERE rowid % 2 = 0")
+    conn.close()
+    agree()
+
+
+def _count(db: Path, sql: str) -> int:
+    conn = sqlite3.connect(db.as_uri() + "?mode=ro", uri=True)
+    try:
+        return conn.execute(sql).fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_usage_on_a_file_it_may_not_write_reads_the_raw_rows(demo_store):
+    """A store kaja may not write (read-only here) is still answered, from the raw rows."""
+    os.chmod(demo_store.db, 0o444)
+    os.chmod(demo_store.state, 0o555)
+    immutable = os.access(demo_store.db, os.W_OK)  # root: make the file immutable instead
+    try:
+        if immutable and subprocess.run(["chattr", "+i", str(demo_store.db)]).returncode:
+            pytest.skip("root writes read-only files, and chattr +i is not available")
+        r = demo_store("usage", "--json", "--tools", "0", "--by", "day")
+    finally:
+        if immutable:
+            subprocess.run(["chattr", "-i", str(demo_store.db)])
+        os.chmod(demo_store.state, 0o700)
+        os.chmod(demo_store.db, 0o600)
+    assert (r.code, r.err) == (0, "")
+    data = json.loads(r.out)
+    assert data == {**_raw_json(demo_store, "--by", "day"), "store": data["store"]}
+    assert (
+        _count(demo_store.db, "SELECT count(*) FROM sqlite_master WHERE name LIKE 'kaja_usage%'")
+        == 0
+    )
+
+
+@pytest.mark.process
+def test_usage_while_the_agent_holds_the_write_lock_reads_without_waiting(demo_store):
+    """Rollups behind the ledger, and the agent writing: kaja does not wait for the lock,
+    it adds the raw rows the rollups lack."""
+    assert demo_store("usage").code == 0
+    agent = sqlite3.connect(demo_store.db, isolation_level=None)
+    agent.execute("BEGIN IMMEDIATE")
+    agent.execute(
+        "INSERT INTO calls (at, model, prompt_tokens, ok) VALUES ('2026-11-28T10:00:00.000Z', 'x', 9, 1)"
+    )
+    agent.execute("DELETE FROM calls WHERE id % 7 = 0")
+    agent.execute("COMMIT")
+    agent.execute("BEGIN IMMEDIATE")  # and it goes on writing
+    try:
+        started = time.monotonic()
+        r = demo_store.proc("usage", "--json", "--tools", "0", "--by", "day")
+        took = time.monotonic() - started
+    finally:
+        agent.execute("ROLLBACK")
+        agent.close()
+    assert (r.code, r.err) == (0, "")
+    data = json.loads(r.out)
+    assert data == {**_raw_json(demo_store, "--by", "day"), "store": data["store"]}
+    assert took < 4  # the lock is waited for 0.2 s, not the 5 s a writer waits
+    dirty = "SELECT count(*) FROM kaja_usage_dirty"
+    assert _count(demo_store.db, dirty) > 0  # read raw this time, folded in by the next read
+    assert demo_store("usage").code == 0
+    assert _count(demo_store.db, dirty) == 0
+
+
+def test_usage_reset_drops_the_rollups_and_the_next_read_builds_them_again(demo_store):
+    assert demo_store("usage").code == 0
+    assert demo_store("usage", "reset", "--yes", "--before", "2026-11-29").code == 0
+    names = "SELECT count(*) FROM sqlite_master WHERE name LIKE 'kaja_usage%'"
+    assert _count(demo_store.db, names) == 0
+    r = demo_store("usage", "--json", "--tools", "0")
+    data = json.loads(r.out)
+    assert data == {**_raw_json(demo_store), "store": data["store"]}
+    assert _count(demo_store.db, names) > 0
+
+
+def test_rollups_keep_the_store_kajas_and_the_agent_writing(demo_store):
+    """After `kaja usage`: doctor finds nothing new to say, and the write API still writes
+    (its inserts fire kaja's triggers)."""
+    before = demo_store("doctor", "--json")
+    assert demo_store("usage").code == 0
+    after = demo_store("doctor", "--json")
+    assert after.code == before.code
+    assert json.loads(after.out)["summary"] == json.loads(before.out)["summary"]
+    with Recorder(store_of(demo_store)) as rec:
+        run = rec.start_run(agent="test")
+        rec.add_call(run, model="after-rollups", prompt_tokens=11, completion_tokens=2)
+        rec.end_run(run, "completed")
+    data = json.loads(demo_store("usage", "--json").out)
+    assert next(g for g in data["groups"] if g["model"] == "after-rollups")["prompt_tokens"] == 11
+    # A backup holds the rollups with the rows they add up; wipe takes them with the file.
+    archive = demo_store.root / "b.tar.gz"
+    assert demo_store("backup", "-o", str(archive)).code == 0
+    assert demo_store("wipe", "--yes").code == 0
+    assert not demo_store.db.exists()
+    assert demo_store("restore", str(archive), "--yes").code == 0
+    data = json.loads(demo_store("usage", "--json", "--tools", "0").out)
+    assert data == {**_raw_json(demo_store), "store": data["store"]}
 
 
 def test_demo_store_totals_match_the_rows(demo_store):
@@ -300,7 +469,7 @@ def old_ledger(path: Path) -> None:
 
 def test_old_ledger_is_reported_as_far_as_it_goes(kaja):
     old_ledger(kaja.db)
-    before = file_digest(kaja.db)
+    before = _ledger_dump(kaja.db)
     r = kaja("usage")
     assert r.code == 0, r
     assert r.out == (
@@ -310,7 +479,7 @@ def test_old_ledger_is_reported_as_far_as_it_goes(kaja):
     data = json.loads(kaja("usage", "--by", "engine", "--json").out)
     assert data["groups"][0]["engine"] is None
     assert "column calls.engine" in data["missing"]
-    assert file_digest(kaja.db) == before
+    assert _ledger_dump(kaja.db) == before  # only kaja's rollups were added
 
 
 # --- a terminal -----------------------------------------------------------------------

@@ -11,6 +11,7 @@ import json
 import os
 import random
 import socket
+import sqlite3
 import time
 from pathlib import Path
 
@@ -762,3 +763,34 @@ def test_a_first_sync_on_a_terminal_shows_a_progress_bar(two):
     text = seen.decode(errors="replace")
     assert "sending the history" in text
     assert "pushed 305 rows of history" in text
+
+
+def test_usage_rollups_follow_what_a_pull_imports_changes_and_deletes(two, pg):
+    """kaja's usage rollups on b, built before a pull, agree with the raw SQL after it
+    imports a's rows, and after a later pull updates and deletes them (issue 29)."""
+    from kaja_cli.core.ledger.report import UsageReport, fill, report_queries
+    from kaja_cli.core.store import schema
+
+    a, b = two
+
+    def agree() -> dict:
+        data = json.loads(b("usage", "--json", "--tools", "0").out)
+        conn = sqlite3.connect(b.db.as_uri() + "?mode=ro", uri=True)
+        try:
+            queries, missing = report_queries(schema.present_columns(conn))
+            raw = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
+        finally:
+            conn.close()
+        want = fill(UsageReport(data["store"], True, missing=missing), raw).to_json(tools=0)
+        assert data == want
+        return data
+
+    assert agree()["total"]["calls"] == 0  # b's rollups built on its own ledger
+    assert rows(b.db, "SELECT count(*) FROM kaja_usage_state") == [(3,)]
+    assert a("sync").code == 0 and b("sync").code == 0
+    assert agree()["total"]["calls"] == 2
+    sql(
+        a.db, "UPDATE calls SET prompt_tokens = 1000 WHERE id = 1", "DELETE FROM calls WHERE id = 2"
+    )
+    assert a("sync").code == 0 and b("sync").code == 0
+    assert agree()["total"] == {**agree()["total"], "calls": 1, "prompt_tokens": 1000}

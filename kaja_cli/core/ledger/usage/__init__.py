@@ -1,7 +1,7 @@
 """`kaja usage`: what the agent spent; `kaja usage reset`: clearing it (SPEC §4, §5).
 
 `report()` answers `kaja usage` from `calls`, `tools` and `runs` in one read
-snapshot; `plan_reset()` counts what `kaja usage reset` would delete, and
+snapshot (on this machine from kaja's per-hour rollups of them, `rollups`); `plan_reset()` counts what `kaja usage reset` would delete, and
 `reset()` deletes exactly that in one write transaction; `vacuum()` gives the
 freed pages back to the disk afterwards. Every query is built from the columns
 the store really has (`report.report_queries`, `plan.selections`), so a ledger
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from kaja_cli.core.engine import db, dialect
+from kaja_cli.core.engine import db
 from kaja_cli.core.ledger.report import (
     GROUPINGS,
     Query,
@@ -72,15 +72,11 @@ def report(
     """Token and call totals grouped `by`, the tools that fail most, runs by status."""
     require_grouping(by)
     result = UsageReport(location=store.where(), exists=True, by=by, since=since, until=until)
-    with store.maybe_reader() as conn:
-        if conn is None:
-            result.exists = False
-            return result
-        conn.execute("BEGIN")  # one snapshot for every query
-        have = _part(store).columns(conn)
-        queries, result.missing = report_queries(have, by, since, until, dialect.of(conn))
-        rows = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
-        conn.execute("COMMIT")
+    found = _part(store).report_rows(store, by, since, until)
+    if found is None:
+        result.exists = False
+        return result
+    rows, result.missing = found
     return fill(result, rows)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+from kaja_cli.core.engine import dialect
+from kaja_cli.core.ledger.report import report_queries
 from kaja_cli.core.store import Store, schema
 from kaja_cli.errors import Refused
 
@@ -21,6 +23,22 @@ def columns(conn: Any) -> dict[str, set[str]]:
 
     have = server_schema.present_columns(conn)
     return {t.name: set(have[t.name]) for t in schema.LEDGER_TABLES if t.name in have}
+
+
+def report_rows(
+    store: Store, by: str, since: str | None, until: str | None
+) -> tuple[dict[str, list[tuple]], list[str]] | None:
+    """The rows of the report's three queries, read raw on the server (no rollups there:
+    the server's ledger is the agent's, and kaja keeps no tables of its own beside it);
+    None when there is nothing to read."""
+    with store.maybe_reader() as conn:
+        if conn is None:
+            return None
+        conn.execute("BEGIN")  # one snapshot for every query
+        queries, missing = report_queries(columns(conn), by, since, until, dialect.of(conn))
+        rows = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
+        conn.execute("COMMIT")
+    return rows, missing
 
 
 def _refused() -> NoReturn:
