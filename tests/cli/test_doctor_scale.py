@@ -8,6 +8,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,28 +18,20 @@ from tests.conftest import KAJA, Kaja
 
 MB = 1 << 20
 RSS_LIMIT_MB = 100  # the issue's bound, at any store size
+PEAK_RSS = Path(__file__).parents[1] / "support" / "peak_rss.py"
 
 
 def peak_rss_mb(kaja: Kaja, *args: str, timeout: float = 600) -> tuple[int, float]:
-    """Run `kaja ARGS` as a child process: its exit code and its own peak RSS
-    (os.wait4's rusage of that one child, not the maximum over every child)."""
-    p = subprocess.Popen(
-        [KAJA, *args],
-        env=kaja.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _, status, usage = os.wait4(p.pid, 0)
-    except BaseException:
-        p.kill()
-        raise
-    p.returncode = os.waitstatus_to_exitcode(status)
-    err = p.stderr.read().decode() if p.stderr else ""
-    p.stderr and p.stderr.close()
-    assert "Traceback" not in err, err
-    return p.returncode, usage.ru_maxrss / 1024  # KiB on Linux
+    """Run `kaja ARGS` as a child process: its exit code and its own peak RSS,
+    started from a small process (tests/support/peak_rss.py: a child forked
+    from this test's worker would start from the worker's memory)."""
+    p = subprocess.run(
+        [sys.executable, str(PEAK_RSS), KAJA, *args],
+        env=kaja.env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p
+    found = json.loads(p.stdout)
+    return found["code"], found["peak_kib"] / 1024  # KiB on Linux
 
 
 def pad(db: Path, megabytes: int) -> None:
