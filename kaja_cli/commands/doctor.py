@@ -86,11 +86,8 @@ def doctor(
                   "databases": list(core.DATABASE_NAMES)}  # fmt: skip
         render.emit(listed, as_json, view.checks)
         return
-    # A progress bar for quick_check on a large store: on a terminal only,
-    # never into --json or a pipe (render.progress also wants stderr a tty).
-    bar = render.progress if not as_json and render.stdout_is_terminal() else None
     report = core.run(overrides(ctx), only=check or (), thorough=thorough, quick=quick, fix=fix,
-                      progress=bar)  # fmt: skip
+                      progress=render.progress_when_shown(as_json))  # fmt: skip
     if redact:
         report = core.redacted(report)
     render.emit(report, as_json, view.report, pager=not no_pager)

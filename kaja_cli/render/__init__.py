@@ -369,6 +369,13 @@ def progress(
         yield update
 
 
+def progress_when_shown(as_json: bool) -> Callable | None:
+    """`progress` where a bar may be drawn: stdout and stderr both terminals,
+    never into --json or a pipe; else None (the core's long jobs then report
+    to nobody)."""
+    return None if as_json or not stdout_is_terminal() else progress
+
+
 def confirm(question: str, *, assume_yes: bool) -> None:
     """Ask before a destructive action; with no terminal, refuse (exit 5)."""
     if assume_yes:
