@@ -20,6 +20,7 @@ from kaja_cli.core import clock
 from kaja_cli.core.clock import iso
 from kaja_cli.core.conversations.record import Recorder
 from kaja_cli.core.engine import fs
+from kaja_cli.core.ledger import usage
 from kaja_cli.core.store import Store, markers
 from kaja_cli.demo import png, script
 from kaja_cli.demo.generated import GeneratedLedger, Vocabulary, engine_of, split_counts
@@ -108,6 +109,7 @@ def create(store: Store, options: DemoOptions, progress: Progress | None = None)
     marker = _mark_start(store)
     try:
         _write(demo, store, options, rng, base)
+        usage.keep_up(store)  # its first `kaja usage` reads the rollups, as in a store in use
     except KeyboardInterrupt:
         raise Interrupted(
             f"interrupted: a partial demo store is left at {store.where()}",

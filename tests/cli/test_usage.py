@@ -275,6 +275,18 @@ def test_usage_changes_nothing_but_its_rollups(demo_store):
     assert (demo_store.state / "kaja.db-wal").exists() == had_wal
 
 
+def test_a_demo_store_has_its_rollups_from_the_start(kaja):
+    """`kaja demo` builds the rollups as it writes, so the store's first `kaja usage`
+    reads them (on the 10M-message store it would build them for two minutes)
+    and writes nothing, and its figures are the raw SQL's."""
+    assert kaja("demo").code == 0
+    digest = file_digest(kaja.db)
+    r = kaja("usage", "--json", "--tools", "0")
+    assert r.code == 0, r
+    assert file_digest(kaja.db) == digest
+    assert json.loads(r.out) == {**_raw_json(kaja), "store": json.loads(r.out)["store"]}
+
+
 def _raw_json(kaja: Kaja, *args: str) -> dict:
     """`kaja usage --json` as the raw SQL over the ledger gives it (no rollups read)."""
     from kaja_cli.core.ledger.report import UsageReport, fill, report_queries

@@ -80,6 +80,13 @@ def report(
     return fill(result, rows)
 
 
+def keep_up(store: Store) -> None:
+    """Bring kaja's rollups of the ledger up to date now, where the engine keeps
+    them (`kaja demo`, once it has written its store, so its first `kaja usage`
+    reads them); nothing where kaja keeps none, or may not write."""
+    _part(store).keep_up(store)
+
+
 def plan_reset(store: Store, before: str | None = None) -> ResetPlan:
     """Count what `reset` would delete (read-only); NotFound if there is no store,
     Refused (exit 5) in cloud mode."""

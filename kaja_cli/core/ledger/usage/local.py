@@ -68,6 +68,10 @@ def report_rows(
     raise AssertionError("the second attempt reads")  # pragma: no cover
 
 
+def keep_up(store: Store) -> None:
+    _catch_up(store)
+
+
 def _catch_up(store: Store) -> bool:
     """Bring the rollups up to date; False when the file may not be written now."""
     from kaja_cli.core.ledger.usage import rollups

@@ -41,6 +41,10 @@ def report_rows(
     return rows, missing
 
 
+def keep_up(store: Store) -> None:
+    """The server's ledger is read raw: kaja keeps no tables of its own there."""
+
+
 def _refused() -> NoReturn:
     raise Refused(
         "usage reset is local: in cloud mode the ledger is on the server, and kaja does"
