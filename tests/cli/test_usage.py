@@ -126,13 +126,14 @@ def counts(db: Path, tables=(*LEDGER, "sync_outbox", "counters")) -> dict[str, i
 
 
 def others_fingerprint(db: Path) -> dict[str, tuple[int, str]]:
-    """Row count and a checksum of the contents of every table outside the usage ledger."""
+    """Row count and a checksum of the contents of every table outside the usage ledger
+    and kaja's rollups of it (a reset drops them; the next `kaja usage` builds them)."""
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
         out = {}
         for name in names:
-            if name in LEDGER:
+            if name in LEDGER or name.startswith("kaja_usage_"):
                 continue
             digest = hashlib.sha256()
             rows = conn.execute(f'SELECT * FROM "{name}"').fetchall()
@@ -140,7 +141,8 @@ def others_fingerprint(db: Path) -> dict[str, tuple[int, str]]:
                 digest.update(row.encode())
             out[name] = (len(rows), digest.hexdigest())
         # Every table, index and trigger, as declared (sync triggers set aside come back).
-        declared = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+        declared = sorted(conn.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"
+                                       " WHERE name NOT LIKE 'kaja_usage%' AND tbl_name NOT LIKE 'kaja_usage%'"))  # fmt: skip
         out["(schema)"] = (len(declared), hashlib.sha256(repr(declared).encode()).hexdigest())
         return out
     finally:
@@ -287,6 +289,18 @@ def test_a_demo_store_has_its_rollups_from_the_start(kaja):
     assert json.loads(r.out) == {**_raw_json(kaja), "store": json.loads(r.out)["store"]}
 
 
+def _drop_rollups(db: Path) -> None:
+    """kaja's rollups and their triggers gone, as in a store kaja has not yet read."""
+    from kaja_cli.core.ledger.usage import rollups
+
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            rollups.drop(conn)
+    finally:
+        conn.close()
+
+
 def _raw_json(kaja: Kaja, *args: str) -> dict:
     """`kaja usage --json` as the raw SQL over the ledger gives it (no rollups read)."""
     from kaja_cli.core.ledger.report import UsageReport, fill, report_queries
@@ -356,6 +370,7 @@ def _count(db: Path, sql: str) -> int:
 
 def test_usage_on_a_file_it_may_not_write_reads_the_raw_rows(demo_store):
     """A store kaja may not write (read-only here) is still answered, from the raw rows."""
+    _drop_rollups(demo_store.db)  # the demo built them: a store no kaja usage has read yet
     os.chmod(demo_store.db, 0o444)
     os.chmod(demo_store.state, 0o555)
     immutable = os.access(demo_store.db, os.W_OK)  # root: make the file immutable instead
