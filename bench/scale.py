@@ -1,0 +1,300 @@
+"""`python bench/run.py --scale`: each command on stores of growing size (issue 29).
+
+Every row runs one whole `kaja` process on each store (100k, 1M and 10M
+messages by default: `kaja demo --seed 1` with 1,000, 10,000 and 100,000
+sessions, about one owner per 100 sessions) and prints its median there, the
+growth from the 1M to the 10M store against the row's goal, and its peak RSS
+on the 10M store (the kernel's count for the process, `wait4`) against 100 MB.
+
+Goals (issue 29):
+- flat, ≤ 1.3×: where the work does not grow with the store: the listing
+  (`sessions -n 20`), `resume` of one session, `runs`, `notes`, a selective
+  search (the term nearest 100 documents on the 1M store), `wipe --owner` of
+  one owner and `sessions delete` of one session (of about the same size on
+  every store: on a copy, a different one each run), `config paths`,
+  `doctor --quick` (plain `doctor` where this kaja has no --quick) and `usage`;
+- ≤ 2×: a common word's best 20 (the term nearest 100,000 documents on the
+  1M store), with FTS5's own growth over the same messages printed beside it;
+- linear, ≤ 12× (≈ 10× for ten times the rows): `backup` and
+  `sessions export --all` (one run each per store: they read everything).
+
+A command that fails on a store is a MISSED row saying why; the bench goes
+on to the end on every store.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import BenchError, ScaleRow, format_scale_row, measure_process, scale_header
+
+FLAT, COMMON, LINEAR = 1.3, 2.0, 12.0
+RSS_GOAL = 100.0
+SIZES = ((1_000, 100_000, "100k"), (10_000, 1_000_000, "1M"), (100_000, 10_000_000, "10M"))
+OWNER_MESSAGES = 8_000  # wipe --owner: owners of about this many messages, on every store
+SESSION_MESSAGES = 100  # sessions delete: sessions of about this many messages
+
+
+class Store:
+    """One benchmark store: its state dir, name, and the environment to run kaja in it."""
+
+    def __init__(self, name: str, state: Path, base_env: dict[str, str]):
+        self.name = name
+        self.state = state
+        self.env = dict(base_env, KAJA_STATE_DIR=str(state),
+                        KAJA_CONFIG=str(state / "settings.toml"))  # fmt: skip
+
+    @property
+    def db(self) -> Path:
+        return self.state / "kaja.db"
+
+    def query(self, sql: str, *args) -> list[tuple]:
+        with sqlite3.connect(self.db.as_uri() + "?mode=ro", uri=True) as conn:
+            return conn.execute(sql, args).fetchall()
+
+
+def run_scale(bench, stores: list[Store], out: Path, echo: Callable[[str], None] = print) -> list:
+    """Every scale row over `stores` (smallest first); returns the rows."""
+    kaja = bench.kaja
+    sizes = tuple(s.name for s in stores)
+    rows: list[ScaleRow] = []
+    echo(scale_header(sizes))
+
+    def row(case: str, argv_of: Callable[[Store, int], list[str]], goal: float | None, *,
+            runs: int | None = None, warm: bool = True, on: list[Store] | None = None,
+            after: Callable[[Store], None] | None = None, beside: str = "", note: str = "") -> None:  # fmt: skip
+        ms: list[float | None] = []
+        rss: float | None = None
+        error = ""
+        for store in stores:
+            target = (on or stores)[stores.index(store)]
+            n = runs or bench.repeat
+            try:
+                if warm:
+                    measure_process(argv_of(target, 0), target.env)
+                    if after:
+                        after(target)
+                took, peaks = [], []
+                for i in range(n):
+                    t, peak = measure_process(argv_of(target, i + 1), target.env)
+                    took.append(t)
+                    peaks.append(peak)
+                    if after:
+                        after(target)
+                ms.append(statistics.median(took))
+                if store is stores[-1]:
+                    rss = max(peaks)
+            except BenchError as e:
+                ms.append(None)
+                error = error or f"{store.name}: {str(e).splitlines()[0][:200]}"
+        r = ScaleRow(case, sizes, tuple(ms), goal, rss, RSS_GOAL, beside, error, note)
+        rows.append(r)
+        echo(format_scale_row(r))
+
+    latest = {s.name: _latest_session(s) for s in stores}
+    selective, common = _words(stores[-2] if len(stores) > 1 else stores[-1])
+    doctor = ["doctor", "--quick"] if _has_option(bench, "doctor", "--quick") else ["doctor"]
+
+    row("sessions -n 20", lambda s, i: kaja("sessions", "-n", "20"), FLAT)
+    row("resume (latest session)", lambda s, i: kaja("resume", latest[s.name]), FLAT)
+    row("runs", lambda s, i: kaja("runs"), FLAT)
+    row("notes", lambda s, i: kaja("notes"), FLAT)
+    row("search -n 20: a selective word",
+        lambda s, i: kaja("search", selective, "-n", "20", "--all-owners"), FLAT,
+        note=f"{selective!r}, " + _docs_note(stores, selective))  # fmt: skip
+    fts5 = _fts5_growth(stores, common, out, bench.repeat)
+    row("search -n 20: a common word",
+        lambda s, i: kaja("search", common, "-n", "20", "--all-owners"), COMMON,
+        beside=fts5, note=f"{common!r}, " + _docs_note(stores, common))  # fmt: skip
+    row("config paths --json", lambda s, i: kaja("config", "paths", "--json"), FLAT)
+    row(" ".join(doctor), lambda s, i: kaja(*doctor), FLAT,
+        runs=min(bench.repeat, 3), note="" if "--quick" in doctor else "no --quick in this kaja")  # fmt: skip
+    row("usage", lambda s, i: kaja("usage"), FLAT)
+
+    copies = _copies(stores, out)
+    try:
+        n = min(bench.repeat, 5)
+        owners = {c.name: _owners(c, n + 1) for c in copies}
+        sessions = {c.name: _sessions(c, n + 1, owners[c.name]) for c in copies}
+        row("wipe --owner (a copy)",
+            lambda s, i: kaja("wipe", "--owner", owners[s.name][i], "--yes"), FLAT, runs=n,
+            on=copies, note=f"owners of ~{OWNER_MESSAGES:,} messages")  # fmt: skip
+        row("sessions delete (a copy)",
+            lambda s, i: kaja("sessions", "delete", sessions[s.name][i], "--yes"), FLAT, runs=n,
+            on=copies, note=f"sessions of ~{SESSION_MESSAGES} messages")  # fmt: skip
+    finally:
+        for c in copies:
+            shutil.rmtree(c.state, ignore_errors=True)
+
+    scratch = out / "scale-scratch"
+
+    def clean(_store: Store) -> None:
+        shutil.rmtree(scratch, ignore_errors=True)
+        scratch.mkdir(parents=True)
+
+    clean(stores[0])
+    try:
+        row("backup -o x.tar", lambda s, i: kaja("backup", "-o", str(scratch / "x.tar")), LINEAR,
+            runs=1, warm=False, after=clean, note="uncompressed: the copy, not gzip")  # fmt: skip
+        row("sessions export --all -f jsonl",
+            lambda s, i: kaja("sessions", "export", "--all", "--all-owners", "-f", "jsonl", "-o",
+                              str(scratch / "all.jsonl")),
+            LINEAR, runs=1, warm=False, after=clean)  # fmt: skip
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return rows
+
+
+def _size_name(messages: int) -> str:
+    """100000 → "100k", 10000000 → "10M" (about)."""
+    for unit, name in ((1_000_000, "M"), (1_000, "k")):
+        if messages >= unit:
+            return f"{messages / unit:.3g}{name}"
+    return str(messages)
+
+
+def _latest_session(store: Store) -> str:
+    return store.query("SELECT id FROM sessions ORDER BY updatedAt DESC LIMIT 1")[0][0]
+
+
+def _words(store: Store) -> tuple[str, str]:
+    """The terms nearest 100 and 100,000 documents in `store`'s search index."""
+    with sqlite3.connect(store.db.as_uri() + "?mode=ro", uri=True) as conn:
+        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
+        rows = conn.execute(
+            "SELECT term, documents FROM temp.terms WHERE col = '*' AND term GLOB '[a-z]*'"
+        ).fetchall()
+    if not rows:
+        raise BenchError(f"{store.db}: the search index is empty")
+    selective = min(rows, key=lambda r: (abs(r[1] - 100), r[0]))[0]
+    common = min(rows, key=lambda r: (abs(r[1] - 100_000), r[0]))[0]
+    return selective, common
+
+
+def _docs_note(stores: list[Store], word: str) -> str:
+    counts = []
+    for s in stores[-2:]:
+        with sqlite3.connect(s.db.as_uri() + "?mode=ro", uri=True) as conn:
+            conn.execute("CREATE VIRTUAL TABLE temp.t USING fts4aux(main, conversation_text)")
+            found = conn.execute(
+                "SELECT documents FROM temp.t WHERE col = '*' AND term = ?", (word,)
+            ).fetchone()
+        counts.append(f"{found[0] if found else 0:,}")
+    return f"matches {' → '.join(counts)}"
+
+
+def _has_option(bench, command: str, option: str) -> bool:
+    p = subprocess.run(bench.kaja(command, "--help"), capture_output=True, text=True,
+                       env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})  # fmt: skip
+    return option in p.stdout
+
+
+def _fts5_growth(stores: list[Store], word: str, out: Path, repeat: int) -> str:
+    """FTS5's own growth for the same question (best 20 by rank, with
+    snippet()), over the same messages of the two largest stores."""
+    took = []
+    for s in stores[-2:]:
+        floor = out / f"scale-fts5-{s.name}.db"
+        if not floor.exists():
+            tmp = floor.with_suffix(".tmp")
+            tmp.unlink(missing_ok=True)
+            conn = sqlite3.connect(tmp)
+            conn.execute("PRAGMA journal_mode = OFF")
+            conn.execute("PRAGMA synchronous = OFF")
+            conn.execute(f"ATTACH '{s.db.as_uri()}?mode=ro' AS store")
+            conn.execute(
+                "CREATE VIRTUAL TABLE f USING fts5(content, tokenize='unicode61 remove_diacritics 2')"
+            )
+            conn.execute("INSERT INTO f(rowid, content) SELECT rowid, content FROM store.messages")
+            conn.commit()
+            conn.close()
+            tmp.rename(floor)
+        sql = (
+            f"ATTACH '{s.db.as_uri()}?mode=ro' AS store;"
+            " SELECT m.id, m.sessionId, m.role, m.createdAt, h.snippet FROM"
+            " (SELECT rowid, rank, snippet(f, 0, char(2), char(3), '…', 16) AS snippet FROM f"
+            f" WHERE f MATCH '\"{word}\"' ORDER BY rank LIMIT 20) AS h"
+            " JOIN store.messages AS m ON m.rowid = h.rowid ORDER BY h.rank, h.rowid;"
+        )
+        argv = ["sqlite3", "-readonly", str(floor), sql]
+        runs = []
+        for i in range(repeat + 1):
+            start = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+            if i:
+                runs.append((time.perf_counter() - start) * 1000)
+        took.append(statistics.median(runs))
+    if len(took) < 2:
+        return ""
+    return f"FTS5 {took[0]:.0f} → {took[1]:.0f} ms, {took[1] / took[0]:.2f}×"
+
+
+def _copies(stores: list[Store], out: Path) -> list[Store]:
+    """A copy of each store for the rows that write (cp keeps the files sparse)."""
+    copies = []
+    for s in stores:
+        dest = out / f"scale-copy-{s.name}"
+        shutil.rmtree(dest, ignore_errors=True)
+        subprocess.run(["cp", "-r", "--reflink=auto", str(s.state), str(dest)], check=True)
+        copies.append(
+            Store(s.name, dest, {k: v for k, v in s.env.items() if not k.startswith("KAJA_")})
+        )
+    return copies
+
+
+def _owners(store: Store, n: int) -> list[str]:
+    """`n` owners (not the terminal) whose messages are nearest OWNER_MESSAGES."""
+    rows = store.query(
+        "SELECT s.owner, count(*) FROM messages AS m JOIN sessions AS s ON s.id = m.sessionId"
+        " WHERE s.owner LIKE 'telegram:%' GROUP BY s.owner"
+    )
+    rows.sort(key=lambda r: (abs(r[1] - OWNER_MESSAGES), r[0]))
+    return _enough([r[0] for r in rows], n, store)
+
+
+def _sessions(store: Store, n: int, not_of: list[str]) -> list[str]:
+    """`n` sessions whose messages are nearest SESSION_MESSAGES (none of the
+    owners the wipe row deletes)."""
+    gone = set(not_of)
+    rows = [
+        (sid, count)
+        for sid, count, owner in store.query(
+            'SELECT m."sessionId", count(*), s.owner FROM messages AS m'
+            ' JOIN sessions AS s ON s.id = m."sessionId" GROUP BY m."sessionId"'
+        )
+        if owner not in gone
+    ]
+    rows.sort(key=lambda r: (abs(r[1] - SESSION_MESSAGES), r[0]))
+    return _enough([r[0] for r in rows], n, store)
+
+
+def _enough(found: list[str], n: int, store: Store) -> list[str]:
+    if not found:
+        raise BenchError(f"{store.state}: nothing to delete")
+    return (found * n)[:n] if len(found) < n else found[:n]  # repeats only on a tiny store
+
+
+def stores_for(
+    args, build: Callable[[str, int, int, Path], Path], base_env: dict[str, str]
+) -> list[Store]:
+    """The stores of a --scale run: given with --scale-stores, else built (and
+    cached) under --out by `kaja demo --seed 1`."""
+    if args.scale_stores:
+        stores = []
+        for d in (Path(d) for d in args.scale_stores.split(",") if d):
+            if not (d / "kaja.db").exists():
+                raise BenchError(f"--scale-stores: no store in {d}")
+            store = Store(d.name, d, base_env)
+            store.name = _size_name(store.query("SELECT count(*) FROM messages")[0][0])
+            stores.append(store)
+        if len(stores) < 2:
+            raise BenchError("--scale-stores: at least two stores, smallest first")
+        return stores
+    return [Store(name, build(args.kaja, sessions, messages, args.out), base_env)
+            for sessions, messages, name in SIZES]  # fmt: skip
