@@ -120,13 +120,23 @@ def run_scale(bench, stores: list[Store], out: Path, echo: Callable[[str], None]
     copies = _copies(stores, out)
     try:
         n = min(bench.repeat, 5)
-        owners = {c.name: _owners(c, n + 1) for c in copies}
-        sessions = {c.name: _sessions(c, n + 1, owners[c.name]) for c in copies}
-        row("wipe --owner (a copy)",
-            lambda s, i: kaja("wipe", "--owner", owners[s.name][i], "--yes"), FLAT, runs=n,
-            on=copies, note=f"owners of ~{OWNER_MESSAGES:,} messages")  # fmt: skip
+        owners: dict[str, list] = {}
+        sessions: dict[str, list] = {}
+
+        def owner(s: Store, i: int) -> str:  # chosen on first use: a BenchError is the row's
+            if s.name not in owners:
+                owners[s.name] = _owners(s, n + 1)
+            return owners[s.name][i]
+
+        def session(s: Store, i: int) -> tuple[str, str, str]:
+            if s.name not in sessions:
+                sessions[s.name] = _sessions(s, n + 1, owners.get(s.name, []))
+            return sessions[s.name][i]
+
+        row("wipe --owner (a copy)", lambda s, i: kaja("wipe", "--owner", owner(s, i), "--yes"),
+            FLAT, runs=n, on=copies, note=f"owners of ~{OWNER_MESSAGES:,} messages")  # fmt: skip
         row("sessions delete (a copy)",
-            lambda s, i: kaja("sessions", "delete", sessions[s.name][i], "--yes"), FLAT, runs=n,
+            lambda s, i: kaja("sessions", "delete", *session(s, i), "--yes"), FLAT, runs=n,
             on=copies, note=f"sessions of ~{SESSION_MESSAGES} messages")  # fmt: skip
     finally:
         for c in copies:
@@ -258,23 +268,25 @@ def _owners(store: Store, n: int) -> list[str]:
     return _enough([r[0] for r in rows], n, store)
 
 
-def _sessions(store: Store, n: int, not_of: list[str]) -> list[str]:
-    """`n` sessions whose messages are nearest SESSION_MESSAGES (none of the
-    owners the wipe row deletes)."""
+def _sessions(store: Store, n: int, not_of: list[str]) -> list[tuple[str, str, str]]:
+    """`n` sessions of Telegram users whose messages are nearest
+    SESSION_MESSAGES (none of the owners the wipe row deletes), as
+    `sessions delete` arguments: (id, "--owner", owner)."""
     gone = set(not_of)
     rows = [
-        (sid, count)
+        (sid, count, owner)
         for sid, count, owner in store.query(
             'SELECT m."sessionId", count(*), s.owner FROM messages AS m'
-            ' JOIN sessions AS s ON s.id = m."sessionId" GROUP BY m."sessionId"'
+            ' JOIN sessions AS s ON s.id = m."sessionId"'
+            " WHERE s.owner LIKE 'telegram:%' GROUP BY m.\"sessionId\""
         )
         if owner not in gone
     ]
     rows.sort(key=lambda r: (abs(r[1] - SESSION_MESSAGES), r[0]))
-    return _enough([r[0] for r in rows], n, store)
+    return _enough([(r[0], "--owner", r[2]) for r in rows], n, store)
 
 
-def _enough(found: list[str], n: int, store: Store) -> list[str]:
+def _enough(found: list, n: int, store: Store) -> list:
     if not found:
         raise BenchError(f"{store.state}: nothing to delete")
     return (found * n)[:n] if len(found) < n else found[:n]  # repeats only on a tiny store

@@ -326,3 +326,17 @@ def test_archive_and_rename_say_in_one_line_they_are_local(cloud_demo):
         r = cloud_demo(*argv)
         assert r.code == 1 and r.err.count("\n") == 1, r
         assert "this command reads only a local store" in r.err, r
+
+
+def test_a_scaled_up_demo_is_written_in_bulk_on_a_server_too(cloud):
+    """`demo --sessions N --messages M` writes its generated rows with
+    executemany through the server's connection (the server keeps its indexes)."""
+    r = cloud(*DEMO, "--sessions", "20", "--messages", "2000", "--json")
+    assert r.code == 0, r
+    assert json.loads(r.out)["messages"] == 2000
+    assert count(cloud.pg, "SELECT count(*) FROM kaja.messages") == 2000
+    assert count(cloud.pg, "SELECT count(*) FROM kaja.calls") > 1000
+    r = cloud("sessions", "-n", "1", "--all-owners", "--json")
+    assert (
+        r.code == 0 and json.loads(r.out)["sessions"][0]["updatedAt"] <= "2026-11-29T12:00:00.000Z"
+    )
