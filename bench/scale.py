@@ -69,30 +69,39 @@ def run_scale(bench, stores: list[Store], out: Path, echo: Callable[[str], None]
     def row(case: str, argv_of: Callable[[Store, int], list[str]], goal: float | None, *,
             runs: int | None = None, warm: bool = True, on: list[Store] | None = None,
             after: Callable[[Store], None] | None = None, beside: str = "", note: str = "") -> None:  # fmt: skip
-        ms: list[float | None] = []
-        rss: float | None = None
-        error = ""
-        for store in stores:
+        n = runs or bench.repeat
+        took: dict[str, list[float]] = {s.name: [] for s in stores}
+        peaks: list[float] = []
+        failed: dict[str, str] = {}
+
+        def once(store: Store, i: int, timed: bool) -> None:
+            if store.name in failed:
+                return
             target = (on or stores)[stores.index(store)]
-            n = runs or bench.repeat
             try:
-                if warm:
-                    measure_process(argv_of(target, 0), target.env)
-                    if after:
-                        after(target)
-                took, peaks = [], []
-                for i in range(n):
-                    t, peak = measure_process(argv_of(target, i + 1), target.env)
-                    took.append(t)
-                    peaks.append(peak)
-                    if after:
-                        after(target)
-                ms.append(statistics.median(took))
-                if store is stores[-1]:
-                    rss = max(peaks)
+                t, peak = measure_process(argv_of(target, i), target.env)
+                if after:
+                    after(target)
             except BenchError as e:
-                ms.append(None)
-                error = error or f"{store.name}: {str(e).splitlines()[0][:200]}"
+                failed[store.name] = f"{store.name}: {str(e).splitlines()[0][:200]}"
+                return
+            if timed:
+                took[store.name].append(t)
+                if store is stores[-1]:
+                    peaks.append(peak)
+
+        # Runs interleaved across the stores (the order reversed every round), after
+        # one warm-up on each: a machine that slows down weighs on every store alike.
+        if warm:
+            for store in stores:
+                once(store, 0, timed=False)
+        for i in range(n):
+            for store in stores if i % 2 == 0 else stores[::-1]:
+                once(store, i + 1, timed=True)
+        ms = [statistics.median(took[s.name]) if took[s.name] and s.name not in failed else None
+              for s in stores]  # fmt: skip
+        rss = max(peaks) if peaks and stores[-1].name not in failed else None
+        error = "; ".join(failed.values())
         r = ScaleRow(case, sizes, tuple(ms), goal, rss, RSS_GOAL, beside, error, note)
         rows.append(r)
         echo(format_scale_row(r))
