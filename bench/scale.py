@@ -24,8 +24,8 @@ on to the end on every store.
 
 from __future__ import annotations
 
+import json
 import shutil
-import sqlite3
 import statistics
 import subprocess
 import time
@@ -54,9 +54,10 @@ class Store:
     def db(self) -> Path:
         return self.state / "kaja.db"
 
-    def query(self, sql: str, *args) -> list[tuple]:
-        with sqlite3.connect(self.db.as_uri() + "?mode=ro", uri=True) as conn:
-            return conn.execute(sql, args).fetchall()
+    def query(self, sql: str) -> list[tuple]:
+        """Rows of `sql`, run by the `sqlite3` command line: the bench's own
+        memory stays small (a child's peak RSS counts its parent's at the fork)."""
+        return _sqlite(self.db, sql, "-readonly")
 
 
 def run_scale(bench, stores: list[Store], out: Path, echo: Callable[[str], None] = print) -> list:
@@ -64,6 +65,11 @@ def run_scale(bench, stores: list[Store], out: Path, echo: Callable[[str], None]
     kaja = bench.kaja
     sizes = tuple(s.name for s in stores)
     rows: list[ScaleRow] = []
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    echo(f"peak RSS: the kernel's count for each kaja process (wait4), which starts from the "
+         f"bench's own at the fork ({own:.0f} MB)")  # fmt: skip
     echo(scale_header(sizes))
 
     def row(case: str, argv_of: Callable[[Store, int], list[str]], goal: float | None, *,
@@ -170,6 +176,24 @@ def run_scale(bench, stores: list[Store], out: Path, echo: Callable[[str], None]
     return rows
 
 
+def _sqlite(db: Path, sql: str, *options: str) -> list[tuple]:
+    p = subprocess.run(["sqlite3", *options, "-json", str(db), sql], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise BenchError(f"sqlite3 {db}: {p.stderr.strip()[:300]}")
+    rows, text, at = [], p.stdout, 0
+    decoder = json.JSONDecoder()
+    while (at := _skip_space(text, at)) < len(text):  # one JSON array per statement with rows
+        found, at = decoder.raw_decode(text, at)
+        rows += [tuple(r.values()) for r in found]
+    return rows
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at].isspace():
+        at += 1
+    return at
+
+
 def _size_name(messages: int) -> str:
     """100000 → "100k", 10000000 → "10M" (about)."""
     for unit, name in ((1_000_000, "M"), (1_000, "k")):
@@ -184,11 +208,10 @@ def _latest_session(store: Store) -> str:
 
 def _words(store: Store) -> tuple[str, str]:
     """The terms nearest 100 and 100,000 documents in `store`'s search index."""
-    with sqlite3.connect(store.db.as_uri() + "?mode=ro", uri=True) as conn:
-        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
-        rows = conn.execute(
-            "SELECT term, documents FROM temp.terms WHERE col = '*' AND term GLOB '[a-z]*'"
-        ).fetchall()
+    rows = store.query(
+        "CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text);"
+        " SELECT term, documents FROM temp.terms WHERE col = '*' AND term GLOB '[a-z]*'"
+    )
     if not rows:
         raise BenchError(f"{store.db}: the search index is empty")
     selective = min(rows, key=lambda r: (abs(r[1] - 100), r[0]))[0]
@@ -199,11 +222,11 @@ def _words(store: Store) -> tuple[str, str]:
 def _docs_note(stores: list[Store], word: str) -> str:
     counts = []
     for s in stores[-2:]:
-        with sqlite3.connect(s.db.as_uri() + "?mode=ro", uri=True) as conn:
-            conn.execute("CREATE VIRTUAL TABLE temp.t USING fts4aux(main, conversation_text)")
-            found = conn.execute(
-                "SELECT documents FROM temp.t WHERE col = '*' AND term = ?", (word,)
-            ).fetchone()
+        found = s.query(
+            "CREATE VIRTUAL TABLE temp.t USING fts4aux(main, conversation_text);"
+            f" SELECT documents FROM temp.t WHERE col = '*' AND term = '{word}'"
+        )
+        found = found[0] if found else None
         counts.append(f"{found[0] if found else 0:,}")
     return f"matches {' → '.join(counts)}"
 
@@ -223,16 +246,11 @@ def _fts5_growth(stores: list[Store], word: str, out: Path, repeat: int) -> str:
         if not floor.exists():
             tmp = floor.with_suffix(".tmp")
             tmp.unlink(missing_ok=True)
-            conn = sqlite3.connect(tmp)
-            conn.execute("PRAGMA journal_mode = OFF")
-            conn.execute("PRAGMA synchronous = OFF")
-            conn.execute(f"ATTACH '{s.db.as_uri()}?mode=ro' AS store")
-            conn.execute(
-                "CREATE VIRTUAL TABLE f USING fts5(content, tokenize='unicode61 remove_diacritics 2')"
-            )
-            conn.execute("INSERT INTO f(rowid, content) SELECT rowid, content FROM store.messages")
-            conn.commit()
-            conn.close()
+            _sqlite(tmp, "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;"
+                    f" ATTACH '{s.db.as_uri()}?mode=ro' AS store;"
+                    " CREATE VIRTUAL TABLE f USING fts5(content,"
+                    " tokenize='unicode61 remove_diacritics 2');"
+                    " INSERT INTO f(rowid, content) SELECT rowid, content FROM store.messages")  # fmt: skip
             tmp.rename(floor)
         sql = (
             f"ATTACH '{s.db.as_uri()}?mode=ro' AS store;"
@@ -285,9 +303,10 @@ def _sessions(store: Store, n: int, not_of: list[str]) -> list[tuple[str, str, s
     rows = [
         (sid, count, owner)
         for sid, count, owner in store.query(
-            'SELECT m."sessionId", count(*), s.owner FROM messages AS m'
+            'SELECT m."sessionId", count(*) AS n, s.owner FROM messages AS m'
             ' JOIN sessions AS s ON s.id = m."sessionId"'
             " WHERE s.owner LIKE 'telegram:%' GROUP BY m.\"sessionId\""
+            f' ORDER BY abs(n - {SESSION_MESSAGES}), m."sessionId" LIMIT 2000'
         )
         if owner not in gone
     ]
@@ -313,6 +332,8 @@ def stores_for(
                 raise BenchError(f"--scale-stores: no store in {d}")
             store = Store(d.name, d, base_env)
             store.name = _size_name(store.query("SELECT count(*) FROM messages")[0][0])
+            if any(s.name == store.name for s in stores):  # the names key the rows' figures
+                store.name += f"#{len(stores) + 1}"
             stores.append(store)
         if len(stores) < 2:
             raise BenchError("--scale-stores: at least two stores, smallest first")
