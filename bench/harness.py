@@ -133,6 +133,91 @@ def time_process(argv: list[str], env: Mapping[str, str] | None = None) -> float
     return took
 
 
+def measure_process(argv: list[str], env: Mapping[str, str] | None = None) -> tuple[float, float]:
+    """(wall ms, peak RSS in MB) of one run, stdin and stdout on /dev/null: the
+    peak is the kernel's own count for that process (`wait4`'s rusage, which
+    covers the children it waited for), not a sample. A failure raises BenchError."""
+    start = time.perf_counter()
+    p = subprocess.Popen(
+        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+    )
+    err = p.stderr.read() if p.stderr else b""
+    _, status, usage = os.wait4(p.pid, 0)
+    took = (time.perf_counter() - start) * 1000
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.stderr:
+        p.stderr.close()
+    if p.returncode != 0:
+        raise BenchError(
+            f"{' '.join(map(str, argv))} failed ({p.returncode}): {err.decode()[-500:]}"
+        )
+    return took, usage.ru_maxrss / 1024  # Linux counts it in KiB
+
+
+@dataclass(frozen=True)
+class ScaleRow:
+    """One command on stores of growing size (`run.py --scale`): its median on
+    each, the growth from the second-largest to the largest store against a
+    goal, and its peak RSS on the largest against a goal in MB. A command
+    that failed on a store is MISSED, with why; the bench goes on."""
+
+    case: str
+    sizes: tuple[str, ...]  # the stores' names, smallest first ("100k", "1M", "10M")
+    ms: tuple[float | None, ...]  # the median on each (None: not measured there)
+    goal: float | None  # growth at most this; None: information
+    rss_mb: float | None = None  # peak RSS on the largest store
+    rss_goal: float | None = 100.0
+    beside: str = ""  # a floor's own growth, for comparison ("FTS5 1.4×")
+    error: str = ""
+    note: str = ""
+    timed: str = "scale"
+
+    @property
+    def growth(self) -> float | None:
+        a, b = (self.ms[-2], self.ms[-1]) if len(self.ms) >= 2 else (None, None)
+        return b / a if a and b else None
+
+    @property
+    def goal_text(self) -> str:
+        return f"≤ {self.goal:g}×" if self.goal is not None else "(info)"
+
+    @property
+    def verdict(self) -> str:
+        if self.error:
+            return "MISSED"
+        late = self.growth is not None and self.goal is not None and self.growth > self.goal
+        heavy = (
+            self.rss_mb is not None and self.rss_goal is not None and self.rss_mb > self.rss_goal
+        )
+        if late or heavy:
+            return "MISSED"
+        return "ok" if self.goal is not None or self.rss_goal is not None else ""
+
+    @property
+    def missed(self) -> bool:
+        return self.verdict == "MISSED"
+
+    def as_json(self) -> dict:
+        return asdict(self) | {"growth": self.growth, "goal_text": self.goal_text,
+                               "verdict": self.verdict}  # fmt: skip
+
+
+def scale_header(sizes: tuple[str, ...]) -> str:
+    times = " ".join(f"{s:>9}" for s in sizes)
+    growth = f"{sizes[-1]}/{sizes[-2]}" if len(sizes) >= 2 else "growth"
+    return (
+        f"{'command':<34} {times} {growth:>8}  {'goal':<7} {'RSS@' + sizes[-1]:>9}  {'':<6} beside"
+    )
+
+
+def format_scale_row(r: ScaleRow) -> str:
+    times = " ".join("        —" if v is None else f"{_figure(v, ' ms'):>9}" for v in r.ms)
+    growth = "—" if r.growth is None else f"{r.growth:.2f}×"
+    rss = "—" if r.rss_mb is None else f"{r.rss_mb:.0f} MB"
+    extra = "; ".join(x for x in (r.beside, r.note, r.error and f"failed: {r.error}") if x)
+    return f"{r.case:<34} {times} {growth:>8}  {r.goal_text:<7} {rss:>9}  {r.verdict:<6} {extra}"
+
+
 def time_call(fn: Callable[[], object]) -> float:
     """Wall ms of one call; garbage from earlier calls is collected first, untimed."""
     gc.collect()

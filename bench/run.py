@@ -3,6 +3,8 @@
     python bench/run.py                      # the benchmark store: 10,000 sessions, 1,000,000 messages
     python bench/run.py --sessions 1000 --messages 100000 --repeat 5   # a quicker look
     python bench/run.py --only startup,sessions --check
+    python bench/run.py --scale              # each command on 100k, 1M and 10M messages (bench/scale.py)
+    python bench/run.py --scale --scale-stores A,B,C   # on stores built already (smallest first)
 
 Each row is timed one of two ways, never a difference of the two:
   process     kaja's whole process against the floor's whole process, runs
@@ -96,7 +98,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--out", type=Path, default=HERE / "out", metavar="DIR",
                     help="where the stores are cached and last.json is written "
                          "(default: bench/out)")  # fmt: skip
+    ap.add_argument("--scale", action="store_true",
+                    help="instead of the rows above, each command on stores of 100k, 1M and 10M "
+                         "messages: growth 10M/1M against its goal, peak RSS on the largest "
+                         "(bench/scale.py; the stores are built under --out unless given)")  # fmt: skip
+    ap.add_argument("--scale-stores", default="", metavar="DIRS",
+                    help="with --scale: comma-separated state dirs of stores already built, "
+                         "smallest first (read only: the rows that write use copies)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.scale_stores and not args.scale:
+        ap.error("--scale-stores needs --scale")
     only = {s.strip() for s in args.only.split(",") if s.strip()}
     args.only = [name for name in MODULES if name in only] if only else MODULES
     only -= set(MODULES)
@@ -176,8 +187,46 @@ def run(args: argparse.Namespace) -> Bench:
     return bench
 
 
+def run_scale(args: argparse.Namespace) -> list:
+    """`--scale`: bench/scale.py's rows over the stores of growing size."""
+    import scale
+
+    if not shutil.which(args.kaja):
+        raise BenchError(f"--kaja: no command {args.kaja}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    import compileall
+
+    import kaja_cli
+
+    compileall.compile_dir(Path(kaja_cli.__file__).parent, quiet=1)
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("KAJA_")}
+    base_env.pop("PYTHONDONTWRITEBYTECODE", None)
+    stores = scale.stores_for(args, build_store, base_env)
+    bench = Bench(stores[-1].state, args.repeat, args.kaja, shutil.which("sqlite3") or "sqlite3")
+    print(f"{os.cpu_count()} CPUs, load average {_load_average()}; medians of {args.repeat} runs "
+          f"per store; stores: {', '.join(f'{s.name} {s.state}' for s in stores)}")  # fmt: skip
+    rows = scale.run_scale(bench, stores, args.out)
+    print(f"load average after: {_load_average()}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.scale:
+        try:
+            rows = run_scale(args)
+        except BenchError as e:
+            print(f"bench: {e}", file=sys.stderr)
+            return 2
+        (args.out / "last-scale.json").write_text(
+            json.dumps([r.as_json() for r in rows], indent=2, ensure_ascii=False) + "\n"
+        )
+        missed = [r.case for r in rows if r.missed]
+        print(
+            f"\n{len(rows)} scale rows; "
+            + (f"MISSED: {'; '.join(missed)}" if missed else "every goal met")
+        )
+        return 1 if missed and args.check else 0
     try:
         bench = run(args)
     except BenchError as e:

@@ -17,22 +17,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from kaja_cli.core import clock
-from kaja_cli.core.clock import iso
+from kaja_cli.core.clock import iso, ms_of
 from kaja_cli.core.conversations.record import Recorder
 from kaja_cli.core.engine import fs
 from kaja_cli.core.ledger import usage
 from kaja_cli.core.store import Store, markers
 from kaja_cli.demo import png, script
-from kaja_cli.demo.generated import GeneratedLedger, Vocabulary, engine_of, split_counts
+from kaja_cli.demo.generated import GeneratedStore, engine_of
 from kaja_cli.demo.model import DemoOptions, DemoResult
 from kaja_cli.demo.script import Assistant, Compact, Image, Pending, Shown, Tool, User
 from kaja_cli.demo.tables import OtherTables
-from kaja_cli.demo.topics import TOPICS
 from kaja_cli.errors import Interrupted, KajaError, Refused, UsageError
 
 Progress = Callable[[int, int | None], None]
-
-BATCH = 2000  # messages per transaction in the scaled-up store
 
 # The time the demo's ids count from, whatever --now is: the rows' times follow
 # the clock, their ids do not, so `kaja demo` always writes the ids the README's
@@ -205,7 +202,6 @@ class _Demo(OtherTables):
         self.session_ids: list[tuple[str, str | None, str]] = []  # (id, owner, title)
         self.seed = seed
         self.legacy = False  # --legacy: the older install's files are written beside the store
-        self.ledger: GeneratedLedger
         # What the store's engine keeps (demo.local, demo.server): a server the
         # conversations and the ledger only.
         self.keeps = store.part(__package__).keeps
@@ -418,122 +414,11 @@ class _Demo(OtherTables):
 
     # -- the scaled-up store -----------------------------------------------------------
     def generate(self, sessions: int, messages: int) -> None:
-        rec, rng, base = self.rec, self.rng, self.base
-        words = Vocabulary(rng)
-        topics = list(TOPICS)
-        owners = (
-            [None] * 7
-            + [script.TELEGRAM_ANA, script.TELEGRAM_BJORN, script.WIDGET]
-            + [f"telegram:{100000 + i}" for i in range(5)]
-        )
-        counts = split_counts(messages, sessions, rng)
-        ledger = self.ledger = GeneratedLedger(self.seed, self.result)
-        pending_rows = 0
-        txn = rec.transaction()
-        txn.__enter__()
-        try:
-            for n, count in enumerate(counts):
-                topic = rng.choice(topics)
-                owner = rng.choice(owners)
-                spec = TOPICS[topic]
-                title = rng.choice(spec["titles"])
-                model = rng.choice(("gpt-5-mini", "claude-sonnet-4.5", "claude-haiku-4.5", "gpt-5"))
-                start = base - timedelta(days=rng.uniform(0.1, 365))
-                ticks = _Clock(start)
-                sid = rec.start_session(
-                    owner=owner, persona=None, model=model, title=title, at=start
-                )
-                self.result.sessions += 1
-                self.result.owners.add(owner or "terminal")
-                timeline = owner is None and n % 10 == 0
-                with_image = n % 97 == 5 and owner is None and count >= 2
-                source = _source(owner)
-                run_id = None
-                seq = 0
-                remaining = count - 1 if with_image else count
-                while remaining > 0:
-                    when = ticks.step(rng)
-                    seq += 1
-                    role = "user" if seq % 2 == 1 else "assistant"
-                    if role == "assistant" and remaining >= 2 and rng.random() < 0.12:
-                        seq = self._generated_tool(sid, model, seq, when, run_id, words, topic)
-                        remaining -= 2
-                        pending_rows += 2
-                        continue
-                    text = words.sentence(topic, role)
-                    if role == "user":
-                        rec.add_message(sid, "user", text, at=when, seq=seq)
-                        if rng.random() < 0.5:
-                            run_id = self._start_run(
-                                source=source, thread_id=sid, prompt=text[:120], at=when
-                            )
-                            rec.end_run(run_id, "completed", at=when + timedelta(seconds=5))
-                            ledger.start_run(run_id, when)
-                        else:  # every turn is a run, as the agent records them
-                            run_id = ledger.new_run(source, sid, text[:120], when)
-                    else:
-                        completion = 20 + len(text) // 4
-                        rec.add_message(
-                            sid, "assistant", text, model=model, prompt_tokens=400 + seq * 30,
-                            completion_tokens=completion, latency_ms=300 + completion * 10,
-                            finish_reason="stop", at=when, seq=seq,
-                        )  # fmt: skip
-                        prompt_tokens = 400 + seq * 30
-                        # The same draws as _ledger_call's: the conversations stay as they were.
-                        cached = prompt_tokens // 2 if rng.random() < 0.6 else 0
-                        ttft = 200 + rng.randint(0, 400)
-                        ledger.reply(
-                            run_id, model, source, prompt_tokens, completion, cached, ttft, when
-                        )
-                    if timeline:
-                        rec.add_event(sid, role, {"text": text})
-                    remaining -= 1
-                    pending_rows += 1
-                    if pending_rows >= BATCH:
-                        ledger.flush(rec.conn())
-                        txn.__exit__(None, None, None)
-                        self._tick(pending_rows)
-                        pending_rows = 0
-                        txn = rec.transaction()
-                        txn.__enter__()
-                ledger.close_run()
-                if with_image:
-                    part = rec.add_image(
-                        sid,
-                        png.gradient(
-                            16, 16, (rng.randrange(256), 80, 120), (20, rng.randrange(256), 60)
-                        ),
-                    )
-                    seq += 1
-                    rec.add_message(sid, "user", None, parts=[part], at=ticks.step(rng), seq=seq)
-                    self.result.images += 1
-                    pending_rows += 1
-            ledger.flush(rec.conn())
-        except BaseException as e:
-            txn.__exit__(type(e), e, e.__traceback__)
-            raise
-        txn.__exit__(None, None, None)
-        self._tick(pending_rows)
-
-    def _generated_tool(self, sid, model, seq, when, run_id, words, topic) -> int:
-        rec, rng = self.rec, self.rng
-        msg = rec.add_message(sid, "assistant", None, model=model, prompt_tokens=500, completion_tokens=35,
-                              latency_ms=500, finish_reason="tool_calls", at=when, seq=seq)  # fmt: skip
-        name = rng.choice(("web_search", "read_file", "run_tests", "shell", "web_fetch"))
-        status = rng.choices(("ok", "error", "declined", "skipped"), weights=(85, 9, 4, 2))[0]
-        tool_id = rec.add_tool_call(
-            msg.id, name, {"query": words.sentence(topic, "tool")[:60]}, at=when
-        )
-        result = words.sentence(topic, "tool")
-        res = rec.add_message(sid, "tool", result, tool_call_id=f"call_{tool_id.replace('-', '')[-12:]}",
-                              at=when + timedelta(seconds=1), seq=seq + 1)  # fmt: skip
-        duration = rng.randint(5, 3000)
-        rec.finish_tool_call(tool_id, status=status, result_message_id=res.id, duration_ms=duration,
-                             approval="declined" if status == "declined" else ("approved" if name == "shell" else None))  # fmt: skip
-        if run_id:
-            self.ledger.tool_turn(run_id, model, name, status, duration, len(result), when)
-        self.result.tool_calls += 1
-        return seq + 1
+        """The generated sessions (demo/generated.py), written in bulk."""
+        writer = GeneratedStore(self.rec, self.rng, self.base, ms_of(ID_EPOCH) - ms_of(self.base),
+                                self.seed, self.result, self._tick)  # fmt: skip
+        with self.store.part(__package__).bulk(self.rec):
+            writer.write(sessions, messages)
 
 
 class _Clock:

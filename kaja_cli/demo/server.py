@@ -9,7 +9,10 @@ of them there. What is already there is kaja's schema holding conversations.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from kaja_cli.core.store import Store
 
@@ -33,3 +36,9 @@ def existing(store: Store) -> list[Path | str]:
         if "sessions" in state.tables and conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():
             return [conn.target.where]
     return []
+
+
+@contextmanager
+def bulk(rec: Any) -> Iterator[None]:
+    """Many rows at once: the server keeps its indexes as they are."""
+    yield

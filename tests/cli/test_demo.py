@@ -230,6 +230,55 @@ def test_scaled_up_store_has_the_counts_asked_for(kaja):
     assert rows(kaja.db, "SELECT COUNT(*) FROM conversation_text_docsize")[0][0] == 3000
 
 
+# Columns that name a time to come: an expiry, the next run of a schedule.
+FUTURE_COLUMNS = {"expires_at", "next_run_at", "next_check_at"}
+ISO = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T*"
+
+
+def _rows_after(state, now_iso: str, now_epoch: float) -> list[str]:
+    """Every (file, table, column) holding a time after `now`: ISO 8601 text,
+    or a Unix time (seconds or ms) in a column named like a time."""
+    late = []
+    for db in sorted(state.glob("*.db")):
+        with sqlite3.connect(db) as c:
+            tables = [
+                r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            ]
+            for table in tables:
+                try:
+                    cols = [r[1] for r in c.execute(f'PRAGMA table_info("{table}")')]
+                except sqlite3.DatabaseError:  # a virtual table of a module not loaded
+                    continue
+                for col in (c for c in cols if c not in FUTURE_COLUMNS):
+                    q = f'SELECT count(*) FROM "{table}" WHERE '
+                    text = c.execute(q + f'"{col}" GLOB ? AND "{col}" > ?', (ISO, now_iso))
+                    n = text.fetchone()[0]
+                    if col.lower().endswith(("_at", "at")):
+                        n += c.execute(
+                            q + f"typeof(\"{col}\") IN ('integer', 'real')"
+                            f' AND ("{col}" BETWEEN ?1 AND 1e11 OR "{col}" > ?1 * 1000)',
+                            (now_epoch,),
+                        ).fetchone()[0]
+                    if n:
+                        late.append(f"{db.name} {table}.{col}: {n} rows")
+    return late
+
+
+def test_a_scaled_up_store_dates_nothing_after_now(kaja):
+    """Issue 29: the generated sessions ended up to 16 h after --now (a long
+    session started shortly before it ran on), so "most recent" began in the
+    future. Every time the store holds is at or before --now."""
+    from datetime import datetime
+
+    now = "2026-06-01T12:00:00.000Z"
+    r = kaja("demo", "--seed", "14", "--sessions", "16", "--messages", "8000", "--now", now)
+    assert r.code == 0, r
+    epoch = datetime.fromisoformat(now.replace("Z", "+00:00")).timestamp()
+    assert _rows_after(kaja.state, now, epoch) == []
+    latest = json.loads(kaja("sessions", "-n", "1", "--all-owners", "--json").out)["sessions"][0]
+    assert latest["updatedAt"] <= now
+
+
 def test_a_store_of_one_session_says_so_in_the_singular(kaja):
     r = kaja("demo", "--sessions", "1", "--messages", "1", "--seed", "1")
     assert r.code == 0, r

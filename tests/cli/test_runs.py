@@ -333,3 +333,20 @@ def test_run_ids_are_offered_on_tab(shared_demo_store):
 
 def _store(kaja) -> Store:
     return Store.locate(Overrides(config=kaja.config, state_dir=kaja.state), environ={})
+
+
+def test_the_runs_listing_reads_the_newest_runs_not_every_run(demo_store, monkeypatch):
+    """Issue 29: `kaja runs` took the top-level runs through `runs_parent`
+    (parent_id only), then sorted every one of them by time to keep 20 (a
+    temporary B-tree of the whole ledger: 35 s cold on the 1M store). Its
+    listing statement now reads the newest top-level runs in index order."""
+    from tests.support.plans import full_scans, plans, traced_statements
+
+    r, seen = traced_statements(demo_store, monkeypatch, "runs", "-n", "2")
+    assert r.code == 0, r
+    listing = [(sql, steps) for sql, steps in plans(demo_store.db, seen).items()
+               if "FROM runs r" in sql and "ORDER BY" in sql]  # fmt: skip
+    assert listing, seen
+    for sql, steps in listing:
+        assert not any("TEMP B-TREE" in s for s in steps), (steps, sql[:200])
+    assert full_scans(demo_store.db, seen) == []

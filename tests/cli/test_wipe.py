@@ -882,3 +882,18 @@ def test_another_programs_database_with_a_common_table_name_is_refused(kaja: Kaj
     r = kaja("--db", str(other), "wipe", "--yes")
     assert r.code == 5 and "not Kaja's" in r.err, r
     assert other.exists()
+
+
+def test_wipe_owner_reads_no_growing_table_whole(demo_store: Kaja, monkeypatch):
+    """Issue 29: `wipe --owner` of one owner costs what that owner has, not the
+    store: each of its questions about the usage ledger found the owner's runs
+    by `runs.thread_id`, which had no index (a full scan of every run, six
+    times over). Every statement it runs is planned on the store: no SCAN of
+    a table that grows with it."""
+    from tests.support.plans import full_scans, traced_statements
+
+    r, seen = traced_statements(demo_store, monkeypatch, "wipe", "--owner", "telegram:482913",
+                                "--dry-run")  # fmt: skip
+    assert r.code == 0, r
+    assert any("FROM runs" in s for s in seen)  # the ledger was asked about
+    assert full_scans(demo_store.db, seen) == []

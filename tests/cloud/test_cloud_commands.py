@@ -306,3 +306,17 @@ def test_no_image_folder_is_deleted_through_a_symlink(cloud_demo, tmp_path):
     assert doc["image_folders"] == [] and doc["images_link"] == str(images), doc
     assert sorted(p.relative_to(real) for p in real.rglob("*")) == before
     assert count(cloud_demo.pg, "SELECT count(*) FROM kaja.sessions WHERE owner IS NULL") == 0
+
+
+def test_a_scaled_up_demo_is_written_in_bulk_on_a_server_too(cloud):
+    """`demo --sessions N --messages M` writes its generated rows with
+    executemany through the server's connection (the server keeps its indexes)."""
+    r = cloud(*DEMO, "--sessions", "20", "--messages", "2000", "--json")
+    assert r.code == 0, r
+    assert json.loads(r.out)["messages"] == 2000
+    assert count(cloud.pg, "SELECT count(*) FROM kaja.messages") == 2000
+    assert count(cloud.pg, "SELECT count(*) FROM kaja.calls") > 1000
+    r = cloud("sessions", "-n", "1", "--all-owners", "--json")
+    assert (
+        r.code == 0 and json.loads(r.out)["sessions"][0]["updatedAt"] <= "2026-11-29T12:00:00.000Z"
+    )

@@ -179,3 +179,71 @@ def test_an_unknown_module_is_a_usage_error(tmp_path):
     p = _run(tmp_path, _fake_kaja(tmp_path, "exit 0"), "--only", "startup,nope")
     assert p.returncode == 2
     assert "--only: no module nope" in p.stderr
+
+
+# --- --scale: each command on stores of growing size ------------------------------------------
+@pytest.fixture(scope="module")
+def two_stores(tmp_path_factory) -> tuple[Path, Path]:
+    """Two small demo stores, smallest first (the rows query them for words, owners, sessions)."""
+    root = tmp_path_factory.mktemp("scale")
+    kaja = Path(sys.executable).with_name("kaja")
+    made = []
+    for name, sessions, messages in (("small", 20, 1500), ("big", 30, 3000)):
+        state = root / name
+        subprocess.run([str(kaja), "--state-dir", str(state), "demo", "--seed", "1", "--sessions",
+                        str(sessions), "--messages", str(messages)], check=True, capture_output=True)  # fmt: skip
+        made.append(state)
+    return made[0], made[1]
+
+
+def _run_scale(tmp_path: Path, kaja: Path, stores: tuple[Path, Path], *options: str):
+    return subprocess.run(
+        [sys.executable, str(BENCH / "run.py"), "--scale", "--scale-stores", ",".join(map(str, stores)),
+         "--kaja", str(kaja), "--out", str(tmp_path / "out"), "--repeat", "1", *options],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def _scale_rows(stdout: str) -> dict[str, str]:
+    return {line[:34].strip(): line for line in stdout.splitlines() if " ms " in line}
+
+
+def test_scale_prints_growth_and_peak_rss_and_runs_to_the_end_past_a_failure(tmp_path, two_stores):
+    # Every command takes 0.2 s; `runs` four times that on the big store, and
+    # `notes` fails there: both rows MISSED, every other row still measured.
+    fake = _fake_kaja(tmp_path, 'sleep 0.2\ncase "$KAJA_STATE_DIR $1" in\n'
+                      '  *big\\ runs) sleep 0.6;;\n  *big\\ notes) echo broken >&2; exit 3;;\nesac')  # fmt: skip
+    p = _run_scale(tmp_path, fake, two_stores)
+    assert p.returncode == 0, p.stdout + p.stderr  # without --check a miss is reported
+    rows = _scale_rows(p.stdout)
+    assert "MISSED" in rows["runs"] and "≤ 1.3×" in rows["runs"]
+    growth = float(re.search(r"([\d.]+)×\s+≤", rows["runs"]).group(1))
+    assert growth > 2
+    assert "MISSED" in rows["notes"] and "failed" in rows["notes"] and "broken" in rows["notes"]
+    listing = rows["sessions -n 20"]
+    assert " ok " in listing and re.search(r"\d MB", listing)  # peak RSS on the largest store
+    for case in ("config paths --json", "usage", "wipe --owner (a copy)", "sessions delete (a copy)",
+                 "search -n 20: a common word", "backup -o x.tar"):  # fmt: skip
+        assert " ok " in rows[case], rows[case]
+    assert " ok " in rows["sessions export --all -f jsonl"]  # the last row: ran to the end
+    assert "FTS5" in rows["search -n 20: a common word"]  # FTS5's own growth beside it
+    assert "MISSED: runs; notes" in p.stdout
+    saved = json.loads((tmp_path / "out" / "last-scale.json").read_text())
+    assert {r["case"]: r["verdict"] for r in saved}["runs"] == "MISSED"
+    assert all(r["rss_mb"] > 0 for r in saved if not r["error"])
+    assert not list((tmp_path / "out").glob("scale-copy-*"))  # the copies are gone
+
+    p = _run_scale(tmp_path, fake, two_stores, "--check")
+    assert p.returncode == 1, p.stdout + p.stderr
+
+
+def test_scale_check_exits_0_when_every_goal_is_met(tmp_path, two_stores):
+    p = _run_scale(tmp_path, _fake_kaja(tmp_path, "sleep 0.2"), two_stores, "--check")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "every goal met" in p.stdout and "MISSED" not in p.stdout
+    assert "doctor" in p.stdout and "no --quick in this kaja" in p.stdout
+
+
+def test_scale_stores_must_be_stores(tmp_path):
+    p = _run_scale(tmp_path, _fake_kaja(tmp_path, "exit 0"), (tmp_path / "a", tmp_path / "b"))
+    assert p.returncode == 2 and "--scale-stores: no store in" in p.stderr

@@ -43,7 +43,11 @@ Clock = Callable[[], datetime]
 
 def uuid7(dt: datetime, rng: random.Random | None = None) -> str:
     """A UUIDv7: 48 bits of Unix milliseconds, then random bits."""
-    ms = int(dt.timestamp() * 1000)
+    return uuid7_ms(int(dt.timestamp() * 1000), rng)
+
+
+def uuid7_ms(ms: int, rng: random.Random | None = None) -> str:
+    """`uuid7` of a Unix time in whole milliseconds."""
     rand = (rng or _sysrand).getrandbits(74)
     value = (ms & ((1 << 48) - 1)) << 80
     value |= 0x7 << 76  # version
@@ -153,6 +157,23 @@ class Recorder:
         values = [_json(v) if isinstance(v, dict | list) else v for v in columns.values()]
         with self.transaction(name) as conn:
             return self.store.insert(conn, spec, names, values, or_replace=or_replace)
+
+    def add_rows(self, table: str, columns: tuple[str, ...], rows: list[tuple]) -> None:
+        """Many rows of one table in one statement (`kaja demo`'s bulk writer):
+        plain values in the order of `columns`, checked against the schema."""
+        spec = schema.TABLES.get(table)
+        if spec is None:
+            raise UsageError(f"unknown table {table!r}")
+        unknown = set(columns) - set(spec.column_names)
+        if unknown:
+            raise UsageError(f"{table} has no column {', '.join(sorted(unknown))}")
+        if not rows:
+            return
+        names = ", ".join(f'"{c}"' for c in columns)
+        with self.transaction(schema.database_of(table)) as conn:
+            conn.executemany(
+                f'INSERT INTO "{table}" ({names}) VALUES ({", ".join("?" * len(columns))})', rows
+            )
 
     # -- the conversation store ---------------------------------------------
     def start_session(

@@ -140,7 +140,15 @@ LEDGER_TABLES = (
         "runs",
         "id TEXT PRIMARY KEY, parent_id, agent, source, thread_id, prompt, started_at,"
         " ended_at, status, error, result, pid INTEGER, host",
-        indexes=(("runs_started", "started_at"), ("runs_parent", "parent_id")),
+        # runs_thread: a session's runs (`wipe --owner`, `runs --thread`) without
+        # reading every run of the store; runs_top: the newest top-level runs
+        # (`kaja runs`) in index order, not all of them sorted.
+        indexes=(
+            ("runs_started", "started_at"),
+            ("runs_parent", "parent_id"),
+            ("runs_thread", "thread_id"),
+            ("runs_top", "parent_id, started_at, id"),
+        ),
     ),
     T(
         "calls",

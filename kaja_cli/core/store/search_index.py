@@ -248,6 +248,21 @@ def ensure(conn: sqlite3.Connection, changes: list[str]) -> None:
         changes.append(f"updated search index {item}")
 
 
+def drop(conn: sqlite3.Connection) -> None:
+    """Remove the index and its triggers (inside the caller's transaction): a
+    bulk writer (`kaja demo --sessions`) writes the messages, then `build`s it.
+    A store left so is one without an index, which the next writer starts again."""
+    _drop(conn)
+
+
+def build(conn: sqlite3.Connection) -> None:
+    """Create the index whole from every message in one statement (inside the
+    caller's transaction): for a store nobody else writes yet."""
+    _drop(conn)
+    _create(conn)
+    rebuild(conn)
+
+
 def reset(conn: sqlite3.Connection) -> int:
     """Start the index again, empty, with a build of every message recorded
     (inside the caller's transaction); returns how many messages it will hold."""
