@@ -26,6 +26,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -502,7 +503,7 @@ def hostile(demo_store) -> Hostile:
     owners = [*attacks("owner"), "w:" + "9" * 400]
     keys = [*attacks("key"), "k" * 400]
     tags = attacks("tag")
-    with sqlite3.connect(demo_store.db) as db:
+    with closing(sqlite3.connect(demo_store.db)) as db, db:
         rows = [(i, t, "") for i, t in zip(ids, titles, strict=True)]
         rows += [(f"0ffd{n:04d}", "owned", o) for n, o in enumerate(owners)]
         db.executemany("INSERT INTO sessions (id, createdAt, updatedAt, title, owner)"
@@ -514,11 +515,11 @@ def hostile(demo_store) -> Hostile:
         old_keys = [k for (k,) in db.execute("SELECT key FROM notes WHERE owner = ''")]
         old_tags = [t for (ts,) in db.execute("SELECT tags FROM notes WHERE owner = ''")
                     for t in json.loads(ts)]  # fmt: skip
-    with sqlite3.connect(demo_store.state / "cache.db") as db:
+    with closing(sqlite3.connect(demo_store.state / "cache.db")) as db, db:
         db.executemany("INSERT INTO shared_cache (namespace, key, value) VALUES (?, 'k', 'v')",
                        [(n,) for n in attacks("ns")])  # fmt: skip
         namespaces = [n for (n,) in db.execute("SELECT DISTINCT namespace FROM shared_cache")]
-    with sqlite3.connect(demo_store.state / "web-auth.db") as db:
+    with closing(sqlite3.connect(demo_store.state / "web-auth.db")) as db, db:
         names = attacks("name")
         names = [names[7], names[8], "N" * 3000 + ESCAPES[0], *names[:6]]
         users = zip(attacks("user"), names, strict=True)

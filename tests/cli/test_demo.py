@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import stat
 import subprocess
+from contextlib import closing
 
 import pytest
 
@@ -18,7 +19,7 @@ SECRETS = ("password_hash", "salt", "token_hash", "secret")
 
 
 def rows(db, sql, *args):
-    with sqlite3.connect(db) as c:
+    with closing(sqlite3.connect(db)) as c, c:
         return c.execute(sql, args).fetchall()
 
 
@@ -155,7 +156,7 @@ def test_demo_refuses_a_lone_side_database(kaja):
 def _dump(state):
     out = {}
     for name in ("kaja.db", "cache.db", "db-stats.db"):
-        with sqlite3.connect(state / name) as c:
+        with closing(sqlite3.connect(state / name)) as c, c:
             out[name] = list(c.iterdump())
     return out
 
@@ -240,7 +241,7 @@ def _rows_after(state, now_iso: str, now_epoch: float) -> list[str]:
     or a Unix time (seconds or ms) in a column named like a time."""
     late = []
     for db in sorted(state.glob("*.db")):
-        with sqlite3.connect(db) as c:
+        with closing(sqlite3.connect(db)) as c, c:
             tables = [
                 r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             ]
@@ -297,16 +298,16 @@ def test_bad_options(kaja):
 def test_no_secret_in_demo_output(kaja):
     r = kaja("demo", "--json")
     assert r.code == 0
-    with sqlite3.connect(kaja.state / "web-auth.db") as c:
+    with closing(sqlite3.connect(kaja.state / "web-auth.db")) as c, c:
         secrets = [v for row in c.execute("SELECT password_hash, salt FROM web_users") for v in row]
         secrets += [r[0] for r in c.execute("SELECT token_hash FROM web_sessions")]
-    with sqlite3.connect(kaja.db) as c:
+    with closing(sqlite3.connect(kaja.db)) as c, c:
         secrets += [r[0] for r in c.execute("SELECT secret FROM triggers")]
     for out in (r.out + r.err, kaja("config", "paths").out, kaja("config", "paths", "--json").out):
         for s in secrets:
             assert s not in out
     # the web password is a real scrypt hash, never the password
-    with sqlite3.connect(kaja.state / "web-auth.db") as c:
+    with closing(sqlite3.connect(kaja.state / "web-auth.db")) as c, c:
         h, salt = c.execute("SELECT password_hash, salt FROM web_users").fetchone()
     assert len(bytes.fromhex(h)) == 32 and len(bytes.fromhex(salt)) == 16
 

@@ -25,6 +25,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -641,7 +642,7 @@ def test_search_index_entries_under_the_wrong_message(demo_store: Kaja) -> None:
     assert "triggers" in found["search-index"]["summary"]
 
     # Put the triggers back without reindexing: counts agree, contents do not.
-    with sqlite3.connect(demo_store.db) as conn:
+    with closing(sqlite3.connect(demo_store.db)) as conn, conn:
         from kaja_cli.core.store import search_index
 
         for name in ("messages_fts_bu", "messages_fts_au"):

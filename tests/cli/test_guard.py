@@ -17,6 +17,7 @@ import os
 import sqlite3
 import stat
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ def one_line(r) -> None:
 
 
 def terminal_session(kaja) -> str:
-    with sqlite3.connect(kaja.db) as c:
+    with closing(sqlite3.connect(kaja.db)) as c, c:
         return c.execute(
             "SELECT id FROM sessions WHERE owner IS NULL ORDER BY updatedAt DESC LIMIT 1"
         ).fetchone()[0]
@@ -56,7 +57,7 @@ def terminal_session(kaja) -> str:
 def places(path: Path) -> Path:
     """Another program's database (Firefox's history): no table of Kaja's."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(path) as c:
+    with closing(sqlite3.connect(path)) as c, c:
         c.execute("CREATE TABLE moz_places (id INTEGER PRIMARY KEY, url TEXT, title TEXT)")
         c.execute("INSERT INTO moz_places (url, title) VALUES ('https://example.org', 'hello')")
     c.close()
@@ -67,7 +68,7 @@ def chat_app(path: Path) -> Path:
     """Another chat program's database: tables named `sessions` and `messages`,
     `messages(content)` even, but not the columns Kaja's agent writes."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with sqlite3.connect(path) as c:
+    with closing(sqlite3.connect(path)) as c, c:
         c.execute("CREATE TABLE sessions (uid INTEGER PRIMARY KEY, started TEXT)")
         c.execute("CREATE TABLE messages (mid INTEGER PRIMARY KEY, chat INTEGER, content TEXT)")
         c.execute("INSERT INTO messages (chat, content) VALUES (1, 'hello there')")
@@ -88,7 +89,7 @@ def test_doctor_fix_never_converts_another_programs_database(kaja, tmp_path):
     assert "switched to WAL" not in r.out + r.err and "created table" not in r.out + r.err
     assert digest(f) == before
     assert sorted(p.name for p in f.parent.iterdir()) == ["places.sqlite"]  # no -wal, no -shm
-    with sqlite3.connect(f) as c:
+    with closing(sqlite3.connect(f)) as c, c:
         assert c.execute("PRAGMA journal_mode").fetchone() == ("delete",)
         assert [r[0] for r in c.execute("SELECT name FROM sqlite_master")] == ["moz_places"]
     # ... so the wipe that refused it still refuses it: it is never deleted.
@@ -127,7 +128,7 @@ def test_searching_another_programs_messages_adds_nothing_to_it(kaja, tmp_path):
     )
     assert "hello there" in r.out
     assert digest(f) == before
-    with sqlite3.connect(f) as c:
+    with closing(sqlite3.connect(f)) as c, c:
         assert c.execute("SELECT count(*) FROM sqlite_master").fetchone() == (2,)
 
 
@@ -135,7 +136,7 @@ def test_doctor_fix_leaves_a_foreign_side_database_alone(demo_store):
     cache = demo_store.state / "cache.db"
     for p in cache.parent.glob("cache.db*"):
         p.unlink()
-    with sqlite3.connect(cache) as c:
+    with closing(sqlite3.connect(cache)) as c, c:
         c.execute("CREATE TABLE shared_cache (k, v)")  # Kaja's name, not Kaja's columns
     c.close()
     before = digest(cache)
@@ -145,20 +146,20 @@ def test_doctor_fix_leaves_a_foreign_side_database_alone(demo_store):
         "cache.db: a SQLite database, but not Kaja's cache.db (its tables: shared_cache)" in r.out
     )
     assert digest(cache) == before
-    with sqlite3.connect(cache) as c:
+    with closing(sqlite3.connect(cache)) as c, c:
         assert [r[0] for r in c.execute("SELECT name FROM sqlite_master")] == ["shared_cache"]
 
 
 def test_an_older_store_is_still_kajas(kaja):
     """Recognised by columns, not every column: an older agent's file is upgraded."""
     kaja.state.mkdir(parents=True)
-    with sqlite3.connect(kaja.db) as c:
+    with closing(sqlite3.connect(kaja.db)) as c, c:
         c.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, title)")
         c.execute("CREATE TABLE messages (id TEXT PRIMARY KEY, sessionId, role, content)")
     c.close()
     r = kaja("search", "--reindex")
     assert r.code == 0, r
-    with sqlite3.connect(kaja.db) as c:
+    with closing(sqlite3.connect(kaja.db)) as c, c:
         assert c.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
@@ -293,7 +294,7 @@ def test_no_image_folder_is_deleted_through_a_symlink(demo_store, tmp_path, link
     assert r.code == 0, r
     assert '"image_folders":[]' in r.out and '"images_link":' in r.out
     assert tree(real) == before
-    with sqlite3.connect(kaja.db) as c:
+    with closing(sqlite3.connect(kaja.db)) as c, c:
         assert c.execute("SELECT count(*) FROM sessions WHERE owner = ?", (ANA,)).fetchone() == (0,)
 
 

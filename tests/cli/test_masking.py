@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -167,7 +168,7 @@ def settings(kaja: Kaja, text: str) -> None:
 
 def stale_outbox(kaja: Kaja) -> None:
     """A change that has waited for years: doctor asks the sync server about it."""
-    with sqlite3.connect(kaja.db) as conn:
+    with closing(sqlite3.connect(kaja.db)) as conn, conn:
         conn.execute(
             "INSERT INTO sync_outbox (tbl, key, op, at)"
             " VALUES ('runs', 'run_old', 'upsert', '2020-01-01T00:00:00.000Z')"

@@ -99,9 +99,12 @@ def test_dry_run_changes_nothing_and_creates_no_store(legacy):
 
 def test_rows_already_there_are_kept_as_they_are(demo_store):
     build_legacy(demo_store.state, ("usage.db",))
-    with sqlite3.connect(demo_store.db) as conn:  # the demo says it imported a usage.db once
+    with (
+        closing(sqlite3.connect(demo_store.db)) as conn,
+        conn,
+    ):  # the demo says it imported a usage.db once
         conn.execute("DELETE FROM kaja_migrations")
-    with sqlite3.connect(demo_store.state / "usage.db") as conn:
+    with closing(sqlite3.connect(demo_store.state / "usage.db")) as conn, conn:
         # The demo's ledger has calls 1 and 1201 to 1203 (the seed's example ids).
         conn.execute("UPDATE calls SET id = 990001 WHERE id = 1201")
         conn.execute("UPDATE calls SET id = 1, model = 'legacy-model' WHERE id = 1202")
@@ -265,7 +268,7 @@ def _deep_thread(state: Path) -> tuple[Path, callable]:
 
 def _text_id(state: Path) -> tuple[Path, callable]:
     path = state / "usage.db"
-    with sqlite3.connect(path) as conn:  # calls.id is kaja's INTEGER PRIMARY KEY
+    with closing(sqlite3.connect(path)) as conn, conn:  # calls.id is kaja's INTEGER PRIMARY KEY
         conn.execute("ALTER TABLE calls RENAME TO calls_old")
         conn.execute("CREATE TABLE calls (id TEXT PRIMARY KEY, at TEXT, model TEXT)")
         conn.execute("INSERT INTO calls SELECT id, at, model FROM calls_old")

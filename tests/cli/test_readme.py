@@ -5,6 +5,7 @@ kaja example in it runs against the store the README's own `kaja demo` writes
 from __future__ import annotations
 
 import re
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -112,11 +113,11 @@ def test_every_id_in_the_readme_exists_after_its_demo_command(readme_store, tmp_
     found = readme_ids()
     assert {"01a226e4", "01a125af", "call_7327e5920673"} <= found  # the pattern finds them
     known: list[str] = []
-    with sqlite3.connect(copy / "kaja.db") as c:
+    with closing(sqlite3.connect(copy / "kaja.db")) as c, c:
         for query in ("SELECT id FROM sessions", "SELECT id FROM messages",
                       'SELECT id FROM tool_calls', 'SELECT "callId" FROM tool_calls'):  # fmt: skip
             known += [r[0] for r in c.execute(query)]
-    with sqlite3.connect(copy / "web-auth.db") as c:
+    with closing(sqlite3.connect(copy / "web-auth.db")) as c, c:
         known += [r[0] for r in c.execute("SELECT id FROM web_users")]
     missing = sorted(i for i in found if not any(k.startswith(i) for k in known))
     assert missing == [], f"ids in README.md that `{readme_demo_command()}` does not write"

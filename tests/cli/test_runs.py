@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+from contextlib import closing
 
 import pytest
 
@@ -246,7 +247,7 @@ def test_reviews_queue_needs_review_first(shared_demo_store):
 def test_reviews_done_marks_it_complete_through_ordinary_sql(demo_store):
     k = demo_store
     run = js(k("reviews", "--status", "needs-review", "--json"))["reviews"][0]["run_id"]
-    with sqlite3.connect(k.db) as conn:
+    with closing(sqlite3.connect(k.db)) as conn, conn:
         conn.execute("INSERT OR REPLACE INTO sync_state (name, value) VALUES ('origin', 'me')")
         conn.execute("DELETE FROM sync_outbox")
     conn.close()
@@ -295,7 +296,7 @@ PASSWORD = "hunter2-pw-556677"
 
 def test_a_triggers_secret_and_config_tokens_never_appear(demo_store):
     k = demo_store
-    with sqlite3.connect(k.db) as conn:
+    with closing(sqlite3.connect(k.db)) as conn, conn:
         conn.execute(
             "INSERT INTO triggers (id, name, kind, status, secret, config, last_error, state)"
             " VALUES ('trg_leak', 'leaky', 'webhook', 'active', ?, ?, ?, ?)",

@@ -18,6 +18,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -133,7 +134,7 @@ def test_every_command_beside_two_live_writers(demo_store):
     assert min(ran.values()) >= 1, ran
 
     agent_out, raw_out = written
-    with sqlite3.connect(kaja.db) as c:
+    with closing(sqlite3.connect(kaja.db)) as c, c:
 
         def count(owner, table):
             if table == "sessions":

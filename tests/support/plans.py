@@ -6,6 +6,7 @@ not the store's size (issue 29)."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 # Tables that grow with the store.
@@ -35,7 +36,7 @@ def traced_statements(kaja, monkeypatch, *argv: str) -> tuple[object, list[str]]
 def plans(db: Path, statements: list[str]) -> dict[str, list[str]]:
     """Each read statement's query plan (its steps' text) on `db`."""
     out = {}
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn, conn:
         for sql in {s for s in statements if s.lstrip().upper().startswith(("SELECT", "WITH"))}:
             try:
                 out[sql] = [step[3] for step in conn.execute("EXPLAIN QUERY PLAN " + sql)]

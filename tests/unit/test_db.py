@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -158,7 +159,7 @@ def test_a_write_waits_then_is_busy(tmp_path):
     finally:
         p.kill()
         p.wait()
-    with sqlite3.connect(path) as c:
+    with closing(sqlite3.connect(path)) as c, c:
         assert c.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 1
 
 

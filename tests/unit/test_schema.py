@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import subprocess
+from contextlib import closing
 
 import pytest
 
@@ -81,12 +82,12 @@ SEED_INDEXES = (
 
 
 def _columns(db, table):
-    with sqlite3.connect(db) as c:
+    with closing(sqlite3.connect(db)) as c, c:
         return [r[1] for r in c.execute(f'PRAGMA table_info("{table}")')]
 
 
 def _tables(db):
-    with sqlite3.connect(db) as c:
+    with closing(sqlite3.connect(db)) as c, c:
         return {
             r[0]
             for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -130,7 +131,7 @@ def test_blank_side_databases_have_the_seeds_columns(blank):
 
 
 def test_blank_store_has_the_seeds_indexes_and_the_fts4_index(blank):
-    with sqlite3.connect(blank.db) as c:
+    with closing(sqlite3.connect(blank.db)) as c, c:
         indexes = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         sql = c.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'conversation_text'"
@@ -147,17 +148,17 @@ def test_blank_store_has_the_seeds_indexes_and_the_fts4_index(blank):
 
 
 def test_web_sessions_cascade_is_the_only_enforced_foreign_key(blank):
-    with sqlite3.connect(blank.state / "web-auth.db") as c:
+    with closing(sqlite3.connect(blank.state / "web-auth.db")) as c, c:
         fks = c.execute("PRAGMA foreign_key_list(web_sessions)").fetchall()
     assert [(f[2], f[3], f[4], f[6]) for f in fks] == [("web_users", "user_id", "id", "CASCADE")]
-    with sqlite3.connect(blank.db) as c:
+    with closing(sqlite3.connect(blank.db)) as c, c:
         for table in SEED_COLUMNS:
             assert c.execute(f"PRAGMA foreign_key_list({table})").fetchall() == [], table
 
 
 def test_an_older_file_gains_missing_columns_and_keeps_its_rows(kaja):
     kaja.state.mkdir(parents=True)
-    with sqlite3.connect(kaja.db) as c:
+    with closing(sqlite3.connect(kaja.db)) as c, c:
         # An older agent: no reasoning/finishReason columns, an extra column of its own.
         c.execute(
             "CREATE TABLE messages (id TEXT PRIMARY KEY, sessionId, seq INTEGER, role, content, legacy)"
@@ -174,7 +175,7 @@ def test_an_older_file_gains_missing_columns_and_keeps_its_rows(kaja):
     cols = _columns(kaja.db, "messages")
     assert cols[:6] == ["id", "sessionId", "seq", "role", "content", "legacy"]
     assert set(SEED_COLUMNS["messages"].split()) <= set(cols)
-    with sqlite3.connect(kaja.db) as c:
+    with closing(sqlite3.connect(kaja.db)) as c, c:
         assert c.execute("SELECT content, legacy FROM messages").fetchall() == [
             ("hello from before", "x")
         ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,7 @@ def test_a_store_on_a_server_has_no_local_file_to_glance_at(tmp_path: Path) -> N
     state = tmp_path / "state"
     state.mkdir()
     for name in ("kaja.db", "cache.db"):
-        with sqlite3.connect(state / name) as conn:
+        with closing(sqlite3.connect(state / name)) as conn, conn:
             conn.execute("CREATE TABLE t (x)")
         conn.close()
     with local.glance() as conn:
