@@ -39,11 +39,12 @@ from kaja_cli.core.conversations.search.model import (
 from kaja_cli.errors import UsageError
 
 if TYPE_CHECKING:
+    from kaja_cli.core.owners import Owner
     from kaja_cli.core.store import Store
 
 __all__ = [
     "MARK_END", "MARK_START", "MAX_WORDS", "ROLES", "SNIPPET_TOKENS", "Hit", "ProgressFactory",
-    "SearchResult", "parse_snippet", "plain_match", "reindex", "search",
+    "SearchResult", "checked", "parse_snippet", "plain_match", "reindex", "search",
 ]  # fmt: skip
 
 
@@ -71,10 +72,26 @@ def search(
     sessions' messages are left out unless `archived` or the `session` is
     named. The store's engine part answers (`search.local`, `search.server`):
     the same matches, ranked the same way."""
+    wanted_roles = parse_roles(roles)
+    acting, after = checked(store, query, owner=owner, all_owners=all_owners, since=since,
+                            limit=limit, example="kaja search tomato shade")  # fmt: skip
+    return store.part(__package__).search(
+        store, query, fts=fts, owner=acting, session=session, roles=wanted_roles, since=after,
+        limit=limit, recent=recent, progress=progress, archived=archived,
+    )  # fmt: skip
+
+
+def checked(
+    store: Store, query: str, *, owner: str | None, all_owners: bool, since: str | None,
+    limit: int, example: str,
+) -> tuple[Owner | None, str | None]:  # fmt: skip
+    """The options every search shares (messages, `--notes`), checked in the
+    order the user reads them: the acting owner (None: anyone's) and `since`
+    as a time; a UsageError naming the option otherwise (`example` is the
+    hint when there is nothing to search for)."""
     if all_owners and owner is not None:
         raise UsageError("--owner and --all-owners can't be used together")
     acting = None if all_owners else store.owner(owner)
-    wanted_roles = parse_roles(roles)
     after = None
     if since:
         from kaja_cli.core import timeparse
@@ -83,13 +100,8 @@ def search(
     if limit < 0:
         raise UsageError("--limit must be 0 (all) or more")
     if not query.strip():
-        raise UsageError(
-            "nothing to search for", hint="give some words, e.g. `kaja search tomato shade`"
-        )
-    return store.part(__package__).search(
-        store, query, fts=fts, owner=acting, session=session, roles=wanted_roles, since=after,
-        limit=limit, recent=recent, progress=progress, archived=archived,
-    )  # fmt: skip
+        raise UsageError("nothing to search for", hint=f"give some words, e.g. `{example}`")
+    return acting, after
 
 
 def reindex(store: Store, progress: ProgressFactory | None = None) -> int:

@@ -365,20 +365,15 @@ def search(
     `recent`, most recently used first. `since`: used (or written) since then."""
     from kaja_cli.core.conversations import search as message_search
 
-    if all_owners and owner is not None:
-        raise UsageError("--owner and --all-owners can't be used together")
-    acting = None if all_owners else store.owner(owner)
-    after = None
-    if since:
-        from kaja_cli.core import timeparse
-
-        after = timeparse.parse_when(since, option="--since")
-    if limit < 0:
-        raise UsageError("--limit must be 0 (all) or more")
-    if not query.strip():
-        raise UsageError(
-            "nothing to search for", hint="give some words, e.g. `kaja search --notes budget`"
-        )
+    acting, after = message_search.checked(
+        store,
+        query,
+        owner=owner,
+        all_owners=all_owners,
+        since=since,
+        limit=limit,
+        example="kaja search --notes budget",
+    )
     match = query if fts else message_search.plain_match(query)
     part = store.part(__package__)
     where = part.location(store)
