@@ -17,11 +17,10 @@ from typing import TYPE_CHECKING
 from kaja_cli.core.conversations.search import cjk, cjk_index
 from kaja_cli.core.conversations.search.model import TOKENIZE, ProgressFactory, SearchResult
 from kaja_cli.core.conversations.search.model import progress as progress_of
-from kaja_cli.core.conversations.search.tables import BUILD_WAIT_MS, NOT_KAJAS, Index
+from kaja_cli.core.conversations.search.tables import NOT_KAJAS, Index, add_index
 from kaja_cli.core.engine import db
 from kaja_cli.core.store import search_index
 from kaja_cli.core.wording import plural
-from kaja_cli.errors import Busy, KajaError, Refused
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
@@ -78,26 +77,15 @@ def _build_cjk(
     store: Store, path: Path, progress: ProgressFactory | None
 ) -> tuple[bool, str | None]:
     """Make the CJK index or index what was queued: (made now, why it could not)."""
-    from kaja_cli.core.store import schema
 
-    try:
-        with db.open_write(path, store.paths.file_of("shared"), timeout_ms=BUILD_WAIT_MS) as conn:
-            with db.transaction(conn):
-                if "counters" not in db.table_names(conn):
-                    schema.apply_tables(conn, (schema.TABLES["counters"],), schema.Report())
-                made = cjk_index.ensure(conn)
-            if cjk_index.fill_state(conn) is None:
-                cjk_index.catch_up(conn)
-            else:
-                with progress_of(progress, "indexing Chinese, Japanese and Korean", None) as bar:
-                    cjk_index.catch_up(conn, bar)
-    except Busy:
-        return False, "another process is writing to it"
-    except Refused:
-        return False, NOT_KAJAS
-    except KajaError as e:
-        return False, e.message
-    return made, None
+    def fill(conn: sqlite3.Connection) -> None:
+        if cjk_index.fill_state(conn) is None:
+            cjk_index.catch_up(conn)
+        else:
+            with progress_of(progress, "indexing Chinese, Japanese and Korean", None) as bar:
+                cjk_index.catch_up(conn, bar)
+
+    return add_index(store, path, cjk_index.ensure, fill)
 
 
 def _scan_cjk_note(path: Path, state: str, why_not: str | None, count: int) -> str:

@@ -52,12 +52,12 @@ from kaja_cli.core.conversations.search.model import (
 )
 from kaja_cli.core.conversations.search.model import progress as progress_of
 from kaja_cli.core.conversations.search.rank import Bm25, idfs, stats
-from kaja_cli.core.conversations.search.tables import BUILD_WAIT_MS, NOT_KAJAS, Index
+from kaja_cli.core.conversations.search.tables import NOT_KAJAS, Index, add_index
 from kaja_cli.core.engine import db
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import search_index
 from kaja_cli.core.wording import plural
-from kaja_cli.errors import Busy, KajaError, NotFound, Refused, UsageError
+from kaja_cli.errors import NotFound, UsageError
 
 if TYPE_CHECKING:
     from kaja_cli.core.conversations.search.cjk import Term
@@ -182,30 +182,17 @@ def reindex(store: Store, progress: ProgressFactory | None = None) -> int:
 
 # --- the index to use ----------------------------------------------------------------
 def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[bool, str | None]:
-    """Give the store its search index, and nothing else: (built, why not).
+    """Give the store its search index (`tables.add_index`): (built, why not)."""
 
-    Search reads; the index is the one thing it may add (SPEC §6), with the
-    `counters` table its build records progress in. The rest of the schema
-    is left for a command that writes."""
-    from kaja_cli.core.store import schema
+    def ensure(conn: sqlite3.Connection) -> bool:
+        search_index.ensure(conn, [])
+        return True
 
-    try:
-        with (
-            db.open_write(path, store.paths.file_of("shared"), timeout_ms=BUILD_WAIT_MS) as conn,
-            progress_of(progress, "building the search index", None) as bar,
-        ):
-            with db.transaction(conn):
-                if "counters" not in db.table_names(conn):
-                    schema.apply_tables(conn, (schema.TABLES["counters"],), schema.Report())
-                search_index.ensure(conn, [])
+    def fill(conn: sqlite3.Connection) -> None:
+        with progress_of(progress, "building the search index", None) as bar:
             search_index.finish(conn, bar)
-    except Busy:
-        return False, "another process is writing to it"
-    except Refused:
-        return False, NOT_KAJAS
-    except KajaError as e:
-        return False, e.message
-    return True, None
+
+    return add_index(store, path, ensure, fill)
 
 
 def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
