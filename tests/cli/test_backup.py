@@ -4,7 +4,7 @@ Through the real command: what the archive holds (members, manifest, sums,
 mode), where it may be written, a backup beside live writers restored
 elsewhere with every committed row and image, damaged and unsafe archives
 that restore nothing, refusals (an existing store, a running Kaja), and
-`kill -9` of a real restore at each of its steps (tests/support/backup_paused.py),
+`kill -9` of a real restore at each of its steps (tests/support/paused.py),
 after which the next restore or `--finish` leaves the old store or the new
 one, whole, and doctor says what happened meanwhile.
 """
@@ -17,7 +17,6 @@ import io
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -30,9 +29,9 @@ import pytest
 from tests.cli.test_wipe import holding, listing, snapshot
 from tests.conftest import DEMO_NOW, KAJA, Kaja
 from tests.support.faults import assert_store_sound, kill_mid_transaction
+from tests.support.paused import killed_at, paused
 
 AGENTS = Path(__file__).parents[1] / "support" / "agents"
-PAUSED = str(Path(__file__).parents[1].joinpath("support", "backup_paused.py"))
 DATABASE_MEMBERS = ["databases/shared.db", "databases/cache.db", "databases/stats.db",
                     "databases/auth.db"]  # fmt: skip
 
@@ -101,31 +100,6 @@ def leftovers(folder: Path) -> list[str]:
     return sorted(
         n for n in os.listdir(folder) if ".restore-" in n or n.endswith((".tmp", ".partial"))
     )
-
-
-def paused(kaja: Kaja, step: str, *args: str) -> subprocess.Popen:
-    """`kaja ARGS` stopped by the test hook at `step`; returns once it is there."""
-    flag = kaja.root / "paused.flag"
-    flag.unlink(missing_ok=True)
-    p = subprocess.Popen(
-        [sys.executable, PAUSED, step, str(flag), "--", *args],
-        env=kaja.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not flag.exists():
-        if p.poll() is not None:
-            raise AssertionError(f"kaja ended before {step!r}: {p.communicate()}")
-        assert time.monotonic() < deadline, f"kaja never reached {step!r}"
-        time.sleep(0.01)
-    return p
-
-
-def killed_at(kaja: Kaja, step: str, *args: str) -> None:
-    p = paused(kaja, step, *args)
-    p.send_signal(signal.SIGKILL)
-    p.communicate(timeout=60)
-    assert p.returncode == -signal.SIGKILL
 
 
 def second_store(kaja: Kaja, tmp_path: Path) -> tuple[Path, Path]:

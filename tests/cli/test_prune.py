@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import KAJA
+from tests.support import paused
 from tests.support.faults import assert_store_sound
 from tests.support.sessions_support import ANA, BACKUP, BUDGET, PRS, RECEIPT, TOMATO, run_in_pty
 
-PAUSED_KAJA = str(Path(__file__).parents[1].joinpath("support", "wipe_paused.py"))
 AGENTS = Path(__file__).parents[1] / "support" / "agents"
 OLD = ["--before", "2026-11-28T12:00:00Z"]  # the terminal's 3 oldest sessions
 OLD_IDS = ["01a22161-fe80-791d-9d5f-576cdeb8fc4c", "01a21c62-1640-7aca-92c9-357d34accd78", BUDGET]
@@ -176,21 +176,8 @@ def test_missing_store_prunes_nothing(kaja):
 
 # --- interrupted ------------------------------------------------------------------------
 def killed_at(kaja, step: str, *args: str) -> int:
-    flag = kaja.root / "paused.flag"
-    p = subprocess.Popen(
-        [sys.executable, PAUSED_KAJA, step, str(flag), "--", "sessions", "prune", "--yes", *args],
-        env=kaja.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not flag.exists():
-        if p.poll() is not None:
-            raise AssertionError(f"prune ended before {step!r}: {p.communicate()}")
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    p.send_signal(signal.SIGKILL)
-    p.communicate(timeout=60)
-    return p.returncode
+    """`kaja sessions prune --yes ARGS`, killed with SIGKILL at `step`."""
+    return paused.killed_at(kaja, step, "sessions", "prune", "--yes", *args).returncode
 
 
 @pytest.mark.process

@@ -3,7 +3,7 @@
 Every safety rule of SPEC §8 through the real command: the exact paths
 deleted (the whole tree compared before and after), refusals, real second
 processes holding the files, and `kill -9` of a real `kaja wipe` stopped at
-chosen steps by the test hook (core/store/markers.py, set by tests/support/wipe_paused.py).
+chosen steps by the test hook (core/store/markers.py, set by tests/support/paused.py).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import DEMO_NOW, Kaja
+from tests.support import paused
 
 # `kaja` with the wipe's test hook set: it stops at a step to be killed there.
-PAUSED_KAJA = str(Path(__file__).parents[1].joinpath("support", "wipe_paused.py"))
 
 ANA = "telegram:482913"  # three sessions, one with an image, notes, a dataset
 BJORN = "telegram:771204"
@@ -160,31 +160,12 @@ def crash_a_writer(db: Path) -> None:
 
 
 def killed_at(
-    kaja: Kaja, step: str, *args: str, sig: int = signal.SIGKILL, seconds: str = ""
+    kaja: Kaja, step: str, *args: str, sig: int = signal.SIGKILL, seconds: float | None = None
 ) -> int:
     """Run `kaja wipe --yes ARGS`, stopped by the test hook at `step`, then send `sig`."""
-    flag = kaja.root / "paused.flag"
-    flag.unlink(missing_ok=True)
-    pause = [step, str(flag), *([seconds] if seconds else [])]
-    p = subprocess.Popen(
-        [sys.executable, PAUSED_KAJA, *pause, "--", "wipe", "--yes", *args],
-        env=kaja.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = time.monotonic() + 60
-    while not flag.exists():
-        if p.poll() is not None:
-            raise AssertionError(f"kaja wipe ended before {step!r}: {p.communicate()}")
-        assert time.monotonic() < deadline, f"kaja wipe never reached {step!r}"
-        time.sleep(0.01)
-    p.send_signal(sig)
-    _, err = p.communicate(timeout=60)
-    flag.unlink()
-    kaja.last_err = err  # type: ignore[attr-defined]
-    return p.returncode
+    r = paused.killed_at(kaja, step, "wipe", "--yes", *args, sig=sig, seconds=seconds)
+    kaja.last_err = r.stderr  # type: ignore[attr-defined]
+    return r.returncode
 
 
 def image_folders(kaja: Kaja) -> list[str]:
@@ -580,7 +561,7 @@ def test_a_database_sqlite_cannot_fold_goes_before_its_journal(
 
 def test_ctrl_c_waits_for_the_database_and_its_journal_then_stops(demo_store: Kaja):
     kaja = demo_store
-    code = killed_at(kaja, "kaja.db", sig=signal.SIGINT, seconds="0.5")
+    code = killed_at(kaja, "kaja.db", sig=signal.SIGINT, seconds=0.5)
     assert code == 130
     assert kaja.last_err == (  # type: ignore[attr-defined]
         "kaja: wipe interrupted: 9 of 10 paths remain: run `kaja wipe` again to finish\n"

@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
+from tests.support import paused
 from tests.support.cloud_support import use_server
 from tests.support.relay import Relay, run_all
 
 pytest_plugins = ["tests.support.pg", "tests.support.cloud_fixtures"]
 
-PAUSED_KAJA = str(Path(__file__).parents[1].joinpath("support", "wipe_paused.py"))
 ANA = "telegram:482913"
 
 
@@ -245,14 +242,8 @@ def test_the_server_restarted_mid_wipe_leaves_nothing_half_deleted(cloud_demo, p
     flag = tmp_path / "paused"
     before = cloud_demo.pg.query(f"SELECT count(*) FROM kaja.sessions WHERE owner = '{ANA}'")
     images = sorted((cloud_demo.state / "files" / "images").iterdir())
-    proc = subprocess.Popen(
-        [sys.executable, PAUSED_KAJA, "commit", str(flag), "8", "--", "wipe", "--owner", ANA,
-         "--yes"], env=cloud_demo.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not flag.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert flag.exists(), proc.communicate()
+    proc = paused.paused(cloud_demo, "commit", "wipe", "--owner", ANA, "--yes", seconds=8,
+                         flag=flag)  # fmt: skip
     pg_server.restart()  # while it waits, just before its COMMIT
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 1, err

@@ -13,12 +13,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
 import tarfile
-import time
 from pathlib import Path
 
 import pytest
@@ -26,10 +22,10 @@ import pytest
 from tests.cloud.test_cloud_same_output import compare, differences, run, session_ids
 from tests.conftest import Kaja
 from tests.support.cloud_support import use_server
+from tests.support.paused import killed_at
 
 pytest_plugins = ["tests.support.pg", "tests.support.cloud_fixtures"]
 
-PAUSED = str(Path(__file__).parents[1].joinpath("support", "backup_paused.py"))
 OTHERS = ("telegram:482913", "telegram:771204", "widget:ab12")
 # field → why it may differ between the source and where its backup was restored
 ALLOWED = {
@@ -115,29 +111,6 @@ def archive_one(kaja: Kaja) -> None:
     r = kaja("sessions", "archive", newest)
     assert r.code == 0, r
     assert json.loads(kaja("sessions", "--json", "--archived").out)["sessions"], "none archived"
-
-
-def paused(kaja: Kaja, step: str, *args: str) -> subprocess.Popen:
-    flag = kaja.root / f"at-{step}"
-    p = subprocess.Popen(
-        [sys.executable, PAUSED, step, str(flag), "--", *args],
-        env=kaja.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not flag.exists():
-        if p.poll() is not None:
-            raise AssertionError(f"kaja ended before {step!r}: {p.communicate()}")
-        assert time.monotonic() < deadline, f"kaja never reached {step!r}"
-        time.sleep(0.01)
-    return p
-
-
-def killed_at(kaja: Kaja, step: str, *args: str) -> None:
-    p = paused(kaja, step, *args)
-    p.send_signal(signal.SIGKILL)
-    p.communicate(timeout=60)
-    assert p.returncode == -signal.SIGKILL
 
 
 # --- the round trips ---------------------------------------------------------------------------

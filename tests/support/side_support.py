@@ -6,24 +6,21 @@
 - `holding(path, mode)`: a real second process with a database open ("open":
   a connection in WAL mode, "write": inside BEGIN IMMEDIATE).
 - `killed_at(kaja, step, *argv)`: the real kaja, stopped by the test hook
-  (core/store/markers.py, set by tests/support/wipe_paused.py) at `step`, then kill -9.
+  (core/store/markers.py, set by tests/support/paused.py) at `step`, then kill -9.
 """
 
 from __future__ import annotations
 
 import hashlib
-import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
 
+from tests.support.paused import killed_at  # noqa: F401  (the side tests import it from here)
 from tests.support.sessions_support import query_profile
-
-PAUSED_KAJA = str(Path(__file__).with_name("wipe_paused.py"))
 
 
 def sql(path: Path, query: str, *args) -> list[tuple]:
@@ -69,26 +66,6 @@ def holding(path: Path, mode: str = "open") -> Iterator[subprocess.Popen]:
     finally:
         p.kill()
         p.wait()
-
-
-def killed_at(kaja, step: str, *argv: str) -> subprocess.CompletedProcess:
-    """`kaja ARGV` as a real process, killed with SIGKILL once it reaches `step`."""
-    flag = kaja.root / "paused.flag"
-    flag.unlink(missing_ok=True)
-    p = subprocess.Popen(
-        [sys.executable, PAUSED_KAJA, step, str(flag), "--", *argv], env=kaja.env,
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while not flag.exists():
-        if p.poll() is not None:
-            raise AssertionError(f"kaja {argv} ended before {step!r}: {p.communicate()}")
-        assert time.monotonic() < deadline, f"kaja {argv} never reached {step!r}"
-        time.sleep(0.01)
-    p.send_signal(signal.SIGKILL)
-    out, err = p.communicate(timeout=60)
-    flag.unlink()
-    return subprocess.CompletedProcess(argv, p.returncode, out, err)
 
 
 def integrity(path: Path) -> str:

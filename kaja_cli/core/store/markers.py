@@ -36,7 +36,7 @@ earlier kaja left half done is finished by this one (`action`, `started_at`,
 Besides the markers, two pieces of the protocol every such command shares:
 `sigint_held()` (Ctrl-C waits until steps that must go together are done),
 and `checkpoint(step)`, the hook tests replace to stop a command at a step and
-`kill -9` it there (tests/support/wipe_paused.py). Steps: a whole wipe, before
+`kill -9` it there (tests/support/paused.py). Steps: a whole wipe, before
 it deletes the path whose file name is `step`; `--owner`, "commit" (before
 COMMIT) and "images" (after it, before the image folders); `sessions prune`,
 "prune-commit" before each batch's COMMIT and "prune-images" after it; `kaja
