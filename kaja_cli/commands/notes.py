@@ -87,11 +87,10 @@ app.command("ls", hidden=True)(list_)
 def _filter(
     store, owner: str | None, all_owners: bool, tag: list[str] | None, importance: Level | None
 ):
+    from kaja_cli.core.owners import one_of
     from kaja_cli.core.side import notes as core
-    from kaja_cli.errors import UsageError
 
-    if all_owners and owner is not None:
-        raise UsageError("--owner and --all-owners can't be combined")
+    one_of(owner, all_owners)
     tags = tuple(t.strip() for t in tag or () if t.strip())
     acting = None if all_owners else store.owner(owner)
     return core.NoteFilter(acting, tags, importance.value if importance else None)

@@ -110,12 +110,11 @@ class SessionFilters(NamedTuple):
         `store` says who "you" is (`Store.owner`: the account in cloud mode).
         `everyone_by_default`: without --owner, every owner's sessions (stats)."""
         from kaja_cli.core.conversations.filter import Archived, SessionFilter
-        from kaja_cli.core.owners import Owner
+        from kaja_cli.core.owners import Owner, one_of
         from kaja_cli.core.timeparse import parse_when
         from kaja_cli.errors import UsageError
 
-        if self.all_owners and self.owner is not None:
-            raise UsageError("--owner and --all-owners can't be combined")
+        one_of(self.owner, self.all_owners)
         if self.before is not None and self.older_than is not None:
             raise UsageError("--before and --older-than say the same: give one")
         if self.empty and self.max_messages not in (None, 0):

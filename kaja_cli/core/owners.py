@@ -14,6 +14,13 @@ from kaja_cli.errors import UsageError
 TERMINAL = "terminal"
 
 
+def one_of(owner: str | None, all_owners: bool) -> None:
+    """`--owner` names one owner and `--all-owners` every one: not both (exit 2),
+    worded the same by every command that has the two."""
+    if all_owners and owner is not None:
+        raise UsageError("--owner and --all-owners can't be combined")
+
+
 # A NamedTuple, not a dataclass: defining a dataclass costs ~0.5 ms at import,
 # and this module is on the path of every listing (start-up is felt).
 class Owner(NamedTuple):

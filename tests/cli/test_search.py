@@ -240,7 +240,7 @@ def test_owner_filters(shared_demo_store: Kaja) -> None:
     assert [h for h in everyone if h["owner"] is None] == mine
     r = demo_store("search", "the", "--owner", ANA, "--all-owners")
     assert r.code == 2
-    assert r.err == "kaja: --owner and --all-owners can't be used together\n"
+    assert r.err == "kaja: --owner and --all-owners can't be combined\n"
 
 
 def test_session_filter(shared_demo_store: Kaja) -> None:

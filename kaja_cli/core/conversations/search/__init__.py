@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from kaja_cli.core import owners
 from kaja_cli.core.conversations.search.model import (
     MARK_END,
     MARK_START,
@@ -89,8 +90,7 @@ def checked(
     order the user reads them: the acting owner (None: anyone's) and `since`
     as a time; a UsageError naming the option otherwise (`example` is the
     hint when there is nothing to search for)."""
-    if all_owners and owner is not None:
-        raise UsageError("--owner and --all-owners can't be used together")
+    owners.one_of(owner, all_owners)
     acting = None if all_owners else store.owner(owner)
     after = None
     if since:
