@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +26,12 @@ import pytest
 
 from kaja_cli.core.wording import plural
 from tests.support import inprocess
+
+# pytest keeps each test module's assertion-rewritten bytecode only where
+# Python may write bytecode: under PYTHONDONTWRITEBYTECODE=1 every worker of
+# every run rewrote every module again (about 2 s of CPU each). What the tests
+# start keeps the variable (`Kaja.env`): a kill point counts its writes.
+sys.dont_write_bytecode = False
 
 KAJA = inprocess.KAJA
 DEMO_NOW = "2026-11-29T12:00:00Z"

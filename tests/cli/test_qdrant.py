@@ -10,6 +10,7 @@ path is tested only as far as a server that does not answer (a closed port).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import sqlite3
@@ -23,8 +24,11 @@ import pytest
 
 from tests.support.sessions_support import ANA, BUDGET, TOMATO
 
-qdrant_client = pytest.importorskip("qdrant_client")
-from qdrant_client import QdrantClient, models  # noqa: E402
+# Imported by the functions that use it: it takes 1.5 s of CPU to import (numpy,
+# grpc, pydantic), and every xdist worker collects this file.
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("qdrant_client") is None, reason="qdrant-client is not installed"
+)
 
 COLLECTION = "andromeda_memory"
 
@@ -36,6 +40,8 @@ def fill(path, db) -> dict[str, int]:
             "SELECT m.id, m.sessionId, m.seq, m.role, m.createdAt, s.owner FROM messages AS m"
             " JOIN sessions AS s ON s.id = m.sessionId"
         ).fetchall()
+    from qdrant_client import QdrantClient, models
+
     client = QdrantClient(path=str(path))
     try:
         client.create_collection(COLLECTION, vectors_config=models.VectorParams(
@@ -60,6 +66,8 @@ def fill(path, db) -> dict[str, int]:
 
 
 def points(path, **match) -> int:
+    from qdrant_client import QdrantClient, models
+
     client = QdrantClient(path=str(path))
     try:
         if not match:

@@ -11,6 +11,7 @@ import name` is an import of `pkg.name` when that is a module, else of `pkg`.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from pathlib import Path
@@ -84,10 +85,14 @@ def _imports(module: str, path: Path) -> set[str]:
     return out
 
 
-GRAPH = {
-    name: {m for m in _imports(name, path) if m in MODULES and m != name}
-    for name, path in MODULES.items()
-}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Who imports whom among kaja's modules (parsed when a test first asks:
+    every xdist worker collects this file, few run its tests)."""
+    return {
+        name: {m for m in _imports(name, path) if m in MODULES and m != name}
+        for name, path in MODULES.items()
+    }
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -145,14 +150,14 @@ def test_the_graph_is_read():
     """The graph this file checks is kaja's: the app reaches the commands, the
     store reaches the engine (a reader that found nothing would pass anything)."""
     assert len(MODULES) > 150
-    assert "kaja_cli.commands.search" in GRAPH["kaja_cli.app"] or any(
-        m.startswith("kaja_cli.commands") for m in GRAPH["kaja_cli.app"]
+    assert "kaja_cli.commands.search" in graph()["kaja_cli.app"] or any(
+        m.startswith("kaja_cli.commands") for m in graph()["kaja_cli.app"]
     )
-    assert "kaja_cli.core.engine.db" in GRAPH["kaja_cli.core.store.local"]
+    assert "kaja_cli.core.engine.db" in graph()["kaja_cli.core.store.local"]
 
 
 def test_no_import_circle():
-    circles = _circles(GRAPH)
+    circles = _circles(graph())
     assert not circles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
@@ -170,7 +175,7 @@ def test_every_area_has_a_floor():
 def test_no_import_runs_up_a_floor():
     upward = sorted(
         f"{a} ({_area(a)}, floor {FLOORS[_area(a)]}) imports {b} ({_area(b)}, floor {FLOORS[_area(b)]})"
-        for a, targets in GRAPH.items()
+        for a, targets in graph().items()
         for b in targets
         if _area(a) != _area(b) and FLOORS.get(_area(b), 0) > FLOORS.get(_area(a), 0)
     )
@@ -181,7 +186,7 @@ def test_no_import_runs_up_a_floor():
 def test_areas_kept_apart(one, other):
     crossing = sorted(
         f"{a} imports {b}"
-        for a, targets in GRAPH.items()
+        for a, targets in graph().items()
         for b in targets
         if {_area(a), _area(b)} == {one, other}
     )
