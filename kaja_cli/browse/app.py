@@ -10,6 +10,7 @@ the store reach the screen as Rich `Text`, never as markup.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import sys
@@ -236,6 +237,7 @@ class BrowseApp(App[str | None]):
         self._fit(self.size.width)
         self.query_one("#search", SearchBox).focus()
         self._ask(self.initial_query)
+        self.call_after_refresh(gc.enable)  # `browse.run` turned it off for the first frame
 
     def on_resize(self, event) -> None:
         self._fit(event.size.width)
@@ -258,6 +260,12 @@ class BrowseApp(App[str | None]):
     def _ask(self, query: str) -> None:
         self.generation += 1
         self._asked[self.generation] = time.perf_counter()
+        early = self._early
+        if self.generation == 1 and early is not None and early.done() and not early.exception():
+            self._early = None  # the first page is read already: on the first frame
+            page, ready = early.result()
+            self._show(page, self.generation, ready)
+            return
         self._status("searching…" if query.strip() else "loading…")
         self._load(query, self.generation, self.opts)
 
