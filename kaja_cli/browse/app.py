@@ -262,7 +262,10 @@ class BrowseApp(App[str | None]):
         self._asked[self.generation] = time.perf_counter()
         early = self._early
         if self.generation == 1 and early is not None and early.done() and not early.exception():
-            self._early = None  # the first page is read already: on the first frame
+            # Read already (it usually is: the read takes less than Textual's
+            # import): into the list now, so the first frame holds it whatever
+            # the worker thread's scheduling on a loaded machine.
+            self._early = None
             page, ready = early.result()
             self._show(page, self.generation, ready)
             return
