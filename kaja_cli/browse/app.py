@@ -10,6 +10,7 @@ the store reach the screen as Rich `Text`, never as markup.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import sys
@@ -22,11 +23,11 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.widgets import Button, Footer, Input, Static
 from textual.worker import get_current_worker
 
 from kaja_cli.browse import data
+from kaja_cli.browse.rowlist import RowList
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -226,7 +227,7 @@ class BrowseApp(App[str | None]):
     def compose(self) -> ComposeResult:
         yield SearchBox(self.initial_query, placeholder="search every message…", id="search")
         with Container(id="panes"):
-            yield OptionList(id="list")
+            yield RowList(id="list")
             yield VerticalScroll(id="preview")
         yield Static(id="status")
         yield Footer()
@@ -236,6 +237,7 @@ class BrowseApp(App[str | None]):
         self._fit(self.size.width)
         self.query_one("#search", SearchBox).focus()
         self._ask(self.initial_query)
+        self.call_after_refresh(gc.enable)  # `browse.run` turned it off for the first frame
 
     def on_resize(self, event) -> None:
         self._fit(event.size.width)
@@ -247,7 +249,7 @@ class BrowseApp(App[str | None]):
         from kaja_cli.core.owners import label
 
         who = "everyone" if self.opts.all_owners else label(self.opts.filter.owner.id)
-        self.query_one("#list", OptionList).border_title = f"sessions · {who}"
+        self.query_one("#list", RowList).border_title = f"sessions · {who}"
         self.query_one("#preview").border_title = "preview"
 
     # -- the rows -----------------------------------------------------------------------
@@ -258,6 +260,15 @@ class BrowseApp(App[str | None]):
     def _ask(self, query: str) -> None:
         self.generation += 1
         self._asked[self.generation] = time.perf_counter()
+        early = self._early
+        if self.generation == 1 and early is not None and early.done() and not early.exception():
+            # Read already (it usually is: the read takes less than Textual's
+            # import): into the list now, so the first frame holds it whatever
+            # the worker thread's scheduling on a loaded machine.
+            self._early = None
+            page, ready = early.result()
+            self._show(page, self.generation, ready)
+            return
         self._status("searching…" if query.strip() else "loading…")
         self._load(query, self.generation, self.opts)
 
@@ -286,11 +297,8 @@ class BrowseApp(App[str | None]):
         keep = self.selected()
         self.page = page
         now = clock.now()
-        lst = self.query_one("#list", OptionList)
-        lst.set_options(
-            Option(row_text(r, all_owners=self.opts.all_owners, now=now), id=str(i))
-            for i, r in enumerate(page.rows)
-        )
+        lst = self.query_one("#list", RowList)
+        lst.set_rows(row_text(r, all_owners=self.opts.all_owners, now=now) for r in page.rows)
         if page.rows:
             index = 0
             if keep is not None:
@@ -332,18 +340,18 @@ class BrowseApp(App[str | None]):
     def selected(self) -> data.Row | None:
         if self.page is None or not self.page.rows:
             return None
-        index = self.query_one("#list", OptionList).highlighted
+        index = self.query_one("#list", RowList).highlighted
         if index is None or index >= len(self.page.rows):
             return None
         return self.page.rows[index]
 
     def action_move(self, how: str) -> None:
-        lst = self.query_one("#list", OptionList)
+        lst = self.query_one("#list", RowList)
         getattr(lst, f"action_{how}")()
 
     # -- the preview --------------------------------------------------------------------
-    @on(OptionList.OptionHighlighted, "#list")
-    def _highlighted(self, event: OptionList.OptionHighlighted) -> None:
+    @on(RowList.Highlighted, "#list")
+    def _highlighted(self, event: RowList.Highlighted) -> None:
         row = self.selected()
         if row is not None and row.id != self.preview_for:
             self._preview(row)
@@ -390,7 +398,7 @@ class BrowseApp(App[str | None]):
 
     # -- the keys -----------------------------------------------------------------------
     @on(Input.Submitted, "#search")
-    @on(OptionList.OptionSelected, "#list")
+    @on(RowList.Selected, "#list")
     def _chosen(self, event) -> None:
         row = self.selected()
         if row is not None:

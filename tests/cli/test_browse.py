@@ -214,6 +214,59 @@ def test_a_bad_fts_query_is_said_on_the_status_line(shared_demo_store):
     assert drive(app, steps) is None
 
 
+def list_lines(app) -> list[str]:
+    """The list's lines as drawn, scrolled to the top."""
+    lst = app.query_one("#list")
+    return [lst.render_line(y).text.rstrip() for y in range(lst.scrollable_content_region.height)]
+
+
+def test_a_long_row_wraps_whole_and_a_click_chooses(shared_demo_store):
+    """The list draws each row wrapped to its width, nothing cut (a search's
+    snippet too); a click on a row chooses it, as Enter does."""
+    app = _app(shared_demo_store, query="tomato")
+
+    async def steps(pilot):
+        lines = list_lines(app)
+        width = app.query_one("#list").scrollable_content_region.width
+        assert all(len(line) <= width for line in lines)
+        drawn = " ".join(" ".join(lines).split())
+        row = app.page.rows[0]
+        assert len(row.title) + len(row.snippet) > width  # more than one line's worth
+        assert " ".join(row.title.split()) in drawn
+        assert " ".join(row.snippet.split()) in drawn
+        await pilot.click("#list", offset=(4, 1))  # inside the border: the first row
+        await settle(pilot)
+
+    assert drive(app, steps, size=(50, 30)) == TOMATO
+
+
+def test_a_first_page_read_already_is_on_the_first_frame(shared_demo_store):
+    """`kaja browse` reads the first page while Textual is imported: when it
+    is ready, the list holds it as soon as the screen is up (no worker, no
+    "loading…")."""
+    from concurrent.futures import Future
+
+    from kaja_cli.browse import data
+    from kaja_cli.browse.app import BrowseApp
+
+    plain = _app(shared_demo_store)
+    page = data.load(plain.store, plain.opts, "")
+    early: Future = Future()
+    early.set_result((page, time.perf_counter()))
+    app = BrowseApp(plain.store, plain.opts, early=early)
+
+    async def main():
+        async with app.run_test(size=(120, 40)) as pilot:
+            assert app.page is page  # no pause yet: on_mount put it in the list
+            assert "loading" not in status(app) and status(app).endswith("sessions")
+            assert not [w for w in app.workers if w.group == "rows"]
+            await pilot.pause()
+            assert page.rows[0].short_id in "\n".join(list_lines(app))
+            await pilot.press("escape")
+
+    asyncio.run(main())
+
+
 def test_resize_from_40_to_200_columns(shared_demo_store):
     app = _app(shared_demo_store)
 
