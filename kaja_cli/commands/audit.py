@@ -103,7 +103,10 @@ def runs(
         shared = sync.shared_runs(store_of(ctx), target)
         result = core.listing_on(shared.runs, shared.figures, flt, target.shown)
     else:
-        result = core.listing(store_of(ctx), flt)
+        from kaja_cli.core.ledger import usage
+
+        store = store_of(ctx)
+        result = core.listing(store, flt, lambda conn, table: usage.counted(store, conn, table))
     _emit(result, as_json, view.runs, no_pager)
 
 

@@ -351,3 +351,42 @@ def test_the_runs_listing_reads_the_newest_runs_not_every_run(demo_store, monkey
     for sql, steps in listing:
         assert not any("TEMP B-TREE" in s for s in steps), (steps, sql[:200])
     assert full_scans(demo_store.db, seen) == []
+
+
+def test_the_count_of_runs_not_shown_is_the_ledgers_in_every_state_of_the_rollups(demo_store):
+    """Unfiltered, "N more not shown" is read from kaja's usage rollups (all runs by
+    status) less the subagents' runs; it must be the SQL count whatever state the
+    rollups are in: current, behind (runs written since), dirty (a run deleted, one
+    made a subagent, a status changed), gone (then the runs are counted)."""
+    k = demo_store
+
+    def agree() -> None:
+        with closing(sqlite3.connect(k.db)) as conn:
+            top, every = conn.execute(
+                "SELECT count(*) FILTER (WHERE parent_id IS NULL), count(*) FROM runs"
+            ).fetchone()
+            done = conn.execute("SELECT count(*) FROM runs WHERE parent_id IS NULL"
+                                " AND status = 'completed'").fetchone()[0]  # fmt: skip
+        assert js(k("runs", "-n", "1", "--json"))["left_out"] == top - 1
+        assert js(k("runs", "-n", "1", "--all", "--json"))["left_out"] == every - 1
+        assert js(k("runs", "-n", "1", "--status", "completed", "--json"))["left_out"] == done - 1
+        r = k("runs", "-n", "1")
+        assert r.err == f"kaja: {top - 1} more not shown (-n 0 shows all)\n", r
+
+    def write(sql: str, rows: list[tuple] = ()) -> None:
+        with closing(sqlite3.connect(k.db)) as conn, conn:
+            conn.executemany(sql, rows) if rows else conn.execute(sql)
+
+    assert js(k("usage", "--json"))  # the rollups are current
+    agree()
+    write("INSERT INTO runs (id, parent_id, agent, source, started_at, status)"
+          " VALUES (?, ?, 'kaja', 'interactive', '2026-12-02T09:00:00.000Z', 'completed')",
+          [(f"run_new{i}", None if i % 3 else "run_new1", ) for i in range(1, 8)])  # fmt: skip
+    agree()  # behind: the new runs are past what the rollups hold
+    assert js(k("usage", "--json"))
+    write("DELETE FROM runs WHERE id = 'run_new2'")
+    write("UPDATE runs SET parent_id = 'run_new1' WHERE id = 'run_new4'")
+    write("UPDATE runs SET status = 'failed' WHERE id = 'run_new5'")
+    agree()  # dirty hours, read raw
+    write("DROP TABLE kaja_usage_state")
+    agree()  # no rollup to trust: the runs counted

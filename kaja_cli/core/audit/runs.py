@@ -11,6 +11,7 @@ confused writer ends (UNION, not UNION ALL).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -106,8 +107,15 @@ def _own(have: dict[str, list[str]], alias: str) -> tuple[str, str, str]:
     return n_calls, tokens, n_tools
 
 
-def listing(store: Store, flt: RunFilter) -> Listing:
-    """The runs, newest first (top-level ones unless `subagents`)."""
+# How many rows a ledger table holds, read on the listing's connection from
+# somewhere cheaper than the table (`ledger.usage.counted`: kaja's rollups);
+# None when it cannot say. Passed in by the command: audit/ stays apart from ledger/.
+Counter = Callable[[Any, str], "int | None"]
+
+
+def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Listing:
+    """The runs, newest first (top-level ones unless `subagents`); `counted`
+    answers "N more not shown" without counting the runs, where it can."""
     out = Listing("runs", store.where())
     with store.maybe_reader() as conn:
         if conn is None:
@@ -149,10 +157,27 @@ def listing(store: Store, flt: RunFilter) -> Listing:
             for r in rows
         ]  # fmt: skip
         if flt.limit and len(rows) == flt.limit:
-            total = conn.execute(f"SELECT COUNT(*) FROM runs r{clause}", args).fetchone()[0]
-            out.more = max(0, total - len(rows))
+            out.more = max(0, _how_many(conn, flt, runs, clause, args, counted) - len(rows))
         _add_subtrees(conn, have, out.rows)
     return out
+
+
+def _how_many(
+    conn: Any, flt: RunFilter, runs: list[str], clause: str, args: list, counted: Counter | None
+) -> int:
+    """How many runs the listing selects, for "N more not shown". Unfiltered, all
+    runs as `counted` has them (kaja's rollups: tens of rows) less the subagents'
+    runs (an index range): counting millions of top-level runs grew with the
+    ledger. Filtered, or where `counted` cannot say, the selection is counted."""
+    filtered = (flt.status, flt.source, flt.agent, flt.thread, flt.since, flt.until)
+    if counted is not None and all(v is None for v in filtered):
+        total = counted(conn, "runs")
+        if total is not None:
+            if not flt.subagents and "parent_id" in runs:
+                below = conn.execute('SELECT COUNT(*) FROM runs WHERE "parent_id" IS NOT NULL')
+                total -= below.fetchone()[0]
+            return total
+    return conn.execute(f"SELECT COUNT(*) FROM runs r{clause}", args).fetchone()[0]
 
 
 def _subtree_cte(have: dict[str, list[str]], roots: str) -> str:

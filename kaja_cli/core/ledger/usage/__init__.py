@@ -19,6 +19,7 @@ shares; this module sits above `sync`, which a reset keeps right.
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 from kaja_cli.core.engine import db
 from kaja_cli.core.ledger.report import (
@@ -51,6 +52,7 @@ __all__ = [
     "Totals",
     "UsageReport",
     "VacuumResult",
+    "counted",
     "plan_reset",
     "report",
     "report_queries",
@@ -78,6 +80,14 @@ def report(
         return result
     rows, result.missing = found
     return fill(result, rows)
+
+
+def counted(store: Store, conn: Any, table: str) -> int | None:
+    """How many rows the ledger table `table` (`calls`, `tools`, `runs`) holds, read
+    on `conn` (the caller's snapshot) from kaja's rollups where the engine keeps
+    them: tens of rows read, not millions; None where it keeps none or they
+    cannot be trusted as they stand (the caller then counts the table)."""
+    return _part(store).counted(conn, table)
 
 
 def keep_up(store: Store) -> None:

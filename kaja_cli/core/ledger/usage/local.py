@@ -72,6 +72,14 @@ def keep_up(store: Store) -> None:
     _catch_up(store)
 
 
+def counted(conn: sqlite3.Connection, table: str) -> int | None:
+    """How many rows a ledger table holds, from kaja's rollups in the caller's
+    snapshot (`rollups.counted`); None when none can be trusted."""
+    from kaja_cli.core.ledger.usage import rollups
+
+    return rollups.counted(conn, schema.present_columns(conn), table)
+
+
 def _catch_up(store: Store) -> bool:
     """Bring the rollups up to date; False when the file may not be written now."""
     from kaja_cli.core.ledger.usage import rollups

@@ -526,6 +526,21 @@ def report_rows(
     return rows
 
 
+def counted(conn: sqlite3.Connection, have: dict[str, set[str]], table: str) -> int | None:
+    """How many rows `table` (`calls`, `tools`, `runs`) holds, from its rollup plus
+    the raw rows it does not cover, in the caller's snapshot; None when there is
+    no rollup to trust (then a count of the table itself is the answer)."""
+    src, cols = SOURCES.get(table), have.get(table)
+    if src is None or cols is None:
+        return None
+    state = _state(conn, src, cols, have)
+    rows = None if state is None else _read(conn, src, cols, state, "model", None, None)
+    if rows is None:
+        return None
+    n = len(_key(src, cols, "model", False))  # each row: its key, then its count
+    return sum(int(r[n]) for r in rows)
+
+
 # --- writing ----------------------------------------------------------------------------------
 def needs_writing(conn: sqlite3.Connection, have: dict[str, set[str]]) -> bool:
     """Whether a write would bring some rollup up to date (read-only check)."""

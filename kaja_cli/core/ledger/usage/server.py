@@ -45,6 +45,10 @@ def keep_up(store: Store) -> None:
     """The server's ledger is read raw: kaja keeps no tables of its own there."""
 
 
+def counted(conn: Any, table: str) -> None:
+    """No rollups on the server: the caller counts the table itself."""
+
+
 def _refused() -> NoReturn:
     raise Refused(
         "usage reset is local: in cloud mode the ledger is on the server, and kaja does"
