@@ -192,8 +192,15 @@ def two_stores(tmp_path_factory) -> tuple[Path, Path]:
         state = root / name
         subprocess.run([str(kaja), "--state-dir", str(state), "demo", "--seed", "1", "--sessions",
                         str(sessions), "--messages", str(messages)], check=True, capture_output=True)  # fmt: skip
+        (state / name).touch()  # how a fake kaja knows the store, and its copy, apart
         made.append(state)
     return made[0], made[1]
+
+
+# A fake kaja as fast on the big store as a goal allows by a wide margin: 0.3 s
+# on the small store, 0.05 s on the big one. Equal times would judge growth on
+# the noise of two sleeps, which a loaded machine pushes past 1.3x.
+SCALE_FAKE = 'if [ -e "$KAJA_STATE_DIR/big" ]; then sleep 0.05; else sleep 0.3; fi\n'
 
 
 def _run_scale(tmp_path: Path, kaja: Path, stores: tuple[Path, Path], *options: str):
@@ -209,10 +216,11 @@ def _scale_rows(stdout: str) -> dict[str, str]:
 
 
 def test_scale_prints_growth_and_peak_rss_and_runs_to_the_end_past_a_failure(tmp_path, two_stores):
-    # Every command takes 0.2 s; `runs` four times that on the big store, and
-    # `notes` fails there: both rows MISSED, every other row still measured.
-    fake = _fake_kaja(tmp_path, 'sleep 0.2\ncase "$KAJA_STATE_DIR $1" in\n'
-                      '  *big\\ runs) sleep 0.6;;\n  *big\\ notes) echo broken >&2; exit 3;;\nesac')  # fmt: skip
+    # Every command meets its goal by far (SCALE_FAKE) but `runs`, which takes 1.5 s
+    # more on the big store, and `notes`, which fails there: both rows MISSED,
+    # every other row still measured.
+    fake = _fake_kaja(tmp_path, SCALE_FAKE + 'case "$KAJA_STATE_DIR $1" in\n'
+                      '  *big\\ runs) sleep 1.5;;\n  *big\\ notes) echo broken >&2; exit 3;;\nesac')  # fmt: skip
     p = _run_scale(tmp_path, fake, two_stores)
     assert p.returncode == 0, p.stdout + p.stderr  # without --check a miss is reported
     rows = _scale_rows(p.stdout)
@@ -238,7 +246,7 @@ def test_scale_prints_growth_and_peak_rss_and_runs_to_the_end_past_a_failure(tmp
 
 
 def test_scale_check_exits_0_when_every_goal_is_met(tmp_path, two_stores):
-    p = _run_scale(tmp_path, _fake_kaja(tmp_path, "sleep 0.2"), two_stores, "--check")
+    p = _run_scale(tmp_path, _fake_kaja(tmp_path, SCALE_FAKE), two_stores, "--check")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "every goal met" in p.stdout and "MISSED" not in p.stdout
     assert "doctor" in p.stdout and "no --quick in this kaja" in p.stdout
