@@ -20,7 +20,7 @@ from html import escape
 from typing import Any
 
 from kaja_cli import render
-from kaja_cli.core.conversations.transcript import Asides, Entry, Pending
+from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Pieces
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import plural
 from kaja_cli.render.layout import _LINES, _LINES_FOUND
@@ -107,18 +107,24 @@ def page_chunks(
     asides = Asides(events)
     batch: list[str] = []
     for m in messages:
-        if m.__class__ is tuple:  # written by SQLite (`core.conversations.pieces`)
-            text, seq, kind = m
-            if _LINES_FOUND(text):  # the escaping rule, as render.text(…, lines=True) applies it
-                text = text.translate(_LINES)
+        if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
             if asides.waiting or ordered:
-                parts = [_aside(e) for e in asides.due()]
-                while ordered and (not isinstance(seq, int) or ordered[0]["summaryFrom"] <= seq):
-                    parts.append(_summary(ordered.pop(0)))
-                text = "".join(parts) + text
-                asides.count_kind(kind)
-            batch.append(text)
-            if len(batch) >= _BATCH:
+                texts = []
+                for text, seq, kind, _ in m:
+                    texts += [_aside(e) for e in asides.due()]
+                    while ordered and (
+                        not isinstance(seq, int) or ordered[0]["summaryFrom"] <= seq
+                    ):
+                        texts.append(_summary(ordered.pop(0)))
+                    asides.count_kind(kind)
+                    texts.append(text)
+                text = "".join(texts)
+            else:
+                text = "".join([row[0] for row in m])
+            # the escaping rule, as render.text(…, lines=True) applies it (a
+            # second time to what _aside escaped already: it changes nothing)
+            batch.append(text.translate(_LINES) if _LINES_FOUND(text) else text)
+            if len(batch) >= _BATCH or len(m) >= _BATCH:
                 yield "".join(batch)
                 batch = []
             continue

@@ -14,7 +14,14 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kaja_cli import render
-from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Replay, Transcript
+from kaja_cli.core.conversations.transcript import (
+    Asides,
+    Entry,
+    Pending,
+    Pieces,
+    Replay,
+    Transcript,
+)
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import noun, plural
 from kaja_cli.render.layout import _LINES, _LINES_FOUND
@@ -253,17 +260,22 @@ def markdown_chunks(
 
     batch: list[str] = []
     for m in messages:
-        if m.__class__ is tuple:  # written by SQLite (`core.conversations.pieces`)
-            text, seq, kind = m
-            if _LINES_FOUND(text):  # the escaping rule, as render.text(…, lines=True) applies it
-                text = text.translate(_LINES)
+        if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
             if asides.waiting or pending_summaries:
-                before = asides_md() + summaries_before(seq)
-                if before:
-                    text = "\n" + "\n".join(before) + text
-                asides.count_kind(kind)
-            batch.append(text)
-            if len(batch) >= _BATCH:
+                texts = []
+                for text, seq, kind, _ in m:
+                    before = asides_md() + summaries_before(seq)
+                    if before:
+                        text = "\n" + "\n".join(before) + text
+                    asides.count_kind(kind)
+                    texts.append(text)
+                text = "".join(texts)
+            else:
+                text = "".join([row[0] for row in m])
+            # the escaping rule, as render.text(…, lines=True) applies it (a
+            # second time to what asides_md escaped already: it changes nothing)
+            batch.append(_lines(text))
+            if len(batch) >= _BATCH or len(m) >= _BATCH:
                 yield "".join(batch)
                 batch = []
             continue
@@ -284,6 +296,11 @@ def markdown_chunks(
 
 
 _BATCH = 256  # messages joined into one piece: one write, not one per message
+
+
+def _lines(text: str) -> str:
+    """`render.text(text, lines=True)` of a text known to be one."""
+    return text.translate(_LINES) if _LINES_FOUND(text) else text
 
 
 def _message_md(

@@ -379,3 +379,101 @@ def test_what_sqlite_writes_is_what_render_writes(demo_store, tmp_path, monkeypa
     )
     reference = export("reference")
     assert len(fast) > 5 and fast == reference
+
+
+def _tool_results_store(state) -> str:
+    """A session of tool results of every kind beside their calls (the
+    awkward session's schema, with the agent's indexes on `tool_calls`): the
+    plain ones SQLite writes itself (core/conversations/pieces.py
+    `tool_simple`), and each way one may not be, which render writes."""
+    from tests.support import awkward_session as awkward
+
+    sid = awkward.SID
+    awkward.build(state)
+    with sqlite3.connect(state / "kaja.db") as conn:
+        conn.execute('CREATE INDEX tool_calls_message ON tool_calls ("messageId")')
+        conn.execute('CREATE INDEX tool_calls_result ON tool_calls ("resultMessageId")')
+        conn.execute("DELETE FROM tool_calls")
+        conn.execute("DELETE FROM messages")
+        conn.execute("DELETE FROM session_events WHERE seq > 3")
+        at = "2026-11-03T10:00:00.000Z"
+        results = [
+            # id, content, createdAt, parts: the tool results, one call each unless said
+            ("r01", "plain result & <b> \"q\" 'x'", at, None),
+            ("r02", "fence inside\n```\ncode\n```", at, None),
+            ("r03", None, at, None),
+            ("r04", "", "", None),
+            ("r05", b"\x00blob", at, None),
+            ("r06", "ctl \x1b[31m \u202e bidi\r\n", "2026\tx", None),
+            ("r07", "named twice", at, None),
+            ("r08", "call made after", at, None),
+            ("r09", "call in another session", at, None),
+            ("ABCD", "hex id, a BLOB call id", at, None),
+            ("r11", "summarized", at, None),
+            ("r12", "parts", at, "[broken"),
+            ("r13", "own call", at, None),
+            ("r14", "name with `tick`", at, None),
+            ("r15", "name\twith tab", at, None),
+            ("r16", "no name", at, None),
+            ("r17", "number name", at, None),
+            ("r18", "empty summary", at, None),
+            ("r19", "zero summary", at, None),
+            ("r20", "by call id only", at, None),
+        ]
+        rows, calls, seq = [], [], 0
+        for n, (rid, content, created, parts) in enumerate(results):
+            seq += 1
+            caller = f"a{n:02d}"
+            rows.append((caller, sid, seq, "assistant", None, None, "gpt", at))
+            seq += 1
+            rows.append((rid, sid, seq, "tool", content, parts, None, created))
+            name = {"r14": "read`x", "r15": "read\tx", "r16": "", "r17": 7}.get(rid, "read")
+            summary = {"r11": "shorter", "r18": "", "r19": 0}.get(rid)
+            result = None if rid == "r20" else rid
+            calls.append((f"t{n:02d}", caller, 0, f"call_{n}", name, '{"q": "x"}', result,
+                          "ok", 1500, None, summary))  # fmt: skip
+        calls += [
+            ("t90", "a06", 1, "call_90", "second", "{}", "r07", "ok", None, None, None),
+            ("t91", "a99", 0, "call_91", "later", "{}", "r08", "ok", None, None, None),
+            ("t92", "zz", 0, "call_92", "elsewhere", "{}", "r09", "ok", None, None, None),
+            ("t93", "r13", 0, "call_93", "own", "{}", None, None, None, None, None),
+        ]
+        calls = [c for c in calls if c[0] not in ("t07", "t08")]  # r08, r09: only the odd call
+        calls.append(("t94", "a09", 0, "call_94", "blob", "{}", b"\xab\xcd", "ok", 5, None, None))
+        rows.append(("a99", sid, 999, "assistant", "last", None, "gpt", at))
+        conn.executemany(
+            "INSERT INTO messages (id, sessionId, seq, role, content, parts, model, createdAt)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.executemany("INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", calls)
+        conn.execute(
+            "INSERT INTO messages (id, sessionId, seq, role, content) VALUES ('zz', 'other', 1,"
+            " 'assistant', 'x')"
+        )
+    return sid
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fmt):
+    """Tool results SQLite writes itself (a plain one, its call found without
+    doubt), and every kind it leaves to render: the same bytes as render
+    writing every message from its JSON."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    sid = _tool_results_store(kaja.state)
+    argv = ("sessions", "export", sid, "--owner", awkward.OWNER, "-f", fmt)
+    fast = kaja(*argv)
+    assert fast.code == 0, fast
+    written = {"md": "### Tool result · `read` · 2026-11-03T10:00:00.000Z\n\n```\nplain",
+               "html": "Tool result · <code>read</code><span class=\"when\">"}  # fmt: skip
+    assert written[fmt] in fast.out
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+    reference = kaja(*argv)
+    assert reference.code == 0, reference
+    assert fast.out == reference.out

@@ -48,7 +48,9 @@ class SessionExport(NamedTuple):
 
     head: dict[str, Any]
     message_count: int
-    messages: Iterator[bytes]  # UTF-8 JSON text, as SQLite made it
+    # UTF-8 JSON text, as SQLite made it: each item one message's, or (without
+    # --redact) a run of consecutive messages' joined by commas.
+    messages: Iterator[bytes]
     # The same messages for Markdown or HTML (`rows("md")`), read plain where
     # that changes nothing (`transcript._Reader.message_pieces`); None: parse
     # `messages`. Consume one of the two, never both.
@@ -127,16 +129,15 @@ def _one(
         "pending": p.to_json() if (p := r.pending(session)) else None,
     }
     count = r.message_count()
-    messages = r.messages_json_bytes(condense=False)
     if redact is None:  # redaction rewrites the JSON texts: it reads them
         return SessionExport(
-            head, count, _then_commit(conn, messages),
+            head, count, _then_commit(conn, r.messages_json_runs(condense=False)),
             lambda view: _then_commit(conn, r.message_pieces(view)),
         )  # fmt: skip
     head = json.loads(redact(json.dumps(head, ensure_ascii=False, default=str)))
     messages = (
         redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-        for data in messages
+        for data in r.messages_json_bytes(condense=False)
     )
     return SessionExport(head, count, _then_commit(conn, messages))
 

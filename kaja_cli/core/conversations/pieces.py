@@ -2,7 +2,8 @@
 (`sessions export ID -f md|html`, issue 29).
 
 Most of a long session is a user's or the assistant's message with nothing
-but text: no tool call, no part, no image. For those, SQLite writes the very piece `render/replay.py`'s
+but text: no tool call, no part, no image, and most of the rest tool results.
+For those, SQLite writes the very piece `render/replay.py`'s
 `_message_md` or `render/html.py`'s `_message` would (the same spelling,
 the same truthiness: an empty text is no text), and Python only appends it:
 a 76,000-message session goes out at about the cost of reading its rows.
@@ -10,7 +11,8 @@ Every other message is read as before (`transcript._Reader.message_rows`)
 and written by render. `tests/cli/test_export.py` compares both with the
 exports as they were, byte for byte.
 
-`simple()` is the condition, `piece()` the text (render applies the
+`simple()` is the condition, `piece()` the text (`tool_simple()` and
+`tool_piece()` for a tool result; render applies the
 escaping rule to it, as `render.text` would have to each value: in C, and
 only where a control or BiDi character is there), `kind()` what the
 timeline's counting needs (`transcript.Asides.count_kind`). Every other
@@ -30,7 +32,9 @@ _BREAKS = "('*[' || char(9) || '-' || char(13) || ']*')"  # \t \n \v \f \r
 
 
 def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
-    """The condition (never NULL) for a message SQLite writes: a user's or the
+    """The condition for a message SQLite writes (for CASE WHEN: NULL is not
+    true; read there, its terms are tried in turn and stop at the first that
+    fails, where a value would be all of them, issue 29): a user's or the
     assistant's message whose shown values are text or NULL, with no
     reasoning, no parts, no tool calls. The escaping rule is render's: it
     escapes the whole piece SQLite wrote as `render.text(…, lines=True)` does,
@@ -49,9 +53,8 @@ def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
     if view == "md":
         for n in ("model", "createdAt"):
             if c[n] != "NULL":
-                terms += [f"NOT (ifnull({c[n]}, '') GLOB {_BREAKS})",
-                          f"instr(ifnull({c[n]}, ''), char(0)) = 0"]  # fmt: skip
-    return f"coalesce({' AND '.join(terms)}, 0)"
+                terms += _one_line(c[n])
+    return f"({' AND '.join(terms)})"
 
 
 def _html(expr: str) -> str:
@@ -88,10 +91,105 @@ def piece(have: Sequence[str], view: str) -> str:
     )
 
 
+def _one_line(expr: str) -> list[str]:
+    """`expr` (text or NULL) holds nothing Markdown's one-line rule spells
+    otherwise than the escaping rule (a tab, a line break, \\r, \\v, \\f; NUL,
+    where GLOB stops)."""
+    return [f"NOT (ifnull({expr}, '') GLOB {_BREAKS})", f"instr(ifnull({expr}, ''), char(0)) = 0"]
+
+
+# The call a tool result's heading names, as render finds it: the one call
+# whose `resultMessageId` is the result's id (`calls[m["id"]]`), made by a
+# message of the session before it. Render has seen that message: it has a
+# tool call, so it is never written by SQLite. CROSS JOIN keeps the planner
+# to that order (the call by its index, then its message by id): the other
+# reads every earlier message of the session, for every result.
+_CALL = (
+    'FROM tool_calls AS t CROSS JOIN messages AS tm ON tm.id = t."messageId"'
+    ' WHERE t."resultMessageId" = m.id'
+)
+
+
+def tool_simple(
+    have: Sequence[str], t_have: Sequence[str], view: str, *, indexed: bool = True
+) -> str:
+    """The condition (for CASE WHEN, as `simple`) for a tool result SQLite
+    writes: no parts, no tool calls of its own, content text or NULL (in
+    Markdown, with no fence inside it: its fence is three backticks), and its
+    call found without doubt (`_CALL`): the only call naming it as its
+    result, with a name that is text, no summary, and in Markdown no backtick
+    and nothing the one-line rule spells otherwise. Never (`0`) without an
+    index of `tool_calls."resultMessageId"` (`indexed`): each result would
+    read every call."""
+    c = {n: col(have, "m", n) for n in ("role", "parts", "id", "seq", "sessionId", *_TEXTS)}
+    need = ("messageId", "resultMessageId", "name", "resultSummary")
+    if (
+        not indexed
+        or any(c[n] == "NULL" for n in ("role", "id", "seq", "sessionId"))
+        or not all(n in t_have for n in need)
+    ):
+        return "0"
+    terms = [f"{c['role']} = 'tool'", f"typeof({c['id']}) = 'text'", f"{c['id']} <> ''",
+             f"typeof({c['seq']}) = 'integer'"]  # fmt: skip
+    if c["parts"] != "NULL":
+        terms.append(f"{c['parts']} IS NULL")
+    terms.append(f'NOT EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = {c["id"]})')
+    for n in ("content", "createdAt"):
+        if c[n] != "NULL":
+            terms.append(f"typeof({c[n]}) IN ('text', 'null')")
+    if view == "md":
+        if c["content"] != "NULL":
+            terms.append(f"instr(ifnull({c['content']}, ''), '```') = 0")
+        if c["createdAt"] != "NULL":
+            terms += _one_line(c["createdAt"])
+    name = 't."name"'
+    found = ["typeof(t.\"resultMessageId\") = 'text'", f"tm.\"sessionId\" = {c['sessionId']}",
+             "typeof(tm.seq) = 'integer'", f"tm.seq < {c['seq']}", f"typeof({name}) = 'text'",
+             f"{name} <> ''", "ifnull(t.\"resultSummary\", '') = ''"]  # fmt: skip
+    if view == "md":
+        found += [f"instr({name}, '`') = 0", *_one_line(name)]
+    terms += [
+        # No call whose id, as render reads it (a BLOB as its hex, an infinity
+        # as text), is this id where SQLite's = would not find it.
+        f"({c['id']} GLOB '*[^0-9A-F]*' OR length({c['id']}) % 2 = 1)",
+        f"{c['id']} NOT IN ('Inf', '-Inf')",
+        f'(SELECT count(*) FROM tool_calls AS t WHERE t."resultMessageId" = {c["id"]}) = 1',
+        f"EXISTS (SELECT 1 {_CALL} AND {' AND '.join(found)})",
+    ]
+    return f"({' AND '.join(terms)})"
+
+
+def tool_piece(have: Sequence[str], view: str) -> str:
+    """A tool result's piece, for a message `tool_simple()` holds for: what
+    `_message_md` or `_message` writes, before the escaping rule."""
+    content, created = col(have, "m", "content"), col(have, "m", "createdAt")
+    name = f'(SELECT t."name" {_CALL})'
+
+    def given(expr: str, then: str) -> str:
+        return "''" if expr == "NULL" else f"CASE WHEN {expr} <> '' THEN {then} ELSE '' END"
+
+    def present(expr: str, then: str) -> str:  # `is not None`
+        return "''" if expr == "NULL" else f"CASE WHEN {expr} IS NOT NULL THEN {then} ELSE '' END"
+
+    if view == "md":
+        when = given(created, f"' · ' || {created}")
+        text = present(content, f"char(10) || '```' || char(10) || {content} || char(10) || '```'")
+        return f"char(10, 10) || '### Tool result · `' || {name} || '`' || {when} || char(10) || {text}"
+    when = given(created, f"'<span class=\"when\">' || {_html(created)} || '</span>'")
+    text = present(content, f"'<pre>' || {_html(content)} || '</pre>'")
+    return (
+        f'\'<section class="msg tool"><div class="who">Tool result · <code>\' || {_html(name)}'
+        f" || '</code>' || {when} || '</div>' || {text} || '</section>' || char(10)"
+    )
+
+
 def kind(have: Sequence[str]) -> str:
     """What the message adds to a timeline rebuilt from messages: 1 a user's
     entry, 2 the assistant's, 0 none (`Asides.count_kind`)."""
     role, content = col(have, "m", "role"), col(have, "m", "content")
     if content == "NULL":
         return "0"
-    return f"CASE WHEN {content} <> '' THEN CASE WHEN {role} = 'user' THEN 1 ELSE 2 END ELSE 0 END"
+    return (
+        f"CASE WHEN {content} <> '' THEN CASE {role} WHEN 'user' THEN 1 WHEN 'assistant' THEN 2"
+        " ELSE 0 END ELSE 0 END"
+    )

@@ -103,6 +103,9 @@ def _valid_utf8(data: bytes) -> bytes:
     return data
 
 
+RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
+
+
 # --- the data ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Entry:
@@ -163,6 +166,14 @@ class JsonDocument:
     head: dict[str, Any]
     key: str
     items: Iterator[str]
+
+
+class Pieces(list):
+    """Consecutive messages SQLite wrote itself (`_Reader.message_pieces`): rows
+    of (piece, seq, `pieces.kind`, parts), in order. The piece is the
+    message's Markdown or HTML before the escaping rule (`render.text(…,
+    lines=True)`), which, a character at a time, applies to the run's joined
+    text as to each piece."""
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -288,10 +299,10 @@ class _Reader:
             fields.append(("condensed", d.json_bool("m.kaja_summary IS NOT NULL")))
         return d.json_object(fields)
 
-    def message_pieces(self, view: str) -> Iterator[tuple | dict[str, Any]]:
+    def message_pieces(self, view: str) -> Iterator[Pieces | dict[str, Any]]:
         """The messages for the human exports in `view` ("md" or "html"), in
-        order: the plainest written by SQLite (`conversations.pieces`), each
-        the tuple (its piece, seq, `pieces.kind`); any other the dict
+        order: the plainest written by SQLite (`conversations.pieces`), a run
+        of consecutive ones at a time (`Pieces`); any other the dict
         `messages()` makes of it. One read, no JSON round trip for most."""
         if not self._has("messages", "sessionId"):
             return
@@ -302,10 +313,15 @@ class _Reader:
         from kaja_cli.core.conversations import pieces
 
         m = self.have["messages"]
-        simple = pieces.simple(m, self.have.get("tool_calls") or (), view)
+        t = self.have.get("tool_calls") or ()
+        simple = pieces.simple(m, t, view)
+        tool = pieces.tool_simple(
+            m, t, view, indexed=self._indexed("tool_calls", "resultMessageId")
+        )
         sql = (
             f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view)}"
-            f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
+            + (f" WHEN {tool} THEN {pieces.tool_piece(m, view)}" if tool != "0" else "")
+            + f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
             f' {col(m, "m", "parts")} FROM messages AS m WHERE m."sessionId" = ?'
             f" ORDER BY {self._message_order()}"
         )
@@ -315,19 +331,31 @@ class _Reader:
         loads = json.loads
         try:
             cur = self._execute(sql, (self.sid,))
-            while True:
-                rows = cur.fetchmany(1024)
-                if not rows:
-                    return
+            while rows := cur.fetchmany(RUN):
                 conn.text_factory = factory  # not while the caller runs
-                for text, seq, kind, parts in rows:
-                    if text[0] != "{":  # a piece: Markdown or HTML, never JSON's "{"
-                        yield text, seq, kind
-                    else:
-                        yield loads(self._with_images(text.encode("utf-8"), parts))
+                start = 0
+                for i, row in enumerate(rows):
+                    text = row[0]
+                    if text[0] == "{":  # JSON; a piece is Markdown or HTML, never "{"
+                        if i > start:
+                            yield Pieces(rows[start:i])
+                        start = i + 1
+                        parts = row[3]
+                        yield loads(
+                            text if parts is None else self._with_images(text.encode(), parts)
+                        )
+                if start < len(rows):
+                    yield Pieces(rows[start:] if start else rows)
                 conn.text_factory = _TEXT
         finally:
             conn.text_factory = factory
+
+    def _indexed(self, table: str, column: str) -> bool:
+        """Whether an index of `table` (SQLite's) begins with `column`."""
+        return bool(self.conn.execute(
+            "SELECT 1 FROM pragma_index_list(?) AS l, pragma_index_info(l.name) AS i"
+            " WHERE i.seqno = 0 AND i.name = ? LIMIT 1", (table, column),
+        ).fetchone())  # fmt: skip
 
     def _execute(self, sql: str, args: tuple) -> Any:
         try:
@@ -382,6 +410,35 @@ class _Reader:
         finally:
             if as_bytes:
                 conn.text_factory = factory
+
+    def messages_json_runs(self, from_seq: int | None = None, *, condense: bool) -> Iterator[bytes]:
+        """`messages_json_bytes` a run at a time: each item the JSON texts of up
+        to `RUN` consecutive messages joined by commas, so a long session costs
+        Python a few steps per run rather than per message (issue 29)."""
+        if not self.dialect.text_as_bytes:
+            yield from self.messages_json_bytes(from_seq, condense=condense)
+            return
+        if not self._has("messages", "sessionId"):
+            return
+        sql, args = self.messages_sql(from_seq, condense=condense)
+        conn = self.conn
+        factory = conn.text_factory
+        conn.text_factory = bytes  # applies to the rows fetched while it is set
+        try:
+            cur = self._execute(sql, args)
+            while rows := cur.fetchmany(RUN):
+                conn.text_factory = factory  # not while the caller runs
+                if any(parts is not None for _, parts in rows):
+                    data = b",".join([self._with_images(d, parts) for d, parts in rows])
+                else:
+                    data = b",".join([d for d, _ in rows])
+                # U+FFFD where the text is not UTF-8 (`_valid_utf8`): the commas
+                # between messages end any sequence, so one check of the run
+                # is each message's.
+                yield data if data.isascii() else _valid_utf8(data)
+                conn.text_factory = bytes
+        finally:
+            conn.text_factory = factory
 
     def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
         # One parse of the whole list: far cheaper than one json.loads per message.
