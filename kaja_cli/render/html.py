@@ -24,7 +24,7 @@ from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Piece
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import plural
 from kaja_cli.render.layout import _LINES, _LINES_FOUND
-from kaja_cli.render.replay import _compact, waiting
+from kaja_cli.render.replay import _compact, indented, waiting
 
 MAX_IMAGE = 5 * 1024 * 1024
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -234,7 +234,7 @@ def _call(c: dict[str, Any], pending: Pending | None) -> str:
     args = c.get("arguments")
     if args in (None, "", {}):
         return line
-    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=2)
+    text = args if isinstance(args, str) else indented(args)
     return f"{line}<details><summary>arguments</summary><pre>{_e(text)}</pre></details>"
 
 

@@ -162,7 +162,26 @@ def _quote(text: str) -> str:
 def _json_text(value: Any) -> tuple[str, str]:
     if isinstance(value, str):
         return render.text(value, lines=True), ""
-    return render.text(json.dumps(value, ensure_ascii=False, indent=2), lines=True), "json"
+    return render.text(indented(value), lines=True), "json"
+
+
+_ONE = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def indented(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, indent=2)`: Python's encoder
+    writes indented JSON a piece at a time in Python, so a flat object (a
+    tool call's usual arguments) is written here, each value by the encoder
+    in C (issue 29)."""
+    if value.__class__ is dict and value:
+        items = []
+        for k, v in value.items():
+            if ((v.__class__ is dict or v.__class__ is list) and v) or k.__class__ is not str:
+                break
+            items.append(f"  {_ONE(k)}: {_ONE(v)}")
+        else:
+            return "{\n" + ",\n".join(items) + "\n}"
+    return json.dumps(value, ensure_ascii=False, indent=2)
 
 
 def _image_md(img: dict[str, Any], alt: str = "image") -> str:

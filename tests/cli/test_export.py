@@ -427,7 +427,9 @@ def _tool_results_store(state) -> str:
             rows.append((caller, sid, seq, "assistant", None, None, "gpt", at))
             seq += 1
             rows.append((rid, sid, seq, "tool", content, parts, None, created))
-            name = {"r14": "read`x", "r15": "read\tx", "r16": "", "r17": 7}.get(rid, "read")
+            name = {"r04": "a&b", "r14": "read`x", "r15": "read\tx", "r16": "", "r17": 7}.get(
+                rid, "read"
+            )
             summary = {"r11": "shorter", "r18": "", "r19": 0}.get(rid)
             result = None if rid == "r20" else rid
             calls.append((f"t{n:02d}", caller, 0, f"call_{n}", name, '{"q": "x"}', result,

@@ -186,6 +186,7 @@ class _Reader:
         self.images_dir = images_dir
         self.have = columns(conn, *_TABLES)
         self.dialect = dialect.of(conn)
+        self._unique_seq: bool | None = None
 
     def _has(self, table: str, *cols: str) -> bool:
         have = self.have.get(table)
@@ -257,7 +258,22 @@ class _Reader:
 
     def _message_order(self) -> str:
         m = self.have["messages"]
-        return f"{col(m, 'm', 'seq')}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
+        seq = col(m, "m", "seq")
+        if seq != "NULL" and "sessionId" in m and self._seq_unique():
+            return seq  # the same order (`Dialect.checks_seq_order`)
+        return f"{seq}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
+
+    def _seq_unique(self) -> bool:
+        """Whether every message of the session has a `seq` and no two the same."""
+        if self._unique_seq is None:
+            self._unique_seq = False
+            if self.dialect.checks_seq_order:
+                n, distinct, given = self.conn.execute(
+                    'SELECT count(*), count(DISTINCT seq), count(seq) FROM messages'
+                    ' WHERE "sessionId" = ?', (self.sid,),
+                ).fetchone()  # fmt: skip
+                self._unique_seq = n == distinct == given
+        return self._unique_seq
 
     def _calls_json(self, *, only_if_any: bool = False) -> str:
         """A message's tool calls as a JSON array, in their order (`only_if_any`:

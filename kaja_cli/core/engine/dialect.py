@@ -39,6 +39,11 @@ class Dialect:
     # SQLite writes the plainest messages' Markdown and HTML itself
     # (`conversations.pieces`: typeof, GLOB, instr, char).
     writes_pieces = True
+    # A session's messages in their order: by `seq` alone when it is set and
+    # never repeated (one count of the index), so SQLite reads them in the
+    # index's order instead of carrying every row through a sort by
+    # (seq, createdAt, id), which its index does not hold whole.
+    checks_seq_order = True
 
     def equals_ignoring_case(self, expr: str) -> str:
         """`expr` equal to the next `?`, ASCII letters compared without case."""
@@ -182,6 +187,7 @@ class Postgres(Dialect):
     empty_json_array = "'[]'::json"
     text_as_bytes = False  # the server's rows arrive as text
     writes_pieces = False  # every message goes through render
+    checks_seq_order = False  # the server sorts: one statement, not two
 
     def equals_ignoring_case(self, expr: str) -> str:
         # Text columns are COLLATE "C": lower() folds ASCII only, as NOCASE does.
