@@ -479,3 +479,29 @@ def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fm
     reference = kaja(*argv)
     assert reference.code == 0, reference
     assert fast.out == reference.out
+
+
+def test_a_blob_or_infinity_in_kajas_own_columns_is_json(demo_store):
+    """kaja's schema declares its columns' types: a BLOB where TEXT is declared
+    (which no number can be) is its hex, an infinite REAL in an INTEGER column
+    its text, as in a file another program wrote (the awkward session)."""
+    with sqlite3.connect(demo_store.state / "kaja.db") as conn:
+        mid, sid, owner = conn.execute(
+            'SELECT m.id, m."sessionId", s.owner FROM messages AS m'
+            ' JOIN sessions AS s ON s.id = m."sessionId" ORDER BY m.rowid LIMIT 1'
+        ).fetchone()
+        conn.execute(
+            "UPDATE messages SET content = X'00FF', model = X'', \"promptTokens\" = 9e999,"
+            ' "latencyMs" = -9e999 WHERE id = ?',
+            (mid,),
+        )
+    conn.close()
+    r = demo_store("sessions", "export", sid, "--owner", owner, "-f", "json")
+    assert r.code == 0, r
+    m = next(m for m in json.loads(r.out)["messages"] if m["id"] == mid)
+    assert (m["content"], m["model"], m["promptTokens"], m["latencyMs"]) == (
+        "00FF",
+        "",
+        "Inf",
+        "-Inf",
+    )

@@ -187,6 +187,13 @@ class _Reader:
         self.have = columns(conn, *_TABLES)
         self.dialect = dialect.of(conn)
         self._unique_seq: bool | None = None
+        self._text_columns: dict[str, frozenset[str]] = {}
+
+    def _texts(self, table: str) -> frozenset[str]:
+        """`table`'s columns of TEXT affinity (`Dialect.text_columns`), asked once."""
+        if table not in self._text_columns:
+            self._text_columns[table] = self.dialect.text_columns(self.conn, table)
+        return self._text_columns[table]
 
     def _has(self, table: str, *cols: str) -> bool:
         have = self.have.get(table)
@@ -284,8 +291,9 @@ class _Reader:
         if not ("messageId" in t and "id" in m):
             return "NULL" if only_if_any else d.empty_json_array
         fields = json_fields(
-            t, "t", TOOL_CALL_COLUMNS, {"arguments": d.json_parsed(col(t, "t", "arguments"))}, d
-        )
+            t, "t", TOOL_CALL_COLUMNS, {"arguments": d.json_parsed(col(t, "t", "arguments"))}, d,
+            self._texts("tool_calls"),
+        )  # fmt: skip
         calls = d.json_array(
             d.json_object(fields), 'FROM tool_calls AS t WHERE t."messageId" = m.id',
             col(t, "t", "position"),
@@ -302,12 +310,13 @@ class _Reader:
         `kaja_summary` when `summarized`)."""
         d = self.dialect
         m = self.have["messages"]
-        content = d.json_value(col(m, "m", "content"))
+        texts = self._texts("messages")
+        content = d.json_value(col(m, "m", "content"), text="content" in texts)
         overrides = {
             "content": f"coalesce(m.kaja_summary, {content})" if summarized else content,
             "parts": d.json_parsed(col(m, "m", "parts")),
         }
-        fields = json_fields(m, "m", MESSAGE_COLUMNS, overrides, d)
+        fields = json_fields(m, "m", MESSAGE_COLUMNS, overrides, d, texts)
         # Built only for a message that has tool calls: most have none.
         calls = f"coalesce({self._calls_json(only_if_any=True)}, {d.empty_json_array})"
         fields += [("tool_calls", calls), ("images", d.empty_json_array)]
