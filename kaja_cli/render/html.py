@@ -110,17 +110,18 @@ def page_chunks(
         if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
             if asides.waiting or ordered:
                 texts = []
-                for text, seq, kind, _ in m:
+                for row in m:
+                    seq, kind = row[1], row[2]
                     texts += [_aside(e) for e in asides.due()]
                     while ordered and (
                         not isinstance(seq, int) or ordered[0]["summaryFrom"] <= seq
                     ):
                         texts.append(_summary(ordered.pop(0)))
                     asides.count_kind(kind)
-                    texts.append(text)
+                    texts.append(Pieces.decoded(row[0]))
                 text = "".join(texts)
             else:
-                text = "".join([row[0] for row in m])
+                text = m.text
             # the escaping rule, as render.text(…, lines=True) applies it (a
             # second time to what _aside escaped already: it changes nothing)
             batch.append(text.translate(_LINES) if _LINES_FOUND(text) else text)

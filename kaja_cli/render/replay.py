@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 from kaja_cli import render
+from kaja_cli.core.conversations import pieces
 from kaja_cli.core.conversations.transcript import (
     Asides,
     Entry,
@@ -24,7 +26,7 @@ from kaja_cli.core.conversations.transcript import (
 )
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import noun, plural
-from kaja_cli.render.layout import _LINES, _LINES_FOUND
+from kaja_cli.render.layout import _LINES, _LINES_FOUND, _ONE_LINE
 
 ARGS_WIDTH = 160  # a tool call's arguments on one line, cut beyond this
 
@@ -280,9 +282,13 @@ def markdown_chunks(
     batch: list[str] = []
     for m in messages:
         if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
-            if asides.waiting or pending_summaries:
+            mended = _BREAK(b" ".join(filter(None, map(_MODEL, m)))) or _BREAK(
+                b" ".join(filter(None, map(_TIME, m)))
+            )  # a heading to write on one line: one piece at a time
+            if mended or asides.waiting or pending_summaries:
                 texts = []
-                for text, seq, kind, _ in m:
+                for row in m:
+                    text, seq, kind = mend(row), row[1], row[2]
                     before = asides_md() + summaries_before(seq)
                     if before:
                         text = "\n" + "\n".join(before) + text
@@ -290,7 +296,7 @@ def markdown_chunks(
                     texts.append(text)
                 text = "".join(texts)
             else:
-                text = "".join([row[0] for row in m])
+                text = m.text
             # the escaping rule, as render.text(…, lines=True) applies it (a
             # second time to what asides_md escaped already: it changes nothing)
             batch.append(_lines(text))
@@ -315,6 +321,21 @@ def markdown_chunks(
 
 
 _BATCH = 256  # messages joined into one piece: one write, not one per message
+
+
+_MODEL, _TIME = itemgetter(4), itemgetter(5)  # a Markdown piece's heading values
+# What the one-line rule spells otherwise than the lines rule (`render.text`).
+_BREAK = re.compile(b"[\t\n\r\v\f]").search
+
+
+def mend(row: tuple) -> str:
+    """A piece's text (`Pieces`), its heading written by the one-line rule where
+    its model or time needs it (`pieces.heading`)."""
+    text = Pieces.decoded(row[0])
+    model, created = row[4], row[5]
+    if _BREAK(b" ".join(filter(None, (model, created)))):
+        return pieces.heading(text, Pieces.decoded(model), Pieces.decoded(created), _ONE_LINE)
+    return text
 
 
 def _lines(text: str) -> str:

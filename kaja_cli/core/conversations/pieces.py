@@ -37,10 +37,11 @@ def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
     fails, where a value would be all of them, issue 29): a user's or the
     assistant's message whose shown values are text or NULL, with no
     reasoning, no parts, no tool calls. The escaping rule is render's: it
-    escapes the whole piece SQLite wrote as `render.text(…, lines=True)` does,
-    so Markdown's one-line heading must hold nothing that rule spells
-    otherwise on one line (a tab, a line break, \\r, \\v, \\f; NUL, where
-    GLOB stops)."""
+    escapes the whole piece SQLite wrote as `render.text(…, lines=True)` does;
+    Markdown's heading is one line, and where its model or time holds what
+    that rule spells otherwise on one line (a tab, a line break, \\r, \\v,
+    \\f), render mends it (`heading()`: a GLOB per value here cost a sixth of
+    the export, issue 29)."""
     c = {n: col(have, "m", n) for n in ("role", "reasoning", "parts", "id", *_TEXTS)}
     terms = [f"{c['role']} IN ('user', 'assistant')"]
     if c["reasoning"] != "NULL":
@@ -50,11 +51,25 @@ def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
     if "messageId" in t_have and c["id"] != "NULL":
         terms.append(f'NOT EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = {c["id"]})')
     terms += [f"typeof({c[n]}) IN ('text', 'null')" for n in _TEXTS if c[n] != "NULL"]
-    if view == "md":
-        for n in ("model", "createdAt"):
-            if c[n] != "NULL":
-                terms += _one_line(c[n])
     return f"({' AND '.join(terms)})"
+
+
+def heading_values(have: Sequence[str]) -> str:
+    """The two values of a Markdown piece's heading, as they are (model, time):
+    the extra columns a Markdown read selects for `heading()`."""
+    return f"{col(have, 'm', 'model')}, {col(have, 'm', 'createdAt')}"
+
+
+_HEAD = len("\n\n### ")
+
+
+def heading(piece: str, model: str | None, created: str | None, one_line: dict) -> str:
+    """A Markdown piece whose heading is written by the one-line rule
+    (`one_line`: render's table for it), as `_message_md` writes it: the
+    heading's length is known from the values it shows."""
+    n = _HEAD + (3 if piece.startswith("You", _HEAD) else 4 + (3 + len(model) if model else 0))
+    n += 3 + len(created) if created else 0
+    return piece[:2] + piece[2:n].translate(one_line) + piece[n:]  # after its two line breaks
 
 
 def _html(expr: str) -> str:

@@ -28,7 +28,6 @@ write the plainest messages' pieces itself (`message_pieces`,
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sqlite3
@@ -87,10 +86,6 @@ def parse_json(value: Any) -> Any:
 
 
 _plain = values.json_safe
-
-
-# Text read as str, bytes that are not UTF-8 as U+FFFD (as `_valid_utf8`), in C.
-_TEXT = functools.partial(str, encoding="utf-8", errors="replace")
 
 
 def _valid_utf8(data: bytes) -> bytes:
@@ -170,10 +165,21 @@ class JsonDocument:
 
 class Pieces(list):
     """Consecutive messages SQLite wrote itself (`_Reader.message_pieces`): rows
-    of (piece, seq, `pieces.kind`, parts), in order. The piece is the
-    message's Markdown or HTML before the escaping rule (`render.text(…,
-    lines=True)`), which, a character at a time, applies to the run's joined
-    text as to each piece."""
+    of (piece, seq, `pieces.kind`, parts), and in Markdown the heading's model
+    and time (`pieces.heading`), in order, their text as SQLite's UTF-8 bytes;
+    `text` is the pieces joined and decoded (U+FFFD where a byte is not UTF-8:
+    each piece begins with ASCII, so that is each piece's own). A piece is
+    the message's Markdown or HTML before the escaping rule (`render.text(…,
+    lines=True)`), which, a character at a time, applies to the run's text
+    as to each piece."""
+
+    def __init__(self, rows: list[tuple]):
+        super().__init__(rows)
+        self.text = b"".join([row[0] for row in rows]).decode("utf-8", "replace")
+
+    @staticmethod
+    def decoded(value: bytes | None) -> str | None:
+        return None if value is None else value.decode("utf-8", "replace")
 
 
 # --- reading -----------------------------------------------------------------------------
@@ -347,12 +353,15 @@ class _Reader:
             f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view)}"
             + (f" WHEN {tool} THEN {pieces.tool_piece(m, view)}" if tool != "0" else "")
             + f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
-            f' {col(m, "m", "parts")} FROM messages AS m WHERE m."sessionId" = ?'
-            f" ORDER BY {self._message_order()}"
+            f" {col(m, 'm', 'parts')}"
+            + (f", {pieces.heading_values(m)}" if view == "md" else "")
+            + f' FROM messages AS m WHERE m."sessionId" = ? ORDER BY {self._message_order()}'
         )
         conn = self.conn
         factory = conn.text_factory
-        conn.text_factory = _TEXT  # applies to the rows fetched while it is set
+        # As bytes, decoded a run at a time (`Pieces`): a text_factory that
+        # decodes with U+FFFD is a Python call per value.
+        conn.text_factory = bytes  # applies to the rows fetched while it is set
         loads = json.loads
         try:
             cur = self._execute(sql, (self.sid,))
@@ -360,18 +369,14 @@ class _Reader:
                 conn.text_factory = factory  # not while the caller runs
                 start = 0
                 for i, row in enumerate(rows):
-                    text = row[0]
-                    if text[0] == "{":  # JSON; a piece is Markdown or HTML, never "{"
+                    if row[0][0] == 123:  # JSON's "{"; a piece is Markdown or HTML, never "{"
                         if i > start:
                             yield Pieces(rows[start:i])
                         start = i + 1
-                        parts = row[3]
-                        yield loads(
-                            text if parts is None else self._with_images(text.encode(), parts)
-                        )
+                        yield loads(self._with_images(_valid_utf8(row[0]), row[3]))
                 if start < len(rows):
                     yield Pieces(rows[start:] if start else rows)
-                conn.text_factory = _TEXT
+                conn.text_factory = bytes
         finally:
             conn.text_factory = factory
 
