@@ -17,6 +17,7 @@ from typing import Any
 from kaja_cli import render
 from kaja_cli.core.conversations import pieces
 from kaja_cli.core.conversations.transcript import (
+    CALLS_BEFORE,
     Asides,
     Entry,
     Pending,
@@ -292,7 +293,7 @@ def markdown_chunks(
                     before = asides_md() + summaries_before(seq)
                     if before:
                         text = "\n" + "\n".join(before) + text
-                    asides.count_kind(kind)
+                    asides.count_kind(kind, m.tool_starts(seq))
                     texts.append(text)
                 text = "".join(texts)
             else:
@@ -304,7 +305,7 @@ def markdown_chunks(
                 yield "".join(batch)
                 batch = []
             continue
-        for c in m["tool_calls"]:
+        for c in (*m.get(CALLS_BEFORE, ()), *m["tool_calls"]):
             if c["resultMessageId"]:
                 calls[c["resultMessageId"]] = c
             if c["callId"]:

@@ -443,6 +443,41 @@ def _tool_results_store(state) -> str:
         calls = [c for c in calls if c[0] not in ("t07", "t08")]  # r08, r09: only the odd call
         calls.append(("t94", "a09", 0, "call_94", "blob", "{}", b"\xab\xcd", "ok", 5, None, None))
         rows.append(("a99", sid, 999, "assistant", "last", None, "gpt", at))
+        # Calls of every shape (pieces.calls_simple): name, status, duration,
+        # approval, arguments, position; a message's text; a model with a tab.
+        q = '{"q": "x"}'
+        shapes = [
+            [("read", "ok", 1500, None, q)], [("read", "ok", 1250, None, q)],
+            [("read", "ok", 59960, None, q)], [("read", "ok", 60000, None, q)],
+            [("read", "ok", -5, None, q)], [("read", "ok", 0, None, q)],
+            [("read", "ok", 999, "auto", q)], [("read", "ok", 100, "a\tb", q)],
+            [("read", "ok", 1500.0, None, q)], [("read", "ok", None, None, '{"a": {"b": 1}}')],
+            [("read", "ok", None, None, '{"n": 5}')], [("read", "ok", None, None, '{"k": "v", "k": "w"}')],
+            [("read", "ok", None, None, '{"e": "\\u00e9"}')], [("read", "ok", None, None, '{"c": "```x"}')],
+            [("read", "ok", None, None, "{}")], [("read", "ok", None, None, "")],
+            [("read", "ok", None, None, "{not json")], [("read", "ok", None, None, "[1, 2]")],
+            [("read", "ok", None, None, '{"s": "a\\nb \\"q\\" \\\\ \\t \x7f \u2028 \u00e9", "t": ""}')],
+            [("read", "", None, None, q)], [("read", None, None, None, q)],
+            [("read", "ok\nx", None, None, q)], [("a`b", "ok", None, None, q)],
+            [("one", "ok", 5, None, q), ("two", "error", 2500, "asked", None)],
+            [("same1", "ok", None, None, q), ("same2", "ok", None, None, q)],
+        ]  # fmt: skip
+        for n, shape in enumerate(shapes):
+            mid = f"b{n:02d}"
+            model = "gpt\tx" if n == 3 else "gpt"
+            content = "Some text" if n in (0, 23) else None
+            rows.append((mid, sid, 1000 + n, "assistant", content, None, model, at))
+            for k, (name, status, took, approval, args) in enumerate(shape):
+                position = 0 if n == 24 else k
+                calls.append((f"u{n:02d}{k}", mid, position, "call_wait" if n == 20 else f"c{n}{k}",
+                              name, args, None, status, took, approval, None))  # fmt: skip
+        conn.execute("DELETE FROM session_events")
+        events = [(1, "tool_start", "{}"), (2, "notice", '{"text": "after the first call"}'),
+                  (3, "tool_start", "{}"), (4, "tool_start", "{}"),
+                  (5, "error", '{"text": "after the third"}')]  # fmt: skip
+        conn.executemany(
+            "INSERT INTO session_events VALUES (?, ?, ?, ?)", [(sid, *e) for e in events]
+        )
         conn.executemany(
             "INSERT INTO messages (id, sessionId, seq, role, content, parts, model, createdAt)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

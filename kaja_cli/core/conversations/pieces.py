@@ -220,6 +220,81 @@ def tool_piece(have: Sequence[str], view: str) -> str:
     )
 
 
+_CALL_COLUMNS = ("messageId", "position", "name", "status", "durationMs", "approval", "arguments")
+
+
+def calls_simple(have: Sequence[str], t_have: Sequence[str]) -> str:
+    """The condition (for CASE WHEN, as `simple`) for an assistant's message
+    with tool calls whose Markdown SQLite writes (`calls_piece`): what `simple`
+    asks but the calls, which must all be plain: a position of their own, a
+    name with no backtick, a status (so none waits on you), a duration in
+    whole milliseconds under a minute that rounds to tenths of a second as
+    Python rounds it (not ending in 50 ms), approval text, and arguments
+    that are none, or a JSON object of text values (no `\\u` escape, no
+    fence, no key twice): render's `indented` of it is SQLite's."""
+    c = {n: col(have, "m", n) for n in ("role", "reasoning", "parts", "id", *_TEXTS)}
+    if c["id"] == "NULL" or c["role"] == "NULL" or not all(n in t_have for n in _CALL_COLUMNS):
+        return "0"
+    terms = [f"{c['role']} = 'assistant'"]
+    if c["reasoning"] != "NULL":
+        terms.append(f"({c['reasoning']} IS NULL OR {c['reasoning']} = '')")
+    if c["parts"] != "NULL":
+        terms.append(f"{c['parts']} IS NULL")
+    terms += [f"typeof({c[n]}) IN ('text', 'null')" for n in _TEXTS if c[n] != "NULL"]
+    d, args = 't."durationMs"', 't."arguments"'
+    plain = [
+        "typeof(t.position) = 'integer'",
+        "typeof(t.name) = 'text'", "t.name <> ''", "instr(t.name, '`') = 0",
+        *_one_line("t.name"),
+        "typeof(t.status) = 'text'", "t.status <> ''", *_one_line("t.status"),
+        f"typeof({d}) IN ('integer', 'null')", f"ifnull({d}, 0) < 60000",
+        f"(ifnull({d}, 0) < 1000 OR {d} % 100 <> 50)",
+        "typeof(t.approval) IN ('text', 'null')", *_one_line("t.approval"),
+        f"({args} IS NULL OR {args} = '' OR typeof({args}) = 'text' AND json_valid({args})"
+        f" AND json_type({args}) = 'object' AND instr({args}, '\\u') = 0"
+        f" AND instr({args}, '```') = 0 AND NOT EXISTS (SELECT 1 FROM json_each({args}) AS a"
+        " WHERE a.type <> 'text')"
+        f" AND (SELECT count(*) = count(DISTINCT a.key) FROM json_each({args}) AS a))",
+    ]  # fmt: skip
+    calls = f'FROM tool_calls AS t WHERE t."messageId" = {c["id"]}'
+    terms += [
+        f"EXISTS (SELECT 1 {calls})",
+        f"NOT EXISTS (SELECT 1 {calls} AND NOT ({' AND '.join(plain)}))",
+        f"(SELECT count(*) = count(DISTINCT t.position) {calls})",
+    ]
+    return f"({' AND '.join(terms)})"
+
+
+def calls_piece(have: Sequence[str]) -> str:
+    """The Markdown of a message `calls_simple()` holds for: its piece as a
+    plain message's (`piece`), then each call as `_message_md` writes it."""
+    d, args = 't."durationMs"', 't."arguments"'
+    took = (
+        f"CASE WHEN ifnull({d}, 0) = 0 THEN '' WHEN {d} < 1000 THEN ' · ' || {d} || ' ms'"
+        f" ELSE ' · ' || (({d} + 50) / 100 / 10) || '.' || (({d} + 50) / 100 % 10) || ' s' END"
+    )
+    approval = "CASE WHEN t.approval <> '' THEN ' · ' || t.approval ELSE '' END"
+    indented = (
+        "(SELECT '{' || char(10) || group_concat('  ' || json_quote(a.key) || ': '"
+        " || json_quote(a.value), ',' || char(10)) || char(10) || '}'"
+        f" FROM json_each({args}) AS a)"
+    )
+    arguments = (
+        f"CASE WHEN {args} IS NULL OR {args} = '' OR {args} = '{{}}' THEN ''"
+        f" ELSE ifnull(char(10, 10) || '```json' || char(10) || {indented}"
+        " || char(10) || '```', '') END"
+    )
+    call = (
+        "char(10, 10) || '**Tool call** `' || t.name || '` — ' || t.status"
+        f" || {took} || {approval} || {arguments}"
+    )
+    return (
+        f"{piece(have, 'md')} || (SELECT group_concat(x.s, '') FROM (SELECT {call} AS s"
+        f' FROM tool_calls AS t WHERE t."messageId" = {col(have, "m", "id")}'
+        " ORDER BY t.position) AS x)"
+    )
+
+
 def kind(have: Sequence[str]) -> str:
     """What the message adds to a timeline rebuilt from messages: 1 a user's
     entry, 2 the assistant's, 0 none (`Asides.count_kind`)."""

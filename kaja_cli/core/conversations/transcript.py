@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,6 +99,9 @@ def _valid_utf8(data: bytes) -> bytes:
 
 
 RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
+# A tool result's key (Markdown export): the calls of the messages before it
+# that render has not seen as dicts, SQLite having written them (`message_pieces`).
+CALLS_BEFORE = "kaja_calls_before"
 
 
 # --- the data ---------------------------------------------------------------------------
@@ -173,9 +176,14 @@ class Pieces(list):
     lines=True)`), which, a character at a time, applies to the run's text
     as to each piece."""
 
-    def __init__(self, rows: list[tuple]):
+    def __init__(self, rows: list[tuple], starts: Callable[[int], int] | None = None):
         super().__init__(rows)
         self.text = b"".join([row[0] for row in rows]).decode("utf-8", "replace")
+        self._starts = starts
+
+    def tool_starts(self, seq: int) -> int:
+        """How many tool calls the piece at `seq` shows (`pieces.calls_piece`)."""
+        return self._starts(seq) if self._starts is not None else 0
 
     @staticmethod
     def decoded(value: bytes | None) -> str | None:
@@ -193,6 +201,8 @@ class _Reader:
         self.have = columns(conn, *_TABLES)
         self.dialect = dialect.of(conn)
         self._unique_seq: bool | None = None
+        self._whole_seq = False  # and every one an integer
+        self._starts: dict[int, int] | None = None
         self._text_columns: dict[str, frozenset[str]] = {}
 
     def _texts(self, table: str) -> frozenset[str]:
@@ -281,12 +291,43 @@ class _Reader:
         if self._unique_seq is None:
             self._unique_seq = False
             if self.dialect.checks_seq_order:
-                n, distinct, given = self.conn.execute(
-                    'SELECT count(*), count(DISTINCT seq), count(seq) FROM messages'
+                n, distinct, given, whole = self.conn.execute(
+                    "SELECT count(*), count(DISTINCT seq), count(seq),"
+                    " count(CASE WHEN typeof(seq) = 'integer' THEN 1 END) FROM messages"
                     ' WHERE "sessionId" = ?', (self.sid,),
                 ).fetchone()  # fmt: skip
                 self._unique_seq = n == distinct == given
+                self._whole_seq = self._unique_seq and whole == n
         return self._unique_seq
+
+    def _tool_starts(self, seq: int) -> int:
+        """How many tool calls the message at `seq` made (`Pieces.tool_starts`)."""
+        if self._starts is None:
+            self._starts = dict(self.conn.execute(
+                'SELECT m.seq, count(*) FROM messages AS m JOIN tool_calls AS t'
+                ' ON t."messageId" = m.id WHERE m."sessionId" = ? GROUP BY m.seq', (self.sid,),
+            ).fetchall())  # fmt: skip
+        return self._starts.get(seq, 0)
+
+    def _calls_between(self, after: int | None, before: int) -> list[dict[str, Any]]:
+        """The tool calls of the session's messages after seq `after` (None: from
+        the first) and before `before`, in their order: what render has seen
+        by then, where SQLite wrote some of those messages (`pieces.calls_piece`)."""
+        where, args = 'm."sessionId" = ? AND m.seq < ?', [self.sid, before]
+        if after is not None:
+            where, args = where + " AND m.seq > ?", [*args, after]
+        factory = self.conn.text_factory
+        self.conn.text_factory = bytes
+        try:
+            rows = self.conn.execute(
+                f"SELECT {self._calls_json()} FROM messages AS m WHERE {where}"
+                ' AND EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = m.id)'
+                " ORDER BY m.seq",
+                args,
+            ).fetchall()
+        finally:
+            self.conn.text_factory = factory
+        return [c for (data,) in rows for c in json.loads(_valid_utf8(data))]
 
     def _calls_json(self, *, only_if_any: bool = False) -> str:
         """A message's tool calls as a JSON array, in their order (`only_if_any`:
@@ -349,9 +390,15 @@ class _Reader:
         tool = pieces.tool_simple(
             m, t, view, indexed=self._indexed("tool_calls", "resultMessageId")
         )
+        # An assistant's message with tool calls too (Markdown), where render's
+        # `calls` can be given what it has seen (`_calls_between`): by seq.
+        with_calls = "0"
+        if view == "md" and "seq" in m and "sessionId" in m and self._seq_unique():
+            with_calls = pieces.calls_simple(m, t) if self._whole_seq else "0"
         sql = (
             f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view)}"
             + (f" WHEN {tool} THEN {pieces.tool_piece(m, view)}" if tool != "0" else "")
+            + (f" WHEN {with_calls} THEN {pieces.calls_piece(m)}" if with_calls != "0" else "")
             + f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
             f" {col(m, 'm', 'parts')}"
             + (f", {pieces.heading_values(m)}" if view == "md" else "")
@@ -363,6 +410,8 @@ class _Reader:
         # decodes with U+FFFD is a Python call per value.
         conn.text_factory = bytes  # applies to the rows fetched while it is set
         loads = json.loads
+        starts = self._tool_starts if with_calls != "0" else None
+        seen: int | None = None  # the seq up to which render was given the calls
         try:
             cur = self._execute(sql, (self.sid,))
             while rows := cur.fetchmany(RUN):
@@ -371,11 +420,15 @@ class _Reader:
                 for i, row in enumerate(rows):
                     if row[0][0] == 123:  # JSON's "{"; a piece is Markdown or HTML, never "{"
                         if i > start:
-                            yield Pieces(rows[start:i])
+                            yield Pieces(rows[start:i], starts)
                         start = i + 1
-                        yield loads(self._with_images(_valid_utf8(row[0]), row[3]))
+                        message = loads(self._with_images(_valid_utf8(row[0]), row[3]))
+                        if starts is not None and message.get("role") == "tool":
+                            message[CALLS_BEFORE] = self._calls_between(seen, row[1])
+                            seen = row[1]
+                        yield message
                 if start < len(rows):
-                    yield Pieces(rows[start:] if start else rows)
+                    yield Pieces(rows[start:] if start else rows, starts)
                 conn.text_factory = bytes
         finally:
             conn.text_factory = factory
@@ -615,10 +668,12 @@ class Asides:
         """Whether any entry is still to be handed out."""
         return bool(self._left)
 
-    def count_kind(self, kind: int) -> None:
-        """`count` of a plain message (`pieces.kind`): 1 a user's entry, 2 the assistant's."""
+    def count_kind(self, kind: int, tool_starts: int = 0) -> None:
+        """`count` of a message SQLite wrote (`pieces.kind`: 1 a user's entry,
+        2 the assistant's; and the tool calls it shows)."""
         if kind:
             self._seen["user" if kind == 1 else "assistant"] += 1
+        self._seen["tool_start"] += tool_starts
 
     def count(self, m: dict[str, Any]) -> None:
         """Count the entries message `m` makes in a timeline rebuilt from messages."""
