@@ -104,6 +104,7 @@ def sessions(
         have = columns(conn, *FILTER_TABLES)
         if not (have.get("sessions") and "id" in have["sessions"]):
             return
+        texts: dict[str, frozenset[str]] = {}  # the tables' TEXT columns, asked once
         for sid in ids:
             if conn.in_transaction:
                 conn.execute("COMMIT")  # the last session's messages were not all read
@@ -111,15 +112,19 @@ def sessions(
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
                 conn.execute("COMMIT")
                 continue  # deleted since the ids were picked
-            yield _one(conn, sid, images_dir, redact)
+            yield _one(conn, sid, images_dir, redact, texts)
         if conn.in_transaction:
             conn.execute("COMMIT")
 
 
 def _one(
-    conn: sqlite3.Connection, sid: str, images_dir: Path, redact: Redact | None
+    conn: sqlite3.Connection,
+    sid: str,
+    images_dir: Path,
+    redact: Redact | None,
+    texts: dict[str, frozenset[str]] | None = None,
 ) -> SessionExport:
-    r = SessionReader(conn, sid, images_dir)
+    r = SessionReader(conn, sid, images_dir, texts)
     session = r.session()
     head = {
         "session": session,

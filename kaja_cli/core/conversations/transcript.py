@@ -194,16 +194,24 @@ class Pieces(list):
 class _Reader:
     """Queries over one session that tolerate missing tables and columns."""
 
-    def __init__(self, conn: sqlite3.Connection, session_id: str, images_dir: Path):
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        images_dir: Path,
+        text_columns: dict[str, frozenset[str]] | None = None,
+    ):
         self.conn = conn
         self.sid = session_id
         self.images_dir = images_dir
         self.have = columns(conn, *_TABLES)
         self.dialect = dialect.of(conn)
-        self._unique_seq: bool | None = None
-        self._whole_seq = False  # and every one an integer
+        self._counts: tuple[int, int, int, int] | None = None  # `_seq_counts`
         self._starts: dict[int, int] | None = None
-        self._text_columns: dict[str, frozenset[str]] = {}
+        # `_texts`, per connection: the bulk export reads every session through one.
+        self._text_columns: dict[str, frozenset[str]] = (
+            text_columns if text_columns is not None else {}
+        )
 
     def _texts(self, table: str) -> frozenset[str]:
         """`table`'s columns of TEXT affinity (`Dialect.text_columns`), asked once."""
@@ -232,6 +240,8 @@ class _Reader:
     def message_count(self) -> int:
         if not self._has("messages", "sessionId"):
             return 0
+        if self.dialect.checks_seq_order and "seq" in self.have["messages"]:
+            return self._seq_counts()[0]  # the same read tells `_seq_unique`
         return self.conn.execute(
             'SELECT count(*) FROM messages WHERE "sessionId" = ?', (self.sid,)
         ).fetchone()[0]
@@ -288,17 +298,21 @@ class _Reader:
 
     def _seq_unique(self) -> bool:
         """Whether every message of the session has a `seq` and no two the same."""
-        if self._unique_seq is None:
-            self._unique_seq = False
-            if self.dialect.checks_seq_order:
-                n, distinct, given, whole = self.conn.execute(
-                    "SELECT count(*), count(DISTINCT seq), count(seq),"
-                    " count(CASE WHEN typeof(seq) = 'integer' THEN 1 END) FROM messages"
-                    ' WHERE "sessionId" = ?', (self.sid,),
-                ).fetchone()  # fmt: skip
-                self._unique_seq = n == distinct == given
-                self._whole_seq = self._unique_seq and whole == n
-        return self._unique_seq
+        if not self.dialect.checks_seq_order:
+            return False
+        n, distinct, given, _ = self._seq_counts()
+        return n == distinct == given
+
+    def _seq_counts(self) -> tuple[int, int, int, int]:
+        """The session's messages, its distinct seqs, its seqs, its whole-number
+        seqs: one read of the (sessionId, seq) index, made once."""
+        if self._counts is None:
+            self._counts = self.conn.execute(
+                "SELECT count(*), count(DISTINCT seq), count(seq),"
+                " count(CASE WHEN typeof(seq) = 'integer' THEN 1 END) FROM messages"
+                ' WHERE "sessionId" = ?', (self.sid,),
+            ).fetchone()  # fmt: skip
+        return self._counts
 
     def _tool_starts(self, seq: int) -> int:
         """How many tool calls the message at `seq` made (`Pieces.tool_starts`)."""
@@ -394,7 +408,8 @@ class _Reader:
         # `calls` can be given what it has seen (`_calls_between`): by seq.
         with_calls = "0"
         if view == "md" and "seq" in m and "sessionId" in m and self._seq_unique():
-            with_calls = pieces.calls_simple(m, t) if self._whole_seq else "0"
+            whole = self._seq_counts()[3] == self._seq_counts()[0]  # every seq an integer
+            with_calls = pieces.calls_simple(m, t) if whole else "0"
         sql = (
             f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view)}"
             + (f" WHEN {tool} THEN {pieces.tool_piece(m, view)}" if tool != "0" else "")
