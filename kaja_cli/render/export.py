@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 FORMATS = ("jsonl", "json", "md", "html")
 EXTENSIONS = {"jsonl": "jsonl", "json": "json", "md": "md", "html": "html"}
 _JOIN = 256  # messages joined into one write
+_LARGE = 1 << 16  # a text this long (a run of messages) is a write of its own
 
 
 def json_chunks(doc: SessionExport) -> Iterator[str | bytes]:
@@ -28,7 +29,14 @@ def json_chunks(doc: SessionExport) -> Iterator[str | bytes]:
     yield json_text(head[:-1] + ("," if doc.head else "") + '"messages":[')
     sep = b""
     batch: list[bytes] = []
-    for data in doc.messages:
+    for data in doc.messages:  # a message's JSON, or a run of them (`SessionExport`)
+        if len(data) >= _LARGE:
+            if batch:
+                yield sep + json_bytes(b",".join(batch))
+                sep, batch = b",", []
+            yield sep + json_bytes(data)
+            sep = b","
+            continue
         batch.append(data)
         if len(batch) >= _JOIN:
             yield sep + json_bytes(b",".join(batch))

@@ -20,11 +20,11 @@ from html import escape
 from typing import Any
 
 from kaja_cli import render
-from kaja_cli.core.conversations.transcript import Asides, Entry, Pending
+from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Pieces
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import plural
 from kaja_cli.render.layout import _LINES, _LINES_FOUND
-from kaja_cli.render.replay import _compact, waiting
+from kaja_cli.render.replay import _compact, indented, waiting
 
 MAX_IMAGE = 5 * 1024 * 1024
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -107,18 +107,25 @@ def page_chunks(
     asides = Asides(events)
     batch: list[str] = []
     for m in messages:
-        if m.__class__ is tuple:  # written by SQLite (`core.conversations.pieces`)
-            text, seq, kind = m
-            if _LINES_FOUND(text):  # the escaping rule, as render.text(…, lines=True) applies it
-                text = text.translate(_LINES)
+        if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
             if asides.waiting or ordered:
-                parts = [_aside(e) for e in asides.due()]
-                while ordered and (not isinstance(seq, int) or ordered[0]["summaryFrom"] <= seq):
-                    parts.append(_summary(ordered.pop(0)))
-                text = "".join(parts) + text
-                asides.count_kind(kind)
-            batch.append(text)
-            if len(batch) >= _BATCH:
+                texts = []
+                for row in m:
+                    seq, kind = row[1], row[2]
+                    texts += [_aside(e) for e in asides.due()]
+                    while ordered and (
+                        not isinstance(seq, int) or ordered[0]["summaryFrom"] <= seq
+                    ):
+                        texts.append(_summary(ordered.pop(0)))
+                    asides.count_kind(kind)
+                    texts.append(Pieces.decoded(row[0]))
+                text = "".join(texts)
+            else:
+                text = m.text
+            # the escaping rule, as render.text(…, lines=True) applies it (a
+            # second time to what _aside escaped already: it changes nothing)
+            batch.append(text.translate(_LINES) if _LINES_FOUND(text) else text)
+            if len(batch) >= _BATCH or len(m) >= _BATCH:
                 yield "".join(batch)
                 batch = []
             continue
@@ -228,7 +235,7 @@ def _call(c: dict[str, Any], pending: Pending | None) -> str:
     args = c.get("arguments")
     if args in (None, "", {}):
         return line
-    text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, indent=2)
+    text = args if isinstance(args, str) else indented(args)
     return f"{line}<details><summary>arguments</summary><pre>{_e(text)}</pre></details>"
 
 

@@ -11,13 +11,23 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Sequence
+from operator import itemgetter
 from typing import Any
 
 from kaja_cli import render
-from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Replay, Transcript
+from kaja_cli.core.conversations import pieces
+from kaja_cli.core.conversations.transcript import (
+    CALLS_BEFORE,
+    Asides,
+    Entry,
+    Pending,
+    Pieces,
+    Replay,
+    Transcript,
+)
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import noun, plural
-from kaja_cli.render.layout import _LINES, _LINES_FOUND
+from kaja_cli.render.layout import _LINES, _LINES_FOUND, _ONE_LINE
 
 ARGS_WIDTH = 160  # a tool call's arguments on one line, cut beyond this
 
@@ -155,7 +165,26 @@ def _quote(text: str) -> str:
 def _json_text(value: Any) -> tuple[str, str]:
     if isinstance(value, str):
         return render.text(value, lines=True), ""
-    return render.text(json.dumps(value, ensure_ascii=False, indent=2), lines=True), "json"
+    return render.text(indented(value), lines=True), "json"
+
+
+_ONE = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def indented(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, indent=2)`: Python's encoder
+    writes indented JSON a piece at a time in Python, so a flat object (a
+    tool call's usual arguments) is written here, each value by the encoder
+    in C (issue 29)."""
+    if value.__class__ is dict and value:
+        items = []
+        for k, v in value.items():
+            if ((v.__class__ is dict or v.__class__ is list) and v) or k.__class__ is not str:
+                break
+            items.append(f"  {_ONE(k)}: {_ONE(v)}")
+        else:
+            return "{\n" + ",\n".join(items) + "\n}"
+    return json.dumps(value, ensure_ascii=False, indent=2)
 
 
 def _image_md(img: dict[str, Any], alt: str = "image") -> str:
@@ -253,21 +282,30 @@ def markdown_chunks(
 
     batch: list[str] = []
     for m in messages:
-        if m.__class__ is tuple:  # written by SQLite (`core.conversations.pieces`)
-            text, seq, kind = m
-            if _LINES_FOUND(text):  # the escaping rule, as render.text(…, lines=True) applies it
-                text = text.translate(_LINES)
-            if asides.waiting or pending_summaries:
-                before = asides_md() + summaries_before(seq)
-                if before:
-                    text = "\n" + "\n".join(before) + text
-                asides.count_kind(kind)
-            batch.append(text)
-            if len(batch) >= _BATCH:
+        if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
+            mended = _BREAK(b" ".join(filter(None, map(_MODEL, m)))) or _BREAK(
+                b" ".join(filter(None, map(_TIME, m)))
+            )  # a heading to write on one line: one piece at a time
+            if mended or asides.waiting or pending_summaries:
+                texts = []
+                for row in m:
+                    text, seq, kind = mend(row), row[1], row[2]
+                    before = asides_md() + summaries_before(seq)
+                    if before:
+                        text = "\n" + "\n".join(before) + text
+                    asides.count_kind(kind, m.tool_starts(seq))
+                    texts.append(text)
+                text = "".join(texts)
+            else:
+                text = m.text
+            # the escaping rule, as render.text(…, lines=True) applies it (a
+            # second time to what asides_md escaped already: it changes nothing)
+            batch.append(_lines(text))
+            if len(batch) >= _BATCH or len(m) >= _BATCH:
                 yield "".join(batch)
                 batch = []
             continue
-        for c in m["tool_calls"]:
+        for c in (*m.get(CALLS_BEFORE, ()), *m["tool_calls"]):
             if c["resultMessageId"]:
                 calls[c["resultMessageId"]] = c
             if c["callId"]:
@@ -284,6 +322,26 @@ def markdown_chunks(
 
 
 _BATCH = 256  # messages joined into one piece: one write, not one per message
+
+
+_MODEL, _TIME = itemgetter(4), itemgetter(5)  # a Markdown piece's heading values
+# What the one-line rule spells otherwise than the lines rule (`render.text`).
+_BREAK = re.compile(b"[\t\n\r\v\f]").search
+
+
+def mend(row: tuple) -> str:
+    """A piece's text (`Pieces`), its heading written by the one-line rule where
+    its model or time needs it (`pieces.heading`)."""
+    text = Pieces.decoded(row[0])
+    model, created = row[4], row[5]
+    if _BREAK(b" ".join(filter(None, (model, created)))):
+        return pieces.heading(text, Pieces.decoded(model), Pieces.decoded(created), _ONE_LINE)
+    return text
+
+
+def _lines(text: str) -> str:
+    """`render.text(text, lines=True)` of a text known to be one."""
+    return text.translate(_LINES) if _LINES_FOUND(text) else text
 
 
 def _message_md(

@@ -379,3 +379,164 @@ def test_what_sqlite_writes_is_what_render_writes(demo_store, tmp_path, monkeypa
     )
     reference = export("reference")
     assert len(fast) > 5 and fast == reference
+
+
+def _tool_results_store(state) -> str:
+    """A session of tool results of every kind beside their calls (the
+    awkward session's schema, with the agent's indexes on `tool_calls`): the
+    plain ones SQLite writes itself (core/conversations/pieces.py
+    `tool_simple`), and each way one may not be, which render writes."""
+    from tests.support import awkward_session as awkward
+
+    sid = awkward.SID
+    awkward.build(state)
+    with sqlite3.connect(state / "kaja.db") as conn:
+        conn.execute('CREATE INDEX tool_calls_message ON tool_calls ("messageId")')
+        conn.execute('CREATE INDEX tool_calls_result ON tool_calls ("resultMessageId")')
+        conn.execute("DELETE FROM tool_calls")
+        conn.execute("DELETE FROM messages")
+        conn.execute("DELETE FROM session_events WHERE seq > 3")
+        at = "2026-11-03T10:00:00.000Z"
+        results = [
+            # id, content, createdAt, parts: the tool results, one call each unless said
+            ("r01", "plain result & <b> \"q\" 'x'", at, None),
+            ("r02", "fence inside\n```\ncode\n```", at, None),
+            ("r03", None, at, None),
+            ("r04", "", "", None),
+            ("r05", b"\x00blob", at, None),
+            ("r06", "ctl \x1b[31m \u202e bidi\r\n", "2026\tx", None),
+            ("r07", "named twice", at, None),
+            ("r08", "call made after", at, None),
+            ("r09", "call in another session", at, None),
+            ("ABCD", "hex id, a BLOB call id", at, None),
+            ("r11", "summarized", at, None),
+            ("r12", "parts", at, "[broken"),
+            ("r13", "own call", at, None),
+            ("r14", "name with `tick`", at, None),
+            ("r15", "name\twith tab", at, None),
+            ("r16", "no name", at, None),
+            ("r17", "number name", at, None),
+            ("r18", "empty summary", at, None),
+            ("r19", "zero summary", at, None),
+            ("r20", "by call id only", at, None),
+        ]
+        rows, calls, seq = [], [], 0
+        for n, (rid, content, created, parts) in enumerate(results):
+            seq += 1
+            caller = f"a{n:02d}"
+            rows.append((caller, sid, seq, "assistant", None, None, "gpt", at))
+            seq += 1
+            rows.append((rid, sid, seq, "tool", content, parts, None, created))
+            name = {"r04": "a&b", "r14": "read`x", "r15": "read\tx", "r16": "", "r17": 7}.get(
+                rid, "read"
+            )
+            summary = {"r11": "shorter", "r18": "", "r19": 0}.get(rid)
+            result = None if rid == "r20" else rid
+            calls.append((f"t{n:02d}", caller, 0, f"call_{n}", name, '{"q": "x"}', result,
+                          "ok", 1500, None, summary))  # fmt: skip
+        calls += [
+            ("t90", "a06", 1, "call_90", "second", "{}", "r07", "ok", None, None, None),
+            ("t91", "a99", 0, "call_91", "later", "{}", "r08", "ok", None, None, None),
+            ("t92", "zz", 0, "call_92", "elsewhere", "{}", "r09", "ok", None, None, None),
+            ("t93", "r13", 0, "call_93", "own", "{}", None, None, None, None, None),
+        ]
+        calls = [c for c in calls if c[0] not in ("t07", "t08")]  # r08, r09: only the odd call
+        calls.append(("t94", "a09", 0, "call_94", "blob", "{}", b"\xab\xcd", "ok", 5, None, None))
+        rows.append(("a99", sid, 999, "assistant", "last", None, "gpt", at))
+        # Calls of every shape (pieces.calls_simple): name, status, duration,
+        # approval, arguments, position; a message's text; a model with a tab.
+        q = '{"q": "x"}'
+        shapes = [
+            [("read", "ok", 1500, None, q)], [("read", "ok", 1250, None, q)],
+            [("read", "ok", 59960, None, q)], [("read", "ok", 60000, None, q)],
+            [("read", "ok", -5, None, q)], [("read", "ok", 0, None, q)],
+            [("read", "ok", 999, "auto", q)], [("read", "ok", 100, "a\tb", q)],
+            [("read", "ok", 1500.0, None, q)], [("read", "ok", None, None, '{"a": {"b": 1}}')],
+            [("read", "ok", None, None, '{"n": 5}')], [("read", "ok", None, None, '{"k": "v", "k": "w"}')],
+            [("read", "ok", None, None, '{"e": "\\u00e9"}')], [("read", "ok", None, None, '{"c": "```x"}')],
+            [("read", "ok", None, None, "{}")], [("read", "ok", None, None, "")],
+            [("read", "ok", None, None, "{not json")], [("read", "ok", None, None, "[1, 2]")],
+            [("read", "ok", None, None, '{"s": "a\\nb \\"q\\" \\\\ \\t \x7f \u2028 \u00e9", "t": ""}')],
+            [("read", "", None, None, q)], [("read", None, None, None, q)],
+            [("read", "ok\nx", None, None, q)], [("a`b", "ok", None, None, q)],
+            [("one", "ok", 5, None, q), ("two", "error", 2500, "asked", None)],
+            [("same1", "ok", None, None, q), ("same2", "ok", None, None, q)],
+        ]  # fmt: skip
+        for n, shape in enumerate(shapes):
+            mid = f"b{n:02d}"
+            model = "gpt\tx" if n == 3 else "gpt"
+            content = "Some text" if n in (0, 23) else None
+            rows.append((mid, sid, 1000 + n, "assistant", content, None, model, at))
+            for k, (name, status, took, approval, args) in enumerate(shape):
+                position = 0 if n == 24 else k
+                calls.append((f"u{n:02d}{k}", mid, position, "call_wait" if n == 20 else f"c{n}{k}",
+                              name, args, None, status, took, approval, None))  # fmt: skip
+        conn.execute("DELETE FROM session_events")
+        events = [(1, "tool_start", "{}"), (2, "notice", '{"text": "after the first call"}'),
+                  (3, "tool_start", "{}"), (4, "tool_start", "{}"),
+                  (5, "error", '{"text": "after the third"}')]  # fmt: skip
+        conn.executemany(
+            "INSERT INTO session_events VALUES (?, ?, ?, ?)", [(sid, *e) for e in events]
+        )
+        conn.executemany(
+            "INSERT INTO messages (id, sessionId, seq, role, content, parts, model, createdAt)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.executemany("INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", calls)
+        conn.execute(
+            "INSERT INTO messages (id, sessionId, seq, role, content) VALUES ('zz', 'other', 1,"
+            " 'assistant', 'x')"
+        )
+    return sid
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fmt):
+    """Tool results SQLite writes itself (a plain one, its call found without
+    doubt), and every kind it leaves to render: the same bytes as render
+    writing every message from its JSON."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    sid = _tool_results_store(kaja.state)
+    argv = ("sessions", "export", sid, "--owner", awkward.OWNER, "-f", fmt)
+    fast = kaja(*argv)
+    assert fast.code == 0, fast
+    written = {"md": "### Tool result · `read` · 2026-11-03T10:00:00.000Z\n\n```\nplain",
+               "html": "Tool result · <code>read</code><span class=\"when\">"}  # fmt: skip
+    assert written[fmt] in fast.out
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+    reference = kaja(*argv)
+    assert reference.code == 0, reference
+    assert fast.out == reference.out
+
+
+def test_a_blob_or_infinity_in_kajas_own_columns_is_json(demo_store):
+    """kaja's schema declares its columns' types: a BLOB where TEXT is declared
+    (which no number can be) is its hex, an infinite REAL in an INTEGER column
+    its text, as in a file another program wrote (the awkward session)."""
+    with sqlite3.connect(demo_store.state / "kaja.db") as conn:
+        mid, sid, owner = conn.execute(
+            'SELECT m.id, m."sessionId", s.owner FROM messages AS m'
+            ' JOIN sessions AS s ON s.id = m."sessionId" ORDER BY m.rowid LIMIT 1'
+        ).fetchone()
+        conn.execute(
+            "UPDATE messages SET content = X'00FF', model = X'', \"promptTokens\" = 9e999,"
+            ' "latencyMs" = -9e999 WHERE id = ?',
+            (mid,),
+        )
+    conn.close()
+    r = demo_store("sessions", "export", sid, "--owner", owner, "-f", "json")
+    assert r.code == 0, r
+    m = next(m for m in json.loads(r.out)["messages"] if m["id"] == mid)
+    assert (m["content"], m["model"], m["promptTokens"], m["latencyMs"]) == (
+        "00FF",
+        "",
+        "Inf",
+        "-Inf",
+    )

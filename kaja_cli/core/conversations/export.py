@@ -48,7 +48,9 @@ class SessionExport(NamedTuple):
 
     head: dict[str, Any]
     message_count: int
-    messages: Iterator[bytes]  # UTF-8 JSON text, as SQLite made it
+    # UTF-8 JSON text, as SQLite made it: each item one message's, or (without
+    # --redact) a run of consecutive messages' joined by commas.
+    messages: Iterator[bytes]
     # The same messages for Markdown or HTML (`rows("md")`), read plain where
     # that changes nothing (`transcript._Reader.message_pieces`); None: parse
     # `messages`. Consume one of the two, never both.
@@ -102,6 +104,7 @@ def sessions(
         have = columns(conn, *FILTER_TABLES)
         if not (have.get("sessions") and "id" in have["sessions"]):
             return
+        texts: dict[str, frozenset[str]] = {}  # the tables' TEXT columns, asked once
         for sid in ids:
             if conn.in_transaction:
                 conn.execute("COMMIT")  # the last session's messages were not all read
@@ -109,15 +112,19 @@ def sessions(
             if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
                 conn.execute("COMMIT")
                 continue  # deleted since the ids were picked
-            yield _one(conn, sid, images_dir, redact)
+            yield _one(conn, sid, images_dir, redact, texts)
         if conn.in_transaction:
             conn.execute("COMMIT")
 
 
 def _one(
-    conn: sqlite3.Connection, sid: str, images_dir: Path, redact: Redact | None
+    conn: sqlite3.Connection,
+    sid: str,
+    images_dir: Path,
+    redact: Redact | None,
+    texts: dict[str, frozenset[str]] | None = None,
 ) -> SessionExport:
-    r = SessionReader(conn, sid, images_dir)
+    r = SessionReader(conn, sid, images_dir, texts)
     session = r.session()
     head = {
         "session": session,
@@ -127,16 +134,15 @@ def _one(
         "pending": p.to_json() if (p := r.pending(session)) else None,
     }
     count = r.message_count()
-    messages = r.messages_json_bytes(condense=False)
     if redact is None:  # redaction rewrites the JSON texts: it reads them
         return SessionExport(
-            head, count, _then_commit(conn, messages),
+            head, count, _then_commit(conn, r.messages_json_runs(condense=False)),
             lambda view: _then_commit(conn, r.message_pieces(view)),
         )  # fmt: skip
     head = json.loads(redact(json.dumps(head, ensure_ascii=False, default=str)))
     messages = (
         redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-        for data in messages
+        for data in r.messages_json_bytes(condense=False)
     )
     return SessionExport(head, count, _then_commit(conn, messages))
 

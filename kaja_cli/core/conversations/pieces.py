@@ -2,7 +2,8 @@
 (`sessions export ID -f md|html`, issue 29).
 
 Most of a long session is a user's or the assistant's message with nothing
-but text: no tool call, no part, no image. For those, SQLite writes the very piece `render/replay.py`'s
+but text: no tool call, no part, no image, and most of the rest tool results.
+For those, SQLite writes the very piece `render/replay.py`'s
 `_message_md` or `render/html.py`'s `_message` would (the same spelling,
 the same truthiness: an empty text is no text), and Python only appends it:
 a 76,000-message session goes out at about the cost of reading its rows.
@@ -10,7 +11,8 @@ Every other message is read as before (`transcript._Reader.message_rows`)
 and written by render. `tests/cli/test_export.py` compares both with the
 exports as they were, byte for byte.
 
-`simple()` is the condition, `piece()` the text (render applies the
+`simple()` is the condition, `piece()` the text (`tool_simple()` and
+`tool_piece()` for a tool result; render applies the
 escaping rule to it, as `render.text` would have to each value: in C, and
 only where a control or BiDi character is there), `kind()` what the
 timeline's counting needs (`transcript.Asides.count_kind`). Every other
@@ -20,7 +22,7 @@ message comes as its JSON, in the same read. SQLite only
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kaja_cli.core.conversations.columns import col
 
@@ -30,13 +32,16 @@ _BREAKS = "('*[' || char(9) || '-' || char(13) || ']*')"  # \t \n \v \f \r
 
 
 def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
-    """The condition (never NULL) for a message SQLite writes: a user's or the
+    """The condition for a message SQLite writes (for CASE WHEN: NULL is not
+    true; read there, its terms are tried in turn and stop at the first that
+    fails, where a value would be all of them, issue 29): a user's or the
     assistant's message whose shown values are text or NULL, with no
     reasoning, no parts, no tool calls. The escaping rule is render's: it
-    escapes the whole piece SQLite wrote as `render.text(…, lines=True)` does,
-    so Markdown's one-line heading must hold nothing that rule spells
-    otherwise on one line (a tab, a line break, \\r, \\v, \\f; NUL, where
-    GLOB stops)."""
+    escapes the whole piece SQLite wrote as `render.text(…, lines=True)` does;
+    Markdown's heading is one line, and where its model or time holds what
+    that rule spells otherwise on one line (a tab, a line break, \\r, \\v,
+    \\f), render mends it (`heading()`: a GLOB per value here cost a sixth of
+    the export, issue 29)."""
     c = {n: col(have, "m", n) for n in ("role", "reasoning", "parts", "id", *_TEXTS)}
     terms = [f"{c['role']} IN ('user', 'assistant')"]
     if c["reasoning"] != "NULL":
@@ -46,12 +51,25 @@ def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
     if "messageId" in t_have and c["id"] != "NULL":
         terms.append(f'NOT EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = {c["id"]})')
     terms += [f"typeof({c[n]}) IN ('text', 'null')" for n in _TEXTS if c[n] != "NULL"]
-    if view == "md":
-        for n in ("model", "createdAt"):
-            if c[n] != "NULL":
-                terms += [f"NOT (ifnull({c[n]}, '') GLOB {_BREAKS})",
-                          f"instr(ifnull({c[n]}, ''), char(0)) = 0"]  # fmt: skip
-    return f"coalesce({' AND '.join(terms)}, 0)"
+    return f"({' AND '.join(terms)})"
+
+
+def heading_values(have: Sequence[str]) -> str:
+    """The two values of a Markdown piece's heading, as they are (model, time):
+    the extra columns a Markdown read selects for `heading()`."""
+    return f"{col(have, 'm', 'model')}, {col(have, 'm', 'createdAt')}"
+
+
+_HEAD = len("\n\n### ")
+
+
+def heading(piece: str, model: str | None, created: str | None, one_line: dict) -> str:
+    """A Markdown piece whose heading is written by the one-line rule
+    (`one_line`: render's table for it), as `_message_md` writes it: the
+    heading's length is known from the values it shows."""
+    n = _HEAD + (3 if piece.startswith("You", _HEAD) else 4 + (3 + len(model) if model else 0))
+    n += 3 + len(created) if created else 0
+    return piece[:2] + piece[2:n].translate(one_line) + piece[n:]  # after its two line breaks
 
 
 def _html(expr: str) -> str:
@@ -78,13 +96,202 @@ def piece(have: Sequence[str], view: str) -> str:
             f"char(10, 10) || '### ' || CASE WHEN {role} = 'user' THEN 'You'"
             f" ELSE 'Kaja' || {with_model} END || {when} || {text}"
         )
-    with_model = given(model, f"' · ' || {_html(model)}")
-    when = given(created, f"'<span class=\"when\">' || {_html(created)} || '</span>'")
     text = given(content, f"'<div class=\"text\">' || {_html(content)} || '</div>'")
+
+    def who(escape: Callable[[str], str]) -> str:
+        with_model = given(model, f"' · ' || {escape(model)}")
+        when = given(created, f"'<span class=\"when\">' || {escape(created)} || '</span>'")
+        return f"CASE WHEN {role} = 'user' THEN 'You' ELSE 'Kaja' || {with_model} END || {when}"
+
     return (
-        f"'<section class=\"msg ' || {role} || '\"><div class=\"who\">'"
-        f" || CASE WHEN {role} = 'user' THEN 'You' ELSE 'Kaja' || {with_model} END"
-        f" || {when} || '</div>' || {text} || '</section>' || char(10)"
+        f"'<section class=\"msg ' || {role} || '\"><div class=\"who\">' || "
+        + _escaped_if_needed((model, created), who)
+        + f" || '</div>' || {text} || '</section>' || char(10)"
+    )
+
+
+def _escaped_if_needed(exprs: Sequence[str], build: Callable[[Callable[[str], str]], str]) -> str:
+    """`build(_html)`, or `build` as it is when none of the short texts `exprs`
+    holds a character HTML escapes: one GLOB of them all costs less than
+    five replace() of each (issue 29)."""
+    given = [e for e in exprs if e != "NULL"]
+    if not given:
+        return build(_html)
+    joined = " || ".join(f"ifnull({e}, '')" for e in given)
+    return (
+        f"CASE WHEN ({joined}) GLOB '*[&<>\"'']*' THEN {build(_html)} ELSE {build(lambda e: e)} END"
+    )
+
+
+def _one_line(expr: str) -> list[str]:
+    """`expr` (text or NULL) holds nothing Markdown's one-line rule spells
+    otherwise than the escaping rule (a tab, a line break, \\r, \\v, \\f; NUL,
+    where GLOB stops)."""
+    return [f"NOT (ifnull({expr}, '') GLOB {_BREAKS})", f"instr(ifnull({expr}, ''), char(0)) = 0"]
+
+
+# The call a tool result's heading names, as render finds it: the one call
+# whose `resultMessageId` is the result's id (`calls[m["id"]]`), made by a
+# message of the session before it. Render has seen that message: it has a
+# tool call, so it is never written by SQLite. CROSS JOIN keeps the planner
+# to that order (the call by its index, then its message by id): the other
+# reads every earlier message of the session, for every result.
+_CALL = (
+    'FROM tool_calls AS t CROSS JOIN messages AS tm ON tm.id = t."messageId"'
+    ' WHERE t."resultMessageId" = m.id'
+)
+
+
+def tool_simple(
+    have: Sequence[str], t_have: Sequence[str], view: str, *, indexed: bool = True
+) -> str:
+    """The condition (for CASE WHEN, as `simple`) for a tool result SQLite
+    writes: no parts, no tool calls of its own, content text or NULL (in
+    Markdown, with no fence inside it: its fence is three backticks), and its
+    call found without doubt (`_CALL`): the only call naming it as its
+    result, with a name that is text, no summary, and in Markdown no backtick
+    and nothing the one-line rule spells otherwise. Never (`0`) without an
+    index of `tool_calls."resultMessageId"` (`indexed`): each result would
+    read every call."""
+    c = {n: col(have, "m", n) for n in ("role", "parts", "id", "seq", "sessionId", *_TEXTS)}
+    need = ("messageId", "resultMessageId", "name", "resultSummary")
+    if (
+        not indexed
+        or any(c[n] == "NULL" for n in ("role", "id", "seq", "sessionId"))
+        or not all(n in t_have for n in need)
+    ):
+        return "0"
+    terms = [f"{c['role']} = 'tool'", f"typeof({c['id']}) = 'text'", f"{c['id']} <> ''",
+             f"typeof({c['seq']}) = 'integer'"]  # fmt: skip
+    if c["parts"] != "NULL":
+        terms.append(f"{c['parts']} IS NULL")
+    terms.append(f'NOT EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = {c["id"]})')
+    for n in ("content", "createdAt"):
+        if c[n] != "NULL":
+            terms.append(f"typeof({c[n]}) IN ('text', 'null')")
+    if view == "md":
+        if c["content"] != "NULL":
+            terms.append(f"instr(ifnull({c['content']}, ''), '```') = 0")
+        if c["createdAt"] != "NULL":
+            terms += _one_line(c["createdAt"])
+    name = 't."name"'
+    found = ["typeof(t.\"resultMessageId\") = 'text'", f"tm.\"sessionId\" = {c['sessionId']}",
+             "typeof(tm.seq) = 'integer'", f"tm.seq < {c['seq']}", f"typeof({name}) = 'text'",
+             f"{name} <> ''", "ifnull(t.\"resultSummary\", '') = ''"]  # fmt: skip
+    if view == "md":
+        found += [f"instr({name}, '`') = 0", *_one_line(name)]
+    terms += [
+        # No call whose id, as render reads it (a BLOB as its hex, an infinity
+        # as text), is this id where SQLite's = would not find it.
+        f"({c['id']} GLOB '*[^0-9A-F]*' OR length({c['id']}) % 2 = 1)",
+        f"{c['id']} NOT IN ('Inf', '-Inf')",
+        f'(SELECT count(*) FROM tool_calls AS t WHERE t."resultMessageId" = {c["id"]}) = 1',
+        f"EXISTS (SELECT 1 {_CALL} AND {' AND '.join(found)})",
+    ]
+    return f"({' AND '.join(terms)})"
+
+
+def tool_piece(have: Sequence[str], view: str) -> str:
+    """A tool result's piece, for a message `tool_simple()` holds for: what
+    `_message_md` or `_message` writes, before the escaping rule."""
+    content, created = col(have, "m", "content"), col(have, "m", "createdAt")
+    name = f'(SELECT t."name" {_CALL})'
+
+    def given(expr: str, then: str) -> str:
+        return "''" if expr == "NULL" else f"CASE WHEN {expr} <> '' THEN {then} ELSE '' END"
+
+    def present(expr: str, then: str) -> str:  # `is not None`
+        return "''" if expr == "NULL" else f"CASE WHEN {expr} IS NOT NULL THEN {then} ELSE '' END"
+
+    if view == "md":
+        when = given(created, f"' · ' || {created}")
+        text = present(content, f"char(10) || '```' || char(10) || {content} || char(10) || '```'")
+        return f"char(10, 10) || '### Tool result · `' || {name} || '`' || {when} || char(10) || {text}"
+    text = present(content, f"'<pre>' || {_html(content)} || '</pre>'")
+
+    def who(escape: Callable[[str], str]) -> str:
+        when = given(created, f"'<span class=\"when\">' || {escape(created)} || '</span>'")
+        return f"{escape(name)} || '</code>' || {when}"
+
+    return (
+        '\'<section class="msg tool"><div class="who">Tool result · <code>\' || '
+        + _escaped_if_needed((name, created), who)
+        + f" || '</div>' || {text} || '</section>' || char(10)"
+    )
+
+
+_CALL_COLUMNS = ("messageId", "position", "name", "status", "durationMs", "approval", "arguments")
+
+
+def calls_simple(have: Sequence[str], t_have: Sequence[str]) -> str:
+    """The condition (for CASE WHEN, as `simple`) for an assistant's message
+    with tool calls whose Markdown SQLite writes (`calls_piece`): what `simple`
+    asks but the calls, which must all be plain: a position of their own, a
+    name with no backtick, a status (so none waits on you), a duration in
+    whole milliseconds under a minute that rounds to tenths of a second as
+    Python rounds it (not ending in 50 ms), approval text, and arguments
+    that are none, or a JSON object of text values (no `\\u` escape, no
+    fence, no key twice): render's `indented` of it is SQLite's."""
+    c = {n: col(have, "m", n) for n in ("role", "reasoning", "parts", "id", *_TEXTS)}
+    if c["id"] == "NULL" or c["role"] == "NULL" or not all(n in t_have for n in _CALL_COLUMNS):
+        return "0"
+    terms = [f"{c['role']} = 'assistant'"]
+    if c["reasoning"] != "NULL":
+        terms.append(f"({c['reasoning']} IS NULL OR {c['reasoning']} = '')")
+    if c["parts"] != "NULL":
+        terms.append(f"{c['parts']} IS NULL")
+    terms += [f"typeof({c[n]}) IN ('text', 'null')" for n in _TEXTS if c[n] != "NULL"]
+    d, args = 't."durationMs"', 't."arguments"'
+    plain = [
+        "typeof(t.position) = 'integer'",
+        "typeof(t.name) = 'text'", "t.name <> ''", "instr(t.name, '`') = 0",
+        *_one_line("t.name"),
+        "typeof(t.status) = 'text'", "t.status <> ''", *_one_line("t.status"),
+        f"typeof({d}) IN ('integer', 'null')", f"ifnull({d}, 0) < 60000",
+        f"(ifnull({d}, 0) < 1000 OR {d} % 100 <> 50)",
+        "typeof(t.approval) IN ('text', 'null')", *_one_line("t.approval"),
+        f"({args} IS NULL OR {args} = '' OR typeof({args}) = 'text' AND json_valid({args})"
+        f" AND json_type({args}) = 'object' AND instr({args}, '\\u') = 0"
+        f" AND instr({args}, '```') = 0 AND NOT EXISTS (SELECT 1 FROM json_each({args}) AS a"
+        " WHERE a.type <> 'text')"
+        f" AND (SELECT count(*) = count(DISTINCT a.key) FROM json_each({args}) AS a))",
+    ]  # fmt: skip
+    calls = f'FROM tool_calls AS t WHERE t."messageId" = {c["id"]}'
+    terms += [
+        f"EXISTS (SELECT 1 {calls})",
+        f"NOT EXISTS (SELECT 1 {calls} AND NOT ({' AND '.join(plain)}))",
+        f"(SELECT count(*) = count(DISTINCT t.position) {calls})",
+    ]
+    return f"({' AND '.join(terms)})"
+
+
+def calls_piece(have: Sequence[str]) -> str:
+    """The Markdown of a message `calls_simple()` holds for: its piece as a
+    plain message's (`piece`), then each call as `_message_md` writes it."""
+    d, args = 't."durationMs"', 't."arguments"'
+    took = (
+        f"CASE WHEN ifnull({d}, 0) = 0 THEN '' WHEN {d} < 1000 THEN ' · ' || {d} || ' ms'"
+        f" ELSE ' · ' || (({d} + 50) / 100 / 10) || '.' || (({d} + 50) / 100 % 10) || ' s' END"
+    )
+    approval = "CASE WHEN t.approval <> '' THEN ' · ' || t.approval ELSE '' END"
+    indented = (
+        "(SELECT '{' || char(10) || group_concat('  ' || json_quote(a.key) || ': '"
+        " || json_quote(a.value), ',' || char(10)) || char(10) || '}'"
+        f" FROM json_each({args}) AS a)"
+    )
+    arguments = (
+        f"CASE WHEN {args} IS NULL OR {args} = '' OR {args} = '{{}}' THEN ''"
+        f" ELSE ifnull(char(10, 10) || '```json' || char(10) || {indented}"
+        " || char(10) || '```', '') END"
+    )
+    call = (
+        "char(10, 10) || '**Tool call** `' || t.name || '` — ' || t.status"
+        f" || {took} || {approval} || {arguments}"
+    )
+    return (
+        f"{piece(have, 'md')} || (SELECT group_concat(x.s, '') FROM (SELECT {call} AS s"
+        f' FROM tool_calls AS t WHERE t."messageId" = {col(have, "m", "id")}'
+        " ORDER BY t.position) AS x)"
     )
 
 
@@ -94,4 +301,7 @@ def kind(have: Sequence[str]) -> str:
     role, content = col(have, "m", "role"), col(have, "m", "content")
     if content == "NULL":
         return "0"
-    return f"CASE WHEN {content} <> '' THEN CASE WHEN {role} = 'user' THEN 1 ELSE 2 END ELSE 0 END"
+    return (
+        f"CASE WHEN {content} <> '' THEN CASE {role} WHEN 'user' THEN 1 WHEN 'assistant' THEN 2"
+        " ELSE 0 END ELSE 0 END"
+    )

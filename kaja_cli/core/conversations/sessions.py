@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -197,16 +197,18 @@ def json_fields(
     known: Sequence[str],
     overrides: dict[str, str] | None = None,
     d: dialect.Dialect = dialect.SQLITE,
+    texts: Collection[str] = (),
 ) -> list[tuple[str, str]]:
     """(name, value) pairs for a JSON object: the known columns in their order
     (NULL when missing), then any extra columns a newer writer added (not
-    kaja's own `kaja_*`). `overrides` gives a present column its own expression."""
+    kaja's own `kaja_*`). `overrides` gives a present column its own
+    expression; `texts` are the columns of TEXT affinity (`Dialect.text_columns`)."""
     names = list(known) + [c for c in have or () if c not in known and not c.startswith("kaja_")]
     out = []
     for n in names:
         expr = col(have, alias, n)
         value = (overrides or {}).get(n) if expr != "NULL" else None
-        out.append((n, value or d.json_value(expr)))
+        out.append((n, value or d.json_value(expr, text=n in texts)))
     return out
 
 

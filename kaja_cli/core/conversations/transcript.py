@@ -28,11 +28,10 @@ write the plainest messages' pieces itself (`message_pieces`,
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,10 +88,6 @@ def parse_json(value: Any) -> Any:
 _plain = values.json_safe
 
 
-# Text read as str, bytes that are not UTF-8 as U+FFFD (as `_valid_utf8`), in C.
-_TEXT = functools.partial(str, encoding="utf-8", errors="replace")
-
-
 def _valid_utf8(data: bytes) -> bytes:
     """SQLite's UTF-8 as it is, unless another program stored TEXT that is not
     UTF-8: then with U+FFFD, as `db._text` reads every other value."""
@@ -101,6 +96,12 @@ def _valid_utf8(data: bytes) -> bytes:
     except UnicodeDecodeError:
         return data.decode("utf-8", "replace").encode("utf-8")
     return data
+
+
+RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
+# A tool result's key (Markdown export): the calls of the messages before it
+# that render has not seen as dicts, SQLite having written them (`message_pieces`).
+CALLS_BEFORE = "kaja_calls_before"
 
 
 # --- the data ---------------------------------------------------------------------------
@@ -165,16 +166,58 @@ class JsonDocument:
     items: Iterator[str]
 
 
+class Pieces(list):
+    """Consecutive messages SQLite wrote itself (`_Reader.message_pieces`): rows
+    of (piece, seq, `pieces.kind`, parts), and in Markdown the heading's model
+    and time (`pieces.heading`), in order, their text as SQLite's UTF-8 bytes;
+    `text` is the pieces joined and decoded (U+FFFD where a byte is not UTF-8:
+    each piece begins with ASCII, so that is each piece's own). A piece is
+    the message's Markdown or HTML before the escaping rule (`render.text(…,
+    lines=True)`), which, a character at a time, applies to the run's text
+    as to each piece."""
+
+    def __init__(self, rows: list[tuple], starts: Callable[[int], int] | None = None):
+        super().__init__(rows)
+        self.text = b"".join([row[0] for row in rows]).decode("utf-8", "replace")
+        self._starts = starts
+
+    def tool_starts(self, seq: int) -> int:
+        """How many tool calls the piece at `seq` shows (`pieces.calls_piece`)."""
+        return self._starts(seq) if self._starts is not None else 0
+
+    @staticmethod
+    def decoded(value: bytes | None) -> str | None:
+        return None if value is None else value.decode("utf-8", "replace")
+
+
 # --- reading -----------------------------------------------------------------------------
 class _Reader:
     """Queries over one session that tolerate missing tables and columns."""
 
-    def __init__(self, conn: sqlite3.Connection, session_id: str, images_dir: Path):
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        images_dir: Path,
+        text_columns: dict[str, frozenset[str]] | None = None,
+    ):
         self.conn = conn
         self.sid = session_id
         self.images_dir = images_dir
         self.have = columns(conn, *_TABLES)
         self.dialect = dialect.of(conn)
+        self._counts: tuple[int, int, int, int] | None = None  # `_seq_counts`
+        self._starts: dict[int, int] | None = None
+        # `_texts`, per connection: the bulk export reads every session through one.
+        self._text_columns: dict[str, frozenset[str]] = (
+            text_columns if text_columns is not None else {}
+        )
+
+    def _texts(self, table: str) -> frozenset[str]:
+        """`table`'s columns of TEXT affinity (`Dialect.text_columns`), asked once."""
+        if table not in self._text_columns:
+            self._text_columns[table] = self.dialect.text_columns(self.conn, table)
+        return self._text_columns[table]
 
     def _has(self, table: str, *cols: str) -> bool:
         have = self.have.get(table)
@@ -197,6 +240,8 @@ class _Reader:
     def message_count(self) -> int:
         if not self._has("messages", "sessionId"):
             return 0
+        if self.dialect.checks_seq_order and "seq" in self.have["messages"]:
+            return self._seq_counts()[0]  # the same read tells `_seq_unique`
         return self.conn.execute(
             'SELECT count(*) FROM messages WHERE "sessionId" = ?', (self.sid,)
         ).fetchone()[0]
@@ -246,7 +291,57 @@ class _Reader:
 
     def _message_order(self) -> str:
         m = self.have["messages"]
-        return f"{col(m, 'm', 'seq')}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
+        seq = col(m, "m", "seq")
+        if seq != "NULL" and "sessionId" in m and self._seq_unique():
+            return seq  # the same order (`Dialect.checks_seq_order`)
+        return f"{seq}, {col(m, 'm', 'createdAt')}, {col(m, 'm', 'id')}"
+
+    def _seq_unique(self) -> bool:
+        """Whether every message of the session has a `seq` and no two the same."""
+        if not self.dialect.checks_seq_order:
+            return False
+        n, distinct, given, _ = self._seq_counts()
+        return n == distinct == given
+
+    def _seq_counts(self) -> tuple[int, int, int, int]:
+        """The session's messages, its distinct seqs, its seqs, its whole-number
+        seqs: one read of the (sessionId, seq) index, made once."""
+        if self._counts is None:
+            self._counts = self.conn.execute(
+                "SELECT count(*), count(DISTINCT seq), count(seq),"
+                " count(CASE WHEN typeof(seq) = 'integer' THEN 1 END) FROM messages"
+                ' WHERE "sessionId" = ?', (self.sid,),
+            ).fetchone()  # fmt: skip
+        return self._counts
+
+    def _tool_starts(self, seq: int) -> int:
+        """How many tool calls the message at `seq` made (`Pieces.tool_starts`)."""
+        if self._starts is None:
+            self._starts = dict(self.conn.execute(
+                'SELECT m.seq, count(*) FROM messages AS m JOIN tool_calls AS t'
+                ' ON t."messageId" = m.id WHERE m."sessionId" = ? GROUP BY m.seq', (self.sid,),
+            ).fetchall())  # fmt: skip
+        return self._starts.get(seq, 0)
+
+    def _calls_between(self, after: int | None, before: int) -> list[dict[str, Any]]:
+        """The tool calls of the session's messages after seq `after` (None: from
+        the first) and before `before`, in their order: what render has seen
+        by then, where SQLite wrote some of those messages (`pieces.calls_piece`)."""
+        where, args = 'm."sessionId" = ? AND m.seq < ?', [self.sid, before]
+        if after is not None:
+            where, args = where + " AND m.seq > ?", [*args, after]
+        factory = self.conn.text_factory
+        self.conn.text_factory = bytes
+        try:
+            rows = self.conn.execute(
+                f"SELECT {self._calls_json()} FROM messages AS m WHERE {where}"
+                ' AND EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = m.id)'
+                " ORDER BY m.seq",
+                args,
+            ).fetchall()
+        finally:
+            self.conn.text_factory = factory
+        return [c for (data,) in rows for c in json.loads(_valid_utf8(data))]
 
     def _calls_json(self, *, only_if_any: bool = False) -> str:
         """A message's tool calls as a JSON array, in their order (`only_if_any`:
@@ -257,8 +352,9 @@ class _Reader:
         if not ("messageId" in t and "id" in m):
             return "NULL" if only_if_any else d.empty_json_array
         fields = json_fields(
-            t, "t", TOOL_CALL_COLUMNS, {"arguments": d.json_parsed(col(t, "t", "arguments"))}, d
-        )
+            t, "t", TOOL_CALL_COLUMNS, {"arguments": d.json_parsed(col(t, "t", "arguments"))}, d,
+            self._texts("tool_calls"),
+        )  # fmt: skip
         calls = d.json_array(
             d.json_object(fields), 'FROM tool_calls AS t WHERE t."messageId" = m.id',
             col(t, "t", "position"),
@@ -275,12 +371,13 @@ class _Reader:
         `kaja_summary` when `summarized`)."""
         d = self.dialect
         m = self.have["messages"]
-        content = d.json_value(col(m, "m", "content"))
+        texts = self._texts("messages")
+        content = d.json_value(col(m, "m", "content"), text="content" in texts)
         overrides = {
             "content": f"coalesce(m.kaja_summary, {content})" if summarized else content,
             "parts": d.json_parsed(col(m, "m", "parts")),
         }
-        fields = json_fields(m, "m", MESSAGE_COLUMNS, overrides, d)
+        fields = json_fields(m, "m", MESSAGE_COLUMNS, overrides, d, texts)
         # Built only for a message that has tool calls: most have none.
         calls = f"coalesce({self._calls_json(only_if_any=True)}, {d.empty_json_array})"
         fields += [("tool_calls", calls), ("images", d.empty_json_array)]
@@ -288,10 +385,10 @@ class _Reader:
             fields.append(("condensed", d.json_bool("m.kaja_summary IS NOT NULL")))
         return d.json_object(fields)
 
-    def message_pieces(self, view: str) -> Iterator[tuple | dict[str, Any]]:
+    def message_pieces(self, view: str) -> Iterator[Pieces | dict[str, Any]]:
         """The messages for the human exports in `view` ("md" or "html"), in
-        order: the plainest written by SQLite (`conversations.pieces`), each
-        the tuple (its piece, seq, `pieces.kind`); any other the dict
+        order: the plainest written by SQLite (`conversations.pieces`), a run
+        of consecutive ones at a time (`Pieces`); any other the dict
         `messages()` makes of it. One read, no JSON round trip for most."""
         if not self._has("messages", "sessionId"):
             return
@@ -302,32 +399,61 @@ class _Reader:
         from kaja_cli.core.conversations import pieces
 
         m = self.have["messages"]
-        simple = pieces.simple(m, self.have.get("tool_calls") or (), view)
+        t = self.have.get("tool_calls") or ()
+        simple = pieces.simple(m, t, view)
+        tool = pieces.tool_simple(
+            m, t, view, indexed=self._indexed("tool_calls", "resultMessageId")
+        )
+        # An assistant's message with tool calls too (Markdown), where render's
+        # `calls` can be given what it has seen (`_calls_between`): by seq.
+        with_calls = "0"
+        if view == "md" and "seq" in m and "sessionId" in m and self._seq_unique():
+            whole = self._seq_counts()[3] == self._seq_counts()[0]  # every seq an integer
+            with_calls = pieces.calls_simple(m, t) if whole else "0"
         sql = (
             f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view)}"
-            f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
-            f' {col(m, "m", "parts")} FROM messages AS m WHERE m."sessionId" = ?'
-            f" ORDER BY {self._message_order()}"
+            + (f" WHEN {tool} THEN {pieces.tool_piece(m, view)}" if tool != "0" else "")
+            + (f" WHEN {with_calls} THEN {pieces.calls_piece(m)}" if with_calls != "0" else "")
+            + f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
+            f" {col(m, 'm', 'parts')}"
+            + (f", {pieces.heading_values(m)}" if view == "md" else "")
+            + f' FROM messages AS m WHERE m."sessionId" = ? ORDER BY {self._message_order()}'
         )
         conn = self.conn
         factory = conn.text_factory
-        conn.text_factory = _TEXT  # applies to the rows fetched while it is set
+        # As bytes, decoded a run at a time (`Pieces`): a text_factory that
+        # decodes with U+FFFD is a Python call per value.
+        conn.text_factory = bytes  # applies to the rows fetched while it is set
         loads = json.loads
+        starts = self._tool_starts if with_calls != "0" else None
+        seen: int | None = None  # the seq up to which render was given the calls
         try:
             cur = self._execute(sql, (self.sid,))
-            while True:
-                rows = cur.fetchmany(1024)
-                if not rows:
-                    return
+            while rows := cur.fetchmany(RUN):
                 conn.text_factory = factory  # not while the caller runs
-                for text, seq, kind, parts in rows:
-                    if text[0] != "{":  # a piece: Markdown or HTML, never JSON's "{"
-                        yield text, seq, kind
-                    else:
-                        yield loads(self._with_images(text.encode("utf-8"), parts))
-                conn.text_factory = _TEXT
+                start = 0
+                for i, row in enumerate(rows):
+                    if row[0][0] == 123:  # JSON's "{"; a piece is Markdown or HTML, never "{"
+                        if i > start:
+                            yield Pieces(rows[start:i], starts)
+                        start = i + 1
+                        message = loads(self._with_images(_valid_utf8(row[0]), row[3]))
+                        if starts is not None and message.get("role") == "tool":
+                            message[CALLS_BEFORE] = self._calls_between(seen, row[1])
+                            seen = row[1]
+                        yield message
+                if start < len(rows):
+                    yield Pieces(rows[start:] if start else rows, starts)
+                conn.text_factory = bytes
         finally:
             conn.text_factory = factory
+
+    def _indexed(self, table: str, column: str) -> bool:
+        """Whether an index of `table` (SQLite's) begins with `column`."""
+        return bool(self.conn.execute(
+            "SELECT 1 FROM pragma_index_list(?) AS l, pragma_index_info(l.name) AS i"
+            " WHERE i.seqno = 0 AND i.name = ? LIMIT 1", (table, column),
+        ).fetchone())  # fmt: skip
 
     def _execute(self, sql: str, args: tuple) -> Any:
         try:
@@ -382,6 +508,35 @@ class _Reader:
         finally:
             if as_bytes:
                 conn.text_factory = factory
+
+    def messages_json_runs(self, from_seq: int | None = None, *, condense: bool) -> Iterator[bytes]:
+        """`messages_json_bytes` a run at a time: each item the JSON texts of up
+        to `RUN` consecutive messages joined by commas, so a long session costs
+        Python a few steps per run rather than per message (issue 29)."""
+        if not self.dialect.text_as_bytes:
+            yield from self.messages_json_bytes(from_seq, condense=condense)
+            return
+        if not self._has("messages", "sessionId"):
+            return
+        sql, args = self.messages_sql(from_seq, condense=condense)
+        conn = self.conn
+        factory = conn.text_factory
+        conn.text_factory = bytes  # applies to the rows fetched while it is set
+        try:
+            cur = self._execute(sql, args)
+            while rows := cur.fetchmany(RUN):
+                conn.text_factory = factory  # not while the caller runs
+                if any(parts is not None for _, parts in rows):
+                    data = b",".join([self._with_images(d, parts) for d, parts in rows])
+                else:
+                    data = b",".join([d for d, _ in rows])
+                # U+FFFD where the text is not UTF-8 (`_valid_utf8`): the commas
+                # between messages end any sequence, so one check of the run
+                # is each message's.
+                yield data if data.isascii() else _valid_utf8(data)
+                conn.text_factory = bytes
+        finally:
+            conn.text_factory = factory
 
     def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
         # One parse of the whole list: far cheaper than one json.loads per message.
@@ -528,10 +683,12 @@ class Asides:
         """Whether any entry is still to be handed out."""
         return bool(self._left)
 
-    def count_kind(self, kind: int) -> None:
-        """`count` of a plain message (`pieces.kind`): 1 a user's entry, 2 the assistant's."""
+    def count_kind(self, kind: int, tool_starts: int = 0) -> None:
+        """`count` of a message SQLite wrote (`pieces.kind`: 1 a user's entry,
+        2 the assistant's; and the tool calls it shows)."""
         if kind:
             self._seen["user" if kind == 1 else "assistant"] += 1
+        self._seen["tool_start"] += tool_starts
 
     def count(self, m: dict[str, Any]) -> None:
         """Count the entries message `m` makes in a timeline rebuilt from messages."""

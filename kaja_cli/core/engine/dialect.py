@@ -39,6 +39,11 @@ class Dialect:
     # SQLite writes the plainest messages' Markdown and HTML itself
     # (`conversations.pieces`: typeof, GLOB, instr, char).
     writes_pieces = True
+    # A session's messages in their order: by `seq` alone when it is set and
+    # never repeated (one count of the index), so SQLite reads them in the
+    # index's order instead of carrying every row through a sort by
+    # (seq, createdAt, id), which its index does not hold whole.
+    checks_seq_order = True
 
     def equals_ignoring_case(self, expr: str) -> str:
         """`expr` equal to the next `?`, ASCII letters compared without case."""
@@ -49,16 +54,38 @@ class Dialect:
         without case: the condition and its one parameter."""
         return f"lower({expr}) GLOB lower(?)", pattern
 
-    def json_value(self, expr: str) -> str:
+    def json_value(self, expr: str, *, text: bool = False) -> str:
         """A column as a JSON value: SQLite's json_object refuses BLOBs (shown as
-        hex) and writes an infinite REAL as `Inf`, which is not JSON (shown as text)."""
+        hex) and writes an infinite REAL as `Inf`, which is not JSON (shown as
+        text). `text`: a column of TEXT affinity (`text_columns`), which holds
+        no number, only text, BLOBs and NULL."""
         if expr == "NULL":
             return expr
+        # Told apart by comparisons, not typeof() (a function call per value:
+        # a sixth of a long JSON export's SQLite time, issue 29). SQLite orders
+        # NULL < numbers < text < BLOB; unary + leaves the value as it is but
+        # drops the column's affinity, so the literals are compared as written.
+        x, big = f"+({expr})", "1.7976931348623157e308"
+        blob = f"WHEN {x} >= X'' THEN hex({expr}) ELSE {expr} END"
+        if text:
+            return f"CASE {blob}"
         return (
-            f"CASE typeof({expr}) WHEN 'blob' THEN hex({expr}) WHEN 'real' THEN"
-            f" iif(abs({expr}) > 1.7976931348623157e308, CAST({expr} AS TEXT), {expr})"
-            f" ELSE {expr} END"
+            f"CASE WHEN {x} < '' THEN CASE WHEN {x} > {big} OR {x} < -{big}"
+            f" THEN CAST({expr} AS TEXT) ELSE {expr} END {blob}"
         )
+
+    def text_columns(self, conn: Any, table: str) -> frozenset[str]:
+        """The columns of `table` (a table, not a view) of TEXT affinity, by
+        SQLite's rule for the declared type: a number stored there becomes text."""
+        rows = conn.execute(
+            "SELECT p.name, upper(p.type) FROM sqlite_master AS m, pragma_table_info(m.name) AS p"
+            " WHERE m.type = 'table' AND m.name = ?",
+            (table,),
+        )
+        return frozenset(
+            n for n, t in rows
+            if "INT" not in t and any(k in t for k in ("CHAR", "CLOB", "TEXT"))
+        )  # fmt: skip
 
     def no_index(self, expr: str) -> str:
         """`expr`, kept off the planner's indexes (SQLite: unary `+`)."""
@@ -177,13 +204,17 @@ class Postgres(Dialect):
     empty_json_array = "'[]'::json"
     text_as_bytes = False  # the server's rows arrive as text
     writes_pieces = False  # every message goes through render
+    checks_seq_order = False  # the server sorts: one statement, not two
 
     def equals_ignoring_case(self, expr: str) -> str:
         # Text columns are COLLATE "C": lower() folds ASCII only, as NOCASE does.
         return f"lower({expr}) = lower(?)"
 
-    def json_value(self, expr: str) -> str:
+    def json_value(self, expr: str, *, text: bool = False) -> str:
         return expr
+
+    def text_columns(self, conn: Any, table: str) -> frozenset[str]:
+        return frozenset()  # json_value needs no hint here
 
     def glob_ignoring_case(self, expr: str, pattern: str) -> tuple[str, str]:
         # PostgreSQL has no GLOB: the same pattern as an anchored regular expression.
