@@ -74,18 +74,30 @@ def tables(conn: sqlite3.Connection) -> Tables:
     return Tables(rows, "sessionId" in have.get(ARCHIVE_TABLE, ()))
 
 
-def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
-    """How many rows of each table `delete_session_rows` would delete (one statement)."""
+def count_session_rows(
+    conn: sqlite3.Connection,
+    session_ids: Iterable[object],
+    *,
+    given: dict[str, int] | None = None,
+) -> dict[str, int]:
+    """How many rows of each table `delete_session_rows` would delete (one
+    statement); a table in `given` is not counted again (the caller knows)."""
+    given = given or {}
     rows = tables(conn).rows
     if not rows:
         return {}
-    d = dialect.of(conn)
-    in_ids, args = d.in_ids(conn, session_ids)
-    counts = ", ".join(
-        f"(SELECT COUNT(*) FROM {table} WHERE {condition(cond, d, in_ids)})" for table, cond in rows
-    )
-    found = conn.execute(f"SELECT {counts}", args * len(rows)).fetchone()
-    return {table: int(n) for (table, _), n in zip(rows, found, strict=True)}
+    asked = [(table, cond) for table, cond in rows if table not in given]
+    found: tuple = ()
+    if asked:
+        d = dialect.of(conn)
+        in_ids, args = d.in_ids(conn, session_ids)
+        counts = ", ".join(
+            f"(SELECT COUNT(*) FROM {table} WHERE {condition(cond, d, in_ids)})"
+            for table, cond in asked
+        )
+        found = conn.execute(f"SELECT {counts}", args * len(asked)).fetchone()
+    counted = {table: int(n) for (table, _), n in zip(asked, found, strict=True)}
+    return {table: given[table] if table in given else counted[table] for table, _ in rows}
 
 
 def delete_session_rows(
