@@ -211,6 +211,37 @@ def test_a_backup_holds_the_same_rows_whichever_way_the_server_sends_them(
     assert a == b and a["messages"] and any(None in row for row in a["messages"])
 
 
+def test_a_connection_lost_while_the_rows_stream_leaves_no_archive(
+    cloud_demo, tmp_path, monkeypatch
+):
+    """The rows are read by a thread of their own while SQLite writes them: the
+    server dropping the connection half-way through the messages is still one
+    line, exit 1, and no archive and nothing of its making left beside it."""
+    import psycopg
+
+    from kaja_cli.core.engine import postgres
+
+    original = postgres.Connection.rows_of
+
+    def dropped(self, select, params=(), types=()):
+        with self.translated():
+            for n, row in enumerate(original(self, select, params, types)):
+                if n == 10 and "messages" in select:
+                    raise psycopg.OperationalError("server closed the connection unexpectedly")
+                yield row
+
+    monkeypatch.setattr(postgres.Connection, "rows_of", dropped)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cloud_demo("backup", "-o", str(out / "b.tar"))
+    assert r.code == 1, r
+    assert "server closed the connection unexpectedly" in r.err and "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) <= 2, r.err  # the error, and perhaps its hint
+    assert list(out.iterdir()) == []
+    monkeypatch.setattr(postgres.Connection, "rows_of", original)
+    assert backup(cloud_demo, out / "b.tar")["databases"][0]["rows"]["messages"] > 0
+
+
 def test_other_owners_stay_out_and_stay_put(cloud_demo, tmp_path):
     """Another owner's rows are not in the account's backup, and a restore over
     the account's rows (--force) leaves them as they were."""

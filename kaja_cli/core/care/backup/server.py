@@ -33,9 +33,10 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -146,26 +147,30 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
         with store.reader() as conn:
             conn.execute("BEGIN")  # REPEATABLE READ, read only: one snapshot for every COPY
             have = {t: set(c) for t, c in conn.columns().items()}
-            for table in scope.TABLES:
-                out.execute(table.ddl())
-                cols = scope.columns(table, have)
-                if not cols:
-                    continue
+            copied = [(t, scope.columns(t, have)) for t in scope.TABLES]
+            copied = [(t, cols) for t, cols in copied if cols]
+
+            def select(table: Any, cols: list) -> Iterator[tuple]:
                 cond, args = scope.where(table.name, owner, have)
-                select = ", ".join(f"t.{scope.q(c.name)}::{scope.pg_type(c)}" for c in cols)
-                rows = conn.rows_of(
-                    f"SELECT {select} FROM {scope.q(table.name)} AS t WHERE {cond}",
+                names = ", ".join(f"t.{scope.q(c.name)}::{scope.pg_type(c)}" for c in cols)
+                return conn.rows_of(
+                    f"SELECT {names} FROM {scope.q(table.name)} AS t WHERE {cond}",
                     args,
                     [scope.pg_type(c) for c in cols],
                 )
-                names = ", ".join(scope.q(c.name) for c in cols)
-                marks = ", ".join("?" * len(cols))
-                with _nulls_bound_directly():
-                    cur = out.executemany(
-                        f"INSERT INTO {scope.q(table.name)} ({names}) VALUES ({marks})", rows
-                    )
-                if table.name in COUNTED:
-                    counts[table.name] = max(cur.rowcount, 0)
+
+            for table in scope.TABLES:
+                out.execute(table.ddl())
+            with _read_ahead([partial(select, t, cols) for t, cols in copied]) as tables:
+                for (table, cols), rows in zip(copied, tables, strict=True):
+                    names = ", ".join(scope.q(c.name) for c in cols)
+                    marks = ", ".join("?" * len(cols))
+                    with _nulls_bound_directly():
+                        cur = out.executemany(
+                            f"INSERT INTO {scope.q(table.name)} ({names}) VALUES ({marks})", rows
+                        )
+                    if table.name in COUNTED:
+                        counts[table.name] = max(cur.rowcount, 0)
             missing = server_schema.missing(conn)
             markers.checkpoint("copied")  # inside the snapshot: a kill here leaves no archive
             conn.execute("COMMIT")
@@ -187,6 +192,89 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
     finally:
         out.close()
     return counts, missing, {i for i in known if images.safe_name(i)}
+
+
+READ_AHEAD = 16  # chunks of rows read from the server before SQLite takes them
+CHUNK = 2000  # rows in each
+_END = object()  # after a table's rows
+
+
+@contextmanager
+def _read_ahead(
+    tables: list[Callable[[], Iterator[tuple]]],
+) -> Iterator[Iterator[Iterator[tuple]]]:
+    """The rows of each of `tables` (each called for an iterator of its rows,
+    one after the other), read by a thread of their own: the server sends the
+    next rows, the next table's too, while SQLite writes these (Python's
+    sqlite3 lets go of the GIL in each step) instead of waiting for SQLite.
+    The block gets one iterator per table, to be read in turn. What the
+    reader raises is raised there; a block that stops early (a full disk)
+    stops the reader, which closes its rows (psycopg cancels the query)
+    before the block's exception goes on."""
+    import queue
+    import threading
+
+    handed: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for make in tables:
+                rows = make()
+                try:
+                    batch: list[tuple] = []
+                    for row in rows:
+                        batch.append(row)
+                        if len(batch) >= CHUNK:
+                            if not _hand(handed, batch, stop):
+                                return
+                            batch = []
+                    if not (_hand(handed, batch, stop) and _hand(handed, _END, stop)):
+                        return
+                finally:
+                    rows.close()  # type: ignore[attr-defined]
+        except BaseException as e:  # handed on to the consumer
+            _hand(handed, e, stop)
+
+    def table() -> Iterator[tuple]:
+        while (got := _next(handed, reader)) is not _END:
+            if isinstance(got, BaseException):
+                raise got
+            yield from got
+
+    reader = threading.Thread(target=read, name="kaja-backup-rows", daemon=True)
+    reader.start()
+    try:
+        yield (table() for _ in tables)
+    finally:
+        stop.set()
+        reader.join()
+
+
+def _next(handed: Any, reader: Any) -> Any:
+    """The reader's next item; Failed if it ended without handing one on (it
+    always does, its error included: this is never waited for in vain)."""
+    import queue
+
+    while True:
+        try:
+            return handed.get(timeout=0.5)
+        except queue.Empty:
+            if not reader.is_alive() and handed.empty():
+                raise Failed("the server's rows stopped coming before the copy was whole") from None
+
+
+def _hand(handed: Any, item: Any, stop: Any) -> bool:
+    """Put `item` in the queue unless the consumer stopped; False if it did."""
+    import queue
+
+    while not stop.is_set():
+        try:
+            handed.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
 
 
 @contextmanager
