@@ -162,23 +162,24 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
             for table in scope.TABLES:
                 out.execute(table.ddl())
             with _read_ahead([partial(select, t, cols) for t, cols in copied]) as tables:
-                for (table, cols), rows in zip(copied, tables, strict=True):
+                for (table, cols), chunks in zip(copied, tables, strict=True):
                     names = ", ".join(scope.q(c.name) for c in cols)
                     marks = ", ".join("?" * len(cols))
+                    insert = f"INSERT INTO {scope.q(table.name)} ({names}) VALUES ({marks})"
+                    n = 0
                     with _nulls_bound_directly():
-                        cur = out.executemany(
-                            f"INSERT INTO {scope.q(table.name)} ({names}) VALUES ({marks})", rows
-                        )
+                        for chunk in chunks:  # a list each: no Python frame per row
+                            n += max(out.executemany(insert, chunk).rowcount, 0)
                     if table.name in COUNTED:
-                        counts[table.name] = max(cur.rowcount, 0)
+                        counts[table.name] = n
+                    # Its indexes now, while the server reads the next tables.
+                    _index(out, table)
             missing = server_schema.missing(conn)
             markers.checkpoint("copied")  # inside the snapshot: a kill here leaves no archive
             conn.execute("COMMIT")
         for table in scope.TABLES:
-            for name, columns in table.indexes:
-                unique = "UNIQUE " if columns.startswith("UNIQUE ") else ""
-                out.execute(f'CREATE {unique}INDEX "{name}" ON "{table.name}"'
-                            f" ({columns.removeprefix('UNIQUE ')})")  # fmt: skip
+            if all(t is not table for t, _ in copied):
+                _index(out, table)  # a table the server lacks: empty here
         out.execute("COMMIT")
         known = {r[0] for r in out.execute("SELECT id FROM sessions") if isinstance(r[0], str)}
         known |= {r[0] for r in out.execute('SELECT DISTINCT "sessionId" FROM messages')
@@ -194,6 +195,14 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
     return counts, missing, {i for i in known if images.safe_name(i)}
 
 
+def _index(out: sqlite3.Connection, table: Any) -> None:
+    """The table's secondary indexes, built once its rows are in."""
+    for name, columns in table.indexes:
+        unique = "UNIQUE " if columns.startswith("UNIQUE ") else ""
+        out.execute(f'CREATE {unique}INDEX "{name}" ON "{table.name}"'
+                    f" ({columns.removeprefix('UNIQUE ')})")  # fmt: skip
+
+
 READ_AHEAD = 16  # chunks of rows read from the server before SQLite takes them
 CHUNK = 2000  # rows in each
 _END = object()  # after a table's rows
@@ -202,12 +211,13 @@ _END = object()  # after a table's rows
 @contextmanager
 def _read_ahead(
     tables: list[Callable[[], Iterator[tuple]]],
-) -> Iterator[Iterator[Iterator[tuple]]]:
+) -> Iterator[Iterator[Iterator[list[tuple]]]]:
     """The rows of each of `tables` (each called for an iterator of its rows,
     one after the other), read by a thread of their own: the server sends the
     next rows, the next table's too, while SQLite writes these (Python's
     sqlite3 lets go of the GIL in each step) instead of waiting for SQLite.
-    The block gets one iterator per table, to be read in turn. What the
+    The block gets one iterator per table, of lists of at most CHUNK rows,
+    to be read in turn. What the
     reader raises is raised there; a block that stops early (a full disk)
     stops the reader, which closes its rows (psycopg cancels the query)
     before the block's exception goes on."""
@@ -236,11 +246,11 @@ def _read_ahead(
         except BaseException as e:  # handed on to the consumer
             _hand(handed, e, stop)
 
-    def table() -> Iterator[tuple]:
+    def table() -> Iterator[list[tuple]]:
         while (got := _next(handed, reader)) is not _END:
             if isinstance(got, BaseException):
                 raise got
-            yield from got
+            yield got
 
     reader = threading.Thread(target=read, name="kaja-backup-rows", daemon=True)
     reader.start()
