@@ -1,11 +1,14 @@
 """`kaja backup` and `kaja restore` in cloud mode (the server engine part).
 
 **Backup.** One connection, one `REPEATABLE READ` read-only transaction (the
-reader's `BEGIN`): every table of kaja's schema is copied with `COPY (SELECT
-… WHERE <the account's rows>) TO STDOUT (FORMAT BINARY)` (`scope` says which
-rows), so the copy is the account's rows as they were at one moment, whatever
-the agent commits meanwhile (a reader never blocks a writer). The rows go
-into a SQLite file of the same tables in the staging folder, and from there
+reader's `BEGIN`): every table of kaja's schema is read with `SELECT … WHERE
+<the account's rows>` (`scope` says which rows), streamed in chunks
+(`Connection.rows_of`), so the copy is the account's rows as they were at one
+moment, whatever the agent commits meanwhile (a reader never blocks a
+writer). A thread reads the rows while SQLite writes those already read
+(`_read_ahead`): on a large store the server's scans are most of the time.
+The rows go into a SQLite file of the same tables in the staging folder
+(each table's indexes built once its rows are in), and from there
 into the same archive as a local backup (`databases/shared.db`, the images
 of its sessions, `MANIFEST.json`, whose `engine` says `postgresql` and
 `account` whose rows they are): a local restore takes it as it takes any
