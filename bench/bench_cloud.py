@@ -207,6 +207,7 @@ def _prune(bench, server, loaded: str, psql: str) -> None:
     from bench_prune import PRUNE_GOAL, _tenth
 
     from kaja_cli.core.conversations import cascade
+    from kaja_cli.core.engine import dialect
 
     with closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as conn:
         before, ids = _tenth(conn)
@@ -227,15 +228,16 @@ def _prune(bench, server, loaded: str, psql: str) -> None:
     # The floor: the cascade's DELETEs (less conversation_threads: it stays
     # local) with the ids as one array literal, as kaja binds them.
     literal = "'{" + ",".join(f'"{i}"' for i in ids) + "}'::text[]"
+    in_ids = f"= ANY({literal})"
     script = scratch / "prune.sql"
     script.write_text(
         "SET search_path = kaja;\n"
         + "".join(
-            f"DELETE FROM {table} WHERE {cond.format(ids=f'(SELECT unnest({literal}))')};\n"
+            f"DELETE FROM {table} WHERE {cascade.condition(cond, dialect.POSTGRES, in_ids)};\n"
             for table, _needs, cond in cascade._SESSION_ROWS
             if table != "conversation_threads"
         )
-        + f'DELETE FROM kaja_archived WHERE "sessionId" IN (SELECT unnest({literal}));\n'
+        + f'DELETE FROM kaja_archived WHERE "sessionId" {in_ids};\n'
     )
     floor = [psql, "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", url, "-f", str(script)]
     env = bench.env | {

@@ -19,6 +19,7 @@ from contextlib import closing
 from kaja_cli.core.conversations import cascade
 from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, where
 from kaja_cli.core.conversations.sessions import columns
+from kaja_cli.core.engine import dialect
 
 PRUNE_GOAL = 1.5
 
@@ -43,7 +44,11 @@ def _prune_script(ids: list[str]) -> str:
         "CREATE TEMP TABLE _kaja_ids (id TEXT PRIMARY KEY);",
         f"INSERT INTO temp._kaja_ids (id) VALUES {rows};",
     ]
-    lines += [f"DELETE FROM {table} WHERE {cond};" for table, _needs, cond in cascade._SESSION_ROWS]
+    in_ids = "IN (SELECT id FROM temp._kaja_ids)"
+    lines += [
+        f"DELETE FROM {table} WHERE {cascade.condition(cond, dialect.SQLITE, in_ids)};"
+        for table, _needs, cond in cascade._SESSION_ROWS
+    ]
     lines.append("COMMIT;")
     return "\n".join(lines)
 

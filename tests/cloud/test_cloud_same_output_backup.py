@@ -15,6 +15,7 @@ import json
 import shutil
 import sqlite3
 import tarfile
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -153,6 +154,65 @@ def test_a_cloud_backup_restored_into_a_local_store_answers_the_same(cloud_demo,
     same_everywhere(cloud_demo, local)
     same_notes(cloud_demo, local)
     assert local("doctor").code in (0, 1)  # a store doctor can read (the demo's age may warn)
+
+
+def _rows_of(archive: Path, into: Path) -> dict[str, list[tuple]]:
+    """Every table of the archive's shared file, its rows in rowid order."""
+    with tarfile.open(archive) as tar:
+        into.write_bytes(tar.extractfile("databases/shared.db").read())  # type: ignore[union-attr]
+    with closing(sqlite3.connect(into)) as conn:
+        names = [r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]  # fmt: skip
+        return {t: conn.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in names}
+
+
+def test_a_backup_holds_the_same_rows_whichever_way_the_server_sends_them(
+    cloud_demo, tmp_path, monkeypatch
+):
+    """With libpq 17 the rows come in chunks (psycopg's C loaders); with an
+    older libpq, by `COPY … (FORMAT BINARY)` row by row: the same archive rows,
+    NULLs, numbers and text alike, and its manifest counts them the same."""
+    from kaja_cli.core.engine import postgres
+
+    chunked = backup(cloud_demo, tmp_path / "chunked.tar")
+    monkeypatch.setattr(postgres, "_chunked", lambda: False)
+    copied = backup(cloud_demo, tmp_path / "copied.tar")
+    assert chunked["databases"][0]["rows"] == copied["databases"][0]["rows"]
+    assert chunked["databases"][0]["rows"]["messages"] > 0
+    a = _rows_of(tmp_path / "chunked.tar", tmp_path / "a.db")
+    b = _rows_of(tmp_path / "copied.tar", tmp_path / "b.db")
+    assert a == b and a["messages"] and any(None in row for row in a["messages"])
+
+
+def test_a_connection_lost_while_the_rows_stream_leaves_no_archive(
+    cloud_demo, tmp_path, monkeypatch
+):
+    """The rows are read by a thread of their own while SQLite writes them: the
+    server dropping the connection half-way through the messages is still one
+    line, exit 1, and no archive and nothing of its making left beside it."""
+    import psycopg
+
+    from kaja_cli.core.engine import postgres
+
+    original = postgres.Connection.rows_of
+
+    def dropped(self, select, params=(), types=()):
+        with self.translated():
+            for n, row in enumerate(original(self, select, params, types)):
+                if n == 10 and "messages" in select:
+                    raise psycopg.OperationalError("server closed the connection unexpectedly")
+                yield row
+
+    monkeypatch.setattr(postgres.Connection, "rows_of", dropped)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = cloud_demo("backup", "-o", str(out / "b.tar"))
+    assert r.code == 1, r
+    assert "server closed the connection unexpectedly" in r.err and "Traceback" not in r.err
+    assert len(r.err.strip().splitlines()) <= 2, r.err  # the error, and perhaps its hint
+    assert list(out.iterdir()) == []
+    monkeypatch.setattr(postgres.Connection, "rows_of", original)
+    assert backup(cloud_demo, out / "b.tar")["databases"][0]["rows"]["messages"] > 0
 
 
 def test_other_owners_stay_out_and_stay_put(cloud_demo, tmp_path):

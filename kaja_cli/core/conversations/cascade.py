@@ -2,9 +2,9 @@
 
 Used by `kaja sessions delete` and `kaja wipe --owner`. The rows go inside the
 caller's transaction; the image folders only after it committed (a rollback
-must not have lost files). The session ids are the engine's `id_set` (a TEMP
+must not have lost files). The session ids are the engine's `in_ids` (a TEMP
 table in SQLite, an array parameter on a PostgreSQL server); the conditions
-are the same text on both.
+are the same text on both but for that.
 """
 
 from __future__ import annotations
@@ -21,30 +21,44 @@ from kaja_cli.core.conversations.images import session_dir
 from kaja_cli.core.engine import dialect
 from kaja_cli.core.store import guard
 
-# (table, columns it needs, condition on the session ids {ids}), children
-# before parents. A table another program left without one of those columns
-# holds nothing that hangs off a session: it is skipped, never a reason to
-# stop (SPEC §4: older and newer files).
+# (table, columns it needs, condition on the session ids), children before
+# parents; `{in_ids}` is the engine's "is one of the ids" (`dialect.in_ids`).
+# A table another program left without one of those columns holds nothing
+# that hangs off a session: it is skipped, never a reason to stop (SPEC §4:
+# older and newer files). A pair (column, subquery) is "the column is one of
+# the subquery's values", spelled by the engine too (`dialect.in_subquery`);
+# `condition()` writes each out. On a server both are arrays an index is
+# probed with: a subquery in `IN (…)` may hash-join a scan of the whole
+# table instead, in every batch of a prune.
 _SESSION_ROWS = (
     (
         "tool_calls",
         {"tool_calls": {"messageId"}, "messages": {"id", "sessionId"}},
-        '"messageId" IN (SELECT id FROM messages WHERE "sessionId" IN {ids})',
+        ('"messageId"', 'SELECT id FROM messages WHERE "sessionId" {in_ids}'),
     ),
-    ("messages", {"messages": {"sessionId"}}, '"sessionId" IN {ids}'),
-    ("session_summaries", {"session_summaries": {"sessionId"}}, '"sessionId" IN {ids}'),
-    ("model_calls", {"model_calls": {"sessionId"}}, '"sessionId" IN {ids}'),
-    ("session_events", {"session_events": {"sessionId"}}, '"sessionId" IN {ids}'),
-    ("conversation_threads", {"conversation_threads": {"thread_id"}}, "thread_id IN {ids}"),
-    ("sessions", {"sessions": {"id"}}, "id IN {ids}"),
+    ("messages", {"messages": {"sessionId"}}, '"sessionId" {in_ids}'),
+    ("session_summaries", {"session_summaries": {"sessionId"}}, '"sessionId" {in_ids}'),
+    ("model_calls", {"model_calls": {"sessionId"}}, '"sessionId" {in_ids}'),
+    ("session_events", {"session_events": {"sessionId"}}, '"sessionId" {in_ids}'),
+    ("conversation_threads", {"conversation_threads": {"thread_id"}}, "thread_id {in_ids}"),
+    ("sessions", {"sessions": {"id"}}, "id {in_ids}"),
 )
+
+
+def condition(cond: str | tuple[str, str], d: dialect.Dialect, in_ids: str) -> str:
+    """One of the conditions above, written out for the engine `d` with
+    `in_ids` (the first part of `d.in_ids`)."""
+    if isinstance(cond, tuple):
+        column, subquery = cond
+        return d.in_subquery(column, subquery.format(in_ids=in_ids))
+    return cond.format(in_ids=in_ids)
 
 
 class Tables(NamedTuple):
     """What hangs off a session in this database (`tables()`): (table, condition)
     children first, and whether there are archive marks to drop."""
 
-    rows: list[tuple[str, str]]
+    rows: list[tuple[str, str | tuple[str, str]]]
     archive: bool
 
 
@@ -60,17 +74,30 @@ def tables(conn: sqlite3.Connection) -> Tables:
     return Tables(rows, "sessionId" in have.get(ARCHIVE_TABLE, ()))
 
 
-def count_session_rows(conn: sqlite3.Connection, session_ids: Iterable[object]) -> dict[str, int]:
-    """How many rows of each table `delete_session_rows` would delete (one statement)."""
+def count_session_rows(
+    conn: sqlite3.Connection,
+    session_ids: Iterable[object],
+    *,
+    given: dict[str, int] | None = None,
+) -> dict[str, int]:
+    """How many rows of each table `delete_session_rows` would delete (one
+    statement); a table in `given` is not counted again (the caller knows)."""
+    given = given or {}
     rows = tables(conn).rows
     if not rows:
         return {}
-    ids, args = dialect.of(conn).id_set(conn, session_ids)
-    counts = ", ".join(
-        f"(SELECT COUNT(*) FROM {table} WHERE {cond.format(ids=ids)})" for table, cond in rows
-    )
-    found = conn.execute(f"SELECT {counts}", args * len(rows)).fetchone()
-    return {table: int(n) for (table, _), n in zip(rows, found, strict=True)}
+    asked = [(table, cond) for table, cond in rows if table not in given]
+    found: tuple = ()
+    if asked:
+        d = dialect.of(conn)
+        in_ids, args = d.in_ids(conn, session_ids)
+        counts = ", ".join(
+            f"(SELECT COUNT(*) FROM {table} WHERE {condition(cond, d, in_ids)})"
+            for table, cond in asked
+        )
+        found = conn.execute(f"SELECT {counts}", args * len(asked)).fetchone()
+    counted = {table: int(n) for (table, _), n in zip(asked, found, strict=True)}
+    return {table: given[table] if table in given else counted[table] for table, _ in rows}
 
 
 def delete_session_rows(
@@ -83,17 +110,15 @@ def delete_session_rows(
     column goes with its row). Returns rows deleted per table.
     """
     known = known or tables(conn)
-    ids, args = dialect.of(conn).id_set(conn, session_ids)
-    deleted = {}
-    for table, cond in known.rows:
-        deleted[table] = conn.execute(
-            f"DELETE FROM {table} WHERE {cond.format(ids=ids)}", args
-        ).rowcount
+    d = dialect.of(conn)
+    in_ids, args = d.in_ids(conn, session_ids)
+    deletes = [(table, condition(cond, d, in_ids)) for table, cond in known.rows]
     # kaja's own mark, not a row of the conversation: not counted (a server
     # schema made before version 2 has no archive marks)
     if known.archive:
-        conn.execute(f'DELETE FROM {ARCHIVE_TABLE} WHERE "sessionId" IN {ids}', args)
-    return deleted
+        deletes.append((ARCHIVE_TABLE, f'"sessionId" {in_ids}'))
+    counts = d.delete_rows(conn, deletes, args)  # on a server: one statement
+    return {table: n for (table, _), n in zip(known.rows, counts, strict=False)}
 
 
 def images_link(images_dir: Path) -> Path | None:

@@ -126,16 +126,14 @@ def plan(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> 
         s = have.get("sessions")
         if not s or "id" not in s:
             return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path)
-        sessions = _candidates(conn, have, flt)
+        sessions, text = _candidates(conn, have, flt)
         pending_kept = 0
         if not include_pending:
             cond, args = where(have, flt._replace(pending=True), d=dialect.of(conn))
             pending_kept = conn.execute(
                 f"SELECT count(*) FROM sessions AS s WHERE {cond}", args
             ).fetchone()[0]
-        ids = [c.id for c in sessions]
-        rows = _count_rows(conn, ids)
-        text = _message_bytes(conn, have, ids)
+        rows = _count_rows(conn, sessions, "sessionId" in (have.get("messages") or []))
     files = size = 0
     for c in sessions:
         folder = images.session_dir(store.paths.images_dir, c.id)
@@ -147,58 +145,49 @@ def plan(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> 
 
 def _candidates(
     conn: sqlite3.Connection, have: dict[str, list[str]], flt: SessionFilter
-) -> list[Candidate]:
+) -> tuple[list[Candidate], int]:
+    """The sessions the filter selects, each with its messages counted, and
+    the bytes of their text (content, parts, reasoning): one statement, each
+    session's messages read once through the index on their session."""
     s = have["sessions"]
-    cond, args = where(have, flt, d=dialect.of(conn))
+    d = dialect.of(conn)
+    cond, args = where(have, flt, d=d)
     m = have.get("messages") or []
-    count = (
-        '(SELECT count(*) FROM messages AS m WHERE m."sessionId" = s.id)'
-        if "sessionId" in m
-        else "0"
-    )
+    count = size = "0"
+    if "sessionId" in m:
+        mine = 'FROM messages AS m WHERE m."sessionId" = s.id'
+        count = f"(SELECT count(*) {mine})"
+        parts = [d.byte_length(f'm."{c}"') for c in ("content", "parts", "reasoning") if c in m]
+        if parts:
+            size = f"(SELECT coalesce(sum({' + '.join(parts)}), 0) {mine})"
     sql = (
-        f"SELECT s.id, {col(s, 's', 'owner')}, {col(s, 's', 'title')}, {when(s)}, {count}"
+        f"SELECT s.id, {col(s, 's', 'owner')}, {col(s, 's', 'title')}, {when(s)}, {count}, {size}"
         f" FROM sessions AS s WHERE {cond} ORDER BY {when(s)}, s.id"
     )
-    return [
-        Candidate(str(i), o if isinstance(o, str) else None, t if isinstance(t, str) else None,
-                  u if isinstance(u, str) else None, int(n or 0))
-        for i, o, t, u, n in conn.execute(sql, args)
-    ]  # fmt: skip
+    found, text = [], 0
+    for i, o, t, u, n, b in conn.execute(sql, args):
+        found.append(Candidate(str(i), o if isinstance(o, str) else None,
+                               t if isinstance(t, str) else None,
+                               u if isinstance(u, str) else None, int(n or 0)))  # fmt: skip
+        text += int(b or 0)
+    return found, text
 
 
-def _count_rows(conn: sqlite3.Connection, ids: list[str]) -> dict[str, int]:
-    if not ids:
+def _count_rows(
+    conn: sqlite3.Connection, sessions: list[Candidate], counted: bool
+) -> dict[str, int]:
+    """Rows per table; the messages are the candidates' (`counted`: the table
+    has their session column), not counted again."""
+    if not sessions:
         return {}
+    ids = [c.id for c in sessions]
+    given = {"messages": sum(c.messages for c in sessions)} if counted else {}
     try:
-        return cascade.count_session_rows(conn, ids)
+        return cascade.count_session_rows(conn, ids, given=given)
     except sqlite3.OperationalError:
         # A table another program left without a column the cascade uses:
         # the counts are for the plan only.
         return {"sessions": len(ids)}
-
-
-def _message_bytes(conn: sqlite3.Connection, have: dict[str, list[str]], ids: list[str]) -> int:
-    m = have.get("messages") or []
-    if not ids or "sessionId" not in m:
-        return 0
-    d = dialect.of(conn)
-    parts = [d.byte_length(f'm."{c}"') for c in ("content", "parts", "reasoning") if c in m]
-    if not parts:
-        return 0
-    total = 0
-    # Ids bound as one list: no limit on how many variables a statement takes.
-    for chunk in _chunks(ids, 5000):
-        cond, arg = d.in_list('m."sessionId"', chunk)
-        total += conn.execute(
-            f"SELECT coalesce(sum({' + '.join(parts)}), 0) FROM messages AS m WHERE {cond}",
-            (arg,),
-        ).fetchone()[0]
-    return int(total)
-
-
-def _chunks(items: list, size: int) -> list[list]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 # --- the execution ----------------------------------------------------------------------

@@ -193,6 +193,22 @@ class Dialect:
         )
         return "(SELECT id FROM temp._kaja_ids)", ()
 
+    def in_ids(self, conn: Any, ids: Iterable[object]) -> tuple[str, tuple]:
+        """Membership in `ids`, written after an expression (`"sessionId" IN
+        (…)`), and its parameters: `id_set`'s subquery here."""
+        subquery, args = self.id_set(conn, ids)
+        return f"IN {subquery}", args
+
+    def in_subquery(self, expr: str, subquery: str) -> str:
+        """`expr` is one of the values `subquery` (a SELECT of one column) finds."""
+        return f"{expr} IN ({subquery})"
+
+    def delete_rows(self, conn: Any, deletes: Sequence[tuple[str, str]], args: tuple) -> list[int]:
+        """`DELETE FROM table WHERE condition` for each (table, condition) in
+        this order, each condition taking `args`; rows deleted by each. SQLite:
+        one statement each (a round trip costs nothing in process)."""
+        return [conn.execute(f"DELETE FROM {t} WHERE {c}", args).rowcount for t, c in deletes]
+
 
 class Postgres(Dialect):
     name = "postgres"
@@ -292,6 +308,32 @@ class Postgres(Dialect):
         # An array parameter: the server's read-only transactions may not
         # create even a temporary table.
         return "(SELECT unnest(CAST(? AS text[])))", (sorted({str(i) for i in ids}),)
+
+    def in_ids(self, conn: Any, ids: Iterable[object]) -> tuple[str, tuple]:
+        # `= ANY(array)`: the planner probes an index with the array, where
+        # `IN (SELECT unnest(…))` may hash-join a scan of the whole table.
+        return "= ANY(CAST(? AS text[]))", (sorted({str(i) for i in ids}),)
+
+    def in_subquery(self, expr: str, subquery: str) -> str:
+        # The values as one array (an InitPlan): the index on `expr` is probed
+        # with it, where `IN (subquery)` may hash-join a scan of the whole table
+        # (each batch of a prune would read all of tool_calls).
+        return f"{expr} = ANY(ARRAY({subquery}))"
+
+    def delete_rows(self, conn: Any, deletes: Sequence[tuple[str, str]], args: tuple) -> list[int]:
+        # One statement, one round trip: a data-modifying CTE per table. Every
+        # part sees the rows as they were when the statement began, so a
+        # condition on another table (tool_calls by their messages) finds
+        # the rows another part deletes; the counts are each part's.
+        if not deletes:
+            return []
+        parts = ", ".join(
+            f"kaja_d{n} AS (DELETE FROM {t} WHERE {c} RETURNING 1)"
+            for n, (t, c) in enumerate(deletes)
+        )
+        counts = ", ".join(f"(SELECT count(*) FROM kaja_d{n})" for n in range(len(deletes)))
+        row = conn.execute(f"WITH {parts} SELECT {counts}", args * len(deletes)).fetchone()
+        return [int(n) for n in row]
 
 
 _PG_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string, as a PostgreSQL regular expression

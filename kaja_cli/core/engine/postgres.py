@@ -416,6 +416,24 @@ class Connection:
                     counted[0] += 1
                     yield row
 
+    def rows_of(
+        self, select: str, params: Sequence[Any] = (), types: Sequence[str] = ()
+    ) -> Iterator[tuple]:
+        """The rows of a SELECT whose columns are of `types` (PostgreSQL type
+        names), each a tuple of Python values, read as they come: in chunks of
+        STREAM_CHUNK rows (libpq 17's chunked mode: psycopg's C loaders make a
+        chunk's values at once, one wait for the server per chunk), else by
+        `copy_out` (a wait and a parse per row, in Python)."""
+        if not _chunked():
+            yield from self.copy_out(f"COPY ({select}) TO STDOUT (FORMAT BINARY)", params, types)
+            return
+        with self.timed(select) as counted, self.translated(), self._whole():
+            cur = self.raw.cursor(binary=True)
+            sql = placeholders(select) if params else select
+            for row in cur.stream(sql, params or None, size=STREAM_CHUNK):
+                counted[0] += 1
+                yield row
+
     def copy_in(self, sql: str, rows: Any, types: Sequence[str] = ()) -> int:
         """`COPY table (columns) FROM STDIN`, writing `rows` (each value in
         PostgreSQL's text form; with `types`, the statement says `FORMAT
@@ -550,6 +568,12 @@ class Deadline:
 
 
 _driver_connection: Any = None
+STREAM_CHUNK = 2000  # rows a streamed SELECT hands over at once (`Connection.rows_of`)
+
+
+def _chunked() -> bool:
+    """Whether psycopg's libpq streams a result in chunks of rows (libpq 17)."""
+    return bool(driver().capabilities.has_stream_chunked())
 
 
 def connection_class() -> Any:

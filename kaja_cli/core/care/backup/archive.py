@@ -43,8 +43,9 @@ CHUNK = 1 << 20
 COMPRESSLEVEL = 6  # gzip's own default: most of the gain, a third of level 9's time
 METHOD = "sqlite3 online backup API, one step per database (a single read transaction)"
 SERVER_METHOD = (
-    "COPY … TO STDOUT of each table, the account's rows, in one REPEATABLE READ read-only"
-    " transaction, into a SQLite file of the same tables"
+    "a SELECT of each table, the account's rows (streamed in chunks, or COPY … TO STDOUT with"
+    " an older libpq), in one REPEATABLE READ read-only transaction, into a SQLite file of the"
+    " same tables"
 )
 ENGINES = ("sqlite", "postgresql")  # where a backup came from: a local store, or cloud mode's
 

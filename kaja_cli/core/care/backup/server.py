@@ -1,11 +1,14 @@
 """`kaja backup` and `kaja restore` in cloud mode (the server engine part).
 
 **Backup.** One connection, one `REPEATABLE READ` read-only transaction (the
-reader's `BEGIN`): every table of kaja's schema is copied with `COPY (SELECT
-… WHERE <the account's rows>) TO STDOUT (FORMAT BINARY)` (`scope` says which
-rows), so the copy is the account's rows as they were at one moment, whatever
-the agent commits meanwhile (a reader never blocks a writer). The rows go
-into a SQLite file of the same tables in the staging folder, and from there
+reader's `BEGIN`): every table of kaja's schema is read with `SELECT … WHERE
+<the account's rows>` (`scope` says which rows), streamed in chunks
+(`Connection.rows_of`), so the copy is the account's rows as they were at one
+moment, whatever the agent commits meanwhile (a reader never blocks a
+writer). A thread reads the rows while SQLite writes those already read
+(`_read_ahead`): on a large store the server's scans are most of the time.
+The rows go into a SQLite file of the same tables in the staging folder
+(each table's indexes built once its rows are in), and from there
 into the same archive as a local backup (`databases/shared.db`, the images
 of its sessions, `MANIFEST.json`, whose `engine` says `postgresql` and
 `account` whose rows they are): a local restore takes it as it takes any
@@ -33,8 +36,10 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -145,34 +150,39 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
         with store.reader() as conn:
             conn.execute("BEGIN")  # REPEATABLE READ, read only: one snapshot for every COPY
             have = {t: set(c) for t, c in conn.columns().items()}
-            for table in scope.TABLES:
-                out.execute(table.ddl())
-                cols = scope.columns(table, have)
-                if not cols:
-                    continue
+            copied = [(t, scope.columns(t, have)) for t in scope.TABLES]
+            copied = [(t, cols) for t, cols in copied if cols]
+
+            def select(table: Any, cols: list) -> Iterator[tuple]:
                 cond, args = scope.where(table.name, owner, have)
-                select = ", ".join(f"t.{scope.q(c.name)}::{scope.pg_type(c)}" for c in cols)
-                rows = conn.copy_out(
-                    f"COPY (SELECT {select} FROM {scope.q(table.name)} AS t WHERE {cond})"
-                    " TO STDOUT (FORMAT BINARY)",
+                names = ", ".join(f"t.{scope.q(c.name)}::{scope.pg_type(c)}" for c in cols)
+                return conn.rows_of(
+                    f"SELECT {names} FROM {scope.q(table.name)} AS t WHERE {cond}",
                     args,
                     [scope.pg_type(c) for c in cols],
                 )
-                names = ", ".join(scope.q(c.name) for c in cols)
-                marks = ", ".join("?" * len(cols))
-                cur = out.executemany(
-                    f"INSERT INTO {scope.q(table.name)} ({names}) VALUES ({marks})", rows
-                )
-                if table.name in COUNTED:
-                    counts[table.name] = max(cur.rowcount, 0)
+
+            for table in scope.TABLES:
+                out.execute(table.ddl())
+            with _read_ahead([partial(select, t, cols) for t, cols in copied]) as tables:
+                for (table, cols), chunks in zip(copied, tables, strict=True):
+                    names = ", ".join(scope.q(c.name) for c in cols)
+                    marks = ", ".join("?" * len(cols))
+                    insert = f"INSERT INTO {scope.q(table.name)} ({names}) VALUES ({marks})"
+                    n = 0
+                    with _nulls_bound_directly():
+                        for chunk in chunks:  # a list each: no Python frame per row
+                            n += max(out.executemany(insert, chunk).rowcount, 0)
+                    if table.name in COUNTED:
+                        counts[table.name] = n
+                    # Its indexes now, while the server reads the next tables.
+                    _index(out, table)
             missing = server_schema.missing(conn)
             markers.checkpoint("copied")  # inside the snapshot: a kill here leaves no archive
             conn.execute("COMMIT")
         for table in scope.TABLES:
-            for name, columns in table.indexes:
-                unique = "UNIQUE " if columns.startswith("UNIQUE ") else ""
-                out.execute(f'CREATE {unique}INDEX "{name}" ON "{table.name}"'
-                            f" ({columns.removeprefix('UNIQUE ')})")  # fmt: skip
+            if all(t is not table for t, _ in copied):
+                _index(out, table)  # a table the server lacks: empty here
         out.execute("COMMIT")
         known = {r[0] for r in out.execute("SELECT id FROM sessions") if isinstance(r[0], str)}
         known |= {r[0] for r in out.execute('SELECT DISTINCT "sessionId" FROM messages')
@@ -186,6 +196,121 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
     finally:
         out.close()
     return counts, missing, {i for i in known if images.safe_name(i)}
+
+
+def _index(out: sqlite3.Connection, table: Any) -> None:
+    """The table's secondary indexes, built once its rows are in."""
+    for name, columns in table.indexes:
+        unique = "UNIQUE " if columns.startswith("UNIQUE ") else ""
+        out.execute(f'CREATE {unique}INDEX "{name}" ON "{table.name}"'
+                    f" ({columns.removeprefix('UNIQUE ')})")  # fmt: skip
+
+
+READ_AHEAD = 16  # chunks of rows read from the server before SQLite takes them
+CHUNK = 2000  # rows in each
+_END = object()  # after a table's rows
+
+
+@contextmanager
+def _read_ahead(
+    tables: list[Callable[[], Iterator[tuple]]],
+) -> Iterator[Iterator[Iterator[list[tuple]]]]:
+    """The rows of each of `tables` (each called for an iterator of its rows,
+    one after the other), read by a thread of their own: the server sends the
+    next rows, the next table's too, while SQLite writes these (Python's
+    sqlite3 lets go of the GIL in each step) instead of waiting for SQLite.
+    The block gets one iterator per table, of lists of at most CHUNK rows,
+    to be read in turn. What the
+    reader raises is raised there; a block that stops early (a full disk)
+    stops the reader, which closes its rows (psycopg cancels the query)
+    before the block's exception goes on."""
+    import queue
+    import threading
+
+    handed: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            for make in tables:
+                rows = make()
+                try:
+                    batch: list[tuple] = []
+                    for row in rows:
+                        batch.append(row)
+                        if len(batch) >= CHUNK:
+                            if not _hand(handed, batch, stop):
+                                return
+                            batch = []
+                    if not (_hand(handed, batch, stop) and _hand(handed, _END, stop)):
+                        return
+                finally:
+                    rows.close()  # type: ignore[attr-defined]
+        except BaseException as e:  # handed on to the consumer
+            _hand(handed, e, stop)
+
+    def table() -> Iterator[list[tuple]]:
+        while (got := _next(handed, reader)) is not _END:
+            if isinstance(got, BaseException):
+                raise got
+            yield got
+
+    reader = threading.Thread(target=read, name="kaja-backup-rows", daemon=True)
+    reader.start()
+    try:
+        yield (table() for _ in tables)
+    finally:
+        stop.set()
+        reader.join()
+
+
+def _next(handed: Any, reader: Any) -> Any:
+    """The reader's next item; Failed if it ended without handing one on (it
+    always does, its error included: this is never waited for in vain)."""
+    import queue
+
+    while True:
+        try:
+            return handed.get(timeout=0.5)
+        except queue.Empty:
+            if not reader.is_alive() and handed.empty():
+                raise Failed("the server's rows stopped coming before the copy was whole") from None
+
+
+def _hand(handed: Any, item: Any, stop: Any) -> bool:
+    """Put `item` in the queue unless the consumer stopped; False if it did."""
+    import queue
+
+    while not stop.is_set():
+        try:
+            handed.put(item, timeout=0.1)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+@contextmanager
+def _nulls_bound_directly() -> Iterator[None]:
+    """While the block runs, Python's sqlite3 binds None through an adapter
+    (None itself): without one, each None parameter is first offered to the
+    adaptation protocol (`__adapt__`, `__conform__`), which looks the
+    attributes up and fails, a microsecond a value. The server's rows are
+    mostly NULL columns: a third of the inserts' time."""
+    key = (type(None), sqlite3.PrepareProtocol)
+    had = sqlite3.adapters.get(key)
+    sqlite3.register_adapter(type(None), _none)
+    try:
+        yield
+    finally:
+        if had is None:
+            sqlite3.adapters.pop(key, None)
+        else:
+            sqlite3.adapters[key] = had
+
+
+def _none(value: None) -> None:
+    return value
 
 
 # --- restore: the plan -------------------------------------------------------------------------
