@@ -241,8 +241,12 @@ def test_scale_prints_growth_and_peak_rss_and_runs_to_the_end_past_a_failure(tmp
     assert all(r["rss_mb"] > 0 for r in saved if not r["error"])
     assert not list((tmp_path / "out").glob("scale-copy-*"))  # the copies are gone
 
+    # --check makes a miss exit 1 (a fake that only misses `runs`, the rest instant:
+    # whatever the rest are judged, the run must end 1).
+    fake = _fake_kaja(tmp_path, 'case "$KAJA_STATE_DIR $1" in *big\\ runs) sleep 0.5;; esac')
     p = _run_scale(tmp_path, fake, two_stores, "--check")
     assert p.returncode == 1, p.stdout + p.stderr
+    assert "MISSED" in _scale_rows(p.stdout)["runs"]
 
 
 def test_scale_check_exits_0_when_every_goal_is_met(tmp_path, two_stores):
