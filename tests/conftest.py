@@ -13,6 +13,7 @@ processes: `kaja.proc(...)`, every call in a test marked
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -113,10 +114,9 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 
 # The longest tests (each 20 s or more of one worker's time on a quiet 2-core
-# machine), started first: xdist hands out the first quarter of the tests one
-# per worker in turn, so these spread over the workers, and the short ones
-# fill in after. Started last, one of them kept a worker busy a minute after
-# the others had finished.
+# machine), started first, spread over the workers (`_spread`). Started last,
+# one of them kept a worker busy a minute after the others had finished; all
+# first in one list, xdist gave them all to the first worker.
 LONGEST_FIRST = (
     "tests/faults/test_faults.py::test_kill_9_at_the_chosen_points",
     "tests/faults/test_drift.py",
@@ -139,10 +139,28 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def first(item: pytest.Item) -> bool:
-        return not item.nodeid.startswith(LONGEST_FIRST)
+    long = [i for i in items if i.nodeid.startswith(LONGEST_FIRST)]
+    rest = [i for i in items if not i.nodeid.startswith(LONGEST_FIRST)]
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = _spread(long, rest, workers, config.getoption("maxschedchunk", None))
 
-    items.sort(key=first)  # stable: the rest keep their order
+
+def _spread(long: list, rest: list, workers: int, most: int | None) -> list:
+    """`long` then `rest`, ordered so that each xdist worker starts with its
+    share of `long`. xdist's load scheduling (every worker collects the same
+    list) first sends each worker in turn a run of consecutive tests, a
+    quarter of its share (at most --maxschedchunk), then more to whichever
+    asks; with the long tests first in one list, the first worker got them
+    all and ran them one after another (72 s after the rest had finished)."""
+    if workers < 2:
+        return long + rest
+    chunk = max(min(len(long + rest) // workers // 4, most or len(long + rest)), 2)
+    shares = [long[w::workers] for w in range(workers)]
+    out, left = [], iter(rest)
+    for share in shares:
+        head = share[:chunk]
+        out += head + list(itertools.islice(left, chunk - len(head)))
+    return out + [t for share in shares for t in share[chunk:]] + list(left)
 
 
 def pytest_configure(config: pytest.Config) -> None:
