@@ -71,7 +71,7 @@ def row_text(row: data.Row, *, all_owners: bool, now) -> Text:
     from kaja_cli import render
     from kaja_cli.core.owners import label
 
-    head = Text(no_wrap=True, overflow="ellipsis")
+    head = Text()
     head.append(row.short_id, style="cyan")
     head.append("  " + render.relative_time(row.updated_at, now), style="dim")
     if all_owners:
@@ -89,7 +89,7 @@ def row_text(row: data.Row, *, all_owners: bool, now) -> Text:
         head.append("  ⏸ waiting on you", style="bold yellow")
     if row.snippet is None:
         return head
-    snip = Text(no_wrap=True, overflow="ellipsis")
+    snip = Text()
     snip.append("  " + (row.role or "") + ": ", style="dim")
     text = render.text(row.snippet)
     at = 0
