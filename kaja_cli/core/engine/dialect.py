@@ -312,7 +312,8 @@ class Postgres(Dialect):
     def in_ids(self, conn: Any, ids: Iterable[object]) -> tuple[str, tuple]:
         # `= ANY(array)`: the planner probes an index with the array, where
         # `IN (SELECT unnest(…))` may hash-join a scan of the whole table.
-        return "= ANY(CAST(? AS text[]))", (sorted({str(i) for i in ids}),)
+        _, array = self.id_set(conn, ids)  # the same array parameter
+        return "= ANY(CAST(? AS text[]))", array
 
     def in_subquery(self, expr: str, subquery: str) -> str:
         # The values as one array (an InitPlan): the index on `expr` is probed
