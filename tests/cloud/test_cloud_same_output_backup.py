@@ -184,6 +184,71 @@ def test_a_backup_holds_the_same_rows_whichever_way_the_server_sends_them(
     assert a == b and a["messages"] and any(None in row for row in a["messages"])
 
 
+def test_both_connections_read_one_snapshot(cloud_demo, tmp_path, monkeypatch):
+    """The messages and the tool calls are read on two connections at once, the
+    second on the first's snapshot: rows the agent commits after the snapshot
+    was taken (between the export and the second connection's start, the
+    likeliest moment to see them) are in neither part of the archive."""
+    from kaja_cli.core.care.backup import server
+
+    sid = session_ids(cloud_demo)[0][0]
+    before = backup(cloud_demo, tmp_path / "before.tar")["databases"][0]["rows"]
+    original = server._same_snapshot
+    used = []
+
+    def late_writes(store, conn, stack):
+        with cloud_demo.pg.connect() as agent:  # the agent, committing meanwhile
+            agent.execute("SET search_path = kaja")
+            agent.execute(
+                'INSERT INTO messages (id, "sessionId", seq, role, content)'
+                " VALUES ('late-m', %s, 99999, 'user', 'written late')",
+                (sid,),
+            )
+            agent.execute(
+                'INSERT INTO tool_calls (id, "messageId", position, name)'
+                " VALUES ('late-t', 'late-m', 0, 'late_tool')"
+            )
+        other = original(store, conn, stack)
+        used.append(other is not None)
+        return other
+
+    monkeypatch.setattr(server, "_same_snapshot", late_writes)
+    after = backup(cloud_demo, tmp_path / "after.tar")["databases"][0]["rows"]
+    assert used == [True]  # the tool calls did come through the second connection
+    assert after == before
+    rows = _rows_of(tmp_path / "after.tar", tmp_path / "after.db")
+    assert not [r for r in rows["messages"] if r[0] == "late-m"]
+    assert not [r for r in rows["tool_calls"] if r[0] == "late-t"]
+    monkeypatch.setattr(server, "_same_snapshot", original)
+    later = backup(cloud_demo, tmp_path / "later.tar")["databases"][0]["rows"]
+    assert later["messages"] == before["messages"] + 1  # and the next backup has them
+    assert later["tool_calls"] == before["tool_calls"] + 1
+
+
+def test_a_server_that_will_not_share_its_snapshot_is_read_on_one_connection(
+    cloud_demo, tmp_path, monkeypatch
+):
+    """Where `pg_export_snapshot()` fails (a standby, a pooler that refuses it),
+    the one connection reads every table: the same archive rows."""
+    from kaja_cli.core.engine import postgres
+
+    shared = _rows_of_backup(cloud_demo, tmp_path, "shared")
+    original = postgres.Connection.execute
+
+    def refusing(self, sql, params=None):
+        if "pg_export_snapshot" in sql:
+            sql = "SELECT pg_catalog.pg_export_snapshot_refused()"  # an error on the server
+        return original(self, sql, params)
+
+    monkeypatch.setattr(postgres.Connection, "execute", refusing)
+    assert _rows_of_backup(cloud_demo, tmp_path, "alone") == shared
+
+
+def _rows_of_backup(kaja: Kaja, tmp_path: Path, name: str) -> dict[str, list]:
+    backup(kaja, tmp_path / f"{name}.tar")
+    return _rows_of(tmp_path / f"{name}.tar", tmp_path / f"{name}.db")
+
+
 def test_a_connection_lost_while_the_rows_stream_leaves_no_archive(
     cloud_demo, tmp_path, monkeypatch
 ):

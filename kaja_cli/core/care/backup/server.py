@@ -37,7 +37,7 @@ import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -141,22 +141,24 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
     fs.create_private_file(dest)
     out = sqlite3.connect(dest, isolation_level=None)
     counts: dict[str, int] = {}
+    known: set[str] = set()
     try:
         out.execute("PRAGMA journal_mode = OFF")  # a staging copy: the archive is what is kept
         out.execute("PRAGMA synchronous = OFF")
         out.execute("PRAGMA locking_mode = EXCLUSIVE")  # the file is this process's alone
         out.execute("PRAGMA cache_size = -65536")  # 64 MiB: the indexes are built in memory
         out.execute("BEGIN")
-        with store.reader() as conn:
-            conn.execute("BEGIN")  # REPEATABLE READ, read only: one snapshot for every COPY
+        with store.reader() as conn, ExitStack() as second:
+            conn.execute("BEGIN")  # REPEATABLE READ, read only: one snapshot for every read
             have = {t: set(c) for t, c in conn.columns().items()}
             copied = [(t, scope.columns(t, have)) for t in scope.TABLES]
             copied = [(t, cols) for t, cols in copied if cols]
+            other = _same_snapshot(store, conn, second)
 
-            def select(table: Any, cols: list) -> Iterator[tuple]:
+            def select(table: Any, cols: list, reader: Any) -> Iterator[tuple]:
                 cond, args = scope.where(table.name, owner, have)
                 names = ", ".join(f"t.{scope.q(c.name)}::{scope.pg_type(c)}" for c in cols)
-                return conn.rows_of(
+                return reader.rows_of(
                     f"SELECT {names} FROM {scope.q(table.name)} AS t WHERE {cond}",
                     args,
                     [scope.pg_type(c) for c in cols],
@@ -164,15 +166,23 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
 
             for table in scope.TABLES:
                 out.execute(table.ddl())
-            with _read_ahead([partial(select, t, cols) for t, cols in copied]) as tables:
+            second_lane = [other is not None and t.name in SECOND_LANE for t, _ in copied]
+            reads = [
+                partial(select, t, cols, other if on else conn)
+                for (t, cols), on in zip(copied, second_lane, strict=True)
+            ]
+            with _read_ahead(reads, second_lane) as tables:
                 for (table, cols), chunks in zip(copied, tables, strict=True):
                     names = ", ".join(scope.q(c.name) for c in cols)
                     marks = ", ".join("?" * len(cols))
                     insert = f"INSERT INTO {scope.q(table.name)} ({names}) VALUES ({marks})"
+                    ids = _session_column(table.name, cols)
                     n = 0
                     with _nulls_bound_directly():
                         for chunk in chunks:  # a list each: no Python frame per row
                             n += max(out.executemany(insert, chunk).rowcount, 0)
+                            if ids is not None:
+                                known.update(r[ids] for r in chunk)
                     if table.name in COUNTED:
                         counts[table.name] = n
                     # Its indexes now, while the server reads the next tables.
@@ -184,9 +194,6 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
             if all(t is not table for t, _ in copied):
                 _index(out, table)  # a table the server lacks: empty here
         out.execute("COMMIT")
-        known = {r[0] for r in out.execute("SELECT id FROM sessions") if isinstance(r[0], str)}
-        known |= {r[0] for r in out.execute('SELECT DISTINCT "sessionId" FROM messages')
-                  if isinstance(r[0], str)}  # fmt: skip
     except sqlite3.Error as e:
         full = "the disk is full: " if create._full(e) else ""
         raise Failed(
@@ -195,7 +202,47 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
         ) from None
     finally:
         out.close()
-    return counts, missing, {i for i in known if images.safe_name(i)}
+    return counts, missing, {i for i in known if isinstance(i, str) and images.safe_name(i)}
+
+
+def _session_column(table: str, cols: list) -> int | None:
+    """Where a copied row of `table` names its session (the archive's images
+    are those sessions'): the sessions' id, the messages' session."""
+    name = {"sessions": "id", "messages": "sessionId"}.get(table)
+    return next((i for i, c in enumerate(cols) if c.name == name), None)
+
+
+# The tables a second connection reads, on the same snapshot, while the first
+# reads the others (each in the schema's order): the server's two largest
+# reads, the messages and the tool calls (whose account's rows are found
+# through the messages: as long again), go on at once, and the ledger's
+# calls beside its other tables.
+SECOND_LANE = frozenset({"tool_calls", "tools", "events", "logs", "media", "feedback",
+                         "reviews", "cache_stats", "counters", "kaja_archived"})  # fmt: skip
+
+
+def _same_snapshot(store: Store, conn: Any, stack: ExitStack) -> Any:
+    """A second reader on `conn`'s snapshot (`pg_export_snapshot`, then `SET
+    TRANSACTION SNAPSHOT` on the other connection, as `pg_dump --jobs` does),
+    or None where the server will not share one (a standby, a pooler): the
+    first connection then reads every table. Called before `conn` reads."""
+    import re
+
+    try:
+        name = conn.execute("SELECT pg_catalog.pg_export_snapshot()").fetchone()[0]
+    except KajaError:
+        conn.execute("ROLLBACK")
+        conn.execute("BEGIN")
+        return None
+    if not isinstance(name, str) or not re.fullmatch(r"[0-9A-Fa-f-]+", name):
+        return None
+    try:
+        other = stack.enter_context(store.reader())
+        other.execute("BEGIN")  # REPEATABLE READ, read only, as `conn`'s
+        other.execute(f"SET TRANSACTION SNAPSHOT '{name}'")  # before any read in it
+    except KajaError:
+        return None  # the first connection's snapshot is untouched: it reads alone
+    return other
 
 
 def _index(out: sqlite3.Connection, table: Any) -> None:
@@ -213,26 +260,29 @@ _END = object()  # after a table's rows
 
 @contextmanager
 def _read_ahead(
-    tables: list[Callable[[], Iterator[tuple]]],
+    tables: list[Callable[[], Iterator[tuple]]], second: list[bool] | None = None
 ) -> Iterator[Iterator[Iterator[list[tuple]]]]:
-    """The rows of each of `tables` (each called for an iterator of its rows,
-    one after the other), read by a thread of their own: the server sends the
-    next rows, the next table's too, while SQLite writes these (Python's
-    sqlite3 lets go of the GIL in each step) instead of waiting for SQLite.
-    The block gets one iterator per table, of lists of at most CHUNK rows,
-    to be read in turn. What the
-    reader raises is raised there; a block that stops early (a full disk)
-    stops the reader, which closes its rows (psycopg cancels the query)
-    before the block's exception goes on."""
+    """The rows of each of `tables` (each called for an iterator of its rows),
+    read by threads of their own: the server sends the next rows, the next
+    table's too, while SQLite writes these (Python's sqlite3 lets go of the
+    GIL in each step) instead of waiting for SQLite. The tables marked in
+    `second` are read one after the other by a second thread (they read
+    through a second connection), the others by the first. The block gets
+    one iterator per table, of lists of at most CHUNK rows, to be read in
+    turn. What a reader raises is raised there; a block that stops early (a
+    full disk) stops the readers, which close their rows (psycopg cancels
+    the query) before the block's exception goes on."""
     import queue
     import threading
 
-    handed: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
     stop = threading.Event()
+    lanes = second or [False] * len(tables)
+    queues = {lane: queue.Queue(maxsize=READ_AHEAD) for lane in set(lanes)}
 
-    def read() -> None:
+    def read(lane: bool) -> None:
+        handed = queues[lane]
         try:
-            for make in tables:
+            for make in (m for m, on in zip(tables, lanes, strict=True) if on is lane):
                 rows = make()
                 try:
                     batch: list[tuple] = []
@@ -249,19 +299,26 @@ def _read_ahead(
         except BaseException as e:  # handed on to the consumer
             _hand(handed, e, stop)
 
-    def table() -> Iterator[list[tuple]]:
-        while (got := _next(handed, reader)) is not _END:
+    readers = {
+        lane: threading.Thread(target=read, args=(lane,), daemon=True,
+                               name=f"kaja-backup-rows-{int(lane) + 1}")
+        for lane in queues
+    }  # fmt: skip
+
+    def table(lane: bool) -> Iterator[list[tuple]]:
+        while (got := _next(queues[lane], readers[lane])) is not _END:
             if isinstance(got, BaseException):
                 raise got
             yield got
 
-    reader = threading.Thread(target=read, name="kaja-backup-rows", daemon=True)
-    reader.start()
+    for reader in readers.values():
+        reader.start()
     try:
-        yield (table() for _ in tables)
+        yield (table(lane) for lane in lanes)
     finally:
         stop.set()
-        reader.join()
+        for reader in readers.values():
+            reader.join()
 
 
 def _next(handed: Any, reader: Any) -> Any:
