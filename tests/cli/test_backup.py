@@ -478,6 +478,34 @@ def test_an_existing_store_is_refused_without_force(demo_store: Kaja, tmp_path: 
     assert listing(kaja.state) == before and leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize(
+    "name, content, code, said",
+    [
+        ("hostname", b"kaja-laptop\n", 1, "not a kaja backup"),
+        ("empty.tar", b"", 1, "not a kaja backup"),
+        ("nothing.tar", b"\0" * 10240, 1, "an empty archive"),
+        ("notes.tar", None, 5, "a member kaja does not write ('notes.txt')"),
+    ],
+)
+def test_a_file_that_is_no_backup_is_told_as_such_before_the_store_in_place(
+    demo_store: Kaja, tmp_path: Path, name: str, content: bytes | None, code: int, said: str
+):
+    """`kaja restore /etc/hostname` over a store: "not a kaja backup", not "a
+    store is already there" (which invites a --force that could only fail)."""
+    bad = tmp_path / name
+    if content is None:
+        write_archive(bad, [(tarfile.TarInfo("notes.txt"), b"milk, eggs\n")])
+    else:
+        bad.write_bytes(content)
+    before = listing(demo_store.state)
+    for extra in ([], ["--force", "--yes"]):
+        r = demo_store("restore", str(bad), *extra)
+        assert r.code == code and said in r.err and "already" not in r.err, r
+        assert r.err.count("\n") == 1 and "Traceback" not in r.err, r
+    assert listing(demo_store.state) == before
+    assert leftovers(tmp_path) == [] and not list(tmp_path.glob("kaja-before-restore-*"))
+
+
 def test_force_backs_the_old_store_up_first_and_that_backup_brings_it_back(
     demo_store: Kaja, tmp_path: Path
 ):

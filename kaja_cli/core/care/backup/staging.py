@@ -230,6 +230,26 @@ def _unpack(path: Path, new: Path, progress: Progress | None) -> dict[str, tuple
     return sums
 
 
+def check_first_member(path: Path) -> None:
+    """The archive's first member read and checked (a few hundred bytes): a
+    file that is no kaja backup (`/etc/hostname`, a zip) is told as such
+    before anything else is looked at, as the whole read would tell it
+    (Failed, exit 1; a member kaja never writes: Refused, exit 5)."""
+    try:
+        with open(path, "rb") as raw:
+            stream = _decompressed(raw, raw)
+            mode = "r|" if isinstance(stream, gzip.GzipFile) else "r|*"
+            with tarfile.open(fileobj=stream, mode=mode) as tar:
+                first = tar.next()
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise Failed(f"cannot read {path}: {_reason(e)}", hint=archive.DAMAGED_HINT) from None
+    except OSError as e:
+        raise Failed(f"cannot read {path}: {e.strerror or e}", hint=archive.DAMAGED_HINT) from None
+    if first is None:
+        raise Failed(f"{path} is an empty archive", hint=archive.DAMAGED_HINT)
+    archive.check_member(first)
+
+
 def _decompressed(raw: IO[bytes], counted: IO[bytes]) -> IO[bytes]:
     """The archive's tar stream: through `gzip` (which checks the CRC-32 and size
     in its trailer, as tarfile's own stream reader does not) when it is gzip."""
