@@ -247,48 +247,6 @@ def test_the_archive_is_never_one_of_the_stores_files(demo_store: Kaja, tmp_path
     assert listing(kaja.state) == before
 
 
-def _resident(path: Path) -> int:
-    """Bytes of `path` in the page cache, as util-linux's fincore counts them."""
-    out = subprocess.run(["fincore", "-b", "-n", "-o", "RES", str(path)], check=True,
-                         capture_output=True, text=True).stdout  # fmt: skip
-    return int(out.strip())
-
-
-@pytest.mark.skipif(shutil.which("fincore") is None, reason="util-linux's fincore is not installed")
-def test_the_archive_and_its_staging_copy_leave_the_page_cache(
-    demo_store: Kaja, tmp_path: Path, monkeypatch
-):
-    """A backup of a large store must not push the store's own pages out of
-    memory with two passes over files nobody reads again: the staging copy's
-    pages are forgotten as they are read, the archive's as it is written and
-    once it is on disk (here every 64 kB, so the small demo store crosses it)."""
-    from kaja_cli.core.engine import fs
-
-    control = tmp_path / "control"
-    with open(control, "wb") as f:
-        f.write(os.urandom(1 << 20))
-        f.flush()
-        os.fsync(f.fileno())
-        if _resident(control) == 0:
-            pytest.skip("this file system keeps no written pages in the page cache")
-        fs.forget_pages(f.fileno(), 1 << 20)
-    if _resident(control) != 0:
-        pytest.skip("this file system keeps its pages in memory (tmpfs): nothing to forget")
-    monkeypatch.setattr(fs, "FORGET_EVERY", 64 << 10)
-    forgotten: list[int] = []
-    forget = fs.forget_pages
-    monkeypatch.setattr(
-        fs, "forget_pages", lambda fd, upto: (forgotten.append(upto), forget(fd, upto))
-    )
-    arch = tmp_path / "b.tar"
-    doc = backup(demo_store, arch)
-    assert _resident(arch) == 0
-    assert len(forgotten) > 3  # on the way, not only at the end
-    r = demo_store("restore", str(arch), "--dry-run")
-    assert r.code == 0 and "is whole" in r.err, r
-    assert doc["bytes"] == arch.stat().st_size
-
-
 def test_a_fifo_a_dangling_link_and_a_missing_folder_are_refused(demo_store: Kaja, tmp_path: Path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)

@@ -15,7 +15,6 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import Any
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
@@ -227,58 +226,6 @@ def _fsync_tree(root: Path) -> None:
         finally:
             os.close(fd)
     fsync_dir(root.parent)
-
-
-# A copy of many gigabytes (a backup's staging copy into its archive) tells
-# the kernel every so many bytes that the pages it went through are not
-# wanted again: the store's own pages stay in the page cache instead of
-# being pushed out by two passes over a file nobody reads again.
-FORGET_EVERY = 64 << 20
-
-
-def forget_pages(fd: int, upto: int) -> None:
-    """The first `upto` bytes of the open file are not wanted in memory
-    (POSIX_FADV_DONTNEED): clean pages leave the page cache now, dirty ones
-    are written back and leave at a later call. Nothing where the system
-    cannot say it."""
-    advise = getattr(os, "posix_fadvise", None)
-    if advise is None or upto <= 0:
-        return
-    try:
-        advise(fd, 0, upto, os.POSIX_FADV_DONTNEED)
-    except OSError:
-        pass
-
-
-class Forgetting:
-    """A writer (or reader) passing through to `raw` that forgets the pages
-    behind it every FORGET_EVERY bytes (`forget_pages`)."""
-
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
-        self.fd = raw.fileno()
-        self.done = self.told = 0
-
-    def write(self, data: Any) -> int:
-        n = self.raw.write(data)
-        self._went(len(data), wrote=True)
-        return n
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(size)
-        self._went(len(data), wrote=False)
-        return data
-
-    def _went(self, n: int, *, wrote: bool) -> None:
-        self.done += n
-        if self.done - self.told >= FORGET_EVERY:
-            self.told = self.done
-            if wrote:
-                self.raw.flush()  # a buffered writer's bytes reach the file first
-            forget_pages(self.fd, self.done)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.raw, name)
 
 
 def disk_full(error: BaseException) -> bool:

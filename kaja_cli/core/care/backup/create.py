@@ -307,8 +307,7 @@ def _write_archive(
     step: Callable[[int], None] | None,
 ) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, fs.FILE_MODE)
-    with os.fdopen(fd, "wb") as file:
-        raw = fs.Forgetting(file)  # the archive's pages leave the page cache as it is written
+    with os.fdopen(fd, "wb") as raw:
         gz = ThreadedGzip(raw, name.removesuffix(".gz"), archive.COMPRESSLEVEL) if (
             archive.compressed(name)
         ) else None  # fmt: skip
@@ -325,7 +324,6 @@ def _write_archive(
             raise
         raw.flush()
         os.fsync(raw.fileno())
-        fs.forget_pages(raw.fd, raw.done)  # on disk now: clean pages, gone at once
 
 
 def _add_members(
@@ -336,8 +334,8 @@ def _add_members(
     step: Callable[[int], None] | None,
 ) -> None:
     for c in copies:
-        with open(c.copy, "rb") as f:  # a staging copy, read once: its pages forgotten behind
-            size, digest = _add(tar, c.entry.member, fs.Forgetting(f), c.copy.stat().st_mtime, step)
+        with open(c.copy, "rb") as f:
+            size, digest = _add(tar, c.entry.member, f, c.copy.stat().st_mtime, step)
         c.entry.bytes, c.entry.sha256 = size, digest
         manifest.files.append(FileEntry(c.entry.member, size, digest))
     for p in pictures:
