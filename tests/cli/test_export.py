@@ -516,6 +516,49 @@ def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fm
     assert fast.out == reference.out
 
 
+def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
+    """SQLite's GLOB stops at a NUL: a `<` after one, in a message's text, its
+    model or its time, is escaped all the same (as render escapes it), and
+    never reaches the page raw."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    at = "2026-11-03T10:00:00.000Z"
+    rows = [
+        ("n1", "user", "a\x00<script>x</script> & 'q'", None, at),
+        ("n2", "assistant", "plain 'one'", "gpt\x00", "<b>" + at),
+        ("n3", "assistant", 'it\'s "quoted" & <tagged>', "gpt", at),
+        ("n4", "user", "only 'apostrophes'", None, at),
+    ]
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:
+        conn.execute("DELETE FROM tool_calls")
+        conn.execute("DELETE FROM messages")
+        conn.execute("DELETE FROM session_events")
+        conn.executemany(
+            "INSERT INTO messages (id, sessionId, seq, role, content, model, createdAt)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(i, awkward.SID, n, role, text, model, when)
+             for n, (i, role, text, model, when) in enumerate(rows, start=1)],
+        )  # fmt: skip
+    conn.close()
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
+    fast = kaja(*argv)
+    assert fast.code == 0, fast
+    assert "<script>" not in fast.out and "<b>" not in fast.out
+    assert "a\\x00&lt;script&gt;x&lt;/script&gt; &amp; &#x27;q&#x27;" in fast.out
+    assert "only &#x27;apostrophes&#x27;" in fast.out
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+    reference = kaja(*argv)
+    assert reference.code == 0, reference
+    assert fast.out == reference.out
+
+
 def test_a_blob_or_infinity_in_kajas_own_columns_is_json(demo_store):
     """kaja's schema declares its columns' types: a BLOB where TEXT is declared
     (which no number can be) is its hex, an infinite REAL in an INTEGER column
