@@ -559,6 +559,54 @@ def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
     assert fast.out == reference.out
 
 
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_runs_sqlite_writes_are_escaped_as_render_escapes_them(kaja, monkeypatch, fmt):
+    """A run of plain messages SQLite wrote goes out as its bytes only when it
+    holds nothing the escaping rule changes: each control (C0, DEL, C1), each
+    BiDi control and bytes that are not UTF-8, alone among plain messages,
+    come out as render writes them, and so do the characters that merely
+    share a first byte with them (`·`, `’`, `→`, `Ø`), each a run of its own."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.render.layout import ESCAPED
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    at = "2026-11-03T10:00:00.000Z"
+    odd = [chr(c) for c in ESCAPED if c not in (0x09, 0x0A)]
+    texts = [f"text {c} here" for c in odd] + [b"not \xff\xfe utf-8", b"cut \xe2\x80"]
+    texts += ["only · ’ → Ø é tab\there"]
+    rows = []
+    for n, text in enumerate(texts):
+        # a system message (render writes it) between: each text a run of its own
+        rows.append((f"p{n:03d}", 2 * n + 1, "system", "plain one", at))
+        rows.append((f"q{n:03d}", 2 * n + 2, "assistant", text, at))
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:
+        conn.execute("DELETE FROM tool_calls")
+        conn.execute("DELETE FROM messages")
+        conn.execute("DELETE FROM session_events")
+        conn.execute("DELETE FROM session_summaries")  # nothing to place between the runs
+        conn.executemany(
+            "INSERT INTO messages (id, sessionId, seq, role, content, createdAt)"
+            " VALUES (?, ?, ?, ?, CAST(? AS TEXT), ?)",
+            [(i, awkward.SID, seq, role, text, when) for i, seq, role, text, when in rows],
+        )
+    conn.close()
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", fmt)
+    fast = kaja(*argv)
+    assert fast.code == 0, fast
+    assert "text \\x1b here" in fast.out and "text \\u202e here" in fast.out
+    assert "not \ufffd\ufffd utf-8" in fast.out and "only · ’ → Ø é tab\there" in fast.out
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+    reference = kaja(*argv)
+    assert reference.code == 0, reference
+    assert fast.out == reference.out
+
+
 def test_a_blob_or_infinity_in_kajas_own_columns_is_json(demo_store):
     """kaja's schema declares its columns' types: a BLOB where TEXT is declared
     (which no number can be) is its hex, an infinite REAL in an INTEGER column

@@ -170,16 +170,25 @@ class Pieces(list):
     """Consecutive messages SQLite wrote itself (`_Reader.message_pieces`): rows
     of (piece, seq, `pieces.kind`, parts), and in Markdown the heading's model
     and time (`pieces.heading`), in order, their text as SQLite's UTF-8 bytes;
-    `text` is the pieces joined and decoded (U+FFFD where a byte is not UTF-8:
-    each piece begins with ASCII, so that is each piece's own). A piece is
-    the message's Markdown or HTML before the escaping rule (`render.text(…,
-    lines=True)`), which, a character at a time, applies to the run's text
-    as to each piece."""
+    `data` is the pieces joined, `text` that decoded (U+FFFD where a byte is
+    not UTF-8: each piece begins with ASCII, so that is each piece's own),
+    when it is asked for: render writes `data` as it is where the text holds
+    nothing to escape (`layout.lines_clean`). A piece is the message's
+    Markdown or HTML before the escaping rule (`render.text(…, lines=True)`),
+    which, a character at a time, applies to the run's text as to each
+    piece."""
 
     def __init__(self, rows: list[tuple], starts: Callable[[int], int] | None = None):
         super().__init__(rows)
-        self.text = b"".join([row[0] for row in rows]).decode("utf-8", "replace")
+        self.data = b"".join([row[0] for row in rows])
+        self._text: str | None = None
         self._starts = starts
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self.data.decode("utf-8", "replace")
+        return self._text
 
     def tool_starts(self, seq: int) -> int:
         """How many tool calls the piece at `seq` shows (`pieces.calls_piece`)."""
