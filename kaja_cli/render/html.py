@@ -20,7 +20,8 @@ from html import escape
 from typing import Any
 
 from kaja_cli import render
-from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Pieces
+from kaja_cli.core.conversations import pieces
+from kaja_cli.core.conversations.transcript import CALLS_BEFORE, Asides, Entry, Pending, Pieces
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import plural
 from kaja_cli.render.layout import lines_clean
@@ -120,7 +121,7 @@ def page_chunks(
                         not isinstance(seq, int) or ordered[0]["summaryFrom"] <= seq
                     ):
                         texts.append(_summary(ordered.pop(0)))
-                    asides.count_kind(kind)
+                    asides.count_kind(kind, m.tool_starts(seq))
                     texts.append(Pieces.decoded(row[0]))
                 # the escaping rule, as render.text(…, lines=True) applies it (a
                 # second time to what _aside escaped already: it changes nothing)
@@ -138,7 +139,7 @@ def page_chunks(
             not isinstance(m.get("seq"), int) or ordered[0]["summaryFrom"] <= m["seq"]
         ):
             parts.append(_summary(ordered.pop(0)))
-        for c in m.get("tool_calls") or ():
+        for c in (*m.get(CALLS_BEFORE, ()), *(m.get("tool_calls") or ())):
             if c.get("resultMessageId"):
                 calls[c["resultMessageId"]] = c
             if c.get("callId"):
@@ -217,7 +218,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-_STATUSES = ("ok", "error", "declined", "skipped")
+_STATUSES = pieces.STATUSES  # the statuses that have a color of their own
 
 
 def _call(c: dict[str, Any], pending: Pending | None) -> str:

@@ -97,9 +97,10 @@ def _html_text(column: str) -> str:
     )
 
 
-def piece(have: Sequence[str], view: str) -> str:
+def piece(have: Sequence[str], view: str, calls: str = "''") -> str:
     """The message's piece, for a message `simple()` holds for: what
-    `_message_md` or `_message` writes, before the escaping rule."""
+    `_message_md` or `_message` writes, before the escaping rule (in HTML,
+    `calls` before the section's end: `calls_piece`)."""
     role, content, model, created = (col(have, "m", n) for n in ("role", *_TEXTS))
 
     def given(expr: str, then: str) -> str:  # Python's `if value:` for text or NULL
@@ -123,7 +124,7 @@ def piece(have: Sequence[str], view: str) -> str:
     return (
         f"'<section class=\"msg ' || {role} || '\"><div class=\"who\">' || "
         + _escaped_if_needed((model, created), who)
-        + f" || '</div>' || {text} || '</section>' || char(10)"
+        + f" || '</div>' || {text} || {calls} || '</section>' || char(10)"
     )
 
 
@@ -242,15 +243,17 @@ def tool_piece(have: Sequence[str], view: str) -> str:
 _CALL_COLUMNS = ("messageId", "position", "name", "status", "durationMs", "approval", "arguments")
 
 
-def calls_simple(have: Sequence[str], t_have: Sequence[str]) -> str:
+def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -> str:
     """The condition (for CASE WHEN, as `simple`) for an assistant's message
-    with tool calls whose Markdown SQLite writes (`calls_piece`): what `simple`
-    asks but the calls, which must all be plain: a position of their own, a
-    name with no backtick, a status (so none waits on you), a duration in
-    whole milliseconds under a minute that rounds to tenths of a second as
-    Python rounds it (not ending in 50 ms), approval text, and arguments
-    that are none, or a JSON object of text values (no `\\u` escape, no
-    fence, no key twice): render's `indented` of it is SQLite's."""
+    with tool calls whose Markdown or HTML (`view`) SQLite writes
+    (`calls_piece`): what `simple` asks but the calls, which must all be
+    plain: a position of their own, a name, a status (so none waits on you),
+    a duration in whole milliseconds, approval text, and arguments that are
+    none, or a JSON object of text values (no `\\u` escape, no key twice):
+    render's `indented` of it is SQLite's. In Markdown also: a name with no
+    backtick, a duration under a minute that rounds to tenths of a second as
+    Python rounds it (not ending in 50 ms), no fence in the arguments, and
+    nothing in the name or approval that its one-line rule spells otherwise."""
     c = {n: col(have, "m", n) for n in ("role", "reasoning", "parts", "id", *_TEXTS)}
     if c["id"] == "NULL" or c["role"] == "NULL" or not all(n in t_have for n in _CALL_COLUMNS):
         return "0"
@@ -261,18 +264,19 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str]) -> str:
         terms.append(f"{c['parts']} IS NULL")
     terms += [f"typeof({c[n]}) IN ('text', 'null')" for n in _TEXTS if c[n] != "NULL"]
     d, args = 't."durationMs"', 't."arguments"'
+    md = view == "md"
     plain = [
         "typeof(t.position) = 'integer'",
-        "typeof(t.name) = 'text'", "t.name <> ''", "instr(t.name, '`') = 0",
-        *_one_line("t.name"),
+        "typeof(t.name) = 'text'", "t.name <> ''",
+        *(["instr(t.name, '`') = 0", *_one_line("t.name")] if md else []),
         "typeof(t.status) = 'text'", "t.status <> ''", *_one_line("t.status"),
-        f"typeof({d}) IN ('integer', 'null')", f"ifnull({d}, 0) < 60000",
-        f"(ifnull({d}, 0) < 1000 OR {d} % 100 <> 50)",
-        "typeof(t.approval) IN ('text', 'null')", *_one_line("t.approval"),
+        f"typeof({d}) IN ('integer', 'null')",
+        *([f"ifnull({d}, 0) < 60000", f"(ifnull({d}, 0) < 1000 OR {d} % 100 <> 50)"] if md else []),
+        "typeof(t.approval) IN ('text', 'null')", *(_one_line("t.approval") if md else []),
         f"({args} IS NULL OR {args} = '' OR typeof({args}) = 'text' AND json_valid({args})"
         f" AND json_type({args}) = 'object' AND instr({args}, '\\u') = 0"
-        f" AND instr({args}, '```') = 0 AND NOT EXISTS (SELECT 1 FROM json_each({args}) AS a"
-        " WHERE a.type <> 'text')"
+        + (f" AND instr({args}, '```') = 0" if md else "")
+        + f" AND NOT EXISTS (SELECT 1 FROM json_each({args}) AS a WHERE a.type <> 'text')"
         f" AND (SELECT count(*) = count(DISTINCT a.key) FROM json_each({args}) AS a))",
     ]  # fmt: skip
     calls = f'FROM tool_calls AS t WHERE t."messageId" = {c["id"]}'
@@ -284,22 +288,41 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str]) -> str:
     return f"({' AND '.join(terms)})"
 
 
-def calls_piece(have: Sequence[str]) -> str:
-    """The Markdown of a message `calls_simple()` holds for: its piece as a
-    plain message's (`piece`), then each call as `_message_md` writes it."""
+STATUSES = ("ok", "error", "declined", "skipped")  # a status HTML colors (`html._call`)
+
+
+def calls_piece(have: Sequence[str], view: str = "md") -> str:
+    """The Markdown or HTML of a message `calls_simple()` holds for: its piece
+    as a plain message's (`piece`), with each call as `_message_md` or
+    `html._call` writes it."""
     d, args = 't."durationMs"', 't."arguments"'
-    took = (
-        f"CASE WHEN ifnull({d}, 0) = 0 THEN '' WHEN {d} < 1000 THEN ' · ' || {d} || ' ms'"
-        f" ELSE ' · ' || (({d} + 50) / 100 / 10) || '.' || (({d} + 50) / 100 % 10) || ' s' END"
-    )
-    approval = "CASE WHEN t.approval <> '' THEN ' · ' || t.approval ELSE '' END"
     indented = (
         "(SELECT '{' || char(10) || group_concat('  ' || json_quote(a.key) || ': '"
         " || json_quote(a.value), ',' || char(10)) || char(10) || '}'"
         f" FROM json_each({args}) AS a)"
     )
+    none = f"{args} IS NULL OR {args} = '' OR {args} = '{{}}'"
+    each = f'FROM tool_calls AS t WHERE t."messageId" = {col(have, "m", "id")} ORDER BY t.position'
+    if view == "html":
+        css = ", ".join(f"'{s}'" for s in STATUSES)
+        call = (
+            f"'<div class=\"call\">→ <code>' || {_html('t.name')} || '</code> <span class=\"status'"
+            f" || CASE WHEN t.status IN ({css}) THEN ' ' || t.status ELSE '' END || '\">'"
+            f" || {_html('t.status')} || '</span>'"
+            f" || CASE WHEN ifnull({d}, 0) = 0 THEN '' ELSE ' · ' || {d} || ' ms' END"
+            f" || CASE WHEN t.approval <> '' THEN ' · ' || {_html('t.approval')} ELSE '' END"
+            f" || '</div>' || CASE WHEN {none} THEN '' ELSE ifnull('<details><summary>arguments"
+            f"</summary><pre>' || {_html(indented)} || '</pre></details>', '') END"
+        )
+        calls = f"(SELECT group_concat(x.s, '') FROM (SELECT {call} AS s {each}) AS x)"
+        return piece(have, "html", calls)
+    took = (
+        f"CASE WHEN ifnull({d}, 0) = 0 THEN '' WHEN {d} < 1000 THEN ' · ' || {d} || ' ms'"
+        f" ELSE ' · ' || (({d} + 50) / 100 / 10) || '.' || (({d} + 50) / 100 % 10) || ' s' END"
+    )
+    approval = "CASE WHEN t.approval <> '' THEN ' · ' || t.approval ELSE '' END"
     arguments = (
-        f"CASE WHEN {args} IS NULL OR {args} = '' OR {args} = '{{}}' THEN ''"
+        f"CASE WHEN {none} THEN ''"
         f" ELSE ifnull(char(10, 10) || '```json' || char(10) || {indented}"
         " || char(10) || '```', '') END"
     )
@@ -307,11 +330,7 @@ def calls_piece(have: Sequence[str]) -> str:
         "char(10, 10) || '**Tool call** `' || t.name || '` — ' || t.status"
         f" || {took} || {approval} || {arguments}"
     )
-    return (
-        f"{piece(have, 'md')} || (SELECT group_concat(x.s, '') FROM (SELECT {call} AS s"
-        f' FROM tool_calls AS t WHERE t."messageId" = {col(have, "m", "id")}'
-        " ORDER BY t.position) AS x)"
-    )
+    return f"{piece(have, 'md')} || (SELECT group_concat(x.s, '') FROM (SELECT {call} AS s {each}) AS x)"
 
 
 def kind(have: Sequence[str]) -> str:

@@ -421,15 +421,19 @@ class _Reader:
         tool = pieces.tool_simple(
             m, t, view, indexed=self._indexed("tool_calls", "resultMessageId")
         )
-        # An assistant's message with tool calls too (Markdown), where render's
-        # `calls` can be given what it has seen (`_calls_between`): by seq.
+        # An assistant's message with tool calls too, where render's `calls`
+        # can be given what it has seen (`_calls_between`): by seq.
         with_calls = "0"
-        if view == "md" and "seq" in m and "sessionId" in m and self._seq_unique():
-            with_calls = pieces.calls_simple(m, t) if self._seq_whole() else "0"
+        if "seq" in m and "sessionId" in m and self._seq_unique():
+            with_calls = pieces.calls_simple(m, t, view) if self._seq_whole() else "0"
         sql = (
             f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view)}"
             + (f" WHEN {tool} THEN {pieces.tool_piece(m, view)}" if tool != "0" else "")
-            + (f" WHEN {with_calls} THEN {pieces.calls_piece(m)}" if with_calls != "0" else "")
+            + (
+                f" WHEN {with_calls} THEN {pieces.calls_piece(m, view)}"
+                if with_calls != "0"
+                else ""
+            )
             + f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
             f" {col(m, 'm', 'parts')}"
             + (f", {pieces.heading_values(m)}" if view == "md" else "")
