@@ -530,6 +530,7 @@ def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
         ("n2", "assistant", "plain 'one'", "gpt\x00", "<b>" + at),
         ("n3", "assistant", 'it\'s "quoted" & <tagged>', "gpt", at),
         ("n4", "user", "only 'apostrophes'", None, at),
+        ("n5", "assistant", "a model to escape", "gpt <&> \"'", at + " '&'"),
     ]
     conn = sqlite3.connect(kaja.state / "kaja.db")
     with conn:
@@ -549,6 +550,7 @@ def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
     assert "<script>" not in fast.out and "<b>" not in fast.out
     assert "a\\x00&lt;script&gt;x&lt;/script&gt; &amp; &#x27;q&#x27;" in fast.out
     assert "only &#x27;apostrophes&#x27;" in fast.out
+    assert "Kaja · gpt &lt;&amp;&gt; &quot;&#x27;" in fast.out and "Z &#x27;&amp;&#x27;" in fast.out
     monkeypatch.setattr(
         transcript._Reader,
         "message_pieces",
