@@ -517,9 +517,10 @@ def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fm
 
 
 def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
-    """SQLite's GLOB stops at a NUL: a `<` after one, in a message's text, its
-    model or its time, is escaped all the same (as render escapes it), and
-    never reaches the page raw."""
+    """SQLite's GLOB stops at a NUL, and so does printf's %s: a `<` after one, in
+    a message's text, its model or its time, a tool call's name or approval,
+    is escaped all the same (as render escapes it), never reaches the page
+    raw, and nothing after the NUL is lost."""
     from kaja_cli.core.conversations import transcript
     from tests.support import awkward_session as awkward
 
@@ -531,6 +532,14 @@ def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
         ("n3", "assistant", 'it\'s "quoted" & <tagged>', "gpt", at),
         ("n4", "user", "only 'apostrophes'", None, at),
         ("n5", "assistant", "a model to escape", "gpt <&> \"'", at + " '&'"),
+        ("n6", "assistant", "calls", "gpt", at),
+        ("n7", "assistant", None, "gpt", at),
+        ("n8", "assistant", None, "gpt", at),
+    ]
+    calls = [
+        ("c6", "n6", 0, "x6", "na\x00<me>", '{"q": "<x>"}', None, "ok", 5, None, None),
+        ("c8", "n8", 0, "x8", "name", None, None, "ok", None, "y\x00<es>", None),
+        ("c7", "n7", 0, "x7", "name <&>", '{"q": "it\'s"}', None, "error", 5, "by <you>", None),
     ]
     conn = sqlite3.connect(kaja.state / "kaja.db")
     with conn:
@@ -543,6 +552,7 @@ def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
             [(i, awkward.SID, n, role, text, model, when)
              for n, (i, role, text, model, when) in enumerate(rows, start=1)],
         )  # fmt: skip
+        conn.executemany("INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", calls)
     conn.close()
     argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
     fast = kaja(*argv)
@@ -551,6 +561,8 @@ def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
     assert "a\\x00&lt;script&gt;x&lt;/script&gt; &amp; &#x27;q&#x27;" in fast.out
     assert "only &#x27;apostrophes&#x27;" in fast.out
     assert "Kaja · gpt &lt;&amp;&gt; &quot;&#x27;" in fast.out and "Z &#x27;&amp;&#x27;" in fast.out
+    assert "na\\x00&lt;me&gt;" in fast.out and "y\\x00&lt;es&gt;" in fast.out
+    assert "<code>name &lt;&amp;&gt;</code>" in fast.out and "by &lt;you&gt;" in fast.out
     monkeypatch.setattr(
         transcript._Reader,
         "message_pieces",

@@ -50,15 +50,18 @@ def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
         terms.append(f"{c['parts']} IS NULL")
     if "messageId" in t_have and c["id"] != "NULL":
         terms.append(f'NOT EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = {c["id"]})')
-    terms += [_text_or_null(c[n]) for n in _TEXTS if c[n] != "NULL"]
+    # In HTML no NUL either: `piece` writes the values with printf(), whose %s
+    # ends at one; render writes such a message.
+    terms += [_text_or_null(c[n], nul=view != "html") for n in _TEXTS if c[n] != "NULL"]
     return f"({' AND '.join(terms)})"
 
 
-def _text_or_null(expr: str) -> str:
+def _text_or_null(expr: str, *, nul: bool = True) -> str:
     """`typeof(expr) IN ('text', 'null')` told by comparisons (SQLite orders NULL
     < numbers < text < BLOB; unary + drops the column's affinity): no function
-    call for every message (issue 29)."""
-    return f"({expr} IS NULL OR +{expr} >= '' AND +{expr} < X'')"
+    call for every message (issue 29). `nul`: a text may hold a NUL."""
+    found = "" if nul else f" AND instr({expr}, char(0)) = 0"
+    return f"({expr} IS NULL OR +{expr} >= '' AND +{expr} < X''{found})"
 
 
 def heading_values(have: Sequence[str]) -> str:
@@ -87,7 +90,7 @@ def _html(expr: str) -> str:
     return expr
 
 
-def _html_text(column: str) -> str:
+def _html_text(column: str, *, nul: bool = True) -> str:
     """`_html(column)` for a column's text (not an expression: it is read more
     than once): replace() only where one of the
     characters is there. Each replace() copies the whole text even when it
@@ -95,11 +98,13 @@ def _html_text(column: str) -> str:
     five of them cost less than one replace() (issue 29: 0.11 s -> 0.06 s of
     SQLite's time on a 76,000-message session, where most texts hold none
     and the rest an apostrophe). GLOB stops at a NUL: a text holding one is
-    escaped in full."""
-    found = " OR ".join(f"{column} GLOB '*{c}*'" for c in ("&", "<", ">", '"'))
+    escaped in full (`nul`: it may hold one)."""
+    found = " OR ".join(
+        [f"instr({column}, char(0))"] * nul + [f"{column} GLOB '*{c}*'" for c in '&<>"']
+    )
     apostrophe = f"replace({column}, '''', '&#x27;')"
     return (
-        f"CASE WHEN instr({column}, char(0)) OR {found} THEN {_html(column)}"
+        f"CASE WHEN {found} THEN {_html(column)}"
         f" WHEN {column} GLOB '*''*' THEN {apostrophe} ELSE {column} END"
     )
 
@@ -121,17 +126,28 @@ def piece(have: Sequence[str], view: str, calls: str = "''") -> str:
             f"char(10, 10) || '### ' || CASE WHEN {role} = 'user' THEN 'You'"
             f" ELSE 'Kaja' || {with_model} END || {when} || {text}"
         )
-    text = given(content, f"'<div class=\"text\">' || {_html_text(content)} || '</div>'")
+
     # Each value escaped on its own, as the text is: the GLOB of a class of
     # characters over the two joined (`_escaped_if_needed`) tries the class
-    # at every character, 0.03 s of this session's 0.2 s (issue 29).
-    with_model = given(model, f"' · ' || {_html_text(model)}")
-    when = given(created, f"'<span class=\"when\">' || {_html_text(created)} || '</span>'")
-    return (
-        f"'<section class=\"msg ' || {role} || '\"><div class=\"who\">' || CASE WHEN {role} = 'user'"
-        f" THEN 'You' ELSE 'Kaja' || {with_model} END || {when} || '</div>' || {text} || {calls}"
-        " || '</section>' || char(10)"
-    )
+    # at every character, 0.03 s of this session's 0.2 s. One printf(): a
+    # chain of || copies what it has so far at each step (issue 29). Its %s
+    # ends at a NUL: `simple` leaves a message holding one to render.
+    def esc(expr: str) -> str:
+        return _html_text(expr, nul=False)
+
+    values = [
+        role,
+        f"CASE WHEN {role} = 'user' THEN 'You' ELSE 'Kaja' END",
+        "''" if model == "NULL"
+        else f"CASE WHEN {role} <> 'user' AND {model} <> '' THEN ' · ' || {esc(model)} ELSE '' END",
+        given(created, f"'<span class=\"when\">' || {esc(created)} || '</span>'"),
+        given(content, "'<div class=\"text\">'"),
+        given(content, esc(content)),
+        given(content, "'</div>'"),
+        calls,
+    ]  # fmt: skip
+    page = '<section class="msg %s"><div class="who">%s%s%s</div>%s%s%s%s</section>\n'
+    return f"printf('{page}', {', '.join(values)})"
 
 
 def _escaped_if_needed(exprs: Sequence[str], build: Callable[[Callable[[str], str]], str]) -> str:
@@ -268,17 +284,18 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -
         terms.append(f"({c['reasoning']} IS NULL OR {c['reasoning']} = '')")
     if c["parts"] != "NULL":
         terms.append(f"{c['parts']} IS NULL")
-    terms += [_text_or_null(c[n]) for n in _TEXTS if c[n] != "NULL"]
+    terms += [_text_or_null(c[n], nul=view != "html") for n in _TEXTS if c[n] != "NULL"]
     d, args = 't."durationMs"', 't."arguments"'
     md = view == "md"
     plain = [
         "typeof(t.position) = 'integer'",
         "typeof(t.name) = 'text'", "t.name <> ''",
-        *(["instr(t.name, '`') = 0", *_one_line("t.name")] if md else []),
+        *(["instr(t.name, '`') = 0", *_one_line("t.name")] if md else ["instr(t.name, char(0)) = 0"]),
         "typeof(t.status) = 'text'", "t.status <> ''", *_one_line("t.status"),
         f"typeof({d}) IN ('integer', 'null')",
         *([f"ifnull({d}, 0) < 60000", f"(ifnull({d}, 0) < 1000 OR {d} % 100 <> 50)"] if md else []),
-        "typeof(t.approval) IN ('text', 'null')", *(_one_line("t.approval") if md else []),
+        "typeof(t.approval) IN ('text', 'null')",
+        *(_one_line("t.approval") if md else ["instr(ifnull(t.approval, ''), char(0)) = 0"]),
         f"({args} IS NULL OR {args} = '' OR typeof({args}) = 'text' AND json_valid({args})"
         f" AND json_type({args}) = 'object' AND instr({args}, '\\u') = 0"
         + (f" AND instr({args}, '```') = 0" if md else "")
