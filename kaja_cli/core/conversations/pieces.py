@@ -22,7 +22,7 @@ message comes as its JSON, in the same read. SQLite only
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from kaja_cli.core.conversations.columns import col
 
@@ -127,9 +127,9 @@ def piece(have: Sequence[str], view: str, calls: str = "''") -> str:
             f" ELSE 'Kaja' || {with_model} END || {when} || {text}"
         )
 
-    # Each value escaped on its own, as the text is: the GLOB of a class of
-    # characters over the two joined (`_escaped_if_needed`) tries the class
-    # at every character, 0.03 s of this session's 0.2 s. One printf(): a
+    # Each value escaped on its own, as the text is (a GLOB of a class of
+    # characters over the two joined tried the class at every character:
+    # 0.03 s of this session's 0.2 s). One printf(): a
     # chain of || copies what it has so far at each step (issue 29). Its %s
     # ends at a NUL: `simple` leaves a message holding one to render.
     def esc(expr: str) -> str:
@@ -148,21 +148,6 @@ def piece(have: Sequence[str], view: str, calls: str = "''") -> str:
     ]  # fmt: skip
     page = '<section class="msg %s"><div class="who">%s%s%s</div>%s%s%s%s</section>\n'
     return f"printf('{page}', {', '.join(values)})"
-
-
-def _escaped_if_needed(exprs: Sequence[str], build: Callable[[Callable[[str], str]], str]) -> str:
-    """`build(_html)`, or `build` as it is when none of the short texts `exprs`
-    holds a character HTML escapes: one GLOB of them all costs less than
-    five replace() of each (issue 29). GLOB stops at a NUL, so texts holding
-    one are escaped (a `<` after it went out raw)."""
-    given = [e for e in exprs if e != "NULL"]
-    if not given:
-        return build(_html)
-    joined = " || ".join(f"ifnull({e}, '')" for e in given)
-    return (
-        f"CASE WHEN ({joined}) GLOB '*[&<>\"'']*' OR instr({joined}, char(0))"
-        f" THEN {build(_html)} ELSE {build(lambda e: e)} END"
-    )
 
 
 def _one_line(expr: str) -> list[str]:
@@ -237,7 +222,9 @@ def tool_piece(have: Sequence[str], view: str) -> str:
     """A tool result's piece, for a message `tool_simple()` holds for: what
     `_message_md` or `_message` writes, before the escaping rule."""
     content, created = col(have, "m", "content"), col(have, "m", "createdAt")
-    name = f'(SELECT t."name" {_CALL})'
+    # `tool_simple` found it the only call naming this result: its name by
+    # that index alone.
+    name = '(SELECT t."name" FROM tool_calls AS t WHERE t."resultMessageId" = m.id)'
 
     def given(expr: str, then: str) -> str:
         return "''" if expr == "NULL" else f"CASE WHEN {expr} <> '' THEN {then} ELSE '' END"
@@ -250,15 +237,12 @@ def tool_piece(have: Sequence[str], view: str) -> str:
         text = present(content, f"char(10) || '```' || char(10) || {content} || char(10) || '```'")
         return f"char(10, 10) || '### Tool result · `' || {name} || '`' || {when} || char(10) || {text}"
     text = present(content, f"'<pre>' || {_html_text(content)} || '</pre>'")
-
-    def who(escape: Callable[[str], str]) -> str:
-        when = given(created, f"'<span class=\"when\">' || {escape(created)} || '</span>'")
-        return f"{escape(name)} || '</code>' || {when}"
-
+    # The name is read once (replace() of it, short), the time escaped as a
+    # column (`_html_text`).
+    when = given(created, f"'<span class=\"when\">' || {_html_text(created)} || '</span>'")
     return (
         '\'<section class="msg tool"><div class="who">Tool result · <code>\' || '
-        + _escaped_if_needed((name, created), who)
-        + f" || '</div>' || {text} || '</section>' || char(10)"
+        f"{_html(name)} || '</code>' || {when} || '</div>' || {text} || '</section>' || char(10)"
     )
 
 
@@ -327,13 +311,17 @@ def calls_piece(have: Sequence[str], view: str = "md") -> str:
     none = f"{args} IS NULL OR {args} = '' OR {args} = '{{}}'"
     each = f'FROM tool_calls AS t WHERE t."messageId" = {col(have, "m", "id")} ORDER BY t.position'
     if view == "html":
+        # name, status and approval hold no NUL here (`calls_simple`)
+        def esc(column: str) -> str:
+            return _html_text(column, nul=False)
+
         css = ", ".join(f"'{s}'" for s in STATUSES)
         call = (
-            f"'<div class=\"call\">→ <code>' || {_html('t.name')} || '</code> <span class=\"status'"
+            f"'<div class=\"call\">→ <code>' || {esc('t.name')} || '</code> <span class=\"status'"
             f" || CASE WHEN t.status IN ({css}) THEN ' ' || t.status ELSE '' END || '\">'"
-            f" || {_html('t.status')} || '</span>'"
+            f" || {esc('t.status')} || '</span>'"
             f" || CASE WHEN ifnull({d}, 0) = 0 THEN '' ELSE ' · ' || {d} || ' ms' END"
-            f" || CASE WHEN t.approval <> '' THEN ' · ' || {_html('t.approval')} ELSE '' END"
+            f" || CASE WHEN t.approval <> '' THEN ' · ' || {esc('t.approval')} ELSE '' END"
             f" || '</div>' || CASE WHEN {none} THEN '' ELSE ifnull('<details><summary>arguments"
             f"</summary><pre>' || {_html(indented)} || '</pre></details>', '') END"
         )
