@@ -313,13 +313,16 @@ class _Reader:
         return n == distinct == given
 
     def _seq_counts(self) -> tuple[int, int, int]:
-        """The session's messages, its distinct seqs, its seqs: one read of the
-        (sessionId, seq) index, made once."""
+        """The session's messages, its distinct seqs, its seqs: reads of the
+        (sessionId, seq) index, made once. count(DISTINCT) alone in its
+        statement reads the index's order, where beside other aggregates it
+        sorts every seq into a temporary index (13 -> 9 ms on 76,000 messages)."""
         if self._counts is None:
-            self._counts = self.conn.execute(
-                "SELECT count(*), count(DISTINCT seq), count(seq) FROM messages"
-                ' WHERE "sessionId" = ?', (self.sid,),
+            n, given, distinct = self.conn.execute(
+                'SELECT count(*), count(seq), (SELECT count(DISTINCT seq) FROM messages'
+                ' WHERE "sessionId" = ?) FROM messages WHERE "sessionId" = ?', (self.sid, self.sid),
             ).fetchone()  # fmt: skip
+            self._counts = (n, distinct, given)
         return self._counts
 
     def _seq_whole(self) -> bool:
