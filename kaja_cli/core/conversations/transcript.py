@@ -34,6 +34,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +100,7 @@ def _valid_utf8(data: bytes) -> bytes:
 
 
 RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
+_FIRST = itemgetter(0)
 # A tool result's key (Markdown export): the calls of the messages before it
 # that render has not seen as dicts, SQLite having written them (`message_pieces`).
 CALLS_BEFORE = "kaja_calls_before"
@@ -454,6 +456,12 @@ class _Reader:
             cur = self._execute(sql, (self.sid,))
             while rows := cur.fetchmany(RUN):
                 conn.text_factory = factory  # not while the caller runs
+                # A piece begins with a line break or "<", JSON with "{", which
+                # sorts after both: a run of pieces alone is told by max(), in C.
+                if max(map(_FIRST, rows))[0] != 123:
+                    yield Pieces(rows, starts)
+                    conn.text_factory = bytes
+                    continue
                 start = 0
                 for i, row in enumerate(rows):
                     if row[0][0] == 123:  # JSON's "{"; a piece is Markdown or HTML, never "{"
