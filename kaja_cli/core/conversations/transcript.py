@@ -182,7 +182,7 @@ class Pieces(list):
 
     def __init__(self, rows: list[tuple], starts: Callable[[int], int] | None = None):
         super().__init__(rows)
-        self.data = b"".join([row[0] for row in rows])
+        self.data = b"".join(map(_FIRST, rows))
         self._text: str | None = None
         self._starts = starts
 
