@@ -283,15 +283,19 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -
         f"({args} IS NULL OR {args} = '' OR typeof({args}) = 'text' AND json_valid({args})"
         f" AND json_type({args}) = 'object' AND instr({args}, '\\u') = 0"
         + (f" AND instr({args}, '```') = 0" if md else "")
-        + f" AND NOT EXISTS (SELECT 1 FROM json_each({args}) AS a WHERE a.type <> 'text')"
-        f" AND (SELECT count(*) = count(DISTINCT a.key) FROM json_each({args}) AS a))",
+        # every value text, no key twice: one reading of the object
+        + f" AND (SELECT count(*) = total(a.type = 'text') AND count(*) = count(DISTINCT a.key)"
+        f" FROM json_each({args}) AS a))",
     ]  # fmt: skip
-    calls = f'FROM tool_calls AS t WHERE t."messageId" = {c["id"]}'
-    terms += [
-        f"EXISTS (SELECT 1 {calls})",
-        f"NOT EXISTS (SELECT 1 {calls} AND NOT ({' AND '.join(plain)}))",
-        f"(SELECT count(*) = count(DISTINCT t.position) {calls})",
-    ]
+    # Some calls, each plain (a term that is NULL counts as plain, as NOT EXISTS
+    # read it), each at a position of its own: one reading of the calls. In
+    # CASE WHEN, where SQLite stops at the first term that fails (json_each()
+    # of what is not JSON fails the statement).
+    terms.append(
+        f"(SELECT count(*) > 0 AND total(CASE WHEN NOT ({' AND '.join(plain)}) THEN 1 END) = 0"
+        " AND count(*) = count(DISTINCT t.position)"
+        f' FROM tool_calls AS t WHERE t."messageId" = {c["id"]})'
+    )
     return f"({' AND '.join(terms)})"
 
 
