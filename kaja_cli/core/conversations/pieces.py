@@ -92,13 +92,13 @@ def _html(expr: str) -> str:
 
 def _html_text(column: str, *, nul: bool = True) -> str:
     """`_html(column)` for a column's text (not an expression: it is read more
-    than once): replace() only where one of the
-    characters is there. Each replace() copies the whole text even when it
-    finds nothing; a GLOB of one literal character is a strcspn() in C, so
-    five of them cost less than one replace() (issue 29: 0.11 s -> 0.06 s of
-    SQLite's time on a 76,000-message session, where most texts hold none
-    and the rest an apostrophe). GLOB stops at a NUL: a text holding one is
-    escaped in full (`nul`: it may hold one)."""
+    than once), with replace() only where one of the characters is there.
+    Each replace() copies the whole text even when it finds nothing; a GLOB
+    of one literal character is a strcspn() in C, so five of them cost less
+    than one replace() (issue 29: 0.11 s -> 0.06 s of SQLite's time on a
+    76,000-message session, where most texts hold none and the rest an
+    apostrophe). GLOB stops at a NUL: a text holding one is escaped in full
+    (`nul`: it may hold one)."""
     found = " OR ".join(
         [f"instr({column}, char(0))"] * nul + [f"{column} GLOB '*{c}*'" for c in '&<>"']
     )
@@ -129,9 +129,9 @@ def piece(have: Sequence[str], view: str, calls: str = "''") -> str:
 
     # Each value escaped on its own, as the text is (a GLOB of a class of
     # characters over the two joined tried the class at every character:
-    # 0.03 s of this session's 0.2 s). One printf(): a
-    # chain of || copies what it has so far at each step (issue 29). Its %s
-    # ends at a NUL: `simple` leaves a message holding one to render.
+    # 0.03 s of this session's 0.2 s). One printf(): a chain of || copies
+    # what it has so far at each step (issue 29). Its %s ends at a NUL:
+    # `simple` leaves a message holding one to render.
     def esc(expr: str) -> str:
         return _html_text(expr, nul=False)
 
