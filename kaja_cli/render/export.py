@@ -56,7 +56,7 @@ def _parsed(doc: SessionExport, view: str) -> Iterator[tuple | dict]:
     return (loads(text) for text in doc.messages)
 
 
-def markdown_chunks(doc: SessionExport) -> Iterator[str]:
+def markdown_chunks(doc: SessionExport) -> Iterator[str | bytes]:
     from kaja_cli.render import replay
 
     h = doc.head
@@ -70,7 +70,7 @@ def markdown_chunks(doc: SessionExport) -> Iterator[str]:
     )
 
 
-def html_chunks(doc: SessionExport, *, embed_images: bool) -> Iterator[str]:
+def html_chunks(doc: SessionExport, *, embed_images: bool) -> Iterator[str | bytes]:
     from kaja_cli.render import html
 
     h = doc.head

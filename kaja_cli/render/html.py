@@ -20,11 +20,12 @@ from html import escape
 from typing import Any
 
 from kaja_cli import render
-from kaja_cli.core.conversations.transcript import Asides, Entry, Pending, Pieces
+from kaja_cli.core.conversations import pieces
+from kaja_cli.core.conversations.transcript import CALLS_BEFORE, Asides, Entry, Pending, Pieces
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import plural
-from kaja_cli.render.layout import _LINES, _LINES_FOUND
-from kaja_cli.render.replay import _compact, indented, waiting
+from kaja_cli.render.layout import lines_clean
+from kaja_cli.render.replay import _compact, _lines, _utf8, indented, waiting
 
 MAX_IMAGE = 5 * 1024 * 1024
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -67,8 +68,9 @@ def page_chunks(
     events: Sequence[dict[str, Any]] = (),
     *,
     embed_images: bool = True,
-) -> Iterator[str]:
-    """The page in pieces: the head, then one piece per message, then the end.
+) -> Iterator[str | bytes]:
+    """The page in pieces: the head, then one piece per message, then the end
+    (their UTF-8).
     The timeline's notices and errors (`events`) go where `kaja resume` shows
     them (`core.transcript.Asides`)."""
     title = s.get("title") or "Untitled session"
@@ -105,7 +107,9 @@ def page_chunks(
     )
     calls: dict[Any, dict[str, Any]] = {}
     asides = Asides(events)
-    batch: list[str] = []
+    # The messages' pieces as UTF-8, joined a few hundred at a time: a run
+    # SQLite wrote goes out as its bytes when there is nothing to escape.
+    batch: list[bytes] = []
     for m in messages:
         if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
             if asides.waiting or ordered:
@@ -117,16 +121,17 @@ def page_chunks(
                         not isinstance(seq, int) or ordered[0]["summaryFrom"] <= seq
                     ):
                         texts.append(_summary(ordered.pop(0)))
-                    asides.count_kind(kind)
+                    asides.count_kind(kind, m.tool_starts(seq))
                     texts.append(Pieces.decoded(row[0]))
-                text = "".join(texts)
+                # the escaping rule, as render.text(…, lines=True) applies it (a
+                # second time to what _aside escaped already: it changes nothing)
+                batch.append(_utf8(_lines("".join(texts))))
+            elif lines_clean(m.data):  # nothing to escape: the bytes as they are
+                batch.append(m.data)
             else:
-                text = m.text
-            # the escaping rule, as render.text(…, lines=True) applies it (a
-            # second time to what _aside escaped already: it changes nothing)
-            batch.append(text.translate(_LINES) if _LINES_FOUND(text) else text)
+                batch.append(_utf8(_lines(m.text)))
             if len(batch) >= _BATCH or len(m) >= _BATCH:
-                yield "".join(batch)
+                yield b"".join(batch)
                 batch = []
             continue
         parts = [_aside(e) for e in asides.due()]
@@ -134,21 +139,21 @@ def page_chunks(
             not isinstance(m.get("seq"), int) or ordered[0]["summaryFrom"] <= m["seq"]
         ):
             parts.append(_summary(ordered.pop(0)))
-        for c in m.get("tool_calls") or ():
+        for c in (*m.get(CALLS_BEFORE, ()), *(m.get("tool_calls") or ())):
             if c.get("resultMessageId"):
                 calls[c["resultMessageId"]] = c
             if c.get("callId"):
                 calls.setdefault(("call", c["callId"]), c)
         parts.append(_message(m, calls, p, embed_images))
         asides.count(m)
-        batch.append("".join(parts))
+        batch.append(_utf8("".join(parts)))
         if len(batch) >= _BATCH:
-            yield "".join(batch)
+            yield b"".join(batch)
             batch = []
     tail = [_aside(e) for e in asides.due()] + [_summary(x) for x in ordered]
     tail += [_aside(e) for e in asides.due(rest=True)]
-    batch.append("".join(tail) + "</body></html>\n")
-    yield "".join(batch)
+    batch.append(_utf8("".join(tail) + "</body></html>\n"))
+    yield b"".join(batch)
 
 
 _BATCH = 256  # messages joined into one piece: one write, not one per message
@@ -213,7 +218,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
-_STATUSES = ("ok", "error", "declined", "skipped")
+_STATUSES = pieces.STATUSES  # the statuses that have a color of their own
 
 
 def _call(c: dict[str, Any], pending: Pending | None) -> str:

@@ -103,6 +103,53 @@ _LINES = str.maketrans({c: e for c, e in _CONTROLS.items() if c not in (0x09, 0x
 _ONE_LINE_FOUND = re.compile("[" + "".join(re.escape(chr(c)) for c in _ONE_LINE) + "]").search
 _LINES_FOUND = re.compile("[" + "".join(re.escape(chr(c)) for c in _LINES) + "]").search
 
+# The same question asked of UTF-8 bytes (`lines_clean`), cheaper than decoding
+# them and asking the text (the regex alone: 3 ns a character, 60 ms of a
+# 21 MB export): one bytes.translate() keeps the bytes that may begin such a
+# character (a control, DEL, the lead byte of a C1 or BiDi control), then
+# only a lead byte found is looked at further, each by a pattern beginning
+# with it.
+_ESCAPED_UTF8 = [chr(c).encode() for c in _LINES]
+_SUSPECTS = bytes(sorted({e[0] for e in _ESCAPED_UTF8}))
+_NOT_SUSPECTS = bytes(b for b in range(256) if b not in _SUSPECTS)
+_LEADS = bytes(sorted({e[0] for e in _ESCAPED_UTF8 if len(e) > 1}))
+
+
+def _after(lead: int) -> re.Pattern[bytes]:
+    """The escaped characters whose UTF-8 begins with `lead`, as a pattern that
+    begins with it literally (what lets the regex engine skip to it)."""
+    tails: dict[bytes, list[int]] = {}
+    for e in _ESCAPED_UTF8:
+        if e[0] == lead:
+            tails.setdefault(e[1:-1], []).append(e[-1])
+    alternatives = b"|".join(
+        re.escape(middle) + b"[" + b"".join(re.escape(bytes([b])) for b in last) + b"]"
+        for middle, last in tails.items()
+    )
+    return re.compile(re.escape(bytes([lead])) + b"(?:" + alternatives + b")")
+
+
+_BY_LEAD = {lead: _after(lead).search for lead in _LEADS}
+
+
+def lines_clean(data: bytes) -> bool:
+    """Whether `data` is UTF-8 whose text `render.text(…, lines=True)` leaves as
+    it is: valid, with no character of the escaping rule but tab and line
+    break. (False: decode it with U+FFFD and apply the rule to the text.)"""
+    found = data.translate(None, _NOT_SUSPECTS)
+    if found:
+        if found.translate(None, _LEADS):  # a control or DEL itself
+            return False
+        for lead in set(found):
+            if _BY_LEAD[lead](data):
+                return False
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    return True
+
 
 def clean(text: str) -> str:
     """A cell's text on one line: control characters from the database escaped."""

@@ -27,7 +27,7 @@ from kaja_cli.core.conversations.transcript import (
 )
 from kaja_cli.core.owners import label
 from kaja_cli.core.wording import noun, plural
-from kaja_cli.render.layout import _LINES, _LINES_FOUND, _ONE_LINE
+from kaja_cli.render.layout import _LINES, _LINES_FOUND, _ONE_LINE, lines_clean
 
 ARGS_WIDTH = 160  # a tool call's arguments on one line, cut beyond this
 
@@ -217,7 +217,9 @@ def markdown(t: Transcript) -> str:
     chunks = markdown_chunks(
         t.session, t.summaries, t.pending, len(t.messages), iter(t.messages), t.events
     )
-    return "".join(chunks)
+    return "".join(
+        c if isinstance(c, str) else c.decode("utf-8", "surrogateescape") for c in chunks
+    )
 
 
 def markdown_chunks(
@@ -227,7 +229,7 @@ def markdown_chunks(
     message_count: int,
     messages: Iterator[dict[str, Any]],
     events: Sequence[dict[str, Any]] = (),
-) -> Iterator[str]:
+) -> Iterator[str | bytes]:
     """The Markdown transcript in pieces, one per message: a session of any
     length is written without being held whole (`sessions export --all`).
     The timeline's notices and errors (`events`) go where `kaja resume` shows
@@ -280,7 +282,9 @@ def markdown_chunks(
     def asides_md(rest: bool = False) -> list[str]:
         return [line for e in asides.due(rest=rest) for line in ("", aside_md(e))]
 
-    batch: list[str] = []
+    # The messages' Markdown as UTF-8, joined a few hundred at a time: a run
+    # SQLite wrote goes out as its bytes when there is nothing to escape.
+    batch: list[bytes] = []
     for m in messages:
         if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
             mended = _BREAK(b" ".join(filter(None, map(_MODEL, m)))) or _BREAK(
@@ -295,14 +299,15 @@ def markdown_chunks(
                         text = "\n" + "\n".join(before) + text
                     asides.count_kind(kind, m.tool_starts(seq))
                     texts.append(text)
-                text = "".join(texts)
+                # the escaping rule, as render.text(…, lines=True) applies it (a
+                # second time to what asides_md escaped already: it changes nothing)
+                batch.append(_utf8(_lines("".join(texts))))
+            elif lines_clean(m.data):  # nothing to escape: the bytes as they are
+                batch.append(m.data)
             else:
-                text = m.text
-            # the escaping rule, as render.text(…, lines=True) applies it (a
-            # second time to what asides_md escaped already: it changes nothing)
-            batch.append(_lines(text))
+                batch.append(_utf8(_lines(m.text)))
             if len(batch) >= _BATCH or len(m) >= _BATCH:
-                yield "".join(batch)
+                yield b"".join(batch)
                 batch = []
             continue
         for c in (*m.get(CALLS_BEFORE, ()), *m["tool_calls"]):
@@ -312,13 +317,13 @@ def markdown_chunks(
                 calls.setdefault(("call", c["callId"]), c)
         out = asides_md() + summaries_before(m["seq"]) + _message_md(m, calls, p)
         asides.count(m)
-        batch.append("\n" + "\n".join(out))
+        batch.append(_utf8("\n" + "\n".join(out)))
         if len(batch) >= _BATCH:
-            yield "".join(batch)
+            yield b"".join(batch)
             batch = []
     tail = asides_md() + summaries_before(None) + asides_md(rest=True)
-    batch.append(("\n" + "\n".join(tail) if tail else "") + "\n")
-    yield "".join(batch)
+    batch.append(_utf8(("\n" + "\n".join(tail) if tail else "") + "\n"))
+    yield b"".join(batch)
 
 
 _BATCH = 256  # messages joined into one piece: one write, not one per message
@@ -342,6 +347,11 @@ def mend(row: tuple) -> str:
 def _lines(text: str) -> str:
     """`render.text(text, lines=True)` of a text known to be one."""
     return text.translate(_LINES) if _LINES_FOUND(text) else text
+
+
+def _utf8(text: str) -> bytes:
+    """Text as the exports write it (`render.export.write`)."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def _message_md(

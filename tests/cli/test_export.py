@@ -516,6 +516,111 @@ def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fm
     assert fast.out == reference.out
 
 
+def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
+    """SQLite's GLOB stops at a NUL, and so does printf's %s: a `<` after one, in
+    a message's text, its model or its time, a tool call's name or approval,
+    is escaped all the same (as render escapes it), never reaches the page
+    raw, and nothing after the NUL is lost."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    at = "2026-11-03T10:00:00.000Z"
+    rows = [
+        ("n1", "user", "a\x00<script>x</script> & 'q'", None, at),
+        ("n2", "assistant", "plain 'one'", "gpt\x00", "<b>" + at),
+        ("n3", "assistant", 'it\'s "quoted" & <tagged>', "gpt", at),
+        ("n4", "user", "only 'apostrophes'", None, at),
+        ("n5", "assistant", "a model to escape", "gpt <&> \"'", at + " '&'"),
+        ("n6", "assistant", "calls", "gpt", at),
+        ("n7", "assistant", None, "gpt", at),
+        ("n8", "assistant", None, "gpt", at),
+    ]
+    calls = [
+        ("c6", "n6", 0, "x6", "na\x00<me>", '{"q": "<x>"}', None, "ok", 5, None, None),
+        ("c8", "n8", 0, "x8", "name", None, None, "ok", None, "y\x00<es>", None),
+        ("c7", "n7", 0, "x7", "name <&>", '{"q": "it\'s"}', None, "error", 5, "by <you>", None),
+    ]
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:
+        conn.execute("DELETE FROM tool_calls")
+        conn.execute("DELETE FROM messages")
+        conn.execute("DELETE FROM session_events")
+        conn.executemany(
+            "INSERT INTO messages (id, sessionId, seq, role, content, model, createdAt)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(i, awkward.SID, n, role, text, model, when)
+             for n, (i, role, text, model, when) in enumerate(rows, start=1)],
+        )  # fmt: skip
+        conn.executemany("INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?,?,?,?,?)", calls)
+    conn.close()
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
+    fast = kaja(*argv)
+    assert fast.code == 0, fast
+    assert "<script>" not in fast.out and "<b>" not in fast.out
+    assert "a\\x00&lt;script&gt;x&lt;/script&gt; &amp; &#x27;q&#x27;" in fast.out
+    assert "only &#x27;apostrophes&#x27;" in fast.out
+    assert "Kaja · gpt &lt;&amp;&gt; &quot;&#x27;" in fast.out and "Z &#x27;&amp;&#x27;" in fast.out
+    assert "na\\x00&lt;me&gt;" in fast.out and "y\\x00&lt;es&gt;" in fast.out
+    assert "<code>name &lt;&amp;&gt;</code>" in fast.out and "by &lt;you&gt;" in fast.out
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+    reference = kaja(*argv)
+    assert reference.code == 0, reference
+    assert fast.out == reference.out
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_runs_sqlite_writes_are_escaped_as_render_escapes_them(kaja, monkeypatch, fmt):
+    """A run of plain messages SQLite wrote goes out as its bytes only when it
+    holds nothing the escaping rule changes: each control (C0, DEL, C1), each
+    BiDi control and bytes that are not UTF-8, alone among plain messages,
+    come out as render writes them, and so do the characters that merely
+    share a first byte with them (`·`, `’`, `→`, `Ø`), each a run of its own."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.render.layout import ESCAPED
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    at = "2026-11-03T10:00:00.000Z"
+    odd = [chr(c) for c in ESCAPED if c not in (0x09, 0x0A)]
+    texts = [f"text {c} here" for c in odd] + [b"not \xff\xfe utf-8", b"cut \xe2\x80"]
+    texts += ["only · ’ → Ø é tab\there"]
+    rows = []
+    for n, text in enumerate(texts):
+        # a system message (render writes it) between: each text a run of its own
+        rows.append((f"p{n:03d}", 2 * n + 1, "system", "plain one", at))
+        rows.append((f"q{n:03d}", 2 * n + 2, "assistant", text, at))
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:
+        conn.execute("DELETE FROM tool_calls")
+        conn.execute("DELETE FROM messages")
+        conn.execute("DELETE FROM session_events")
+        conn.execute("DELETE FROM session_summaries")  # nothing to place between the runs
+        conn.executemany(
+            "INSERT INTO messages (id, sessionId, seq, role, content, createdAt)"
+            " VALUES (?, ?, ?, ?, CAST(? AS TEXT), ?)",
+            [(i, awkward.SID, seq, role, text, when) for i, seq, role, text, when in rows],
+        )
+    conn.close()
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", fmt)
+    fast = kaja(*argv)
+    assert fast.code == 0, fast
+    assert "text \\x1b here" in fast.out and "text \\u202e here" in fast.out
+    assert "not \ufffd\ufffd utf-8" in fast.out and "only · ’ → Ø é tab\there" in fast.out
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+    reference = kaja(*argv)
+    assert reference.code == 0, reference
+    assert fast.out == reference.out
+
+
 def test_a_blob_or_infinity_in_kajas_own_columns_is_json(demo_store):
     """kaja's schema declares its columns' types: a BLOB where TEXT is declared
     (which no number can be) is its hex, an infinite REAL in an INTEGER column
