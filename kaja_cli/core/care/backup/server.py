@@ -225,7 +225,8 @@ def _same_snapshot(store: Store, conn: Any, stack: ExitStack) -> Any:
     """A second reader on `conn`'s snapshot (`pg_export_snapshot`, then `SET
     TRANSACTION SNAPSHOT` on the other connection, as `pg_dump --jobs` does),
     or None where the server will not share one (a standby, a pooler): the
-    first connection then reads every table. Called before `conn` reads."""
+    first connection then reads every table. Called before `conn` reads any
+    table (its snapshot is the one its first statement, the catalog's read, took)."""
     import re
 
     try:
