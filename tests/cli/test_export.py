@@ -645,3 +645,36 @@ def test_a_blob_or_infinity_in_kajas_own_columns_is_json(demo_store):
         "Inf",
         "-Inf",
     )
+
+
+def test_json_text_with_a_nul_is_exported_whole(demo_store):
+    """SQLite's JSON functions stop at a NUL (json_valid() says yes to `{…}`
+    NUL `tail`, json() drops the tail): a tool call's arguments or a message's
+    parts holding one is text, as Python's parser reads it, and every format
+    writes all of it."""
+    from contextlib import closing
+
+    args = '{"path": "/var/log/backup.log"}\x00TAIL-ARGS'
+    parts = '[{"type": "text", "text": "hi"}]\x00TAIL-PARTS'
+    with closing(sqlite3.connect(demo_store.db)) as conn, conn:
+        call, caller = conn.execute(
+            "SELECT t.id, m.id FROM tool_calls AS t JOIN messages AS m ON m.id = t.messageId"
+            " WHERE m.sessionId LIKE ? ORDER BY m.seq, t.position LIMIT 1", (BACKUP[:8] + "%",),
+        ).fetchone()  # fmt: skip
+        message = conn.execute(  # another message: the caller stays one SQLite writes itself
+            "SELECT id FROM messages WHERE sessionId LIKE ? AND role = 'user' ORDER BY seq LIMIT 1",
+            (BACKUP[:8] + "%",),
+        ).fetchone()[0]
+        conn.execute("UPDATE tool_calls SET arguments = ? WHERE id = ?", (args, call))
+        conn.execute("UPDATE messages SET parts = ? WHERE id = ?", (parts, message))
+    r = demo_store("sessions", "export", BACKUP[:8], "-f", "json")
+    assert r.code == 0, r
+    doc = json.loads(r.out)
+    by_id = {m["id"]: m for m in doc["messages"]}
+    assert by_id[message]["parts"] == parts
+    assert [c["arguments"] for c in by_id[caller]["tool_calls"] if c["id"] == call] == [args]
+    r = demo_store("resume", BACKUP[:8], "--json")
+    assert r.code == 0 and "TAIL-ARGS" in r.out, r
+    for fmt, tails in (("md", ["TAIL-ARGS", "TAIL-PARTS"]), ("html", ["TAIL-ARGS"])):
+        r = demo_store("sessions", "export", BACKUP[:8], "-f", fmt)
+        assert r.code == 0 and all(t in r.out for t in tails), (fmt, r)

@@ -281,6 +281,7 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -
         "typeof(t.approval) IN ('text', 'null')",
         *(_one_line("t.approval") if md else ["instr(ifnull(t.approval, ''), char(0)) = 0"]),
         f"({args} IS NULL OR {args} = '' OR typeof({args}) = 'text' AND json_valid({args})"
+        f" AND instr({args}, char(0)) = 0"  # json_each() would stop at it: render writes it
         f" AND json_type({args}) = 'object' AND instr({args}, '\\u') = 0"
         + (f" AND instr({args}, '```') = 0" if md else "")
         # every value text, no key twice: one reading of the object

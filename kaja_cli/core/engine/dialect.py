@@ -126,9 +126,12 @@ class Dialect:
             f" OR length({expr}) - length(replace(replace({expr}, '[', ''), '{{', '')) <= {cap}"
             f" OR json_valid(printf('%.*c', {pad}, '[') || {expr} || printf('%.*c', {pad}, ']')))"
         )
+        # SQLite's JSON functions stop at a NUL: `{"a":1}` NUL `tail` is valid
+        # to json_valid() and json() returns it without its tail. Such a value
+        # is text (as Python's parser reads it), written whole.
         return (
-            f"CASE WHEN json_valid({expr}) AND {shallow} THEN json({expr})"
-            f" ELSE {self.json_value(expr)} END"
+            f"CASE WHEN json_valid({expr}) AND instr({expr}, char(0)) = 0 AND {shallow}"
+            f" THEN json({expr}) ELSE {self.json_value(expr)} END"
         )
 
     def json_bool(self, condition: str) -> str:
