@@ -9,6 +9,12 @@ A row compares two medians taken the same way, in the same run, runs interleaved
 - "in-process": kaja's core call against the floor's query, both timed in
   this Python process (no start-up, no imports on either side).
 
+The ratio and the goal are wall time's. `Bench.process` rows also print the
+CPU ratio (user + system of each process and the children it waited for,
+the kernel's count from `wait4`, medians of the same runs): on a shared,
+loaded machine it moves less than wall time. A server the command talks to
+(cloud mode's PostgreSQL) is no child: its CPU is in neither figure.
+
 A ratio is kaja's median over the floor's. Both must be positive and finite
 (a `Row` refuses anything else), so a ratio is never negative or undefined:
 nothing is ever subtracted. A goal is a ratio (`≤ 1.5×`); a row without one
@@ -46,6 +52,8 @@ class Row:
     goal: float | None = None  # kaja at most goal × floor; None: information only
     holds: bool = True  # a condition beside the ratio (same results as the floor)
     note: str = ""
+    kaja_cpu: float | None = None  # process rows: CPU ms medians (information)
+    floor_cpu: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("kaja", "floor"):
@@ -58,6 +66,13 @@ class Row:
     @property
     def ratio(self) -> float:
         return self.kaja / self.floor
+
+    @property
+    def cpu_ratio(self) -> float | None:
+        """kaja's CPU median over the floor's, where both were measured."""
+        if self.kaja_cpu is None or self.floor_cpu is None or self.floor_cpu <= 0:
+            return None
+        return self.kaja_cpu / self.floor_cpu
 
     @property
     def goal_text(self) -> str:
@@ -75,8 +90,8 @@ class Row:
         return self.verdict == "MISSED"
 
     def as_json(self) -> dict:
-        return asdict(self) | {"ratio": self.ratio, "goal_text": self.goal_text,
-                               "verdict": self.verdict}  # fmt: skip
+        return asdict(self) | {"ratio": self.ratio, "cpu_ratio": self.cpu_ratio,
+                               "goal_text": self.goal_text, "verdict": self.verdict}  # fmt: skip
 
 
 HEADER = (
@@ -91,7 +106,9 @@ def _figure(value: float, unit: str) -> str:
 
 def format_row(r: Row) -> str:
     unit = " MB" if r.timed == SIZE else " ms"
-    note = f"  ({r.note})" if r.note else ""
+    cpu = f"CPU {_ratio(r.cpu_ratio)}×" if r.cpu_ratio is not None else ""
+    note = "; ".join(x for x in (cpu, r.note) if x)
+    note = f"  ({note})" if note else ""
     return (
         f"{r.case:<46} {r.timed:<10} {_figure(r.kaja, unit)} {_figure(r.floor, unit)}"
         f" {_ratio(r.ratio):>6}×  {r.goal_text:<7} {r.verdict:<6} {r.floor_what}{note}"
@@ -121,22 +138,22 @@ def interleave(
 
 def time_process(argv: list[str], env: Mapping[str, str] | None = None) -> float:
     """Wall ms of one run, stdin and stdout on /dev/null; a failure stops the bench."""
-    start = time.perf_counter()
-    p = subprocess.run(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
-    )
-    took = (time.perf_counter() - start) * 1000
-    if p.returncode != 0:
-        raise BenchError(
-            f"{' '.join(map(str, argv))} failed ({p.returncode}): {p.stderr.decode()[-500:]}"
-        )
-    return took
+    return measure_process(argv, env)[0]
 
 
 def measure_process(argv: list[str], env: Mapping[str, str] | None = None) -> tuple[float, float]:
-    """(wall ms, peak RSS in MB) of one run, stdin and stdout on /dev/null: the
-    peak is the kernel's own count for that process (`wait4`'s rusage, which
-    covers the children it waited for), not a sample. A failure raises BenchError."""
+    """(wall ms, peak RSS in MB) of one run (`run_process`)."""
+    took, rss, _cpu = run_process(argv, env)
+    return took, rss
+
+
+def run_process(
+    argv: list[str], env: Mapping[str, str] | None = None
+) -> tuple[float, float, float]:
+    """(wall ms, peak RSS in MB, CPU ms) of one run, stdin and stdout on
+    /dev/null: the peak and the CPU (user + system) are the kernel's own count
+    for that process (`wait4`'s rusage, which covers the children it waited
+    for), not a sample. A failure raises BenchError."""
     start = time.perf_counter()
     p = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
@@ -151,7 +168,8 @@ def measure_process(argv: list[str], env: Mapping[str, str] | None = None) -> tu
         raise BenchError(
             f"{' '.join(map(str, argv))} failed ({p.returncode}): {err.decode()[-500:]}"
         )
-    return took, usage.ru_maxrss / 1024  # Linux counts it in KiB
+    cpu = (usage.ru_utime + usage.ru_stime) * 1000
+    return took, usage.ru_maxrss / 1024, cpu  # Linux counts the peak in KiB
 
 
 @dataclass(frozen=True)
@@ -176,6 +194,13 @@ class ScaleRow:
     def growth(self) -> float | None:
         a, b = (self.ms[-2], self.ms[-1]) if len(self.ms) >= 2 else (None, None)
         return b / a if a and b else None
+
+    @property
+    def cpu_ratio(self) -> float | None:
+        """kaja's CPU median over the floor's, where both were measured."""
+        if self.kaja_cpu is None or self.floor_cpu is None or self.floor_cpu <= 0:
+            return None
+        return self.kaja_cpu / self.floor_cpu
 
     @property
     def goal_text(self) -> str:
@@ -276,11 +301,20 @@ class Bench:
         goal: float | None = None, repeat: int | None = None, env: Mapping[str, str] | None = None,
         setup: Callable[[], None] | None = None, holds: bool = True, note: str = "",
     ) -> Row:  # fmt: skip
-        """A whole-process row: `kaja` and `floor` run in turn, same environment."""
-        k, f = interleave(
-            lambda: self.run(kaja, env), lambda: self.run(floor, env), repeat or self.repeat, setup
-        )
-        return self.add(Row(case, PROCESS, k, f, floor_what, goal, holds, note))
+        """A whole-process row: `kaja` and `floor` run in turn, same environment;
+        the wall times judged, the CPU times' ratio printed beside them."""
+        cpu: dict[str, list[float]] = {"kaja": [], "floor": []}
+
+        def timed(side: str, argv: list[str]) -> float:
+            took, _rss, used = run_process(argv, env or self.env)
+            cpu[side].append(used)
+            return took
+
+        k, f = interleave(lambda: timed("kaja", kaja), lambda: timed("floor", floor),
+                          repeat or self.repeat, setup)  # fmt: skip
+        # The first run of each side warmed the caches: interleave drops it, so here too.
+        kc, fc = (statistics.median(cpu[side][1:]) for side in ("kaja", "floor"))
+        return self.add(Row(case, PROCESS, k, f, floor_what, goal, holds, note, kc, fc))
 
     def in_process(
         self, case: str, kaja: Callable[[], object], floor: Callable[[], object], floor_what: str,

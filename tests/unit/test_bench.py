@@ -102,6 +102,22 @@ def test_an_in_process_row_misses_when_the_core_call_is_slower(tmp_path):
     assert "MISSED" in printed[0] and " ok " in printed[1]
 
 
+def test_a_process_row_prints_the_cpu_ratio_beside_the_wall_one(tmp_path):
+    """kaja spends 0.2 s of CPU, the floor sleeps 0.2 s: the CPU ratio (the
+    kernel's count for each child, medians of the same runs) shows it however
+    loaded the machine is, printed with the row and kept in its JSON."""
+    printed: list[str] = []
+    bench = Bench(tmp_path, repeat=3, kaja_command="kaja", echo=printed.append)
+    busy = [sys.executable, "-c", "import time\nwhile time.process_time() < 0.2: pass"]
+    idle = [sys.executable, "-c", "import time; time.sleep(0.2)"]
+    row = bench.process("busy against idle", busy, idle, "python asleep")
+    assert row.kaja_cpu >= 200 and row.floor_cpu < 150
+    assert row.cpu_ratio == row.kaja_cpu / row.floor_cpu > 1.5
+    assert printed[0].endswith(f"(CPU {row.cpu_ratio:.2f}×)"), printed[0]
+    assert row.as_json()["cpu_ratio"] == row.cpu_ratio
+    assert Row("in", IN_PROCESS, 1.0, 1.0, "floor").cpu_ratio is None  # processes only
+
+
 # --- the runner, with a fake kaja -------------------------------------------------------------
 def _fake_kaja(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "kaja"
