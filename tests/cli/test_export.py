@@ -358,12 +358,31 @@ def test_awkward_data_exports_byte_for_byte_as_before(kaja, tmp_path, fmt):
     assert written.read_bytes() == want.encode()
 
 
+def _every_message_by_render(monkeypatch) -> None:
+    """From here on, every message is parsed from its JSON and written by
+    render, as before SQLite wrote any piece itself: the reference output."""
+    from kaja_cli.core.conversations import transcript
+
+    monkeypatch.setattr(
+        transcript._Reader,
+        "message_pieces",
+        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+    )
+
+
+def _as_render_writes(kaja, monkeypatch, argv: tuple[str, ...], fast) -> None:
+    """`fast` (kaja ARGV as it is) is byte for byte what render writes."""
+    _every_message_by_render(monkeypatch)
+    reference = kaja(*argv)
+    assert reference.code == 0, reference
+    assert fast.out == reference.out
+
+
 @pytest.mark.parametrize("fmt", ["md", "html"])
 def test_what_sqlite_writes_is_what_render_writes(demo_store, tmp_path, monkeypatch, fmt):
     """Every session of the demo, exported with the plainest messages written by
     SQLite (core/conversations/pieces.py) and with every message parsed from its
     JSON and written by render, as before: the same bytes."""
-    from kaja_cli.core.conversations import transcript
 
     def export(name: str) -> dict[str, bytes]:
         out = tmp_path / name  # a folder: one file per session
@@ -372,11 +391,7 @@ def test_what_sqlite_writes_is_what_render_writes(demo_store, tmp_path, monkeypa
         return {p.name: p.read_bytes() for p in out.iterdir()}
 
     fast = export("fast")
-    monkeypatch.setattr(
-        transcript._Reader,
-        "message_pieces",
-        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
-    )
+    _every_message_by_render(monkeypatch)
     reference = export("reference")
     assert len(fast) > 5 and fast == reference
 
@@ -496,7 +511,6 @@ def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fm
     """Tool results SQLite writes itself (a plain one, its call found without
     doubt), and every kind it leaves to render: the same bytes as render
     writing every message from its JSON."""
-    from kaja_cli.core.conversations import transcript
     from tests.support import awkward_session as awkward
 
     sid = _tool_results_store(kaja.state)
@@ -506,14 +520,7 @@ def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fm
     written = {"md": "### Tool result · `read` · 2026-11-03T10:00:00.000Z\n\n```\nplain",
                "html": "Tool result · <code>read</code><span class=\"when\">"}  # fmt: skip
     assert written[fmt] in fast.out
-    monkeypatch.setattr(
-        transcript._Reader,
-        "message_pieces",
-        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
-    )
-    reference = kaja(*argv)
-    assert reference.code == 0, reference
-    assert fast.out == reference.out
+    _as_render_writes(kaja, monkeypatch, argv, fast)
 
 
 def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
@@ -521,7 +528,6 @@ def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
     a message's text, its model or its time, a tool call's name or approval,
     is escaped all the same (as render escapes it), never reaches the page
     raw, and nothing after the NUL is lost."""
-    from kaja_cli.core.conversations import transcript
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
@@ -563,14 +569,7 @@ def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
     assert "Kaja · gpt &lt;&amp;&gt; &quot;&#x27;" in fast.out and "Z &#x27;&amp;&#x27;" in fast.out
     assert "na\\x00&lt;me&gt;" in fast.out and "y\\x00&lt;es&gt;" in fast.out
     assert "<code>name &lt;&amp;&gt;</code>" in fast.out and "by &lt;you&gt;" in fast.out
-    monkeypatch.setattr(
-        transcript._Reader,
-        "message_pieces",
-        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
-    )
-    reference = kaja(*argv)
-    assert reference.code == 0, reference
-    assert fast.out == reference.out
+    _as_render_writes(kaja, monkeypatch, argv, fast)
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])
@@ -580,7 +579,6 @@ def test_runs_sqlite_writes_are_escaped_as_render_escapes_them(kaja, monkeypatch
     BiDi control and bytes that are not UTF-8, alone among plain messages,
     come out as render writes them, and so do the characters that merely
     share a first byte with them (`·`, `’`, `→`, `Ø`), each a run of its own."""
-    from kaja_cli.core.conversations import transcript
     from kaja_cli.render.layout import ESCAPED
     from tests.support import awkward_session as awkward
 
@@ -611,14 +609,7 @@ def test_runs_sqlite_writes_are_escaped_as_render_escapes_them(kaja, monkeypatch
     assert fast.code == 0, fast
     assert "text \\x1b here" in fast.out and "text \\u202e here" in fast.out
     assert "not \ufffd\ufffd utf-8" in fast.out and "only · ’ → Ø é tab\there" in fast.out
-    monkeypatch.setattr(
-        transcript._Reader,
-        "message_pieces",
-        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
-    )
-    reference = kaja(*argv)
-    assert reference.code == 0, reference
-    assert fast.out == reference.out
+    _as_render_writes(kaja, monkeypatch, argv, fast)
 
 
 def test_a_blob_or_infinity_in_kajas_own_columns_is_json(demo_store):
