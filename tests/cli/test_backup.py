@@ -204,6 +204,69 @@ def test_a_tar_name_is_not_compressed_and_a_folder_gets_the_default_name(
 
 
 @pytest.mark.process
+def test_an_uncompressed_archive_is_made_in_place_and_any_tar_reads_it(
+    demo_store: Kaja, tmp_path: Path
+):
+    """A `.tar` backup's shared copy becomes the archive's start (room made in
+    front of it for its header) instead of being copied into it: GNU tar
+    lists and extracts the same members, sums as the manifest says, the
+    database whole; and kaja restores it."""
+    from kaja_cli.core.engine import fs
+
+    probe = tmp_path / "probe"
+    probe.write_bytes(bytes(8192))
+    with open(probe, "rb+") as f:
+        if not fs.insert_at_start(f.fileno(), os.fstat(f.fileno()).st_blksize):
+            pytest.skip(f"the file system of {tmp_path} cannot insert a range (fallocate)")
+    kaja = demo_store
+    plain = tmp_path / "b.tar"
+    backup(kaja, plain)
+    with tarfile.open(plain) as tar:  # the header fills the room made: one file-system block
+        assert tar.next().offset_data == os.stat(plain).st_blksize  # type: ignore[union-attr]
+    listed = subprocess.run(["tar", "-tf", str(plain)], capture_output=True, text=True, check=True)
+    assert listed.stderr == ""
+    assert listed.stdout.splitlines() == list(members(plain))
+    assert listed.stdout.splitlines()[:4] == DATABASE_MEMBERS
+    out = tmp_path / "x"
+    out.mkdir()
+    subprocess.run(["tar", "-xf", str(plain), "-C", str(out)], check=True)
+    manifest = manifest_of(plain)
+    for f in manifest["files"]:
+        data = (out / f["member"]).read_bytes()
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (f["bytes"], f["sha256"])
+    copy = out / "databases" / "shared.db"
+    assert snapshot(copy, tmp_path / "s1") == snapshot(kaja.db, tmp_path / "s2")
+    r = kaja("--state-dir", str(tmp_path / "back"), "restore", str(plain))
+    assert r.code == 0, r
+    assert snapshot(tmp_path / "back" / "kaja.db", tmp_path / "s3") == snapshot(
+        kaja.db, tmp_path / "s4"
+    )
+
+
+def test_where_no_room_can_be_made_in_front_the_copy_is_copied_the_same(
+    demo_store: Kaja, tmp_path: Path, monkeypatch
+):
+    """A file system that cannot insert a range (tmpfs, btrfs, NFS) gets the
+    copy written into the archive: the same members, byte for byte, and the
+    progress counts each byte once."""
+    kaja = demo_store
+    backup(kaja, tmp_path / "in-place.tar")
+    from kaja_cli.core.engine import fs
+
+    asked = []
+    monkeypatch.setattr(fs, "insert_at_start", lambda fd, n: asked.append(n) is not None)
+    backup(kaja, tmp_path / "copied.tar")
+    assert asked == [os.stat(tmp_path).st_blksize]
+    a, b = members(tmp_path / "in-place.tar"), members(tmp_path / "copied.tar")
+    assert list(a) == list(b) and len(a) == 8  # 4 databases, 3 images, the manifest
+    assert {n: d for n, d in a.items() if n != "MANIFEST.json"} == {
+        n: d for n, d in b.items() if n != "MANIFEST.json"
+    }
+    listed = manifest_of(tmp_path / "copied.tar")["files"]
+    assert listed == manifest_of(tmp_path / "in-place.tar")["files"]
+    assert [f["member"] for f in listed] == list(b)[:-1]
+
+
 def test_without_o_it_writes_the_default_name_in_the_current_folder(
     demo_store: Kaja, tmp_path: Path
 ):

@@ -200,6 +200,8 @@ WRITERS = {
     "config set": Writer(("config", "set", "logging.database.slow_ms", "200"), reads=("setting",),
                          shards=(1, 0)),
     "backup": Writer(("backup", "-o", "{out}"), shards=(1, 1)),
+    # Uncompressed: the shared file's copy becomes the archive in place (fallocate, rename).
+    "backup (.tar)": Writer(("backup", "-o", "{tar}"), shards=(1, 1)),
     "restore --force": Writer(("restore", "{archive}", "--force", "--yes"), shards=(4, 2)),
     # Finished by the next restore, which then finds the store in place: exit 5 without --force.
     "restore (no store)": Writer(("restore", "{archive}"), store="none", finished=(0, 5),
@@ -245,7 +247,8 @@ def _shard_params(marks=()) -> list:
 
 
 def _with_files(argv: tuple[str, ...], tmp_path: Path) -> tuple[str, ...]:
-    """`argv` with `{out}` (a file outside the store) and `{archive}` (a backup
+    """`argv` with `{out}` (a file outside the store; `{tar}`, its uncompressed
+    name) and `{archive}` (a backup
     of the demo store of seed 2, made once) filled in."""
     archive = tmp_path / "seed2.tar.gz"
     if "{archive}" in argv and not archive.exists():
@@ -254,7 +257,8 @@ def _with_files(argv: tuple[str, ...], tmp_path: Path) -> tuple[str, ...]:
         r = source("backup", "-o", str(archive))
         assert r.code == 0, r
     out = tmp_path / "k" / "out" / "b.tar.gz"  # see _start_from
-    return tuple(a.format(out=out, archive=archive) for a in argv)
+    tar = out.with_name("b.tar")
+    return tuple(a.format(out=out, tar=tar, archive=archive) for a in argv)
 
 
 def _template(store: str, demo: Path, where: Path) -> Path | None:

@@ -214,6 +214,37 @@ def _syncfs():  # type: ignore[no-untyped-def]
         return None
 
 
+FALLOC_FL_INSERT_RANGE = 0x20  # linux/falloc.h
+
+
+def insert_at_start(fd: int, length: int) -> bool:
+    """Make `length` bytes of room at the start of the open file `fd`, shifting
+    its contents up without copying them (Linux's fallocate(2) with
+    FALLOC_FL_INSERT_RANGE: ext4 and XFS; `length` a multiple of the file
+    system's block size). False, the file untouched, where the file system or
+    the platform cannot (tmpfs, btrfs, NFS, not Linux): the caller copies instead.
+    """
+    fallocate = _fallocate()
+    if fallocate is None:
+        return False
+    return fallocate(fd, FALLOC_FL_INSERT_RANGE, 0, length) == 0
+
+
+def _fallocate():  # type: ignore[no-untyped-def]
+    """libc's fallocate(2), or None where there is none (not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        f = ctypes.CDLL(None, use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    f.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    f.restype = ctypes.c_int
+    return f
+
+
 def _fsync_tree(root: Path) -> None:
     files = [str(root)] if not root.is_dir() else []
     for folder, _dirs, names in os.walk(root):

@@ -398,6 +398,21 @@ def tar_info(name: str, size: int, mtime: float) -> tarfile.TarInfo:
     return info
 
 
+def padded_header(info: tarfile.TarInfo, length: int) -> bytes:
+    """`info`'s pax header, exactly `length` bytes long (a multiple of 512, at
+    least 1,536): a pax `comment` record fills what the member's own records
+    leave, which every tar reader skips. A database copy with this much room
+    made in front of it is a whole member in place (see backup's create)."""
+    if length % tarfile.BLOCKSIZE or length < 3 * tarfile.BLOCKSIZE:
+        raise ValueError(f"no pax header is {length} bytes long")
+    for n in range(length - 2 * tarfile.BLOCKSIZE - 20, -1, -1):
+        info.pax_headers = {"comment": " " * n}
+        buf = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+        if len(buf) == length:
+            return buf
+    raise ValueError(f"no pax header is {length} bytes long")  # pragma: no cover
+
+
 def sums_match(entry: FileEntry, size: int, sha256: str) -> bool:
     return entry.bytes == size and entry.sha256 == sha256
 

@@ -15,7 +15,12 @@
    sessions the copy does not know (written after it, or orphans) stay out.
 3. Everything is written into a temporary file beside the archive (0600),
    hashed as it goes, then the manifest, then flushed to disk and renamed
-   over the archive's name: a reader sees the whole archive or none.
+   over the archive's name: a reader sees the whole archive or none. An
+   uncompressed archive (`.tar`) starts with the first database's copy
+   itself: hashed, room made in front of it for its header (Linux's
+   fallocate insert range, on ext4 and XFS), renamed to the temporary file,
+   the rest appended. The store is then written once, not twice, and needs
+   its own size in free space, not twice it; elsewhere the copy is copied.
 
 Interrupted (Ctrl-C, a full disk), the temporary file and the staging folder
 are removed; after a kill -9, the next backup to the same folder removes
@@ -59,6 +64,7 @@ class Copied:
     file: DatabaseFile
     copy: Path
     entry: DatabaseEntry
+    hashed: tuple[int, str] | None = None  # its size and sha256, when read already
 
 
 @dataclass
@@ -306,7 +312,13 @@ def _write_archive(
     manifest: Manifest,
     step: Callable[[int], None] | None,
 ) -> None:
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, fs.FILE_MODE)
+    rest = copies
+    if copies and not archive.compressed(name) and _in_place(copies[0], tmp, manifest, step):
+        rest = copies[1:]
+        fd = os.open(tmp, os.O_WRONLY)
+        os.lseek(fd, 0, os.SEEK_END)
+    else:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, fs.FILE_MODE)
     with os.fdopen(fd, "wb") as raw:
         gz = ThreadedGzip(raw, name.removesuffix(".gz"), archive.COMPRESSLEVEL) if (
             archive.compressed(name)
@@ -315,7 +327,7 @@ def _write_archive(
             with tarfile.open(
                 fileobj=gz or raw, mode="w", format=tarfile.PAX_FORMAT, copybufsize=archive.CHUNK
             ) as tar:
-                _add_members(tar, copies, pictures, manifest, step)
+                _add_members(tar, rest, pictures, manifest, step)
             if gz is not None:
                 gz.close()
         except BaseException:
@@ -335,7 +347,11 @@ def _add_members(
 ) -> None:
     for c in copies:
         with open(c.copy, "rb") as f:
-            size, digest = _add(tar, c.entry.member, f, c.copy.stat().st_mtime, step)
+            if c.hashed is None:
+                size, digest = _add(tar, c.entry.member, f, c.copy.stat().st_mtime, step)
+            else:  # hashed already, and its bytes told (an _in_place that could not)
+                size, digest = c.hashed
+                tar.addfile(archive.tar_info(c.entry.member, size, c.copy.stat().st_mtime), f)
         c.entry.bytes, c.entry.sha256 = size, digest
         manifest.files.append(FileEntry(c.entry.member, size, digest))
     for p in pictures:
@@ -345,6 +361,36 @@ def _add_members(
     data = manifest.to_bytes()
     tar.addfile(archive.tar_info(archive.MANIFEST, len(data), manifest_mtime(manifest)),
                 io.BytesIO(data))  # fmt: skip
+
+
+def _in_place(c: Copied, tmp: Path, manifest: Manifest, step) -> bool:
+    """The first database's copy made into the uncompressed archive's start
+    without copying it: hashed as it is read once, then room made in front of
+    it for its header (`fs.insert_at_start`), and renamed to `tmp`; the other
+    members are appended. An 11 GB store then needs 11 GB of free space for
+    its backup, not 22, and is written once. False, the copy untouched and
+    its bytes told to `step` once only, where the file system cannot."""
+    mtime = c.copy.stat().st_mtime
+    fd = os.open(c.copy, os.O_RDWR)
+    try:
+        with open(fd, "rb", closefd=False) as f:
+            reader = archive.Hashing(f, step)
+            while reader.read(archive.CHUNK):
+                pass
+        size, digest = reader.count, reader.hexdigest()
+        room = max(os.fstat(fd).st_blksize, 3 * tarfile.BLOCKSIZE)
+        header = archive.padded_header(archive.tar_info(c.entry.member, size, mtime), room)
+        if room % tarfile.BLOCKSIZE or not fs.insert_at_start(fd, room):
+            c.hashed = (size, digest)
+            return False
+        os.pwrite(fd, header, 0)
+        os.pwrite(fd, bytes(-size % tarfile.BLOCKSIZE), room + size)  # the member's last block
+    finally:
+        os.close(fd)
+    os.rename(c.copy, tmp)
+    c.entry.bytes, c.entry.sha256 = size, digest
+    manifest.files.append(FileEntry(c.entry.member, size, digest))
+    return True
 
 
 def manifest_mtime(manifest: Manifest) -> float:
