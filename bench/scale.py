@@ -25,6 +25,7 @@ on to the end on every store.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -162,11 +163,14 @@ def run_scale(bench, stores: list[Store], out: Path, echo: Callable[[str], None]
     def clean(_store: Store) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
         scratch.mkdir(parents=True)
+        os.sync()  # no run pays for the one before's writeback
 
     clean(stores[0])
     try:
+        floor = _backup_floor_growth(stores, scratch, lambda: clean(stores[0]))
         row("backup -o x.tar", lambda s, i: kaja("backup", "-o", str(scratch / "x.tar")), LINEAR,
-            runs=1, warm=False, after=clean, note="uncompressed: the copy, not gzip")  # fmt: skip
+            runs=1, warm=False, after=clean, beside=floor,
+            note="uncompressed: the copy, not gzip")  # fmt: skip
         row("sessions export --all -f jsonl",
             lambda s, i: kaja("sessions", "export", "--all", "--all-owners", "-f", "jsonl", "-o",
                               str(scratch / "all.jsonl")),
@@ -270,6 +274,26 @@ def _fts5_growth(stores: list[Store], word: str, out: Path, repeat: int) -> str:
     if len(took) < 2:
         return ""
     return f"FTS5 {took[0]:.0f} → {took[1]:.0f} ms, {took[1] / took[0]:.2f}×"
+
+
+def _backup_floor_growth(stores: list[Store], scratch: Path, clean: Callable[[], None]) -> str:
+    """The standard tools' own growth for the same archive (bench_backup's floor:
+    `sqlite3 .backup` of each database, then `tar` of the copies and the images,
+    flushed to disk), one run on each of the two largest stores, as kaja's row."""
+    from bench_backup import _floor_backup
+
+    took = []
+    for s in stores[-2:]:
+        argv = _floor_backup(s.state, scratch, scratch / "floor.tar", compress=False)
+        start = time.perf_counter()
+        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        took.append(time.perf_counter() - start)
+        clean()
+        if p.returncode != 0:
+            return f"floor failed on {s.name}: {p.stderr.strip()[:200]}"
+    if len(took) < 2:
+        return ""
+    return f"sqlite3 .backup + tar {took[0]:.1f} → {took[1]:.1f} s, {took[1] / took[0]:.2f}×"
 
 
 def _copies(stores: list[Store], out: Path) -> list[Store]:

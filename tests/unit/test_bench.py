@@ -251,6 +251,8 @@ def test_scale_prints_growth_and_peak_rss_and_runs_to_the_end_past_a_failure(tmp
         assert " ok " in rows[case], rows[case]
     assert " ok " in rows["sessions export --all -f jsonl"]  # the last row: ran to the end
     assert "FTS5" in rows["search -n 20: a common word"]  # FTS5's own growth beside it
+    # and the standard tools' for the same archive (real sqlite3 and tar on the real stores)
+    assert re.search(r"sqlite3 \.backup \+ tar [\d.]+ → [\d.]+ s, [\d.]+×", rows["backup -o x.tar"])
     assert "MISSED: runs; notes" in p.stdout
     saved = json.loads((tmp_path / "out" / "last-scale.json").read_text())
     assert {r["case"]: r["verdict"] for r in saved}["runs"] == "MISSED"
