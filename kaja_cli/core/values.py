@@ -18,6 +18,7 @@ What reaches the screen goes through one place too: `render.text`.
 
 from __future__ import annotations
 
+import codecs
 import math
 import re
 from typing import Any
@@ -108,3 +109,35 @@ def real_sum(expr: str) -> str:
     SQLite's SUM of integers fails with "integer overflow" past 2^63 - 1,
     and a report must still add up. TOTAL is REAL, and as fast as SUM."""
     return f"iif(count({expr}), total({expr}), NULL)"
+
+
+_UTF8_SLICE = 1 << 16  # bytes: decoded into a string that stays in the CPU's cache
+
+
+def utf8_valid(data: bytes) -> bool:
+    """Whether `data` is valid UTF-8 (SQLite keeps TEXT another program stored
+    as it is). Checked a slice at a time, each cut before a byte that begins
+    a character: decoding a 21 MB export whole makes a string of up to four
+    bytes a character (27-60 ms); its 64 KB slices, about 12 ms (issue 29)."""
+    if data.isascii():
+        return True
+    n = len(data)
+    view = memoryview(data)
+    decode = codecs.utf_8_decode
+    start = 0
+    try:
+        while start < n:
+            end = start + _UTF8_SLICE
+            if end < n:
+                for _ in range(3):  # a character is at most four bytes long
+                    if data[end] & 0xC0 != 0x80:
+                        break
+                    end -= 1
+                else:
+                    if data[end] & 0xC0 == 0x80:
+                        return False  # four continuation bytes in a row
+            decode(view[start:end], "strict", True)
+            start = end
+    except UnicodeDecodeError:
+        return False
+    return True

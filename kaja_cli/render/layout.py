@@ -15,6 +15,8 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, NamedTuple
 
+from kaja_cli.core import values
+
 GAP = 2  # spaces between two columns
 CELL_HANG = 1  # a wrapped cell's continuation lines are indented this much
 PROSE_HANG = 2  # a wrapped line of prose: its own indent plus this
@@ -143,12 +145,7 @@ def lines_clean(data: bytes) -> bool:
         for lead in set(found):
             if _BY_LEAD[lead](data):
                 return False
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
-    return True
+    return values.utf8_valid(data)
 
 
 def clean(text: str) -> str:

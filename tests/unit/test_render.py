@@ -184,3 +184,34 @@ def test_quitting_the_pager_stops_the_table(demo_store, tmp_path):
     assert code == 0, screen
     assert len(screen.splitlines()) == 3 and "Traceback" not in screen
     json.loads(demo_store("sessions", "--json").out)  # the store is as it was
+
+
+_PIECES = st.sampled_from(["a", "é", "→", "😀", "\x00", "\n", "\u202e"])
+_BROKEN = st.sampled_from([b"\x80", b"\xc3", b"\xe2\x86", b"\xf0\x9f\x98", b"\xff", b"\xc0\xaf",
+                           b"\xed\xa0\x80", b"\x80\x80\x80\x80\x80"])  # fmt: skip
+
+
+@settings(max_examples=examples(400))
+@given(st.lists(_PIECES, max_size=60), st.one_of(st.none(), st.tuples(st.integers(0), _BROKEN)),
+       st.sampled_from([4, 5, 8, 1 << 16]))  # fmt: skip
+def test_utf8_valid_says_what_decoding_the_whole_says(pieces, broken, slice_size):
+    """The exports' check (HTML's `lines_clean`, JSON's U+FFFD) reads its bytes a
+    slice at a time, each cut before a character's first byte: whatever the
+    cuts, it agrees with decoding the whole, broken sequences at any place."""
+    import kaja_cli.core.values as values
+
+    data = "".join(pieces).encode()
+    if broken is not None:
+        at = broken[0] % (len(data) + 1)
+        data = data[:at] + broken[1] + data[at:]
+    try:
+        data.decode("utf-8")
+        whole = True
+    except UnicodeDecodeError:
+        whole = False
+    before = values._UTF8_SLICE
+    values._UTF8_SLICE = slice_size
+    try:
+        assert values.utf8_valid(data) is whole
+    finally:
+        values._UTF8_SLICE = before

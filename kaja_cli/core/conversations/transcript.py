@@ -92,15 +92,14 @@ _plain = values.json_safe
 def _valid_utf8(data: bytes) -> bytes:
     """SQLite's UTF-8 as it is, unless another program stored TEXT that is not
     UTF-8: then with U+FFFD, as `db._text` reads every other value."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return data.decode("utf-8", "replace").encode("utf-8")
-    return data
+    if values.utf8_valid(data):
+        return data
+    return data.decode("utf-8", "replace").encode("utf-8")
 
 
 RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
 _FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 # A tool result's key (Markdown export): the calls of the messages before it
 # that render has not seen as dicts, SQLite having written them (`message_pieces`).
 CALLS_BEFORE = "kaja_calls_before"
@@ -558,10 +557,10 @@ class _Reader:
             cur = self._execute(sql, args)
             while rows := cur.fetchmany(RUN):
                 conn.text_factory = factory  # not while the caller runs
-                if any(parts is not None for _, parts in rows):
+                if list(map(_SECOND, rows)).count(None) != len(rows):  # some parts
                     data = b",".join([self._with_images(d, parts) for d, parts in rows])
                 else:
-                    data = b",".join([d for d, _ in rows])
+                    data = b",".join(map(_FIRST, rows))
                 # U+FFFD where the text is not UTF-8 (`_valid_utf8`): the commas
                 # between messages end any sequence, so one check of the run
                 # is each message's.
