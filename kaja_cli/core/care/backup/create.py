@@ -378,11 +378,11 @@ def _in_place(c: Copied, tmp: Path, manifest: Manifest, step) -> bool:
             while reader.read(archive.CHUNK):
                 pass
         size, digest = reader.count, reader.hexdigest()
-        room = max(os.fstat(fd).st_blksize, 3 * tarfile.BLOCKSIZE)
-        header = archive.padded_header(archive.tar_info(c.entry.member, size, mtime), room)
+        room = max(os.fstat(fd).st_blksize, 3 * tarfile.BLOCKSIZE)  # one file-system block
         if room % tarfile.BLOCKSIZE or not fs.insert_at_start(fd, room):
             c.hashed = (size, digest)
             return False
+        header = archive.padded_header(archive.tar_info(c.entry.member, size, mtime), room)
         os.pwrite(fd, header, 0)
         os.pwrite(fd, bytes(-size % tarfile.BLOCKSIZE), room + size)  # the member's last block
     finally:
