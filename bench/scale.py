@@ -15,8 +15,9 @@ Goals (issue 29):
   `doctor --quick` (plain `doctor` where this kaja has no --quick) and `usage`;
 - ≤ 2×: a common word's best 20 (the term nearest 100,000 documents on the
   1M store), with FTS5's own growth over the same messages printed beside it;
-- linear, ≤ 12× (≈ 10× for ten times the rows): `backup` and
-  `sessions export --all` (one run each per store: they read everything).
+- linear, ≤ 12× (≈ 10× for ten times the rows): `backup` (three runs per
+  store, the standard tools' own growth for the same archive beside it) and
+  `sessions export --all` (one run per store: they read everything).
 
 A command that fails on a store is a MISSED row saying why; the bench goes
 on to the end on every store.
@@ -167,9 +168,12 @@ def run_scale(bench, stores: list[Store], out: Path, echo: Callable[[str], None]
 
     clean(stores[0])
     try:
-        floor = _backup_floor_growth(stores, scratch, lambda: clean(stores[0]))
+        # Three runs each, kaja's and the floor's: one run of a minute on a shared
+        # machine moved by a quarter from run to run (52 to 71 s on the 10M store).
+        runs = min(bench.repeat, 3)
+        floor = _backup_floor_growth(stores, scratch, lambda: clean(stores[0]), runs)
         row("backup -o x.tar", lambda s, i: kaja("backup", "-o", str(scratch / "x.tar")), LINEAR,
-            runs=1, warm=False, after=clean, beside=floor,
+            runs=runs, warm=False, after=clean, beside=floor,
             note="uncompressed: the copy, not gzip")  # fmt: skip
         row("sessions export --all -f jsonl",
             lambda s, i: kaja("sessions", "export", "--all", "--all-owners", "-f", "jsonl", "-o",
@@ -276,21 +280,27 @@ def _fts5_growth(stores: list[Store], word: str, out: Path, repeat: int) -> str:
     return f"FTS5 {took[0]:.0f} → {took[1]:.0f} ms, {took[1] / took[0]:.2f}×"
 
 
-def _backup_floor_growth(stores: list[Store], scratch: Path, clean: Callable[[], None]) -> str:
+def _backup_floor_growth(
+    stores: list[Store], scratch: Path, clean: Callable[[], None], runs: int
+) -> str:
     """The standard tools' own growth for the same archive (bench_backup's floor:
     `sqlite3 .backup` of each database, then `tar` of the copies and the images,
-    flushed to disk), one run on each of the two largest stores, as kaja's row."""
+    flushed to disk): the median of `runs` on each of the two largest stores,
+    as kaja's row."""
     from bench_backup import _floor_backup
 
     took = []
     for s in stores[-2:]:
         argv = _floor_backup(s.state, scratch, scratch / "floor.tar", compress=False)
-        start = time.perf_counter()
-        p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        took.append(time.perf_counter() - start)
-        clean()
-        if p.returncode != 0:
-            return f"floor failed on {s.name}: {p.stderr.strip()[:200]}"
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            p = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            times.append(time.perf_counter() - start)
+            clean()
+            if p.returncode != 0:
+                return f"floor failed on {s.name}: {p.stderr.strip()[:200]}"
+        took.append(statistics.median(times))
     if len(took) < 2:
         return ""
     return f"sqlite3 .backup + tar {took[0]:.1f} → {took[1]:.1f} s, {took[1] / took[0]:.2f}×"
