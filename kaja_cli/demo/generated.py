@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from kaja_cli.core.clock import iso_ms, ms_of
 from kaja_cli.core.conversations.record import uuid7_ms
+from kaja_cli.core.store import markers
 from kaja_cli.demo import png, script
 from kaja_cli.demo.topics import ASSISTANT_OPENERS, FILLER, TOPICS, USER_OPENERS
 
@@ -408,3 +409,4 @@ class GeneratedStore:
                     rec.add_rows(table, cols, rows)
                     rows.clear()
             self.ledger.flush(rec)
+        markers.checkpoint("demo-batch")  # a test may stop here (tests/support/paused.py)

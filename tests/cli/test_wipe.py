@@ -561,7 +561,7 @@ def test_a_database_sqlite_cannot_fold_goes_before_its_journal(
 
 def test_ctrl_c_waits_for_the_database_and_its_journal_then_stops(demo_store: Kaja):
     kaja = demo_store
-    code = killed_at(kaja, "kaja.db", sig=signal.SIGINT, seconds=0.5)
+    code = killed_at(kaja, "kaja.db", sig=signal.SIGINT)
     assert code == 130
     assert kaja.last_err == (  # type: ignore[attr-defined]
         "kaja: wipe interrupted: 9 of 10 paths remain: run `kaja wipe` again to finish\n"

@@ -8,8 +8,9 @@ sets `kaja_cli.core.store.markers.checkpoint` so that, at STEP (a path's file
 name, "commit"/"images" for `wipe --owner`, or another command's step named in
 core/store/markers.py: "written", "extracted", "move:kaja.db", "notes-commit",
 "prune-images", …), the process writes its pid to FLAG and sleeps SECONDS
-(default 600), then runs kaja with the arguments after `--`, exactly as the
-console script does. Production code reads no environment variable for this:
+(default 600) or until FLAG.go exists (`go(flag)`: `killed_at` says go once
+its signal is sent), then runs kaja with the arguments after `--`, exactly as
+the console script does. Production code reads no environment variable for this:
 the hook is set here.
 
 From a test: `paused(kaja, STEP, *ARGS)` starts it and returns once it is at
@@ -36,6 +37,7 @@ def paused(
     test hook at `step`; returns once it is there."""
     flag = flag or kaja.root / "paused.flag"
     flag.unlink(missing_ok=True)
+    _go(flag).unlink(missing_ok=True)
     pause = [step, str(flag), *([str(seconds)] if seconds is not None else [])]
     p = subprocess.Popen(
         [sys.executable, SCRIPT, *pause, "--", *args], env=kaja.env,
@@ -54,12 +56,26 @@ def killed_at(
     kaja, step: str, *args: str, sig: int = signal.SIGKILL, seconds: float | None = None
 ) -> subprocess.CompletedProcess:
     """`kaja ARGS` stopped at `step`, then sent `sig` (SIGKILL: no clean-up at all)."""
-    p = paused(kaja, step, *args, seconds=seconds)
+    flag = kaja.root / "paused.flag"
+    p = paused(kaja, step, *args, seconds=seconds, flag=flag)
     p.send_signal(sig)
+    go(flag)  # the signal is sent (held, if Ctrl-C is held there): now it may go on
     out, err = p.communicate(timeout=60)
     if sig == signal.SIGKILL:  # nothing of kaja's runs after it: the signal ended it
         assert p.returncode == -signal.SIGKILL, (p.returncode, err)
     return subprocess.CompletedProcess(args, p.returncode, out, err)
+
+
+def go(flag: Path) -> None:
+    """Let the process paused with `flag` go on before its SECONDS are up: a
+    test that sends a signal then says go, so the signal is there before the
+    step is over, however slowly the test ran (a sleep of a fixed length let
+    a loaded machine's test send Ctrl-C after a wipe had finished)."""
+    _go(flag).touch()
+
+
+def _go(flag: Path) -> Path:
+    return flag.with_name(flag.name + ".go")
 
 
 def main() -> None:
@@ -70,7 +86,9 @@ def main() -> None:
     def pause(name: str) -> None:
         if name == step:
             Path(flag).write_text(str(os.getpid()))
-            time.sleep(seconds)
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline and not _go(Path(flag)).exists():
+                time.sleep(0.01)
 
     from kaja_cli.app import main as kaja
     from kaja_cli.core.store import markers
