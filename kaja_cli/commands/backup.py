@@ -37,7 +37,10 @@ def backup(
     file). By default kaja-backup-<UTC time>.tar.gz in the current folder;
     gzip-compressed unless the name ends in .tar. Written whole or not at
     all, readable only by you, and never over one of the store's own files
-    (exit 5). Settings stay out. `kaja restore FILE` puts it back.
+    (exit 5). Settings stay out. `kaja restore FILE` puts it back. Free
+    space: about the archive's size for a .tar (on ext4 and XFS the
+    shared file's copy becomes the archive in place), a copy of each
+    database besides the archive otherwise.
     """
     from kaja_cli import render
     from kaja_cli.core.care.backup import backup as run
