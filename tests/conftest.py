@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -27,6 +28,13 @@ import pytest
 
 from kaja_cli.core.wording import plural
 from tests.support import inprocess
+
+# A suite started as a background job (`bash .ci/run &` in a script) inherits
+# SIGINT ignored, and every kaja it starts would too (an ignored signal stays
+# ignored across exec): the tests that press Ctrl-C would see it finish instead.
+# A handler is reset at exec, so kaja starts with SIGINT's default, as at a prompt.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # pytest keeps each test module's assertion-rewritten bytecode only where
 # Python may write bytecode: under PYTHONDONTWRITEBYTECODE=1 every worker of
