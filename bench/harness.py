@@ -196,13 +196,6 @@ class ScaleRow:
         return b / a if a and b else None
 
     @property
-    def cpu_ratio(self) -> float | None:
-        """kaja's CPU median over the floor's, where both were measured."""
-        if self.kaja_cpu is None or self.floor_cpu is None or self.floor_cpu <= 0:
-            return None
-        return self.kaja_cpu / self.floor_cpu
-
-    @property
     def goal_text(self) -> str:
         return f"≤ {self.goal:g}×" if self.goal is not None else "(info)"
 

@@ -128,14 +128,13 @@ def utf8_valid(data: bytes) -> bool:
     try:
         while start < n:
             end = start + _UTF8_SLICE
-            if end < n:
-                for _ in range(3):  # a character is at most four bytes long
-                    if data[end] & 0xC0 != 0x80:
-                        break
-                    end -= 1
-                else:
-                    if data[end] & 0xC0 == 0x80:
-                        return False  # four continuation bytes in a row
+            # Back to a character's first byte, at most three (a character is
+            # at most four bytes): a slice still starting on a continuation
+            # byte then is not UTF-8, and its decode says so.
+            for _ in range(3):
+                if end >= n or data[end] & 0xC0 != 0x80:
+                    break
+                end -= 1
             decode(view[start:end], "strict", True)
             start = end
     except UnicodeDecodeError:

@@ -352,8 +352,7 @@ def _add_members(
             else:  # hashed already, and its bytes told (an _in_place that could not)
                 size, digest = c.hashed
                 tar.addfile(archive.tar_info(c.entry.member, size, c.copy.stat().st_mtime), f)
-        c.entry.bytes, c.entry.sha256 = size, digest
-        manifest.files.append(FileEntry(c.entry.member, size, digest))
+        _listed(c, size, digest, manifest)
     for p in pictures:
         added = _add_image(tar, p, step)
         if added is not None:
@@ -388,9 +387,14 @@ def _in_place(c: Copied, tmp: Path, manifest: Manifest, step) -> bool:
     finally:
         os.close(fd)
     os.rename(c.copy, tmp)
+    _listed(c, size, digest, manifest)
+    return True
+
+
+def _listed(c: Copied, size: int, digest: str, manifest: Manifest) -> None:
+    """A database's member as written: its size and sum in its entry and the manifest's files."""
     c.entry.bytes, c.entry.sha256 = size, digest
     manifest.files.append(FileEntry(c.entry.member, size, digest))
-    return True
 
 
 def manifest_mtime(manifest: Manifest) -> float:

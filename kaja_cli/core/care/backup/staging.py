@@ -208,18 +208,14 @@ def _unpack(path: Path, new: Path, progress: Progress | None) -> dict[str, tuple
     try:
         with open(path, "rb") as raw:
             stream = _decompressed(raw, archive.Counting(raw, step))
-            # tarfile's own bufsize: a larger one makes every 512-byte header
-            # read copy the rest of the buffer (minutes for 20,000 images).
-            with tarfile.open(
-                fileobj=stream, mode="r|" if isinstance(stream, gzip.GzipFile) else "r|*"
-            ) as tar:
+            with _members(stream) as tar:
                 for info in tar:
                     _unpack_member(tar, info, new, sums, folders)
             # gzip checks its trailer (the CRC-32 and the size of all it held)
             # only at the end of its stream, which lies past the tar's own end.
             while stream.read(archive.CHUNK):
                 pass
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+    except _DAMAGED as e:
         raise Failed(f"cannot read {path}: {_reason(e)}", hint=archive.DAMAGED_HINT) from None
     except OSError as e:
         if e.filename is None and not fs.disk_full(e):  # reading the archive failed
@@ -237,17 +233,26 @@ def check_first_member(path: Path) -> None:
     (Failed, exit 1; a member kaja never writes: Refused, exit 5)."""
     try:
         with open(path, "rb") as raw:
-            stream = _decompressed(raw, raw)
-            mode = "r|" if isinstance(stream, gzip.GzipFile) else "r|*"
-            with tarfile.open(fileobj=stream, mode=mode) as tar:
+            with _members(_decompressed(raw, raw)) as tar:
                 first = tar.next()
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as e:
+    except _DAMAGED as e:
         raise Failed(f"cannot read {path}: {_reason(e)}", hint=archive.DAMAGED_HINT) from None
     except OSError as e:
         raise Failed(f"cannot read {path}: {e.strerror or e}", hint=archive.DAMAGED_HINT) from None
     if first is None:
         raise Failed(f"{path} is an empty archive", hint=archive.DAMAGED_HINT)
     archive.check_member(first)
+
+
+# What reading a damaged archive (or a file that is none) raises.
+_DAMAGED = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
+
+
+def _members(stream: IO[bytes]) -> tarfile.TarFile:
+    """The archive's members, read in order from its tar stream. tarfile's own
+    bufsize: a larger one makes every 512-byte header read copy the rest of
+    the buffer (minutes for 20,000 images)."""
+    return tarfile.open(fileobj=stream, mode="r|" if isinstance(stream, gzip.GzipFile) else "r|*")
 
 
 def _decompressed(raw: IO[bytes], counted: IO[bytes]) -> IO[bytes]:
