@@ -236,6 +236,19 @@ def key_lines(text: str) -> dict[tuple[str, ...], int]:
     return found
 
 
+def line_ends(text: str) -> dict[tuple[str, ...], int]:
+    """Where the line that ends each key's value ends, in a valid TOML text: the
+    offset just past its newline (or the text's end). A new key written there
+    follows that key, its comment and any multi-line value (`config set`)."""
+    ends: dict[tuple[str, ...], int] = {}
+    scan = _Scanner(text)
+    try:
+        scan.document({}, ends)
+    except (IndexError, ValueError):
+        pass
+    return ends
+
+
 def line_of(lines: dict[tuple[str, ...], int], parts: tuple[str, ...]) -> int | None:
     """The line that sets `parts`, or that of its nearest enclosing table or
     inline table (`memory = { mode = "cloud" }` sets memory.mode on its line)."""
@@ -251,7 +264,9 @@ class _Scanner:
         self.i = 0
         self.line = 1
 
-    def document(self, found: dict[tuple[str, ...], int]) -> None:
+    def document(
+        self, found: dict[tuple[str, ...], int], ends: dict[tuple[str, ...], int] | None = None
+    ) -> None:
         table: tuple[str, ...] = ()
         while self.blank_and_comments():
             if self.s[self.i] == "[":
@@ -266,6 +281,9 @@ class _Scanner:
                 self.spaces()
                 self.i += 1  # "="
                 self.value()
+                if ends is not None:
+                    end = self.s.find("\n", self.i)
+                    ends.setdefault((*table, *parts), len(self.s) if end < 0 else end + 1)
 
     def blank_and_comments(self) -> bool:
         """Skip whitespace, newlines and comments; False at the end of the text."""

@@ -257,11 +257,13 @@ def _lookup(data: Mapping[str, Any], parts: tuple[str, ...]) -> Any:
 
 # --- the tomlkit side: one change, everything else as it was -------------------------------------
 def _edited(text: str, change) -> str:
+    """The text after `change(doc)`: tomlkit's rendering of the changed
+    document, or the text `change` returns when it wrote the line itself."""
     import tomlkit
 
     doc = tomlkit.parse(text)
-    change(doc)
-    return doc.as_string()
+    written = change(doc)
+    return doc.as_string() if written is None else written
 
 
 def _is_table(node: Any) -> bool:
@@ -271,7 +273,9 @@ def _is_table(node: Any) -> bool:
     return isinstance(node, Table | InlineTable | OutOfOrderTableProxy | Container)
 
 
-def _put(doc: Any, parts: tuple[str, ...], value: Any, old_text: str) -> None:
+def _put(doc: Any, parts: tuple[str, ...], value: Any, old_text: str) -> str | None:
+    """Set `parts` in `doc`; the new text when the key's line is written into
+    `old_text` directly (see `_after_last_key`), else None (render `doc`)."""
     import tomlkit
     from tomlkit.items import AoT, Table
 
@@ -288,10 +292,13 @@ def _put(doc: Any, parts: tuple[str, ...], value: Any, old_text: str) -> None:
         if _is_table(node[leaf]) or isinstance(node[leaf], AoT):
             _conflict(parts, parts)
         node[leaf] = _styled(node[leaf], value)
+    elif not created and (written := _after_last_key(node, parts, value, old_text)) is not None:
+        return written
     else:
-        _append(node, leaf, _styled(None, value))
+        node[leaf] = _styled(None, value)
     if created and isinstance(node, Table):
         node.add(tomlkit.nl())  # a blank line between a new table and what follows it
+    return None
 
 
 def _tidy_end(old_text: str, new_text: str) -> str:
@@ -313,9 +320,12 @@ def _conflict(where: tuple[str, ...], parts: tuple[str, ...]) -> None:
 def _styled(old: Any, value: Any) -> Any:
     """The new value as a tomlkit item, in the quoting style of the one it replaces."""
     import tomlkit
-    from tomlkit.items import String, StringType
+    from tomlkit.items import String
 
-    if isinstance(value, str) and isinstance(old, String) and old.type is StringType.SLL:
+    # A one-line literal string is written '…' (String.type says so from
+    # tomlkit 0.14 on; the text says so in every release).
+    was = old.as_string() if isinstance(old, String) else ""
+    if isinstance(value, str) and was.startswith("'") and not was.startswith("'''"):
         if "'" not in value and not any(ord(c) < 32 or ord(c) == 127 for c in value):
             return tomlkit.string(value, literal=True)
     return tomlkit.item(value)
@@ -352,23 +362,30 @@ def _new_tables(doc: Any, node: Any, names: tuple[str, ...], old_text: str) -> A
     return node
 
 
-def _append(node: Any, leaf: str, item: Any) -> None:
-    """Add a key after the table's last key (not after its trailing comments),
-    indented like its neighbours."""
+def _after_last_key(node: Any, parts: tuple[str, ...], value: Any, old_text: str) -> str | None:
+    """`old_text` with the new key's line right after the last key of its
+    `[table]` (after that key's comment and multi-line value, before the
+    comments that close the table), indented like it; None where tomlkit's own
+    placement is right (no plain key yet, an inline or dotted table).
+
+    The line is written into the text, not into tomlkit's document: tomlkit has
+    no public way to insert a key at a position (its private one was removed in
+    0.15.3, and `config set` crashed on every fresh install)."""
+    import tomlkit
     from tomlkit.items import AoT, Table
 
-    container = getattr(node, "value", None)
-    body = getattr(container, "body", None)
-    if body is None:
-        node[leaf] = item
-        return
-    keys = [(k, v) for k, v in body if k is not None and not isinstance(v, Table | AoT)]
-    if not keys:
-        node[leaf] = item
-        return
-    last_key, last = keys[-1]
-    item.trivia.indent = last.trivia.indent
-    container._insert_after(last_key, leaf, item)
+    if not isinstance(node, Table) or node.is_super_table() or node.is_aot_element():
+        return None
+    keys = [k.key for k, v in node.value.body if k is not None and not isinstance(v, Table | AoT)]
+    last = (*parts[:-1], keys[-1]) if keys else None
+    end = settings_mod.line_ends(old_text).get(last)
+    if end is None:
+        return None
+    first = old_text.splitlines()[settings_mod.key_lines(old_text)[last] - 1]
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    line = tomlkit.document().add(parts[-1], _styled(None, value)).as_string()
+    head = old_text[:end] if old_text[:end].endswith("\n") else old_text[:end] + "\n"
+    return head + indent + line + old_text[end:]
 
 
 def _remove(doc: Any, parts: tuple[str, ...]) -> None:
