@@ -229,7 +229,7 @@ def main() -> None:
 
 
 def _run() -> None:
-    from typer import _click
+    from kaja_cli.typer_internals import click as _click
 
     try:
         if "--install-completion" in sys.argv[1:]:

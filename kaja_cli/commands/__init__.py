@@ -16,8 +16,8 @@ start-up (every TAB press) stays cheap.
 from typing import TYPE_CHECKING
 
 import typer
-from typer._click.types import FloatRange, IntRange
-from typer.models import TyperPath
+
+from kaja_cli.typer_internals import FloatRange, IntRange, TyperPath
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store

@@ -30,8 +30,7 @@ def wanted_shell(argv: list[str]) -> str | None:
 
 def install(argv: list[str]) -> int:
     """Write the completion set-up into the shell's start-up file; the exit code."""
-    from typer import _completion_shared
-
+    from kaja_cli import typer_internals
     from kaja_cli.completion import shells
 
     shells.register()  # kaja's bash script, not Typer's
@@ -43,7 +42,7 @@ def install(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    path = _completion_shared.install(shell=shell, prog_name="kaja")[1]
+    path = typer_internals.install_completion(shell, "kaja")
     print(f"{shell} completion installed in {path}")
     print("Completion will take effect once you restart the terminal")
     return 0

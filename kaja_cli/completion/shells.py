@@ -16,9 +16,7 @@ from __future__ import annotations
 import os
 import sys
 
-from typer import _completion_classes, _completion_shared
-from typer._click.shell_completion import add_completion_class
-
+from kaja_cli import typer_internals
 from kaja_cli.completion import fast
 
 # Typer's script, but: the pieces bash split a word into at ':' or '=' joined
@@ -70,7 +68,7 @@ def _answer(comp, shell: str) -> str:
     """The candidates Typer found, printed as the fast path prints them."""
     args, incomplete = comp.get_completion_args()
     items = [
-        (c.value, _completion_classes._sanitize_help_text(c.help) if c.help else None)
+        (c.value, typer_internals.sanitize_help_text(c.help) if c.help else None)
         for c in comp.get_completions(args, incomplete)
     ]
     text, code = fast.render(shell, items, os.environ)
@@ -79,19 +77,22 @@ def _answer(comp, shell: str) -> str:
     return text.removesuffix("\n")  # Typer's shell_complete adds the line end
 
 
-class Bash(_completion_classes.BashComplete):
+_BASH, _ZSH, _FISH = typer_internals.completion_classes()
+
+
+class Bash(_BASH):
     source_template = BASH_SCRIPT
 
     def complete(self) -> str:
         return _answer(self, "bash")
 
 
-class Zsh(_completion_classes.ZshComplete):
+class Zsh(_ZSH):
     def complete(self) -> str:
         return _answer(self, "zsh")
 
 
-class Fish(_completion_classes.FishComplete):
+class Fish(_FISH):
     def complete(self) -> str:
         return _answer(self, "fish")
 
@@ -101,8 +102,8 @@ def register() -> None:
     registers again: call this after it), and kaja's bash script for
     `--install-completion` and `--show-completion`."""
     for cls in (Bash, Zsh, Fish):
-        add_completion_class(cls, cls.name)
-    _completion_shared._completion_scripts["bash"] = BASH_SCRIPT
+        typer_internals.register_completion_class(cls)
+    typer_internals.set_completion_script("bash", BASH_SCRIPT)
 
 
 def answer(app) -> int:

@@ -33,10 +33,9 @@ def patch() -> None:
     global _patched
     if _patched:
         return
-    from typer import rich_utils
+    from kaja_cli import typer_internals
 
-    options_panel = rich_utils._print_options_panel
-    fix_linebreaks = rich_utils._fix_linebreaks
+    options_panel, fix_linebreaks = typer_internals.help_drawers()
 
     def print_options_panel(*, name, params, ctx, markup_mode, console) -> None:
         captured = _Capture()
@@ -48,12 +47,11 @@ def patch() -> None:
     def wrapped_paragraphs(paragraphs: list[str], markup_mode: Any) -> str:
         text = fix_linebreaks(paragraphs, markup_mode)
         longest = max((len(line) for line in text.splitlines()), default=0)
-        if markup_mode != "rich" or longest + 2 <= rich_utils._get_rich_console().width:
+        if markup_mode != "rich" or longest + 2 <= typer_internals.help_width():
             return text
         return "\n\n".join(_one_line(p) for p in text.split("\n\n"))
 
-    rich_utils._print_options_panel = print_options_panel
-    rich_utils._fix_linebreaks = wrapped_paragraphs
+    typer_internals.replace_help_drawers(print_options_panel, wrapped_paragraphs)
     _patched = True
 
 
@@ -83,7 +81,7 @@ def _fitted(panel: Any, width: int) -> Any:
     table = getattr(panel, "renderable", None)
     if not isinstance(panel, Panel) or not isinstance(table, Table) or len(table.columns) < 2:
         return panel
-    rows = [list(cells) for cells in zip(*(c._cells for c in table.columns), strict=True)]
+    rows = [list(cells) for cells in zip(*(c.cells for c in table.columns), strict=True)]
     fixed = [
         max((_width(row[i]) for row in rows), default=0) for i in range(len(table.columns) - 1)
     ]

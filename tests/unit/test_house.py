@@ -26,6 +26,7 @@ PACKAGE = ROOT / "kaja_cli"
 SMALL = {"clock", "values", "wording", "masking", "timeparse", "ids", "owners"}
 FLOORS: dict[str, int] = {
     "root": 0, "errors": 0, "small": 0,  # kaja_cli/__init__, errors, core's small modules
+    "typer_internals": 0,  # imports no kaja module: typer's unpublished names, gathered
     "engine": 1,
     "store": 2,
     "conversations": 3,
@@ -249,3 +250,93 @@ def test_engine_branch_finder_finds_one(tmp_path):
         ".cloud",
         "d is dialect.POSTGRES",
     ]
+
+
+# --- a dependency's private names ----------------------------------------------------------------
+# Where kaja may reach a dependency's unpublished names (the module says why, and
+# tests/unit/test_typer_internals.py checks each one).
+PRIVATE_NAMES_ALLOWED = {"kaja_cli.typer_internals"}
+# namedtuple's own methods: public, with a leading underscore so as not to clash with fields.
+NAMEDTUPLE = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
+
+
+def _kajas_own_names() -> set[str]:
+    """Every name kaja's code defines: functions, classes, variables, arguments,
+    `self.x`/`cls.x` attributes, import aliases."""
+    names: set[str] = set()
+    for path in MODULES.values():
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(n.name)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                names.add(n.id)
+            elif isinstance(n, ast.arg):
+                names.add(n.arg)
+            elif isinstance(n, ast.alias):
+                names.add(n.asname or n.name.split(".")[0])
+            elif (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.ctx, ast.Store)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in ("self", "cls")
+            ):
+                names.add(n.attr)
+    return names
+
+
+def _private_uses(path: Path, own: set[str]) -> list[str]:
+    """A dependency's private names this file reaches: imports of a module or a
+    name with a leading underscore from outside kaja_cli, and `x._name` where
+    `_name` is nothing kaja defines (`container._insert_after`)."""
+    found = []
+    for n in _runtime_nodes(ast.parse(path.read_text())):
+        if isinstance(n, ast.ImportFrom) and n.module and not n.level:
+            if n.module.split(".")[0] == "kaja_cli":
+                continue
+            hidden = [p for p in n.module.split(".")[1:] if p.startswith("_")]
+            hidden += [a.name for a in n.names if a.name.startswith("_")]
+            if hidden:
+                found.append(f"{n.lineno}: from {n.module} import {hidden}")
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                if any(p.startswith("_") for p in a.name.split(".")[1:]):
+                    found.append(f"{n.lineno}: import {a.name}")
+        elif isinstance(n, ast.Attribute) and n.attr.startswith("_"):
+            if not n.attr.startswith("__") and n.attr not in NAMEDTUPLE | own:
+                found.append(f"{n.lineno}: {ast.unparse(n)}")
+        elif isinstance(n, ast.Call) and ast.unparse(n.func) in ("getattr", "setattr", "hasattr"):
+            name = n.args[1] if len(n.args) > 1 else None
+            if isinstance(name, ast.Constant) and str(name.value).startswith("_"):
+                if not str(name.value).startswith("__") and name.value not in own:
+                    found.append(f"{n.lineno}: {ast.unparse(n)}")
+    return found
+
+
+def test_no_private_name_of_a_dependency():
+    """A release may remove any name with a leading underscore (tomlkit 0.15.3
+    removed `Container._insert_after`, and `config set` crashed): kaja uses
+    public names, and reaches typer's unpublished ones from one module."""
+    own = _kajas_own_names()
+    found = [
+        f"{name}:{use}"
+        for name, path in MODULES.items()
+        if name not in PRIVATE_NAMES_ALLOWED
+        for use in _private_uses(path, own)
+    ]
+    assert not found, "private names of a dependency:\n" + "\n".join(found)
+
+
+def test_private_name_finder_finds_them(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(
+        "from typer._click.types import IntRange\n"
+        "from typer import _completion_shared\n"
+        "import rich._loop\n"
+        "def f(container, item):\n"
+        "    container._insert_after('a', 'b', item)\n"
+        "    getattr(item, '_t')\n"
+        "    return item._replace(a=1), self_made._mine\n"
+    )
+    assert sorted(int(u.split(": ", 1)[0]) for u in _private_uses(path, {"_mine"})) == [
+        1, 2, 3, 5, 6
+    ]  # fmt: skip

@@ -1,0 +1,89 @@
+"""Every name kaja uses that a dependency does not publish: all of them typer's.
+
+typer 0.28 vendors click as `typer._click` and publishes no other way to
+click's classes: its exceptions (kaja maps each to an exit code), its range
+types (kaja's `-n` and wait options describe their own ranges) and its
+completion registry. `typer.models.TyperPath`, the path type kaja's path
+options refine, has no underscore but no documentation either (typer 0.29
+removed it). Its help screens and shell scripts are drawn by
+`typer.rich_utils` and `typer._completion_*` functions with a leading
+underscore, which kaja wraps (render/help.py, completion/shells.py).
+
+A private name can go in any release (tomlkit 0.15.3 removed one kaja used,
+and `kaja config set` crashed on every fresh install). So they are reached
+from here only (tests/unit/test_house.py), and tests/unit/test_typer_internals.py
+checks each one is still there with the shape kaja relies on: run against a
+new typer before raising its bound in pyproject.toml, it fails on the release
+that breaks kaja, not after it.
+
+What is imported at module level costs nothing: `import typer` has loaded it
+already. The rest (rich among it) loads only when a help screen or a
+completion script needs it: every TAB press starts kaja.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from typer import _click as click  # noqa: F401  (click.exceptions: app.py)
+from typer._click.types import FloatRange, IntRange  # noqa: F401  (commands/__init__.py)
+from typer.models import TyperPath  # noqa: F401  (commands/__init__.py)
+
+
+# --- shell completion (completion/shells.py, completion/install.py) --------------------------
+def completion_classes() -> tuple[type, type, type]:
+    """Typer's completion classes for bash, zsh and fish, which kaja's subclass."""
+    from typer import _completion_classes as c
+
+    return c.BashComplete, c.ZshComplete, c.FishComplete
+
+
+def sanitize_help_text(text: str) -> str:
+    """A candidate's help as Typer shows it (markup taken out)."""
+    from typer import _completion_classes
+
+    return _completion_classes._sanitize_help_text(text)
+
+
+def register_completion_class(cls: type) -> None:
+    """Answer completion requests for `cls.name` with `cls`."""
+    from typer._click.shell_completion import add_completion_class
+
+    add_completion_class(cls, cls.name)
+
+
+def set_completion_script(shell: str, script: str) -> None:
+    """The script `--show-completion` prints and `--install-completion` writes for `shell`."""
+    from typer import _completion_shared
+
+    _completion_shared._completion_scripts[shell] = script
+
+
+def install_completion(shell: str, prog_name: str) -> Path:
+    """Typer's `--install-completion` for `shell`: the start-up file it wrote."""
+    from typer import _completion_shared
+
+    return Path(_completion_shared.install(shell=shell, prog_name=prog_name)[1])
+
+
+# --- help screens (render/help.py) ------------------------------------------------------------
+def help_drawers() -> tuple[Any, Any]:
+    """Typer's (options panel, paragraph joiner): the two steps of a help screen kaja redraws."""
+    from typer import rich_utils
+
+    return rich_utils._print_options_panel, rich_utils._fix_linebreaks
+
+
+def replace_help_drawers(options_panel: Any, fix_linebreaks: Any) -> None:
+    from typer import rich_utils
+
+    rich_utils._print_options_panel = options_panel
+    rich_utils._fix_linebreaks = fix_linebreaks
+
+
+def help_width() -> int:
+    """The width Typer draws help at (its console's)."""
+    from typer import rich_utils
+
+    return rich_utils._get_rich_console().width
