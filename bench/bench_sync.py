@@ -98,7 +98,7 @@ def _first_sync(bench, server, scratch: Path) -> None:
     rows = _history_file(scratch / "kaja.db", rows_file, "00000000-0000-0000-0000-000000000000")
     floor_db = server.create_database("bench_floor")
     with server.connect(floor_db.name) as pg:
-        pg.execute(sync_server.SCHEMA)
+        pg.execute(sync_server.schema_sql(sync_server.LEDGER_SCHEMA))
     script = scratch / "history.sql"
     script.write_text(f"\\copy andromeda_ledger {COLUMNS} FROM '{rows_file}'\n")
     floor_ms = bench.run(_psql(server, floor_db.name, script))

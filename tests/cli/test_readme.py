@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.tools import require
+
 ROOT = Path(__file__).resolve().parents[2]
 pytest_plugins = ["tests.support.pg"]  # the sync examples run against a real PostgreSQL
 
@@ -39,6 +41,18 @@ def test_ci_lists_the_slowest_tests_and_runs_every_kill_point():
     assert 'export PYTEST_ADDOPTS="--durations=15"' in lines[:readme]
     assert "pytest -q -n auto -m exhaustive" in lines[readme + 1 :]
     assert "-m 'not exhaustive'" in (ROOT / "pyproject.toml").read_text()
+
+
+def test_the_readme_names_the_oldest_versions_ci_tests():
+    """Each run-time dependency's lower bound (what .ci/run's second run installs)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("deps", ROOT / ".ci/deps.py")
+    deps = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(deps)
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert deps.bounds() and all(f"{n} {v}," in text or f"{n} {v} " in text
+                                 for n, v in deps.bounds().items()), deps.bounds()  # fmt: skip
 
 
 # --- every example runs ----------------------------------------------------------------------
@@ -135,8 +149,8 @@ def test_each_readme_example_runs_against_the_readme_demo_store(
 
     from tests.conftest import KAJA
 
-    if "| jq" in line and not shutil.which("jq"):
-        pytest.skip("jq is not installed")
+    if "| jq" in line:
+        require("jq")
     shutil.copytree(readme_store, kaja.state, symlinks=True)
     env = dict(kaja.env, PATH=f"{Path(KAJA).parent}:{kaja.env['PATH']}",
                VISUAL="true", EDITOR="true")  # fmt: skip
