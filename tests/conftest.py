@@ -147,6 +147,7 @@ LONGEST_FIRST = (
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _skip_what_this_machine_lacks(items)
     long = [i for i in items if i.nodeid.startswith(LONGEST_FIRST)]
     rest = [i for i in items if not i.nodeid.startswith(LONGEST_FIRST)]
     workers = getattr(config, "workerinput", {}).get("workercount", 1)
@@ -169,6 +170,28 @@ def _spread(long: list, rest: list, workers: int, most: int | None) -> list:
         head = share[:chunk]
         out += head + list(itertools.islice(left, chunk - len(head)))
     return out + [t for share in shares for t in share[chunk:]] + list(left)
+
+
+def _skip_what_this_machine_lacks(items: list[pytest.Item]) -> None:
+    """`@pytest.mark.needs("zsh", "tmux")` where one is missing: a skip mark, so
+    that `-ra` lists the test's own line with the reason (in CI the test runs,
+    and `pytest_runtest_setup` fails it)."""
+    from tests.support.tools import in_ci, lacking
+
+    if in_ci():
+        return
+    for item in items:
+        needs = [n for mark in item.iter_markers("needs") for n in mark.args]
+        if needs and (reason := lacking(*needs)):
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """In CI, a test whose `needs` this machine lacks fails (tests/support/tools.py)."""
+    from tests.support.tools import require
+
+    for mark in item.iter_markers("needs"):
+        require(*mark.args)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -445,7 +444,7 @@ def test_the_preview_is_scrolled_to_the_match(shared_demo_store):
 
 # --- end to end, in a real terminal ---------------------------------------------------------
 @pytest.mark.process
-@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+@pytest.mark.needs("tmux")
 def test_in_tmux_typing_changes_the_list_and_enter_prints_the_id(shared_demo_store, tmp_path):
     k = shared_demo_store
     sock = str(tmp_path / "tmux.sock")

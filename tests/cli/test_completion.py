@@ -21,7 +21,6 @@ import os
 import random
 import re
 import shlex
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -346,7 +345,7 @@ def fish(kaja, line: str) -> list[str]:
     return p.stdout.splitlines()
 
 
-@pytest.mark.skipif(not shutil.which("fish"), reason="fish is not installed")
+@pytest.mark.needs("fish")
 def test_fish_completes_commands_session_ids_with_titles_and_check_ids(demo_store):
     assert [line.split("\t")[0] for line in fish(demo_store, "kaja se")] == ["search", "sessions"]
     found = fish(demo_store, "kaja resume 01a226")
@@ -389,7 +388,7 @@ class Tmux:
         subprocess.run([*self.tmux, "kill-server"], capture_output=True)
 
 
-@pytest.mark.skipif(not (shutil.which("zsh") and shutil.which("tmux")), reason="needs zsh and tmux")
+@pytest.mark.needs("zsh", "tmux")
 def test_zsh_in_a_real_terminal_shows_session_titles_and_check_ids(demo_store, tmp_path):
     zdot = tmp_path / "zdot"
     zdot.mkdir()
@@ -565,6 +564,7 @@ def _described(item: str) -> tuple[str, str | None]:
     return unescape(value), unescape(description) if _ else None
 
 
+@pytest.mark.needs("zsh")
 def test_data_in_the_store_reaches_every_shell_as_text(hostile):
     """Every value kind and every description, read by each shell as its script reads
     kaja's answer: the values exactly as stored, descriptions without a control
@@ -653,7 +653,7 @@ def a_value_on_the_line_is_the_value(pane: Tmux) -> None:
     assert "ran/note6" in pane.screen(lambda s: "ran/note6" in s)
 
 
-@pytest.mark.skipif(not (shutil.which("zsh") and shutil.which("tmux")), reason="needs zsh and tmux")
+@pytest.mark.needs("zsh", "tmux")
 def test_zsh_tab_runs_nothing_found_in_the_store(hostile, tmp_path):
     pane = shell_pane("zsh", hostile.kaja, tmp_path)
     try:
@@ -683,7 +683,7 @@ def test_zsh_tab_runs_nothing_found_in_the_store(hostile, tmp_path):
     nothing_ran_nor_reached_the_terminal(hostile, pane)
 
 
-@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+@pytest.mark.needs("tmux")
 def test_bash_tab_offers_what_the_store_holds_quoted(hostile, tmp_path):
     pane = shell_pane("bash", hostile.kaja, tmp_path)
     try:
@@ -699,7 +699,7 @@ def test_bash_tab_offers_what_the_store_holds_quoted(hostile, tmp_path):
     nothing_ran_nor_reached_the_terminal(hostile, pane)
 
 
-@pytest.mark.skipif(not (shutil.which("fish") and shutil.which("tmux")), reason="needs fish")
+@pytest.mark.needs("fish", "tmux")
 def test_fish_tab_shows_the_store_as_text(hostile, tmp_path):
     found = fish(hostile.kaja, "kaja accounts disable ")
     assert "t\\'$(touch ran/user1)\tline $(touch ran/name8) x · user" in found
@@ -714,7 +714,7 @@ def test_fish_tab_shows_the_store_as_text(hostile, tmp_path):
     nothing_ran_nor_reached_the_terminal(hostile, pane)
 
 
-@pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+@pytest.mark.needs("tmux")
 def test_bash_completes_an_owner_id_past_its_colon(demo_store, tmp_path):
     """bash breaks words at `:` and `=` (COMP_WORDBREAKS): the script joins them again."""
     pane = shell_pane("bash", demo_store, tmp_path)
@@ -737,6 +737,7 @@ def test_bash_completes_an_owner_id_past_its_colon(demo_store, tmp_path):
         pane.close()
 
 
+@pytest.mark.needs("zsh")
 def test_zsh_and_bash_read_any_text_back_as_it_was(tmp_path):
     """Whatever a value or description holds (quotes, backslashes, colons, runs of
     spaces, control characters but NUL, line separators, emoji), zsh reads back

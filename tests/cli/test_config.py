@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import KAJA, examples
 from tests.support.sessions_support import run_in_pty
+from tests.support.tools import require
 
 REAL_WORLD = """\
 # Kaja settings — synced from my dotfiles, edit with care.
@@ -122,8 +123,7 @@ def test_show_says_where_each_value_came_from(kaja, tmp_path):
 
 def test_show_json_piped_to_jq(kaja):
     write(kaja, '[memory]\nmode = "cloud"\n\n[memory.qdrant]\ncolection = "x"\n')
-    if not shutil.which("jq"):
-        pytest.skip("jq is not installed")
+    require("jq")
     script = (
         f"{KAJA} config show --json | jq -r "
         '\'.settings["memory.mode"].value, .settings["memory.mode"].source, '

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sqlite3
 import stat
 import subprocess
@@ -312,7 +311,7 @@ def test_no_secret_in_demo_output(kaja):
     assert len(bytes.fromhex(h)) == 32 and len(bytes.fromhex(salt)) == 16
 
 
-@pytest.mark.skipif(not shutil.which("sqlite3"), reason="needs the sqlite3 command line")
+@pytest.mark.needs("sqlite3")
 def test_the_seeds_example_queries_run_unmodified_and_return_rows(demo_store):
     """andromeda-database.txt, "Querying it", all but the FTS5 one (kaja's index is FTS4)."""
     queries = [

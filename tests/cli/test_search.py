@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import KAJA, Kaja
+from tests.support.tools import require
 
 CREME = "01a222c0-a420-7bb9-bd5c-8dfc5eda92d8"  # "Crème brûlée for eight" (terminal)
 TOMATO = "01a22652-5660-76c3-b813-0c4237730edf"  # "Tomato leaves curling in the heat"
@@ -402,8 +402,7 @@ def as_read_only(kaja: Kaja) -> dict:
     kaja.state.chmod(0o555)
     if os.geteuid() != 0:
         return {}
-    if not shutil.which("setpriv"):
-        pytest.skip("setpriv is needed to drop root's CAP_DAC_OVERRIDE")
+    require("setpriv")  # to drop root's CAP_DAC_OVERRIDE
     return {"prefix": ["setpriv", "--bounding-set", "-dac_override,-dac_read_search",
                        "--inh-caps", "-dac_override,-dac_read_search", "--"]}  # fmt: skip
 
@@ -546,7 +545,7 @@ def test_the_agent_can_write_while_the_index_is_built(tmp_path: Path, monkeypatc
     conn.close()
 
 
-@pytest.mark.skipif(not shutil.which("script"), reason="needs script(1) for a terminal")
+@pytest.mark.needs("script")
 def test_terminal_table_highlights_matches(shared_demo_store: Kaja) -> None:
     demo_store = shared_demo_store  # only reads
     """On a terminal: a table with the matches in bold (and yellow unless NO_COLOR)."""

@@ -34,7 +34,7 @@ import pytest
 from tests.conftest import KAJA
 from tests.support.sessions_support import BACKUP, TOMATO
 
-pytestmark = pytest.mark.skipif(not shutil.which("tmux"), reason="needs tmux")
+pytestmark = pytest.mark.needs("tmux")
 
 WIDTHS = (40, 60, 80, 100, 120)
 WIDE = 200

@@ -94,7 +94,7 @@ def test_a_full_disk_is_one_clear_line_and_a_sound_store(kaja, tmp_path):
     assert said["interrupted-demo"].endswith("was cut short: the store holds part of the sample")
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("chattr"), reason="needs root and chattr")
+@pytest.mark.needs("root", "chattr")
 def test_a_store_made_read_only_under_a_running_writer(kaja):
     """chattr +i (root ignores permission bits) while demo writes: a clear line, a sound store."""
     p = subprocess.Popen([KAJA, "demo", "--sessions", "80", "--messages", "40000"], env=kaja.env,

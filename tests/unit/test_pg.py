@@ -51,5 +51,20 @@ def test_without_postgresql_ci_fails_and_elsewhere_skips(pytester, monkeypatch, 
     pytester.makepyfile(MISSING)
     result = pytester.runpytest_subprocess("-rs")
     result.assert_outcomes(**{outcome: 1})
-    reason = "PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql)"
-    result.stdout.fnmatch_lines([f"*{reason}*"])
+    result.stdout.fnmatch_lines(["*needs postgresql (apt-get install postgresql)*"])
+
+
+def test_a_server_that_cannot_start_says_why(tmp_path):
+    """The error holds the server's own words (its log's tail), not only pg_ctl's exit status."""
+    from tests.support.pg import PgServer, ServerFailed
+
+    server = PgServer.start_new()
+    try:
+        server.stop()
+        with (server.data / "postgresql.conf").open("a") as conf:
+            conf.write("shared_buffers = 'plenty'\n")
+        with pytest.raises(ServerFailed) as failed:
+            server.start()
+        assert 'invalid value for parameter "shared_buffers": "plenty"' in str(failed.value)
+    finally:
+        server.cleanup()
