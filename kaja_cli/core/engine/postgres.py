@@ -20,6 +20,13 @@ What a connection promises, as `db.open_read`/`open_write` do locally:
   answer at all `ANSWER_GRACE_S` after that (`Deadline`: exit 1);
 - a reader's transactions are read-only: a read command cannot write, even by
   mistake;
+- nothing kaja sets on a server connection outlives its transaction: a pooler
+  in transaction mode (PgBouncer, how hosted servers are reached) hands the
+  server connection to its next client, often the agent, after each one. The
+  search path, the timeouts and read-only are `SET LOCAL`s at the start of
+  every transaction kaja opens (`DeadlinedConnection.local_settings`), every
+  statement runs in one, and no statement is prepared on the server (a
+  prepared statement outlives its transaction);
 - every psycopg error becomes one line with its exit status (`translate`):
   the password is never part of it (`core/masking.py`); the error keeps the
   server's own words (`ServerError.reason`) for a caller that says it in
@@ -302,6 +309,8 @@ class Connection:
         self.target = where
         self.writable = writable
         self.statement_timeout_ms = where.statement_timeout_ms
+        # A transaction kaja opened for statements run outside the caller's (`_carried`).
+        self._implicit = False
         # The query profile's name for it (`timing`): the server's schema, as a file's name.
         self.kaja_db = f"postgresql:{where.schema or ''}"
         if (listener := timing.listening()) is not None:
@@ -326,9 +335,13 @@ class Connection:
         listener.record(self.kaja_db, sql, time.perf_counter() - start, max(rows[0], 0), False)
 
     def set_statement_timeout(self, ms: int) -> None:
-        """Let statements run `ms` on the server from now on, and wait as long
-        for their answers (plus the grace)."""
-        self.execute(f"SET statement_timeout = {int(ms)}")
+        """Let statements run `ms` on the server from now on (in this
+        transaction and every later one), and wait as long for their answers
+        (plus the grace)."""
+        self.raw.kaja_settings["statement_timeout"] = str(int(ms))
+        if self.raw.info.transaction_status != IDLE:
+            with self.translated():
+                self.raw.execute(f"SET LOCAL statement_timeout = {int(ms)}")
         self.statement_timeout_ms = int(ms)
         self.raw.deadline.seconds = answer_within(int(ms))
 
@@ -395,7 +408,15 @@ class Connection:
         if sql.strip().upper() == "ROLLBACK":
             self.rollback()
             return Cursor(self.raw.cursor(), self)
-        with self.timed(sql) as rows, self.translated():
+        if sql.strip().upper() == "COMMIT":
+            self._implicit = False
+            with self.timed(sql), self.translated():
+                return Cursor(self.raw.execute("COMMIT"), self)
+        if word.startswith("VACUUM"):  # never in a transaction (see `runs_alone`)
+            self._end_own("COMMIT", quietly=False)
+            with self.timed(sql), self.translated():
+                return Cursor(self.raw.execute(sql), self)
+        with self.timed(sql) as rows, self.translated(), self._carried():
             if params is None or (not params and not isinstance(params, Mapping)):
                 cur = Cursor(self.raw.execute(sql), self)  # not parsed for placeholders
             else:
@@ -408,7 +429,7 @@ class Connection:
     ) -> Iterator[tuple]:
         """The rows of `COPY (query) TO STDOUT (FORMAT BINARY)`, each a tuple of
         Python values of `types` (PostgreSQL type names, one per column)."""
-        with self.timed(sql) as counted, self.translated(), self._whole():
+        with self.timed(sql) as counted, self.translated(), self._carried(), self._whole():
             cur = self.raw.cursor()
             with cur.copy(placeholders(sql) if params else sql, params or None) as copy:
                 copy.set_types(list(types))
@@ -427,7 +448,7 @@ class Connection:
         if not _chunked():
             yield from self.copy_out(f"COPY ({select}) TO STDOUT (FORMAT BINARY)", params, types)
             return
-        with self.timed(select) as counted, self.translated(), self._whole():
+        with self.timed(select) as counted, self.translated(), self._carried(), self._whole():
             cur = self.raw.cursor(binary=True)
             sql = placeholders(select) if params else select
             for row in cur.stream(sql, params or None, size=STREAM_CHUNK):
@@ -438,7 +459,7 @@ class Connection:
         """`COPY table (columns) FROM STDIN`, writing `rows` (each value in
         PostgreSQL's text form; with `types`, the statement says `FORMAT
         BINARY` and the values are of those types); returns how many went in."""
-        with self.timed(sql) as counted, self.translated(), self._whole():
+        with self.timed(sql) as counted, self.translated(), self._carried(), self._whole():
             cur = self.raw.cursor()
             with cur.copy(sql) as copy:
                 if types:
@@ -474,7 +495,7 @@ class Connection:
                 raw.deadline = deadline
 
     def executemany(self, sql: str, rows: Any) -> Cursor:
-        with self.timed(sql) as counted, self.translated():
+        with self.timed(sql) as counted, self.translated(), self._carried():
             cur = self.raw.cursor()
             cur.executemany(placeholders(sql), list(rows))
             counted[0] = cur.rowcount
@@ -483,26 +504,68 @@ class Connection:
     def _begin(self, sql: str) -> Cursor:
         # BEGIN IMMEDIATE (a write): READ COMMITTED, as SQLite's one writer sees
         # what is committed; a plain BEGIN (a read's snapshot): one snapshot for
-        # every statement until COMMIT, as a SQLite read transaction.
+        # every statement until COMMIT, as a SQLite read transaction. One round
+        # trip: the end of kaja's own transaction, the caller's, kaja's settings.
         level = "READ COMMITTED" if "IMMEDIATE" in sql.upper() else "REPEATABLE READ"
-        with self.translated():
-            return Cursor(self.raw.execute(f"BEGIN ISOLATION LEVEL {level}"), self)
+        ending = "COMMIT; " if self._implicit else ""
+        with self.timed(sql), self.translated():
+            cur = self.raw.execute(
+                f"{ending}BEGIN ISOLATION LEVEL {level}; {self.raw.local_settings()}"
+            )
+        self._implicit = False
+        return Cursor(cur, self)
+
+    @contextmanager
+    def _carried(self) -> Iterator[None]:
+        """The block's statement in a transaction that carries kaja's settings:
+        the caller's, else one of kaja's own. A reader keeps its own open for
+        its next statements (one round trip less each; ended by a BEGIN, a
+        COMMIT or `close`); a writer's is committed after the statement, as
+        autocommit would. A statement that fails ends kaja's own (the next one
+        starts afresh, as in autocommit)."""
+        if self._implicit or self.raw.info.transaction_status == IDLE:
+            if not self._implicit:
+                self.raw.execute(f"BEGIN; {self.raw.local_settings()}")
+                self._implicit = True
+            try:
+                yield
+            except BaseException:
+                self._end_own("ROLLBACK")
+                raise
+            if self.writable:
+                self._end_own("COMMIT", quietly=False)
+            return
+        yield  # the caller's transaction
+
+    def _end_own(self, word: str, *, quietly: bool = True) -> None:
+        """COMMIT or ROLLBACK the transaction kaja opened (`_carried`), if one is open."""
+        if not self._implicit:
+            return
+        self._implicit = False
+        try:
+            self.raw.execute(word)
+        except driver().Error:
+            if not quietly:
+                raise
 
     def rollback(self) -> None:
         """Roll back, quietly: on a lost connection there is nothing to roll back."""
         psycopg = driver()
+        self._implicit = False
         try:
-            if self.in_transaction:
+            if self.raw.info.transaction_status != IDLE:
                 self.raw.execute("ROLLBACK")
         except psycopg.Error:
             pass
 
     @property
     def in_transaction(self) -> bool:
-        status = self.raw.info.transaction_status
-        return int(status) != 0  # IDLE
+        """Whether the caller's transaction is open (BEGIN … COMMIT), as sqlite3's
+        `in_transaction` says; not kaja's own (`_carried`)."""
+        return not self._implicit and self.raw.info.transaction_status != IDLE
 
     def close(self) -> None:
+        self._end_own("ROLLBACK")  # a reader's own: it wrote nothing
         try:
             self.raw.close()
         except Exception:  # closing a lost connection
@@ -590,6 +653,38 @@ def connection_class() -> Any:
         class DeadlinedConnection(psycopg.Connection):
             deadline: Deadline | None = None
             statement_timeout_ms = 0  # as set up by `open_driver`
+            # What kaja sets, as `SET LOCAL` at the start of each transaction
+            # (never on the session: a pooler gives it to the next client).
+            kaja_settings: dict[str, str]
+
+            def local_settings(self) -> str:
+                """The `SET LOCAL` statements that begin each of kaja's transactions."""
+                return "; ".join(
+                    f"SET LOCAL {name} {'TO' if name == 'search_path' else '='} {value}"
+                    for name, value in self.kaja_settings.items()
+                )
+
+            @contextmanager
+            def transaction(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+                """psycopg's transaction, beginning with kaja's settings when it
+                is the outermost one (a savepoint is inside one that has them)."""
+                outermost = self.info.transaction_status == IDLE
+                with super().transaction(*args, **kwargs) as tx:
+                    if outermost and self.kaja_settings:
+                        super().execute(self.local_settings())
+                    yield tx
+
+            def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+                """A statement outside a transaction runs in one of its own, with
+                kaja's settings, as autocommit would have run it alone."""
+                if (
+                    self.info.transaction_status == IDLE
+                    and self.kaja_settings
+                    and not runs_alone(query)
+                ):
+                    with self.transaction():
+                        return super().execute(query, *args, **kwargs)
+                return super().execute(query, *args, **kwargs)
 
             def wait(self, gen: Any, *args: Any, **kwargs: Any) -> Any:
                 deadline = self.deadline
@@ -614,6 +709,19 @@ def connection_class() -> Any:
 
         _driver_connection = DeadlinedConnection
     return _driver_connection
+
+
+IDLE = 0  # libpq's PQTRANS_IDLE: no transaction open on the connection
+# Statements never wrapped in a transaction: those that begin or end one, and
+# those the server runs only outside one (with the server's own timeouts, and
+# naming their tables with the schema: kaja's search path is not theirs).
+_ALONE = ("BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE",
+          "VACUUM")  # fmt: skip
+
+
+def runs_alone(query: Any) -> bool:
+    """Whether the statement is run as it is, outside any transaction kaja opens."""
+    return str(query).lstrip()[:10].upper().startswith(_ALONE)
 
 
 def lock_wait_ms(lock_ms: int, statement_ms: int) -> int:
@@ -660,13 +768,15 @@ def open_driver(
     lock_timeout_ms: int | None = None,
     connect_timeout_s: float | None = None,
     application_name: str = "kaja",
-    settings: tuple[str, ...] = (),
+    settings: Mapping[str, str] | None = None,
 ) -> DriverConnection:
     """psycopg's connection (autocommit) to the server, set up as every kaja
-    connection is: the connect timeout, `settings` (SET statements), the
+    connection is: the connect timeout, `settings` ({name: value}), the
     statement timeout (the URL's own wins) with a lock wait that ends before
-    it, and the deadline on every round trip. Raises ServerError (exit 1, or
-    4 for a lock), BadUrl, DriverMissing: one line, never the password."""
+    it, all of them `SET LOCAL` in each transaction (never on the session:
+    `DeadlinedConnection`), no statement prepared on the server, and the
+    deadline on every round trip. Raises ServerError (exit 1, or 4 for a
+    lock), BadUrl, DriverMissing: one line, never the password."""
     psycopg = driver()
     params = _params(where.url, connect_timeout_s, application_name)
     try:
@@ -679,17 +789,21 @@ def open_driver(
                      reason=reason) from None  # fmt: skip
     statement_ms = where.statement_timeout_ms
     deadlined(raw, statement_ms)
+    # A statement prepared on the server outlives its transaction: behind a
+    # pooler the next transaction may find another connection, or another client this one.
+    raw.prepare_threshold = None
+    raw.kaja_settings = {}
     try:
         with translated(where):
             wait = LOCK_TIMEOUT_MS if lock_timeout_ms is None else int(lock_timeout_ms)
-            setup = list(settings)
+            local = dict(settings or {})
             if _url_sets(where.url, "statement_timeout"):  # the URL's own wins
                 statement_ms = max(statement_ms, _server_statement_timeout_ms(raw))
-                setup.append(f"SET lock_timeout = {max(wait, 1)}")
+                local["lock_timeout"] = str(max(wait, 1))
             else:
-                setup += [f"SET statement_timeout = {statement_ms}",
-                          f"SET lock_timeout = {lock_wait_ms(wait, statement_ms)}"]  # fmt: skip
-            raw.execute("; ".join(setup))
+                local["statement_timeout"] = str(statement_ms)
+                local["lock_timeout"] = str(lock_wait_ms(wait, statement_ms))
+        raw.kaja_settings = local
         raw.statement_timeout_ms = statement_ms
         raw.deadline.seconds = answer_within(statement_ms)
     except BaseException:
@@ -713,10 +827,10 @@ def connect(
 
     Readers' transactions are read-only. Raises Failed (exit 1) saying why the
     server cannot be reached or refused, never showing the password."""
-    settings = [f"SET search_path TO {quote(str(where.schema))}"]
+    settings = {"search_path": quote(str(where.schema))}
     if not writable:
-        settings.append("SET default_transaction_read_only = on")
-    raw = open_driver(where, lock_timeout_ms=lock_timeout_ms, settings=tuple(settings))
+        settings["transaction_read_only"] = "on"
+    raw = open_driver(where, lock_timeout_ms=lock_timeout_ms, settings=settings)
     conn = Connection(raw, where, writable=writable)
     conn.statement_timeout_ms = raw.statement_timeout_ms
     try:

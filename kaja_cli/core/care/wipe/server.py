@@ -196,6 +196,8 @@ def purge(store: Store, timeout_ms: int) -> bool:
     """VACUUM the conversation tables, so the server may reuse the erased rows'
     space (and the index's entries for them); False when the role may not
     (VACUUM would only warn and skip) or the server does not answer."""
+    from kaja_cli.core.engine import postgres as pg
+
     try:
         with store.writer(timeout_ms=timeout_ms) as conn:
             may = conn.execute(
@@ -204,7 +206,8 @@ def purge(store: Store, timeout_ms: int) -> bool:
             ).fetchone()
             if not may or not may[0]:
                 return False
-            conn.execute(f"VACUUM {', '.join(_VACUUMED)}")
+            schema = pg.quote(conn.target.schema)  # VACUUM runs outside kaja's search path
+            conn.execute(f"VACUUM {', '.join(f'{schema}.{t}' for t in _VACUUMED)}")
     except KajaError:
         return False
     return True

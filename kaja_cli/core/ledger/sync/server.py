@@ -240,11 +240,11 @@ def send(
     sent = Sent()
     deletions = False
     with conn.transaction(), conn.cursor() as cur:
-        if conn not in _staged:  # once per connection
-            cur.execute(
-                "CREATE TEMP TABLE IF NOT EXISTS sync_in (origin text, tbl text, key text,"
-                " row jsonb) ON COMMIT DELETE ROWS"
-            )
+        # Made and dropped in the batch's own transaction: a temporary table
+        # lives as long as its server connection, which a pooler hands on.
+        cur.execute(
+            "CREATE TEMP TABLE sync_in (origin text, tbl text, key text, row jsonb) ON COMMIT DROP"
+        )
         with cur.copy("COPY sync_in (origin, tbl, key, row) FROM STDIN") as copy:
             for change in changes:
                 copy.write_row(change)
@@ -264,7 +264,6 @@ def send(
             sent.deleted = _tombstones(conn, cur, writer)
         if before_commit:
             before_commit()
-    _staged.add(conn)
     return sent
 
 
@@ -283,10 +282,6 @@ def _tombstones(conn: DriverConnection, cur: DriverCursor, writer: str) -> int:
         (writer,),
     )
     return max(cur.rowcount, 0)
-
-
-# Connections that have their staging table (it lives as long as the session).
-_staged: weakref.WeakSet = weakref.WeakSet()
 
 
 # --- pull ---------------------------------------------------------------------------------
