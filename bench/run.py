@@ -3,6 +3,7 @@
     python bench/run.py                      # the benchmark store: 10,000 sessions, 1,000,000 messages
     python bench/run.py --sessions 1000 --messages 100000 --repeat 5   # a quicker look
     python bench/run.py --only startup,sessions --check
+    python bench/run.py --smoke              # every row once on a small store, nothing judged (CI)
     python bench/run.py --scale              # each command on 100k, 1M and 10M messages (bench/scale.py)
     python bench/run.py --scale --scale-stores A,B,C   # on stores built already (smallest first)
 
@@ -89,6 +90,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--only", default="", metavar="NAMES",
                     help=f"comma-separated modules to run, of: {', '.join(MODULES)} "
                          "(default: all)")  # fmt: skip
+    ap.add_argument("--smoke", action="store_true",
+                    help="every row once on a small store (300 sessions, 20,000 messages unless "
+                         "given), no goal judged: proves the bench runs (.ci/run)")  # fmt: skip
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when any goal is MISSED (without it the exit status is 0)")  # fmt: skip
     ap.add_argument("--kaja", default=str(Path(sys.executable).with_name("kaja")), metavar="PATH",
@@ -106,6 +110,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="with --scale: comma-separated state dirs of stores already built, "
                          "smallest first (read only: the rows that write use copies)")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.smoke:
+        given = set(argv if argv is not None else sys.argv[1:])
+        if "--sessions" not in given:
+            args.sessions = 300
+        if "--messages" not in given:
+            args.messages = 20_000
+        if "--repeat" not in given:
+            args.repeat = 1
+        if args.scale or args.check:
+            ap.error("--smoke judges nothing: not with --scale or --check")
     if args.scale_stores and not args.scale:
         ap.error("--scale-stores needs --scale")
     only = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -177,7 +191,7 @@ def run(args: argparse.Namespace) -> Bench:
         if (args.sessions, args.messages) != BENCHMARK_STORE:
             print("The goals are set for the benchmark store (10,000 sessions, 1,000,000 messages): "
                   "on this one kaja's start-up weighs more in the whole-process rows.")  # fmt: skip
-    bench = Bench(state, args.repeat, args.kaja, sqlite3_command)
+    bench = Bench(state, args.repeat, args.kaja, sqlite3_command, judged=not args.smoke)
     print(f"{os.cpu_count()} CPUs, load average {_load_average()}; medians of {args.repeat} "
           f"interleaved runs; store: {state.name}")  # fmt: skip
     print(HEADER, flush=True)
@@ -240,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     missed = [r.case for r in bench.rows if r.missed]
     goals = sum(r.goal is not None for r in bench.rows)
+    if args.smoke:
+        print(f"\n{len(bench.rows)} rows, each run once; a smoke run judges no goal")
+        return 0
     print(f"\n{len(bench.rows)} rows, {goals} with a goal; "
           + (f"MISSED: {'; '.join(missed)}" if missed else "every goal met"))  # fmt: skip
     return 1 if missed and args.check else 0

@@ -175,6 +175,18 @@ def test_a_fast_kaja_meets_every_goal_and_check_exits_0(tmp_path):
     assert "MISSED" not in p.stdout
 
 
+def test_a_smoke_run_runs_every_row_and_judges_none(tmp_path):
+    """`--smoke` (.ci/run): the slow kaja's rows are there, with no verdict, exit 0."""
+    floor = f'"{sys.executable}" "{BENCH / "bare_typer.py"}" --version >/dev/null'
+    slow = _fake_kaja(tmp_path, f'case "$1" in --version) {floor}; {floor}; {floor};; esac')
+    p = _run(tmp_path, slow, "--smoke")
+    assert p.returncode == 0, p.stdout + p.stderr
+    rows = _rows(p.stdout)
+    assert len(rows) == 7 and "(info)" in rows["start-up: kaja --version"]
+    assert "MISSED" not in p.stdout and "a smoke run judges no goal" in p.stdout
+    assert _run(tmp_path, slow, "--smoke", "--check").returncode == 2
+
+
 def test_a_failing_command_stops_the_bench_with_exit_2_and_no_figures(tmp_path):
     p = _run(tmp_path, _fake_kaja(tmp_path, "echo broken >&2; exit 3"))
     assert p.returncode == 2
@@ -186,7 +198,8 @@ def test_a_failing_command_stops_the_bench_with_exit_2_and_no_figures(tmp_path):
 def test_help_documents_every_option_and_the_exit_status():
     p = subprocess.run([sys.executable, str(BENCH / "run.py"), "--help"], capture_output=True,
                        text=True, check=True)  # fmt: skip
-    for option in ("--sessions", "--messages", "--repeat", "--only", "--check", "--kaja", "--out"):
+    for option in ("--sessions", "--messages", "--repeat", "--only", "--check", "--kaja", "--out",
+                   "--smoke"):  # fmt: skip
         assert option in p.stdout
     assert "Exit status" in p.stdout and "MISSED" in p.stdout
 
