@@ -59,11 +59,22 @@ In the search box the letters are typed: Tab to the list first.
 """
 
 
+def shown(text: str | None, style: str | None = None, **options) -> Text:
+    """Rich Text of a string from the store (or of a message that may quote one):
+    the one way browse puts words on the screen. Control characters, C1
+    controls and BiDi overrides are escaped as `kaja resume` escapes them
+    (`render.text(…, lines=True)`): an escape sequence in a message never
+    reaches the terminal (a clipboard write, a cleared screen, hidden text)."""
+    from kaja_cli import render
+
+    return Text(render.text(text, lines=True), style=style or "", **options)
+
+
 def line_text(line) -> Text:
     """One replay line (`render.Line`: text and style runs) as Rich Text."""
     out = Text(no_wrap=False)
     for part, style in line:
-        out.append(part, style=style or None)
+        out.append_text(shown(part, style or None))
     return out
 
 
@@ -72,15 +83,16 @@ def row_text(row: data.Row, *, all_owners: bool, now) -> Text:
     from kaja_cli.core.owners import label
 
     head = Text()
-    head.append(row.short_id, style="cyan")
+    head.append_text(shown(row.short_id, "cyan"))
     head.append("  " + render.relative_time(row.updated_at, now), style="dim")
     if all_owners:
-        head.append("  " + render.text(label(row.owner)), style="magenta")
+        head.append_text(shown("  " + label(row.owner), "magenta"))
     head.append("  ")
     if row.title:
-        head.append(row.title, style="bold")
+        head.append_text(shown(row.title, "bold"))
     elif row.first_prompt:
-        head.append("“" + " ".join(render.text(row.first_prompt).split())[:80] + "”", "italic")
+        head.append_text(shown("“" + " ".join(render.text(row.first_prompt).split())[:80] + "”",
+                               "italic"))  # fmt: skip
     else:
         head.append("(untitled)", style="dim")
     if row.messages is not None:
@@ -90,7 +102,7 @@ def row_text(row: data.Row, *, all_owners: bool, now) -> Text:
     if row.snippet is None:
         return head
     snip = Text()
-    snip.append("  " + (row.role or "") + ": ", style="dim")
+    snip.append_text(shown("  " + (row.role or "") + ": ", "dim"))
     text = render.text(row.snippet)
     at = 0
     for start, end in row.highlights:
@@ -99,6 +111,14 @@ def row_text(row: data.Row, *, all_owners: bool, now) -> Text:
         at = end
     snip.append(text[at:])
     return Text("\n").join([head, snip])
+
+
+def render_text(text: str) -> str:
+    """A string for a widget that takes no Rich Text (a notification, an input,
+    a border title), escaped as `shown` escapes."""
+    from kaja_cli import render
+
+    return render.text(text)
 
 
 class SearchBox(Input):
@@ -128,7 +148,7 @@ class Confirm(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(Text(self.question), classes="question")
+            yield Static(shown(self.question), classes="question")
             with Horizontal(classes="buttons"):
                 yield Button(self.yes, variant="error", id="yes")
                 yield Button("Cancel", id="no")
@@ -152,8 +172,8 @@ class Ask(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(Text(self.question), classes="question")
-            yield Input(self.value, id="answer")
+            yield Static(shown(self.question), classes="question")
+            yield Input(render_text(self.value), id="answer")
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
@@ -249,7 +269,7 @@ class BrowseApp(App[str | None]):
         from kaja_cli.core.owners import label
 
         who = "everyone" if self.opts.all_owners else label(self.opts.filter.owner.id)
-        self.query_one("#list", RowList).border_title = f"sessions · {who}"
+        self.query_one("#list", RowList).border_title = render_text(f"sessions · {who}")
         self.query_one("#preview").border_title = "preview"
 
     # -- the rows -----------------------------------------------------------------------
@@ -335,7 +355,7 @@ class BrowseApp(App[str | None]):
         return " · ".join([text, *notes])
 
     def _status(self, text: str) -> None:
-        self.query_one("#status", Static).update(Text(text, no_wrap=True, overflow="ellipsis"))
+        self.query_one("#status", Static).update(shown(text, no_wrap=True, overflow="ellipsis"))
 
     def selected(self) -> data.Row | None:
         if self.page is None or not self.page.rows:
@@ -373,7 +393,7 @@ class BrowseApp(App[str | None]):
         pane = self.query_one("#preview", VerticalScroll)
         await pane.remove_children()
         if p.error:
-            await pane.mount(Static(Text(p.error, style="red")))
+            await pane.mount(Static(shown(p.error, "red")))
             return
         blocks, target = _chunks(p.lines, p.target)
         widgets = [Static(Text("\n").join(line_text(line) for line in b)) for b in blocks]
@@ -429,12 +449,12 @@ class BrowseApp(App[str | None]):
         if not isinstance(e, KajaError | OSError):
             raise e
         text = str(e) if isinstance(e, KajaError) else f"{e.strerror or e} ({e.filename})"
-        self.notify(text, severity="error", markup=False, timeout=8)
+        self.notify(render_text(text), severity="error", markup=False, timeout=8)
         self._status(text)
         self._said = None
 
     def _done(self, text: str) -> None:
-        self.notify(text, markup=False, timeout=5)
+        self.notify(render_text(text), markup=False, timeout=5)
         self._status(text)
         self._said = text
 

@@ -481,3 +481,79 @@ def test_in_tmux_typing_changes_the_list_and_enter_prints_the_id(shared_demo_sto
         assert out.read_text() == TOMATO + "\n"
     finally:
         subprocess.run([*tmux, "kill-server"], capture_output=True)
+
+
+# --- escapes from the data never reach the terminal -----------------------------------------
+ESC = "\x1b"
+# What a message may hold, and the exact bytes that reach a terminal if it is written raw.
+HOSTILE = {
+    "clipboard": f"{ESC}]52;c;SGFja2VkIGNsaXBib2FyZA==\x07",
+    "cleared": f"{ESC}[2J{ESC}[HCLEARED-BY-DATA",
+    "hidden": f"{ESC}[8mHIDDEN-BY-DATA",
+    "c1": "\u009b31mRED-BY-C1",
+    "bidi": "\u202eRTL-OVERRIDE\u202c",
+}
+
+
+@pytest.mark.process
+@pytest.mark.needs("tmux")
+def test_no_escape_from_a_message_reaches_the_terminal(demo_store, tmp_path):
+    """A session whose title, role, messages and tool call hold escape sequences:
+    the list, the preview, the delete question, the rename box and the status
+    line show them escaped; the raw bytes written to the terminal (tmux
+    pipe-pane) hold none of them."""
+    from kaja_cli.core.conversations.record import Recorder
+
+    hostile = " ".join(HOSTILE.values())
+    with Recorder(_store(demo_store)) as rec:
+        sid = rec.start_session(title=f"zzhostile {hostile}")
+        rec.add_message(sid, "user", f"zzhostile question {hostile}")
+        m = rec.add_message(sid, "assistant", f"zzhostile answer {hostile}")
+        rec.add_tool_call(m.id, f"tool{HOSTILE['cleared']}", {"q": hostile})
+        rec.add_message(sid, f"role{HOSTILE['hidden']}", f"zzhostile odd role {hostile}")
+    k = demo_store
+    sock, raw = str(tmp_path / "tmux.sock"), tmp_path / "raw"
+    tmux = ["tmux", "-S", sock]
+    env = dict(k.env, TERM="xterm-256color", PATH=f"{Path(KAJA).parent}:{os.environ['PATH']}")
+    env.pop("NO_COLOR")
+    subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40",
+                    "sh", "-c", f"{KAJA} browse; sleep 30"], env=env, check=True)  # fmt: skip
+    subprocess.run([*tmux, "pipe-pane", "-o", f"cat >> {raw}"], check=True)
+
+    def screen() -> str:
+        return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True,
+                              text=True).stdout  # fmt: skip
+
+    def wait_for(cond, what: str) -> str:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if cond(text := screen()):
+                return text
+            time.sleep(0.1)
+        raise AssertionError(f"{what} never showed:\n{screen()}")
+
+    def keys(*k: str) -> None:
+        subprocess.run([*tmux, "send-keys", *k], check=True)
+
+    try:
+        wait_for(lambda s: "zzhostile" in s, "the hostile session in the list")
+        subprocess.run([*tmux, "send-keys", "-l", "zzhostile"], check=True)
+        shown = wait_for(lambda s: "Kaja: zzhostile answer" in s and "[role" in s, "the preview")
+        assert r"\x1b]52;c;" in shown and r"\x1b[2J" in shown  # escaped, visible
+        keys("Tab")
+        wait_for(lambda s: "d delete" in s, "the list's keys in the footer")
+        keys("d")
+        wait_for(lambda s: "Delete session" in s, "the delete question")
+        keys("Escape")
+        wait_for(lambda s: "nothing deleted" in s, "the status line")
+        keys("r")
+        wait_for(lambda s: "New title for" in s, "the rename box")
+        keys("Escape")
+        time.sleep(0.5)
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    written = raw.read_bytes()
+    assert b"zzhostile" in written  # the pane's output was recorded
+    for name, sequence in HOSTILE.items():
+        assert sequence.encode() not in written, name
+    assert "\u009b".encode() not in written and "\u202e".encode() not in written
