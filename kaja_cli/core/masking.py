@@ -22,7 +22,11 @@ decided the way that hides the most:
 
 `mask` is for a value known to hold an address; `mask_text` for any text that
 may hold some (a settings value, a message); `scrub` for a driver's message
-about one address, which may quote the address or a piece of it.
+about one address, which may quote the address or a piece of it;
+`mask_stored` and `mask_stored_text` for what another program stored (a
+trigger's config and last error), which may hold any credential in any shape:
+a token as a URL's user, in its query or path, an HTTP authorization, a
+header as a pair, JSON inside a string, a BLOB.
 """
 
 from __future__ import annotations
@@ -201,42 +205,185 @@ def _occurrences(text: str, piece: str) -> list[int]:
     return found
 
 
-# --- settings another program stored as JSON (a trigger's `config`) -----------------------
+# --- what another program stored: a trigger's `config`, its `last_error` -------------------
 # Wider than an address's parameters: in a config any key naming a key, an
 # auth, a cookie, a session or a signature may hold a credential. Masking a
 # harmless value by mistake costs nothing; printing a token costs much.
 _CONFIG_SECRET = re.compile(
     _SECRET_WORD + r"|key|auth|cookie|session|signature|bearer|private|passphrase", re.I
 )
+# Short names that are secrets as whole words of a key (`PASS`, `db_pw`, `hmac`).
+_SECRET_PARTS = {"pass", "pw", "pwd", "hmac", "sig", "jwt", "otp", "pin", "cred", "creds", "dsn"}
+_PARTS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# In a URL another program stored: the query values under such names (`?key=`, `?sig=`).
+_CONFIG_QUERY = re.compile(r"([?&;])([^=&#\s]+)=([^&#\s]*)")
+# Tokens a path carries: Telegram's `bot<id>:<token>`, and the path after a
+# Slack or Discord webhook's fixed part; any long run of letters and digits.
+_PATH_TOKENS = (
+    re.compile(r"(?i)(/bot\d+:)[\w-]+"),
+    re.compile(r"(?i)(hooks\.slack\.com/(?:services|workflows|triggers)/)[^?#\s]+"),
+    re.compile(r"(?i)(discord(?:app)?\.com/api/webhooks/\d+/)[^/?#\s]+"),
+)
+# A path segment that looks like a key: 16 or more letters and digits, both,
+# between separators (not a slug of words: `getting-started-2026`).
+_LONG_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?=[A-Za-z0-9]*\d)(?=[A-Za-z0-9]*[A-Za-z])[A-Za-z0-9]{16,}(?![A-Za-z0-9])"
+)
+# In free text: an HTTP authorization, a `name: value` or `name=value` whose
+# name is secret-looking, a scheme-less `user:password@host`, a bare Telegram
+# bot token (`123456789:AA…`).
+_AUTH_SCHEME = re.compile(r"(?i)\b(Bearer|Basic|Token|Digest|Bot)(\s+)[^\s'\",;]+")
+_NAMED = re.compile(
+    r"(?P<name>[\w.-]+)(?P<sep>\s*[:=]\s*)(?P<value>\"[^\"]*\"?|'[^']*'?|[^\s,;&'\":=]+)"
+)
+_USERINFO = re.compile(r"(?<![\w/:.-])([\w.+-]+):([^\s@/:'\"]+)@(?=[\w.-]+)")
+_TELEGRAM = re.compile(r"\b(\d{6,}:)[\w-]{20,}")
 
 
 def secret_key(name: str) -> bool:
-    """Whether a JSON key's name says its value may be a credential."""
-    return bool(_CONFIG_SECRET.search(name))
+    """Whether a key's name says its value may be a credential (`api_key`,
+    `Authorization`, `X-Auth-Token`, `PASS`, `db_pw`, `hmac`)."""
+    if _CONFIG_SECRET.search(name):
+        return True
+    return any(part.lower() in _SECRET_PARTS for part in _PARTS.findall(name))
+
+
+MAX_DEPTH = 64  # JSON nested deeper is shown as masked text (each step of a print recurses)
+
+
+def mask_stored(value: object) -> object:
+    """A value another program stored (a trigger's `config`) fit to print:
+    JSON text is parsed and shown masked (`mask_json`); anything else, a
+    BLOB's bytes decoded included, is masked as free text (`mask_stored_text`),
+    and so is JSON nested deeper than MAX_DEPTH (100,000 levels are text too)."""
+    import json
+
+    text = stored_text(value)
+    if text is None:
+        return value
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return mask_stored_text(text)
+    if _depth(parsed) > MAX_DEPTH:
+        return mask_stored_text(text)
+    return mask_json(parsed)
+
+
+def stored_text(value: object) -> str | None:
+    """A stored value as text (a BLOB's bytes as UTF-8); None for a number or NULL."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
+
+
+def _depth(value: object) -> int:
+    """How deep a parsed JSON value nests, counted without recursion."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, dict | list):
+            deepest = max(deepest, depth)
+            if deepest > MAX_DEPTH:
+                return deepest
+            todo.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return deepest
 
 
 def mask_json(value: object) -> object:
     """A parsed JSON value fit to print: the value under each secret-looking
-    key (`secret_key`), at any depth, as ***, and each string's addresses
-    masked (`mask_text`: a webhook URL may carry a token)."""
+    key (`secret_key`), at any depth, as ***; a secret-looking header given as
+    `{"name": …, "value": …}` or `[name, value]` likewise; each string masked
+    as free text (`mask_stored_text`), and a string holding JSON masked as JSON."""
     if isinstance(value, dict):
-        return {k: MASK if secret_key(str(k)) and v not in (None, "")
+        named = _named_secret(value)
+        return {k: MASK if (secret_key(str(k)) or k in named) and v not in (None, "")
                 else mask_json(v) for k, v in value.items()}  # fmt: skip
     if isinstance(value, list):
+        if len(value) == 2 and all(isinstance(v, str) for v in value) and secret_key(value[0]):
+            return [value[0], MASK]
         return [mask_json(v) for v in value]
     if isinstance(value, str):
-        return mask_text(value)
+        return _mask_string(value)
     return value
 
 
-def mask_json_text(text: object) -> object:
-    """Stored JSON text as `mask_json` shows it (parsed); text that is not
-    JSON is masked as free text is (`mask_text`)."""
+_NAME_FIELDS = ("name", "key", "header", "field", "param", "id")
+_VALUE_FIELDS = ("value", "val", "content", "data", "text")
+
+
+def _named_secret(obj: dict) -> set:
+    """The value fields of `{"name": "Authorization", "value": …}`."""
+    for field in _NAME_FIELDS:
+        name = obj.get(field)
+        if isinstance(name, str) and secret_key(name):
+            return {k for k in obj if str(k).lower() in _VALUE_FIELDS}
+    return set()
+
+
+def _mask_string(text: str) -> str:
     import json
 
-    if not isinstance(text, str):
-        return text
-    try:
-        return mask_json(json.loads(text))
-    except ValueError:
-        return mask_text(text)
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+        try:
+            inner = json.loads(stripped)
+        except (ValueError, RecursionError):
+            inner = None
+        if isinstance(inner, dict | list) and _depth(inner) <= MAX_DEPTH:
+            return json.dumps(mask_json(inner), ensure_ascii=False)
+    return mask_stored_text(text)
+
+
+def mask_stored_text(text: str) -> str:
+    """Free text another program stored (a config that is not JSON, a last
+    error), fit to print: every address masked as `mask_text` does, and also
+    a URL's user part and its secret-looking query values, a token in its
+    path (Telegram's, a Slack or Discord webhook's, any long run of letters
+    and digits), an HTTP authorization (`Bearer …`), a `name: value` or
+    `name=value` whose name looks secret, a scheme-less `user:password@host`
+    and a bare Telegram bot token."""
+    text = mask_text(text)
+    text = _URL_IN_TEXT.sub(lambda m: _stored_url(m.group()), text)
+    text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+    text = _NAMED.sub(_named_value, text)
+    text = _USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", text)
+    return _TELEGRAM.sub(lambda m: m.group(1) + MASK, text)
+
+
+_SCHEME_WORDS = {"bearer", "basic", "token", "digest", "bot"}
+
+
+def _named_value(m: re.Match[str]) -> str:
+    value = m.group("value")
+    keep = (
+        not secret_key(m.group("name"))
+        or value.strip("'\"") in ("", MASK)
+        or value.startswith("//")  # `https://…`: the URL was masked above
+        or value.lower() in _SCHEME_WORDS  # `Authorization: Bearer ***`
+    )
+    return m.group() if keep else m.group("name") + m.group("sep") + MASK
+
+
+def _stored_url(url: str) -> str:
+    url = mask(url)  # the password, and parameters named like one
+    scheme = _SCHEME.match(url)
+    rest = url[scheme.end() :] if scheme else url
+    host_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    at = rest.rfind("@", 0, host_end)
+    if at > 0 and rest[:at] != MASK and not rest[:at].endswith(":" + MASK):
+        rest = MASK + rest[at:]  # a token as the user (`https://TOKEN@github.com/…`)
+    elif at > 0 and rest[:at].endswith(":" + MASK):
+        rest = MASK + rest[at:]
+    for pattern in _PATH_TOKENS:
+        rest = pattern.sub(lambda m: m.group(1) + MASK, rest)
+    rest = _CONFIG_QUERY.sub(
+        lambda m: (
+            f"{m.group(1)}{m.group(2)}={MASK}"
+            if secret_key(m.group(2)) and m.group(3)
+            else m.group()
+        ),
+        rest,
+    )
+    rest = _LONG_TOKEN.sub(MASK, rest)
+    return (scheme.group() if scheme else "") + rest

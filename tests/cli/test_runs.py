@@ -321,6 +321,89 @@ def test_a_triggers_secret_and_config_tokens_never_appear(demo_store):
     assert "secret" not in trig and "state" not in trig
 
 
+# The configs of round 4 that printed a credential: (config as stored, last_error, the secrets).
+_J = json.dumps
+HOSTILE_TRIGGERS = [
+    (_J({"url": "https://ghp_GITHUB0TOKEN1abc@github.com/org/repo.git"}), None, ["ghp_GITHUB0TOKEN1abc"]),
+    (_J({"url": "https://x.example/hook?key=KEYVALUE2"}), None, ["KEYVALUE2"]),
+    (_J({"url": "https://blob.example/f?sv=2020&sig=SIGVALUE3&se=2026"}), None, ["SIGVALUE3"]),
+    (_J({"url": "https://api.telegram.org/bot123456789:AAH-TELEGRAM_TOKEN_4xyz/sendMessage"}), None,
+     ["AAH-TELEGRAM_TOKEN_4xyz"]),
+    (_J({"webhook": "https://hooks.slack.com/services/T0AAA/B0BBB/SLACKSECRET5xyz"}), None,
+     ["SLACKSECRET5xyz"]),
+    (_J({"webhook": "https://discord.com/api/webhooks/123456/DISCORD_SECRET_6_abcdef"}), None,
+     ["DISCORD_SECRET_6_abcdef"]),
+    (_J({"headers": [["Authorization", "Bearer BEARER7TOKEN"]]}), None, ["BEARER7TOKEN"]),
+    (_J({"headers": [{"name": "Authorization", "value": "Bearer BEARER8TOKEN"}]}), None,
+     ["BEARER8TOKEN"]),
+    (_J({"headers": {"X-Api-Key": "APIKEY9VALUE"}}), None, ["APIKEY9VALUE"]),
+    (_J({"options": _J({"token": "JSONINSTRING10"})}), None, ["JSONINSTRING10"]),
+    ("token: NONJSON11", None, ["NONJSON11"]),
+    ("Authorization: Bearer NONJSON12", None, ["NONJSON12"]),
+    (_J({"PASS": "PASS13VALUE"}), None, ["PASS13VALUE"]),
+    (_J({"pw": "PW14VALUE"}), None, ["PW14VALUE"]),
+    (_J({"hmac": "HMAC15VALUE"}), None, ["HMAC15VALUE"]),
+    (_J({"target": "me:PASSWORD16@db.internal:5432"}), None, ["PASSWORD16"]),
+    (_J({"kind": "poll"}), "401: Authorization: Bearer LASTERR17 refused", ["LASTERR17"]),
+    (b'{"token": "BLOB18VALUE"}', None, ["BLOB18VALUE"]),
+    (_J({"url": "https://user:PASS19VALUE@example.com/x"}), None, ["PASS19VALUE"]),
+    (_J({"headers": {"Cookie": "sid=COOKIE20VALUE"}}), None, ["COOKIE20VALUE"]),
+    (_J({"env": ["API_TOKEN=ENVTOKEN21"]}), None, ["ENVTOKEN21"]),
+    (_J({"cmd": "curl -H 'Authorization: Bearer CURL22TOKEN' https://x.example"}), None,
+     ["CURL22TOKEN"]),
+    (_J({"url": "https://x.example/cb?access_token=ACCESS23&x=1"}), None, ["ACCESS23"]),
+    (_J({"auth": {"user": "me", "password": "NESTED24VALUE"}}), None, ["NESTED24VALUE"]),
+    (_J({"url": "wss://WSUSER25TOKEN@stream.example/feed"}), None, ["WSUSER25TOKEN"]),
+    (_J({"query": "?signature=SIGNATURE26"}), None, ["SIGNATURE26"]),
+    (_J({"Authorization": "Basic QkFTSUMyNzpwdw=="}), None, ["QkFTSUMyNzpwdw=="]),
+    (_J({"headers": "Authorization: Bearer HDRSTR28"}), None, ["HDRSTR28"]),
+    (_J({"telegram": "5123456789:AAEF_BARE_TELEGRAM29_tokenvalue"}), None,
+     ["AAEF_BARE_TELEGRAM29_tokenvalue"]),
+    (_J({"url": "https://hooks.slack.com/workflows/T1/A2/333/SLACKWF30SECRET"}), None,
+     ["SLACKWF30SECRET"]),
+    (_J({"hooks": ["https://discordapp.com/api/webhooks/99/DISCORDAPP31token"]}), None,
+     ["DISCORDAPP31token"]),
+    (_J({"x": {"name": "api-key", "value": "NAMEVALUE32"}}), None, ["NAMEVALUE32"]),
+    (_J({"x": ["X-Auth-Token", "PAIR33VALUE"]}), None, ["PAIR33VALUE"]),
+    (_J({"webhook_url": "https://example.com/h?token=TOK34VALUE"}), None, ["TOK34VALUE"]),
+    (_J({"nested": _J({"headers": {"Authorization": "Bearer NESTEDJSON35"}})}), None,
+     ["NESTEDJSON35"]),
+    ("url: https://x.example\napi_key: YAML36VALUE\nchannel: ops", None, ["YAML36VALUE"]),
+]  # fmt: skip
+
+
+def test_no_trigger_config_of_the_hostile_corpus_prints_a_credential(demo_store):
+    """Round 4's 36 configs (a token as a URL's user, in its query or path, a
+    header as a pair, JSON inside a string, a config that is no JSON, a BLOB…)
+    and a config nested 100,000 deep: every output that shows a trigger runs,
+    exit 0, and holds none of their secrets; what is not secret is still shown."""
+    assert len(HOSTILE_TRIGGERS) == 36
+    k = demo_store
+    with closing(sqlite3.connect(k.db)) as conn, conn:
+        for n, (config, error, _) in enumerate(HOSTILE_TRIGGERS):
+            conn.execute("INSERT INTO triggers (id, name, kind, status, config, last_error)"
+                         " VALUES (?, ?, 'webhook', 'active', ?, ?)",
+                         (f"trg_h{n:02d}", f"hostile {n}", config, error))  # fmt: skip
+        deep = "[" * 100_000 + "]" * 100_000
+        conn.execute("INSERT INTO triggers (id, name, kind, status, config)"
+                     " VALUES ('trg_deep', 'deep', 'webhook', 'active', ?)", (deep,))  # fmt: skip
+    outputs = []
+    for args in (("triggers",), ("triggers", "--json"), ("triggers", "--kind", "webhook", "-n", "0"),
+                 ("doctor",), ("doctor", "--json")):  # fmt: skip
+        r = k(*args)
+        assert r.code in (0, 1) and "internal error" not in r.err, (args, r)
+        outputs.append(r.out + r.err)
+    every = "\n".join(outputs)
+    leaked = [s for _, _, secrets in HOSTILE_TRIGGERS for s in secrets if s in every]
+    assert leaked == []
+    shown = {t["id"]: t for t in js(k("triggers", "--json", "-n", "0"))["triggers"]}
+    assert shown["trg_h00"]["config"]["url"] == "https://***@github.com/org/repo.git"
+    assert shown["trg_h02"]["config"]["url"] == "https://blob.example/f?sv=2020&sig=***&se=2026"
+    assert shown["trg_h16"]["last_error"] == "401: Authorization: Bearer *** refused"
+    assert shown["trg_h17"]["config"] == {"token": "***"}  # the BLOB, read as text
+    assert shown["trg_deep"]["config"].startswith("[[[")  # too deep to be shown as JSON: text
+
+
 # --- TAB -----------------------------------------------------------------------------------------
 def test_run_ids_are_offered_on_tab(shared_demo_store):
     from kaja_cli.completion import values

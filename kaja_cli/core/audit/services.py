@@ -5,8 +5,8 @@ seed's scheduler query, active with `next_run_at` now or earlier, soonest
 first, as the `schedules_due` index serves it); triggers. A trigger's
 `secret` is never selected (nor its `state`, where a watcher keeps its
 cursors and, for some kinds, tokens); its `config` is shown with the values
-under secret-looking keys masked (`masking.mask_json`), and its last error
-with any address's password masked.
+under secret-looking keys masked and every token-shaped string hidden
+(`masking.mask_stored`), and its last error the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from kaja_cli.core import clock
 from kaja_cli.core.audit.common import Listing, col, columns, select, usable
-from kaja_cli.core.masking import mask_json_text, mask_text
+from kaja_cli.core.masking import mask_stored, mask_stored_text, stored_text
 from kaja_cli.core.store import Store
 
 TASK_COLUMNS = ("id", "agent_id", "tool_name", "status", "attempts", "max_retries",
@@ -183,9 +183,10 @@ def triggers(store: Store, *, status: str | None = None, kind: str | None = None
 
 def _trigger(row: tuple) -> Trigger:
     values = dict(zip(TRIGGER_COLUMNS, row, strict=True))
-    values["config"] = mask_json_text(values["config"])
-    if isinstance(values["last_error"], str):
-        values["last_error"] = mask_text(values["last_error"])
+    values["config"] = mask_stored(values["config"])
+    error = values["last_error"]
+    if error is not None:
+        values["last_error"] = mask_stored_text(stored_text(error) or str(error))
     return Trigger(**values)
 
 
