@@ -26,6 +26,14 @@ def backup(
             help="The archive to write (a folder: the default name in it); *.tar is not compressed.",
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Replace FILE even when it is not a kaja backup, or is a symbolic link"
+            " (the link itself is replaced; what it points to is left alone).",
+        ),
+    ] = False,
     as_json: Json = False,
 ) -> None:
     """Back up the whole store into one archive, while Kaja runs.
@@ -36,8 +44,9 @@ def backup(
     its sessions and a manifest (kaja and schema versions, a sha256 of every
     file). By default kaja-backup-<UTC time>.tar.gz in the current folder;
     gzip-compressed unless the name ends in .tar. Written whole or not at
-    all, readable only by you, and never over one of the store's own files
-    (exit 5). Settings stay out. `kaja restore FILE` puts it back. Free
+    all, readable only by you, never over one of the store's own files, and
+    never through a symbolic link or over a file that is not a kaja backup
+    unless --force (exit 5). Settings stay out. `kaja restore FILE` puts it back. Free
     space: about the archive's size for a .tar (on ext4 and XFS the
     shared file's copy becomes the archive in place), a copy of each
     database besides the archive otherwise.
@@ -52,7 +61,7 @@ def backup(
     profiler.discard()
     store = store_of(ctx)
     with render.progress("backing up") as progress:
-        result = run(store, output, progress=progress)
+        result = run(store, output, progress=progress, force=force)
     render.emit(result, as_json, partial(view.backed_up, images=store.paths.images_dir))
 
 

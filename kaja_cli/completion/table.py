@@ -183,6 +183,7 @@ COMMANDS = {
         ],
         'params': [
             ('option', 'output', ('--output', '-o'), (), 'The archive to write (a folder: the default name in it); *.tar is not compressed.', False, True, False, 1, None),
+            ('option', 'force', ('--force',), (), 'Replace FILE even when it is not a kaja backup, or is a symbolic link (the link itself is replaced; what it points to is left alone).', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],

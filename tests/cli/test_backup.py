@@ -280,12 +280,41 @@ def test_without_o_it_writes_the_default_name_in_the_current_folder(
     assert f"wrote {here / name}" in p.stderr
 
 
-def test_an_existing_file_is_replaced_whole(demo_store: Kaja, tmp_path: Path):
+def test_an_older_backup_is_replaced_whole_and_any_other_file_only_with_force(
+    demo_store: Kaja, tmp_path: Path
+):
     out = tmp_path / "b.tar.gz"
-    out.write_text("an older backup")
     backup(demo_store, out)
-    assert "MANIFEST.json" in members(out)
+    first = out.read_bytes()
+    backup(demo_store, out)  # a kaja backup: replaced, as a new backup
+    assert "MANIFEST.json" in members(out) and out.read_bytes() != first
     assert out.stat().st_mode & 0o777 == 0o600
+    notes = tmp_path / "notes.tar.gz"
+    notes.write_text("my notes, not a backup")
+    r = demo_store("backup", "-o", str(notes))
+    assert r.code == 5 and "is not a kaja backup" in r.err and "--force" in r.err, r
+    assert notes.read_text() == "my notes, not a backup"
+    r = demo_store("backup", "-o", str(notes), "--force")
+    assert r.code == 0, r
+    assert "MANIFEST.json" in members(notes)
+
+
+def test_a_link_is_never_written_through(demo_store: Kaja, tmp_path: Path):
+    """`backup -o LINK` replaced the file the link named (as root, `/etc/passwd`
+    became a gzip archive): a link is refused, and with --force the link itself
+    is replaced by the archive; what it named is left as it was."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    victim.chmod(0o644)
+    link = tmp_path / "backup.tar.gz"
+    link.symlink_to(victim)
+    r = demo_store("backup", "-o", str(link))
+    assert r.code == 5 and "symbolic link" in r.err and r.err.count("\n") == 1, r
+    assert link.is_symlink() and victim.read_text().startswith("root:x:0:0")
+    r = demo_store("backup", "-o", str(link), "--force")
+    assert r.code == 0, r
+    assert not link.is_symlink() and "MANIFEST.json" in members(link)
+    assert victim.read_text().startswith("root:x:0:0") and victim.stat().st_mode & 0o777 == 0o644
 
 
 @pytest.mark.parametrize(
@@ -318,7 +347,7 @@ def test_a_fifo_a_dangling_link_and_a_missing_folder_are_refused(demo_store: Kaj
     dangling = tmp_path / "dangling"
     dangling.symlink_to(tmp_path / "nowhere" / "x")
     r = demo_store("backup", "-o", str(dangling))
-    assert r.code == 5 and "does not exist" in r.err, r
+    assert r.code == 5 and "symbolic link" in r.err, r
     r = demo_store("backup", "-o", str(tmp_path / "no" / "such" / "b.tar.gz"))
     assert r.code == 2 and "no folder" in r.err, r
     assert sorted(os.listdir(tmp_path)) == ["dangling", "fifo", "home", "state"]

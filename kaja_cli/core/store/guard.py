@@ -14,6 +14,10 @@
   markers, anything under `files/`), compared by real path and by inode (a
   hard link is the same file), and only a regular file you own; a symbolic
   link is followed only to one (`write_target`, exit 5 otherwise).
+- **A file kaja writes whole** (a backup's archive) is never written through
+  a symbolic link, and never over an existing file it does not recognise as
+  one it wrote, unless `--force` names it (`own_file_target`, exit 5); even
+  then a link itself is replaced, never what it points to.
 - **chmod** only of regular files, and of folders holding nothing but what
   kaja creates; never a device, a FIFO, a symlinked folder, your home folder
   or one above it, a shared sticky folder (`/tmp`'s 1777), or another
@@ -179,6 +183,40 @@ def write_target(path: Path, protected: Iterable[Path] = (), *, what: str = "fil
     _not_protected(path, protected, what)
     _check_writable(path, real, st)
     return Target(path, real, True)
+
+
+def own_file_target(
+    path: Path, protected: Iterable[Path] = (), *, what: str, ours: Callable[[Path], bool],
+    force: bool = False,
+) -> Path:  # fmt: skip
+    """Where a file kaja writes whole (a backup) goes: `path` itself, never
+    through a link. Refused (exit 5): a symbolic link, or an existing file
+    that `ours` does not recognise (one kaja did not write), unless `force`
+    (then the link itself, or the file, is replaced); always one of the
+    store's files, a folder, a FIFO, another user's or a read-only file."""
+    protected = list(protected)
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        _not_protected(path, protected, what)
+        return path
+    if stat.S_ISLNK(st.st_mode):
+        _not_protected(path, protected, what)  # by what it points to: never into the store
+        if not force:
+            raise Refused(
+                f"{path} is a symbolic link (to {os.path.realpath(path)}):"
+                f" kaja never writes a {what} through a link",
+                hint="name another file, or add --force to replace the link itself"
+                " (what it points to is left as it is)",
+            )
+        return path
+    target = write_target(path, protected, what=what)
+    if not force and not ours(path):
+        raise Refused(
+            f"{path} exists and is not a kaja {what}: kaja replaces only what it wrote",
+            hint="name another file, or add --force to replace it",
+        )
+    return target.path
 
 
 def _not_protected(path: Path, protected: list[Path], what: str) -> None:

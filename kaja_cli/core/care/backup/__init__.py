@@ -30,9 +30,9 @@ if TYPE_CHECKING:
     from kaja_cli.core.store import Store
 
 
-def backup(store: Store, output: Any = None, *, progress: Any = None) -> Any:
+def backup(store: Store, output: Any = None, *, progress: Any = None, force: bool = False) -> Any:
     """`kaja backup`: the store (or in cloud mode, the account's rows) in one archive."""
-    return store.part(__name__).backup(store, output, progress=progress)
+    return store.part(__name__).backup(store, output, progress=progress, force=force)
 
 
 def plan_restore(store: Store, archive_path: Any, *, force: bool, dry_run: bool = False) -> Any:

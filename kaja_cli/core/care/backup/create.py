@@ -104,6 +104,7 @@ def backup(
     progress: Progress | None = None,
     require_shared: bool = True,
     now: datetime | None = None,
+    force: bool = False,
 ) -> BackupResult:
     """Write the archive (see the module docstring); returns what it holds.
 
@@ -118,7 +119,7 @@ def backup(
     files = existing_databases(paths.databases())  # first: `--db /` is no database, not "the store"
     if not files:
         raise NotFound(f"no Kaja store at {paths.shared_db.path}: nothing to back up")
-    target = guarding.archive_target(paths, output, moment)
+    target = guarding.archive_target(paths, output, moment, force=force)
     _remove_stale(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     staging = target.with_name(f".{target.name}.{os.getpid()}.partial")

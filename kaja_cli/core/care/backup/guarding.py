@@ -1,10 +1,11 @@
 """What backup, restore and optimize may read, write and replace: `core/guard.py`'s
 rule, with what these three commands add to it.
 
-- **The archive `kaja backup` writes** is a file written on request
-  (`guard.write_target`): never one of the store's files (`guard.store_files`,
-  the restore markers included); a folder means "put it in there" under the
-  default name.
+- **The archive `kaja backup` writes** is a file kaja writes whole
+  (`guard.own_file_target`): never one of the store's files (`guard.store_files`,
+  the restore markers included), never through a symbolic link, never over a
+  file that is not a kaja backup, unless `--force` names it; a folder means
+  "put it in there" under the default name.
 - **A database is Kaja's** by `guard.recognise` (its tables and their
   columns); backup, restore and optimize refuse (exit 5) another program's.
 - **A database file** is a SQLite file with regular -wal/-shm/-journal
@@ -28,22 +29,38 @@ def default_name(now: datetime) -> str:
     return f"kaja-backup-{clock.stamp(now)}.tar.gz"
 
 
-def archive_target(paths: Paths, output: Path | None, now: datetime) -> Path:
-    """The file `kaja backup` writes (the real path: a link is followed).
+def archive_target(
+    paths: Paths, output: Path | None, now: datetime, *, force: bool = False
+) -> Path:
+    """The file `kaja backup` writes: the path itself, never through a link.
 
     None: the default name in the current folder; a folder: the default name
     in it. UsageError (exit 2) for a folder that does not exist; Refused
-    (exit 5) for anything kaja must not replace (`guard.write_target`).
+    (exit 5) for anything kaja must not replace (`guard.own_file_target`): a
+    symbolic link, or a file that is not a kaja backup, unless `force`.
     """
     if output is None:
         output = Path.cwd() / default_name(now)
     elif output.is_dir():
         output = output / default_name(now)
     output = Path(os.path.abspath(output))
-    target = guard.write_target(output, guard.store_files(paths), what="backup")
-    if not target.real.parent.is_dir():
-        raise UsageError(f"-o: no folder {target.real.parent}", hint="create it first")
-    return target.real
+    if not output.parent.is_dir():
+        raise UsageError(f"-o: no folder {output.parent}", hint="create it first")
+    return guard.own_file_target(
+        output, guard.store_files(paths), what="backup", ours=is_backup, force=force
+    )
+
+
+def is_backup(path: Path) -> bool:
+    """Whether `path` is an archive `kaja backup` wrote (its first member is one of kaja's)."""
+    from kaja_cli.core.care.backup import staging
+    from kaja_cli.errors import KajaError
+
+    try:
+        staging.check_first_member(path)
+    except KajaError:
+        return False
+    return True
 
 
 def require_database_file(path: Path) -> None:

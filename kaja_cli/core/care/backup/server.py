@@ -77,12 +77,13 @@ def backup(
     progress: Progress | None = None,
     require_shared: bool = True,
     now: datetime | None = None,
+    force: bool = False,
 ) -> BackupResult:
     """The account's rows and their images in one archive (see the module docstring).
     NotFound (exit 3) when the server holds no Kaja schema."""
     paths = store.paths
     moment = now or clock.now()
-    target = guarding.archive_target(paths, output, moment)
+    target = guarding.archive_target(paths, output, moment, force=force)
     create._remove_stale(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     staging = target.with_name(f".{target.name}.{os.getpid()}.partial")
