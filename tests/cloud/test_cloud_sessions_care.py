@@ -191,3 +191,39 @@ def test_archive_marks_are_added_to_a_schema_made_before_them(cloud_demo):
     assert [s["id"] for s in listed] == [first]
     hits = json.loads(cloud_demo("search", "--json", "-n", "0", "the").out)["results"]
     assert first not in {h["session_id"] for h in hits}
+
+
+@pytest.mark.parametrize("stopped_at", ["prune-images#1", "prune-commit#2", "prune-images#2"])
+def test_a_server_stopped_between_batches_says_what_was_committed(
+    cloud_demo, pg_server, monkeypatch, stopped_at
+):
+    """Round 4: with the server stopped a second in, prune said "nothing was changed"
+    while 105 of 600 sessions were gone (or was an internal error). It says how
+    many sessions and batches were committed, that a rerun finishes, exit 1, and
+    the rerun does."""
+    from kaja_cli.core.store import markers
+
+    kaja = cloud_demo
+    ids = _fill(kaja)
+    seen: dict[str, int] = {}
+
+    def stop_there(step: str) -> None:
+        seen[step] = seen.get(step, 0) + 1
+        if f"{step}#{seen[step]}" == stopped_at:
+            pg_server.stop()
+
+    monkeypatch.setattr(markers, "checkpoint", stop_there)
+    r = kaja(*PRUNE)
+    pg_server.start()
+    committed = {"prune-images#1": 1, "prune-commit#2": 1, "prune-images#2": 2}[stopped_at]
+    gone = 100 * committed
+    assert r.code == 1 and "internal error" not in r.err, r
+    assert r.err.startswith("kaja: "), r
+    said = f"after {gone} of 250 sessions and their {3 * gone} messages were deleted"
+    assert f"{said} ({committed} of 3 batches)" in r.err, r
+    assert "nothing was changed" not in r.err and "run the same `kaja sessions prune`" in r.err
+    assert _state(kaja)["sessions"] == ids[gone:]
+    monkeypatch.undo()
+    r = kaja(*PRUNE)
+    assert r.code == 0, r
+    assert _state(kaja)["sessions"] == [] and json.loads(r.out)["deleted"] == BULK - gone

@@ -68,3 +68,16 @@ def test_a_server_that_cannot_start_says_why(tmp_path):
         assert 'invalid value for parameter "shared_buffers": "plenty"' in str(failed.value)
     finally:
         server.cleanup()
+
+
+def test_a_rollback_on_a_lost_connection_is_quiet(pg):
+    """A prune whose server went away mid-batch rolled back on the closed
+    connection and ended in `internal error: OperationalError: the connection is
+    closed`: a ROLLBACK there has nothing to undo, and says nothing."""
+    from kaja_cli.core.engine import postgres
+
+    with postgres.connect(postgres.Target(pg.url, schema="public"), writable=True) as conn:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.raw.close()  # as psycopg does when the server drops it mid-statement
+        assert conn.execute("ROLLBACK").fetchall() == []
+        assert not conn.in_transaction

@@ -38,7 +38,7 @@ from kaja_cli.core.conversations.sessions import col, columns
 from kaja_cli.core.engine import db, dialect, fs
 from kaja_cli.core.store import markers
 from kaja_cli.core.wording import noun, plural
-from kaja_cli.errors import Busy, Interrupted, Refused
+from kaja_cli.errors import Busy, ExitStatus, Failed, Interrupted, KajaError, Refused
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
@@ -223,22 +223,17 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
     with store.writer() as conn:
         have = columns(conn, *FILTER_TABLES)
         known = cascade.tables(conn)
-        for group in groups:
+        for n, group in enumerate(groups):
             try:
                 gone, counts = _delete_batch(conn, have, known, pruning.filter, group, paths)
             except KeyboardInterrupt:
-                raise Interrupted(
-                    f"interrupted after deleting {deleted} of {plural(total, 'session')}",
-                    hint="run the same `kaja sessions prune` again to finish",
-                ) from None
-            except Busy as e:
-                if not deleted:
-                    raise
-                raise Busy(
-                    f"{e.message} after {deleted} of {plural(total, 'session')}"
-                    f" {noun(deleted, 'was', 'were')} deleted",
-                    hint="run the same `kaja sessions prune` again to finish",
-                ) from None
+                so_far = PruneResult(deleted, rows, removed, kept, skipped, n)
+                raise _after(Interrupted("interrupted"), so_far, total, len(groups)) from None
+            except KajaError as e:
+                if not n:
+                    raise  # nothing was deleted: the error says so as it is
+                so_far = PruneResult(deleted, rows, removed, kept, skipped, n)
+                raise _after(e, so_far, total, len(groups)) from None
             for table, k in counts.items():
                 rows[table] = rows.get(table, 0) + k
             deleted += len(gone)
@@ -258,6 +253,21 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
             done += len(group)
             report(done, total)
     return PruneResult(deleted, rows, removed, kept, skipped, len(groups))
+
+
+def _after(e: KajaError, done: PruneResult, total: int, batches: int) -> KajaError:
+    """`e`, met after `done.batches` batches were committed: what it stopped,
+    and what stays done. A lost connection's own "nothing was changed" would be
+    false here."""
+    kind = {ExitStatus.BUSY: Busy, ExitStatus.INTERRUPTED: Interrupted}.get(e.status, Failed)
+    messages = plural(done.rows.get("messages", 0), "message")
+    return kind(
+        f"{e.message} after {done.deleted} of {plural(total, 'session')} and their {messages}"
+        f" {noun(done.deleted, 'was', 'were')} deleted"
+        f" ({done.batches} of {plural(batches, 'batch', 'batches')})",
+        hint="those stay deleted, the rest as it was: run the same `kaja sessions prune` again"
+        " to finish",
+    )
 
 
 def _delete_batch(

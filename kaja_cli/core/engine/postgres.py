@@ -299,6 +299,17 @@ class Cursor:
             yield from rows
 
 
+class _NoResult:
+    """The result of a statement that returns no rows and needs no connection
+    (a ROLLBACK, which on a lost connection must not ask psycopg for a cursor)."""
+
+    description = None
+    rowcount = -1
+
+    def fetchmany(self, size: int) -> list[Any]:
+        return []
+
+
 class Connection:
     """A connection to kaja's schema on the server (see the module docstring)."""
 
@@ -406,8 +417,8 @@ class Connection:
         if word.startswith("BEGIN"):
             return self._begin(sql)
         if sql.strip().upper() == "ROLLBACK":
-            self.rollback()
-            return Cursor(self.raw.cursor(), self)
+            self.rollback()  # quietly: a lost connection has nothing to roll back
+            return Cursor(_NoResult(), self)
         if sql.strip().upper() == "COMMIT":
             self._implicit = False
             with self.timed(sql), self.translated():
@@ -562,7 +573,7 @@ class Connection:
     def in_transaction(self) -> bool:
         """Whether the caller's transaction is open (BEGIN … COMMIT), as sqlite3's
         `in_transaction` says; not kaja's own (`_carried`)."""
-        return not self._implicit and self.raw.info.transaction_status != IDLE
+        return not self._implicit and self.raw.info.transaction_status in OPEN
 
     def close(self) -> None:
         self._end_own("ROLLBACK")  # a reader's own: it wrote nothing
@@ -712,6 +723,7 @@ def connection_class() -> Any:
 
 
 IDLE = 0  # libpq's PQTRANS_IDLE: no transaction open on the connection
+OPEN = (1, 2, 3)  # ACTIVE, INTRANS, INERROR (UNKNOWN, 4: the connection is lost: none is)
 # Statements never wrapped in a transaction: those that begin or end one, and
 # those the server runs only outside one (with the server's own timeouts, and
 # naming their tables with the schema: kaja's search path is not theirs).
