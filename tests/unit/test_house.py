@@ -58,6 +58,12 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
+@functools.cache
+def _tree(path: Path) -> ast.AST:
+    """A module's syntax tree, parsed once for every check of this file."""
+    return ast.parse(path.read_text())
+
+
 def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     """Every node but those under `if TYPE_CHECKING:`."""
     skip: set[int] = set()
@@ -72,7 +78,7 @@ def _imports(module: str, path: Path) -> set[str]:
     """The modules (any, not only kaja's) this module imports at run time."""
     here = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    for node in _runtime_nodes(_tree(path)):
         if isinstance(node, ast.Import):
             out |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -213,7 +219,7 @@ def _engine_branches(module: str, path: Path) -> list[str]:
     """Where a module decides by the engine itself: reads `.cloud`, or compares
     with a dialect (`== POSTGRES`, `is SQLITE`, `.name == "postgres"`)."""
     found = []
-    for node in _runtime_nodes(ast.parse(path.read_text())):
+    for node in _runtime_nodes(_tree(path)):
         if isinstance(node, ast.Attribute) and node.attr == "cloud" and module not in REPORTS_MODE:
             found.append(f"{module}:{node.lineno}: .cloud")
         elif isinstance(node, ast.Compare):
@@ -265,7 +271,7 @@ def _kajas_own_names() -> set[str]:
     `self.x`/`cls.x` attributes, import aliases."""
     names: set[str] = set()
     for path in MODULES.values():
-        for n in ast.walk(ast.parse(path.read_text())):
+        for n in ast.walk(_tree(path)):
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 names.add(n.name)
             elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
@@ -289,7 +295,7 @@ def _private_uses(path: Path, own: set[str]) -> list[str]:
     name with a leading underscore from outside kaja_cli, and `x._name` where
     `_name` is nothing kaja defines (`container._insert_after`)."""
     found = []
-    for n in _runtime_nodes(ast.parse(path.read_text())):
+    for n in _runtime_nodes(_tree(path)):
         if isinstance(n, ast.ImportFrom) and n.module and not n.level:
             if n.module.split(".")[0] == "kaja_cli":
                 continue
