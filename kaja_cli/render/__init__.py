@@ -403,7 +403,7 @@ def ask(question: str) -> bool:
 
 
 # --- friendly values ---------------------------------------------------------
-def _number(value: Any) -> int | float | None:
+def number(value: Any) -> int | float | None:
     """A stored number as one, or None (NULL, 'slow', NaN, an infinity)."""
     import math
 
@@ -414,7 +414,7 @@ def _number(value: Any) -> int | float | None:
 
 def human_count(value: Any) -> str:
     """950, 12.3k, 1.2M: a count at a glance (anything else shown as it is)."""
-    n = _number(value)
+    n = number(value)
     if n is None:
         return "-" if value is None else text(value)
     for limit, div, unit in ((1_000_000_000, 1_000_000_000, "G"), (1_000_000, 1_000_000, "M"),
@@ -439,7 +439,7 @@ def color_enabled() -> bool:
 
 def human_duration(value: Any) -> str:
     """ "850 ms", "12.4 s", "7m 05s", "3h 12m", "4d 02h" (anything else shown as it is)"""
-    ms = _number(value)
+    ms = number(value)
     if ms is None:
         return "-" if value is None else text(value)
     if ms < 1000:

@@ -126,10 +126,15 @@ def _node_lines(node: RunNode, indent: str, guide: str | None) -> list[list[tupl
     if node.review is not None:
         items.append(("review", node.review))
     items += [("run", s) for s in node.subagents]
+    if node.below:
+        items.append(("below", node))
     for i, (kind, item) in enumerate(items):
         g = LAST if i == len(items) - 1 else TEE
         if kind == "run":
             lines += _node_lines(item, inner, g)
+        elif kind == "below":
+            lines.append([(inner + g, "dim"), (f"… {render.plural(item.below, 'run')} deeper"
+                          f" not shown: kaja runs show {render.text(item.id)}", "dim")])  # fmt: skip
         else:
             lines.append([(inner + g, "dim"), *_item(kind, item)])
     return lines
@@ -142,8 +147,9 @@ def _item(kind: str, x: Any) -> list[tuple[str, str]]:
         return [(f"{name}: ", "dim"), (t(value), "red" if name == "error" else "")]
     if kind == "call":
         tokens = None
-        if x["prompt_tokens"] is not None or x["completion_tokens"] is not None:
-            tokens = (x["prompt_tokens"] or 0) + (x["completion_tokens"] or 0)
+        given = [render.number(x[k]) for k in ("prompt_tokens", "completion_tokens")]
+        if any(n is not None for n in given):  # a text the agent stored is shown, not added
+            tokens = sum(n or 0 for n in given)
         parts = [
             f"{_n(tokens)} tokens ({_n(x['prompt_tokens'])} in, {_n(x['completion_tokens'])} out)"
         ]

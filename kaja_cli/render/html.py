@@ -208,6 +208,10 @@ def _message(
             out.append(f'<div class="text">{_e(_text(m["content"]))}</div>')
         for c in m.get("tool_calls") or ():
             out.append(_call(c, pending))
+    if isinstance(m.get("parts"), str) and not m.get("images"):  # as Markdown says it
+        out.append(
+            f'<p><em>parts (not valid JSON):</em></p><div class="text">{_e(m["parts"])}</div>'
+        )
     for img in m.get("images") or ():
         out.append(_image(img, embed))
     out.append("</section>\n")

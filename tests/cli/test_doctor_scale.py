@@ -74,7 +74,9 @@ def test_doctor_memory_stays_bounded_on_a_store_larger_than_the_bound(large_stor
 
 @pytest.mark.exhaustive
 @pytest.mark.process
-@pytest.mark.timeout(1800)  # the store's build: 91 s on a quiet 2-core machine, 5 min beside 4 CPU hogs
+@pytest.mark.timeout(
+    1800
+)  # the store's build: 91 s on a quiet 2-core machine, 5 min beside 4 CPU hogs
 def test_doctor_memory_on_a_million_messages(tmp_path: Path):
     """The issue's test: doctor's peak RSS on a 1M-message store ≤ 100 MB.
     Building the store takes minutes, so it is not in the default set; set

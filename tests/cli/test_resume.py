@@ -257,6 +257,7 @@ def test_foreign_store_replays_and_never_changes(kaja):
         f"{S_UNTITLED} · terminal · gpt-x · 2 messages · updated 2026-11-20T10:00:00.000Z\n"
         "\n"
         "You: Plan a trip to Kraków\n"
+        "  parts (not valid JSON): {not json\n"
         "  thinking: Trains first.\n"
         "  → search_trains {oops\n"
         "\n"

@@ -262,3 +262,22 @@ def test_a_bad_account_or_schema_setting_stops_every_command(kaja):
     use_server(kaja, "postgresql://kaja@db.example.org/kaja", schema="kaja; drop")
     r = kaja("sessions")
     assert r.code == 1 and "memory.databaseSchema must be a PostgreSQL schema name" in r.err
+
+
+@pytest.mark.process
+def test_a_server_that_freezes_at_the_backups_snapshot_import(cloud_demo, tmp_path):
+    """Between the first connection's `pg_export_snapshot()` and the second
+    one's `SET TRANSACTION SNAPSHOT` (the step `snapshot-exported`): the same
+    line as every other freeze point, exit 1, no archive (it was an internal error)."""
+    db = cloud_demo.pg
+    out = tmp_path / "b.tar"
+    with Relay(db.server) as relay:
+        use_server(cloud_demo, relay.url(db.name), statement_timeout=1)
+        p = paused.paused(cloud_demo, "snapshot-exported", "backup", "-o", str(out))
+        relay.freeze()
+        paused.go(cloud_demo.root / "paused.flag")
+        _, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err
+    assert err.startswith("kaja: the server at postgresql://postgres@127.0.0.1:"), err
+    assert "stopped answering: no reply in 6 s" in err and err.count("\n") == 1, err
+    assert not out.exists() and not list(tmp_path.glob(".b.tar.*"))

@@ -448,3 +448,70 @@ def test_a_manifest_that_lies_restores_nothing(demo_store, honest_backup, tmp_pa
     assert "internal error" not in r.err and "Traceback" not in r.err and "\x1b" not in r.err, r
     assert every_byte(demo_store.state) == before
     assert sorted(os.listdir(tmp_path)) == ["home", "lying.tar.gz", "state"]  # nothing left
+
+
+# --- hostile rows of round 4: each an internal error, or shown as nothing -----------------------
+def _runs_chain(c) -> list[str]:
+    prev = None
+    for i in range(600):
+        c.execute("INSERT INTO runs (id, parent_id, agent, status, started_at)"
+                  " VALUES (?, ?, 'a', 'done', '2026-11-29T12:00:00.000Z')", (f"deep{i:04d}", prev))  # fmt: skip
+        prev = f"deep{i:04d}"
+    return ["runs", "show", "deep0000"]
+
+
+def _text_tokens(c) -> list[str]:
+    c.execute("INSERT INTO runs (id, agent, status, started_at)"
+              " VALUES ('txt1', 'a', 'done', '2026-11-29T12:00:00.000Z')")  # fmt: skip
+    c.execute("INSERT INTO calls (run_id, at, model, prompt_tokens, completion_tokens)"
+              " VALUES ('txt1', '2026-11-29T12:00:00.000Z', 'm', 'many', 3)")  # fmt: skip
+    return ["runs", "show", "txt1"]
+
+
+def _huge_timeouts(c) -> list[str]:
+    for task, timeout in (("bt_huge", 1e308), ("bt_big", 2**63 - 1)):
+        c.execute("INSERT INTO background_tasks (id, tool_name, status, timeout_seconds, started_at)"
+                  " VALUES (?, 't', 'running', ?, '2026-11-29T12:00:00.000Z')", (task, timeout))  # fmt: skip
+    return ["doctor"]
+
+
+HOSTILE_ROWS = {"a 600-deep runs.parent_id chain": _runs_chain,
+                "a text prompt_tokens": _text_tokens,
+                "timeout_seconds 1e308 and 2**63-1": _huge_timeouts}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", HOSTILE_ROWS)
+def test_hostile_rows_end_in_an_answer(store, name):
+    c = sqlite3.connect(store.db)
+    with c:
+        argv = HOSTILE_ROWS[name](c)
+    c.close()
+    for args in (argv, [*argv, "--json"]):
+        r = store(*args)
+        assert_clean(r, allowed={0, 1})
+        assert "internal error" not in r.err, r
+    if name.startswith("a 600"):
+        assert "… 567 runs deeper not shown: kaja runs show deep0032" in store(*argv).out
+    if name.startswith("a text"):
+        assert "3 tokens (many in, 3 out)" in store(*argv).out
+
+
+@pytest.mark.parametrize(
+    "parts",
+    ['[{"type":"text","text":"SHOWN"}]\x00AND THE TAIL', "[" * 3000 + '"SHOWN"' + "]" * 3000],
+)
+def test_parts_that_are_not_json_are_shown_as_the_text_they_hold(store, parts):
+    """Valid JSON followed by a NUL, or nested 3,000 deep: Markdown and JSON
+    showed it; `resume` and the HTML export showed nothing."""
+    c = sqlite3.connect(store.db)
+    with c:
+        sid = c.execute("SELECT id FROM sessions WHERE title LIKE 'Tomato%'").fetchone()[0]
+        c.execute("UPDATE messages SET content = NULL, parts = ? WHERE sessionId = ? AND seq = 1",
+                  (parts, sid))  # fmt: skip
+        c.execute("DELETE FROM session_events WHERE sessionId = ?", (sid,))  # resume: the messages
+    c.close()
+    for argv in (["resume", sid], ["sessions", "export", sid, "-f", "html"],
+                 ["sessions", "export", sid, "-f", "md"]):  # fmt: skip
+        r = store(*argv)
+        assert_clean(r, allowed={0})
+        assert "parts (not valid JSON)" in r.out and "SHOWN" in r.out, argv

@@ -220,6 +220,7 @@ class RunNode:
     review: dict[str, Any] | None = None
     subagents: list[RunNode] = field(default_factory=list)
     machine: str | None = None  # --all-machines: the machine it ran on
+    below: int = 0  # runs under this one deeper than the tree shows (`SHOWN_DEPTH`)
 
     @property
     def id(self) -> str:
@@ -236,7 +237,30 @@ class RunNode:
             "review": self.review,
             "subagents": [s.to_json() for s in self.subagents],
             **({} if self.machine is None else {"machine": self.machine}),
+            **({"subagents_not_shown": self.below} if self.below else {}),
         }
+
+
+# How deep `runs show` draws subagents: a deeper chain (an agent's runaway
+# recursion, or a hostile store's 600 levels) is counted at the last level
+# shown, and `kaja runs show` of that run goes on from there.
+SHOWN_DEPTH = 32
+
+
+def _link(nodes: dict[Any, RunNode], ordered: list[dict[str, Any]], run_id: Any) -> RunNode:
+    """Hang each run under its parent, in `ordered`'s order, from `run_id` down
+    to SHOWN_DEPTH levels; below that, each last shown run counts what it holds."""
+    children = _below([r for r in ordered if r["id"] != run_id])
+    level = [nodes[run_id]]
+    for _ in range(SHOWN_DEPTH):
+        below = []
+        for node in level:
+            node.subagents = [nodes[c] for c in children.get(node.id, ()) if c in nodes]
+            below += node.subagents
+        level = below
+    for node in level:
+        node.below = len(_subtree(node.id, children)) - 1
+    return nodes[run_id]
 
 
 def _rows(conn: Any, sql: str, args: list[Any], names: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -288,11 +312,7 @@ def show(store: Store, ref: str) -> RunNode:
             node = nodes.get(review["run_id"])
             if node is not None:
                 node.review = review
-    for r in runs:
-        parent = nodes.get(r.get("parent_id"))
-        if r["id"] != run_id and parent is not None:
-            parent.subagents.append(nodes[r["id"]])
-    return nodes[run_id]
+    return _link(nodes, runs, run_id)
 
 
 def ids(conn: Any, prefix: str) -> list[tuple[str, str | None, str | None, str | None]]:
@@ -440,8 +460,4 @@ def tree_on(
         node = nodes.get(review.get("run_id"))
         if node is not None:
             node.review = pick(review, REVIEW_COLUMNS)
-    for r in ordered:
-        parent = nodes.get(r.get("parent_id"))
-        if r["id"] != run_id and parent is not None:
-            parent.subagents.append(nodes[r["id"]])
-    return nodes[run_id]
+    return _link(nodes, ordered, run_id)

@@ -770,6 +770,9 @@ def _from_messages(messages: list[dict[str, Any]]) -> list[Entry]:
     for m in messages:
         role = m["role"] if isinstance(m["role"], str) and m["role"] else "message"
         content = _text(m["content"])
+        if isinstance(m["parts"], str) and not m["images"]:  # shown as the text it holds
+            raw = f"parts (not valid JSON): {m['parts']}"
+            content = f"{content}\n{raw}" if content else raw
         if role == "assistant":
             if m["reasoning"]:
                 out.append(Entry("reasoning", text=_text(m["reasoning"])))

@@ -70,7 +70,8 @@ def _tasks(now: datetime, conn: sqlite3.Connection, cols: list[str]) -> Check:
         if since is None or not isinstance(timeout, int | float) or timeout <= 0:
             continue  # no start recorded, or no timeout: nothing to compare
         running = now - since
-        if running > timedelta(seconds=timeout):
+        # Compared as seconds: timedelta(seconds=1e308), or 2**63 - 1, would overflow.
+        if running.total_seconds() > timeout:
             late.append(f"{task_id} ({tool or 'no tool'}): running since {started or updated},"
                         f" {_span(running)}; its timeout is {plural(int(timeout), 'second')}")  # fmt: skip
     if not late:
