@@ -421,8 +421,17 @@ class BrowseApp(App[str | None]):
     @on(RowList.Selected, "#list")
     def _chosen(self, event) -> None:
         row = self.selected()
-        if row is not None:
-            self.exit(row.id)
+        if row is None:
+            return
+        try:
+            there = data.still_there(self.store, row)
+        except Exception as e:
+            return self._fail(e)
+        if not there:  # deleted from another shell meanwhile: its id would resume nothing
+            self._done(f"{row.short_id} is gone: deleted since the list was read")
+            self.preview_for = None
+            return self._reload()
+        self.exit(row.id)
 
     def action_leave(self) -> None:
         self.exit(None)

@@ -229,6 +229,15 @@ def _find(lines: Sequence[Line], row: Row) -> int | None:
     return None
 
 
+def still_there(store: Store, row: Row) -> bool:
+    """Whether `row`'s session is still in the store (Enter prints only an id
+    that `kaja resume` can open)."""
+    with store.maybe_reader() as conn:
+        if conn is None:
+            return False
+        return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (row.id,)).fetchone() is not None
+
+
 # --- the actions ----------------------------------------------------------------------------
 def plan_delete(store: Store, opts: Options, row: Row) -> tuple[Any, Any, str]:
     """What deleting `row`'s session takes, and the question naming it: the

@@ -216,11 +216,15 @@ def reviews(result: Listing) -> None:
 
 def review_done(done: Done) -> None:
     v = done.review
-    if done.changed:
-        render.note(f"review of run {v.run_id} marked complete"
-                    + (f" with note: {v.note}" if v.note else ""))  # fmt: skip
+    run = render.text(v.run_id)
+    if done.completed:
+        render.note(f"review of run {run} marked complete"
+                    + (f" with note: {render.text(v.note)}" if v.note else ""))  # fmt: skip
+    elif done.changed:
+        render.note(f"review of run {run} was already complete; its note is now: "
+                    f"{render.text(v.note)}")  # fmt: skip
     else:
-        render.note(f"review of run {v.run_id} was already complete")
+        render.note(f"review of run {run} was already complete")
 
 
 # --- services -----------------------------------------------------------------------------

@@ -45,6 +45,23 @@ def _summary(manifest: Manifest) -> str:
     return ", ".join(parts)
 
 
+def _went_in(rows: dict[str, int], manifest: Manifest) -> str:
+    """Cloud mode's restore: the sessions and messages that went in, and those
+    of the archive's other owners, left out (cloud mode keeps your account's)."""
+    from kaja_cli.core.care.backup import archive
+
+    held = archive.describe(manifest)["rows"]
+    said = [render.plural(rows.get(t, 0), w) for t, w in (("sessions", "session"),
+                                                          ("messages", "message"))]  # fmt: skip
+    out = ", ".join(said)
+    left = [render.plural(held[t] - rows.get(t, 0), w)
+            for t, w in (("sessions", "session"), ("messages", "message"))
+            if t in held and held[t] > rows.get(t, 0)]  # fmt: skip
+    if left:
+        out += f" ({' and '.join(left)} of other owners left out: they are not your account's)"
+    return out
+
+
 def contents(manifest: Manifest, wheres: list[str], images_dir: str) -> None:
     """What the archive holds: a row per database (with where it was or goes), then the images."""
     pictures = manifest.image_files
@@ -119,7 +136,12 @@ def restored(
         strays(plan)
         return
     assert done is not None
-    render.note(f"restored {archive} ({made}): {_summary(manifest)}")
+    if done.rows is None:
+        render.note(f"restored {archive} ({made}): {_summary(manifest)}")
+    else:
+        render.note(
+            f"restored {archive} ({made}) into your account: {_went_in(done.rows, manifest)}"
+        )
     if done.kept:
         images = Path(wheres["images"])
         render.note(

@@ -141,6 +141,28 @@ def test_typing_searches_and_enter_chooses_the_match(shared_demo_store):
     assert app.timings and all(asked <= ready <= shown for _, asked, ready, shown in app.timings)
 
 
+def test_enter_on_a_session_deleted_meanwhile_prints_nothing(demo_store):
+    """Deleted from another shell after the list was read: Enter says so and
+    reloads the list, instead of printing an id `kaja resume` cannot open."""
+    import sqlite3
+
+    app = _app(demo_store)
+
+    async def steps(pilot):
+        assert ids(app)[0] == BACKUP
+        with sqlite3.connect(demo_store.db) as conn:
+            conn.execute("DELETE FROM sessions WHERE id = ?", (BACKUP,))
+        conn.close()
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.is_running and app.return_value is None
+        assert status(app).startswith(f"{BACKUP[:8]} is gone: deleted since the list was read")
+        assert BACKUP not in ids(app)
+        await pilot.press("enter")  # the next one is there: chosen
+
+    assert drive(app, steps) not in (None, BACKUP)
+
+
 def test_a_newer_keystroke_wins(shared_demo_store):
     """Typed fast, only the last query's answer is shown."""
     app = _app(shared_demo_store)

@@ -263,6 +263,35 @@ def test_reviews_done_marks_it_complete_through_ordinary_sql(demo_store):
     again = js(k("reviews", "done", run, "--json"))
     assert again["changed"] is False and again["review"]["note"] == "times fixed"
     assert k("reviews", "done", "run_not_flagged").code == 3
+    # Already complete: a new note is said as a new note, not as marking it complete.
+    r = k("reviews", "done", run, "--note", "checked again")
+    assert r.code == 0 and r.err == (
+        f"kaja: review of run {run} was already complete; its note is now: checked again\n"
+    ), r
+    doc = js(k("reviews", "done", run, "--note", "once more", "--json"))
+    assert (doc["changed"], doc["completed"]) == (True, False)
+
+
+def test_a_review_of_a_run_stored_as_a_number_is_found_as_listed(demo_store):
+    """Another program's `reviews` table, its run_id without a type, holding an
+    INTEGER 42: `reviews` lists 42, and `reviews done 42` finds it (it was exit 3)."""
+    k = demo_store
+    with closing(sqlite3.connect(k.db)) as conn, conn:
+        conn.execute("DROP TABLE reviews")
+        conn.execute("CREATE TABLE reviews (run_id PRIMARY KEY, status, tags, reason, note,"
+                     " flagged_at, reviewed_at, updated_at)")  # fmt: skip
+        conn.execute("INSERT INTO reviews (run_id, status, reason, flagged_at)"
+                     " VALUES (42, 'needs-review', 'numbers', '2026-11-29T12:00:00.000Z')")  # fmt: skip
+    conn.close()
+    listed = [r["run_id"] for r in js(k("reviews", "--json"))["reviews"]]
+    assert 42 in listed and "42\tneeds-review" in k("reviews").out
+    r = k("reviews", "done", "42")
+    assert r.code == 0 and r.err == "kaja: review of run 42 marked complete\n", r
+    conn = sqlite3.connect(k.db)
+    assert conn.execute(
+        "SELECT status, typeof(run_id) FROM reviews WHERE run_id = 42"
+    ).fetchone() == ("complete", "integer")
+    conn.close()
 
 
 def test_artifacts_say_whether_the_file_exists(demo_store):

@@ -141,6 +141,30 @@ def test_a_local_backup_restored_into_cloud_answers_the_same(local_demo, cloud, 
     same_everywhere(local_demo, cloud)
 
 
+def test_a_local_backup_of_several_owners_restored_into_cloud_says_what_went_in(
+    local_demo, cloud, tmp_path
+):
+    """It said "13 sessions, 96 messages" (the archive's) when the server got the
+    terminal's only: it says the rows that went in, and those left out."""
+    backup(local_demo, tmp_path / "all.tar.gz")
+    held = sqlite3.connect(local_demo.db)
+    mine = held.execute("SELECT count(*) FROM sessions WHERE owner IS NULL").fetchone()[0]
+    msgs = held.execute("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.sessionId"
+                        " WHERE s.owner IS NULL").fetchone()[0]  # fmt: skip
+    total, all_msgs = (held.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                       for t in ("sessions", "messages"))  # fmt: skip
+    held.close()
+    r = cloud("restore", str(tmp_path / "all.tar.gz"), "--yes", "--json")
+    assert r.code == 0, r
+    doc = json.loads(r.out)
+    assert (doc["rows_restored"]["sessions"], doc["rows_restored"]["messages"]) == (mine, msgs)
+    assert cloud.pg.query("SELECT count(*) FROM kaja.sessions") == [(mine,)]
+    r = cloud("restore", str(tmp_path / "all.tar.gz"), "--force", "--yes")
+    assert r.code == 0, r
+    said = f"into your account: {mine} sessions, {msgs} messages ({total - mine} sessions and"
+    assert said in r.err and f"{all_msgs - msgs} messages of other owners left out" in r.err, r
+
+
 def test_a_cloud_backup_restored_into_a_local_store_answers_the_same(cloud_demo, tmp_path):
     only_the_terminal(cloud_demo)
     archive_one(cloud_demo)

@@ -76,8 +76,10 @@ def usable(listing: Listing, have: dict[str, list[str]], table: str, *keys: str)
     return True
 
 
-def find_id(conn: Any, table: str, key: str, ref: str, what: str, hint: str) -> str:
-    """The `key` of the `table` row whose key is `ref` or starts with it.
+def find_id(conn: Any, table: str, key: str, ref: str, what: str, hint: str) -> Any:
+    """The `key` of the `table` row whose key is `ref` or starts with it, as
+    stored (the agent may have written a number: `42` finds the INTEGER 42,
+    which the listing shows as 42), for the caller's own `WHERE key = ?`.
 
     None: NotFound (exit 3); several: UsageError (exit 2) naming them."""
     ref = ref.strip()
@@ -85,8 +87,10 @@ def find_id(conn: Any, table: str, key: str, ref: str, what: str, hint: str) -> 
         raise UsageError(f"empty {what} id")
     k = quote(key)
     exact = conn.execute(f"SELECT {k} FROM {table} WHERE {k} = ?", (ref,)).fetchall()
+    if not exact and _number(ref) is not None:
+        exact = conn.execute(f"SELECT {k} FROM {table} WHERE {k} = ?", (_number(ref),)).fetchall()
     if exact:
-        return str(exact[0][0])
+        return exact[0][0]
     rows = conn.execute(
         f"SELECT {k} FROM {table} WHERE {k} >= ? AND {k} < ? ORDER BY {k} LIMIT ?",
         (ref, ref + "\U0010ffff", MAX_CANDIDATES + 1),
@@ -98,4 +102,17 @@ def find_id(conn: Any, table: str, key: str, ref: str, what: str, hint: str) -> 
         more = " …" if len(rows) > MAX_CANDIDATES else ""
         raise UsageError(f"{what} prefix {ref!r} is ambiguous: {shown}{more}",
                          hint="type more of the id")  # fmt: skip
-    return str(rows[0][0])
+    return rows[0][0]
+
+
+def _number(text: str) -> int | float | None:
+    """`text` as the number another program may have stored for an id, or None."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None

@@ -78,9 +78,11 @@ class Done:
 
     review: Review
     changed: bool
+    completed: bool = False  # this call marked it complete (it was not before)
 
     def to_json(self) -> dict[str, Any]:
-        return {"review": self.review.to_json(), "changed": self.changed}
+        return {"review": self.review.to_json(), "changed": self.changed,
+                "completed": self.completed}  # fmt: skip
 
 
 def done(store: Store, ref: str, note: str | None = None) -> Done:
@@ -109,7 +111,7 @@ def done(store: Store, ref: str, note: str | None = None) -> Done:
                 (COMPLETE, reviewed, now, note, run_id),
             )
         after = _one(conn, run_id)
-    return Done(after, changed)
+    return Done(after, changed, completed=before.status != COMPLETE)
 
 
 def _one(conn: Any, run_id: str) -> Review:

@@ -110,6 +110,9 @@ class RestoreResult:
     placed: list[Placed]
     previous_backup: Path | None
     kept: list[Path] = field(default_factory=list)  # in images/, not the replaced store's
+    # Cloud mode: the rows that went in, by table (the archive's other owners'
+    # rows stay out); None where the whole archive went in (a local store).
+    rows: dict[str, int] | None = None
 
 
 # --- the plan ------------------------------------------------------------------------------

@@ -456,7 +456,7 @@ def execute(store: Store, staged: Staged, *, backup_progress: Progress | None = 
             new_sessions = _sessions_of(src, theirs, src_have)
             if plan.replaces:
                 previous = _back_up_old(store, plan, backup_progress)
-            stale, _placed = _replace(store, plan, staged, src, src_have, owner, theirs,
+            stale, copied = _replace(store, plan, staged, src, src_have, owner, theirs,
                                      new_sessions)  # fmt: skip
         finally:
             src.close()
@@ -479,7 +479,7 @@ def execute(store: Store, staged: Staged, *, backup_progress: Progress | None = 
     size, files = fs.tree_size(folder) if folder.exists() else (0, 0)
     done = [Placed(Database.SHARED.value, store.where(), copy_size(staged), 1),  # type: ignore[arg-type]
             Placed(IMAGES, folder, size, files)]  # fmt: skip
-    return RestoreResult(manifest, done, previous, [])
+    return RestoreResult(manifest, done, previous, [], rows=copied)
 
 
 def copy_size(staged: Staged) -> int:
@@ -547,9 +547,9 @@ def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> 
 def _replace(
     store: Store, plan: RestorePlan, staged: Staged, src: sqlite3.Connection,
     src_have: dict[str, set[str]], owner: Owner, theirs: Owner, new_sessions: set[str],
-) -> tuple[list[str], int]:  # fmt: skip
+) -> tuple[list[str], dict[str, int]]:  # fmt: skip
     """The one transaction; returns the image folders to remove after it, and
-    how many image files were put in place."""
+    how many rows of each table went in."""
     from kaja_cli.core.engine import postgres as pg
 
     with store.writer(create=True) as conn:
@@ -566,9 +566,10 @@ def _replace(
             if name in have:
                 cond, args = scope.where(name, owner, have)
                 conn.execute(f"DELETE FROM {scope.q(name)} AS t WHERE {cond}", args)
+        copied: dict[str, int] = {}
         try:
             for table in scope.TABLES:
-                _copy_in(conn, src, table, have, src_have, owner, theirs)
+                copied[table.name] = _copy_in(conn, src, table, have, src_have, owner, theirs)
         except pg.ServerError as e:
             if e.sqlstate == "23505":
                 raise Failed(
@@ -578,24 +579,24 @@ def _replace(
                 ) from None
             raise
         xid = conn.execute("SELECT txid_current()").fetchone()[0]
-        made, placed = _place_images(staged, store.paths.images_dir)
+        made, _placed = _place_images(staged, store.paths.images_dir)
         stale = sorted(s for s in old - new_sessions if images.safe_name(s))
         with markers.sigint_held():
             markers.update(plan.marker, RESTORE, phase=Phase.COMMIT, xid=int(xid),
                            made=made, stale=stale)  # fmt: skip
             markers.checkpoint("committing")
             conn.execute("COMMIT")
-    return stale, placed
+    return stale, copied
 
 
 def _copy_in(
     conn: Any, src: sqlite3.Connection, table: Any, have: dict[str, set[str]],
     src_have: dict[str, set[str]], owner: Owner, theirs: Owner,
-) -> None:  # fmt: skip
-    """The archive's account's rows of one table, copied into the server's."""
+) -> int:  # fmt: skip
+    """The archive's account's rows of one table, copied into the server's; how many."""
     cols = [c for c in scope.columns(table, have) if c.name in src_have.get(table.name, set())]
     if not cols:
-        return
+        return 0
     cond, args = scope.where(table.name, theirs, src_have)
     names = [c.name for c in cols]
     cur = src.execute(
@@ -619,7 +620,7 @@ def _copy_in(
                     out[at] = new_owner
                 yield out
 
-    conn.copy_in(
+    copied = conn.copy_in(
         f"COPY {scope.q(table.name)} ({', '.join(map(scope.q, names))}) FROM STDIN", rows()
     )
     rowid = next((c.name for c in cols if c.type.upper() == "INTEGER" and "PRIMARY KEY" in
@@ -630,6 +631,7 @@ def _copy_in(
             f" coalesce(max({scope.q(rowid)}), 0) + 1, false) FROM {scope.q(table.name)}",
             (scope.q(table.name), rowid),
         )
+    return copied
 
 
 def _place_images(staged: Staged, folder: Path) -> tuple[list[str], int]:

@@ -102,6 +102,8 @@ class RestorePlan:
             "previous_backup": None if done is None or done.previous_backup is None
             else str(done.previous_backup),
             "kept": [] if done is None else [str(p) for p in done.kept],
+            # cloud mode: the rows that went in (your account's), by table
+            **({} if done is None or done.rows is None else {"rows_restored": done.rows}),
             "only_in_backup": [str(p) for p in self.only_in_backup],
             "put_back": [str(p) for p in self.put_back],
             "finished": None if finished is None else finished.to_json(),
