@@ -408,6 +408,51 @@ def test_a_full_disk_is_one_line_and_leaves_nothing(demo_store: Kaja, tmp_path: 
         assert (out / "left").read_text() == ""  # no archive, no temporary file, no copies
 
 
+@pytest.mark.process
+@pytest.mark.needs("root", "mkfs.ext4", "unshare")
+def test_an_uncompressed_backup_is_built_in_place_on_ext4_with_1_kib_blocks(
+    demo_store: Kaja, tmp_path: Path
+):
+    """mkfs.ext4 gives file systems under 512 MB 1 KiB blocks: the header's room
+    (three tar blocks, 1.5 KiB) was no whole number of them, so the archive was
+    copied, needed twice the store's size, and said "the disk is full" with room
+    for one. A 12 MB store on a 20 MB ext4 (17 MB free): written in place."""
+    pad = sqlite3.connect(demo_store.db)
+    with pad:
+        pad.execute("CREATE TABLE padding (x BLOB)")
+        pad.executemany("INSERT INTO padding VALUES (randomblob(?))", [(1 << 20,)] * 11)
+    pad.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    pad.close()
+    image, mnt, out = tmp_path / "ext4.img", tmp_path / "mnt", tmp_path / "out"
+    mnt.mkdir()
+    out.mkdir()
+    with image.open("wb") as f:
+        f.truncate(20 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-b", "1024", "-m", "0", str(image)], check=True)
+    script = (
+        f'mount -o loop "{image}" "{mnt}" || exit 77; '
+        f'"{KAJA}" backup -o "{mnt}/x.tar" 2> "{out}/err"; echo $? > "{out}/rc"; '
+        f'stat -f -c %S "{mnt}" > "{out}/block"; tar -tf "{mnt}/x.tar" > "{out}/members"; '
+        f'umount "{mnt}"'
+    )
+    p = subprocess.run(["unshare", "-m", "sh", "-c", script], env=demo_store.env)
+    if p.returncode == 77:
+        pytest.skip("no loop device to mount an ext4 image on here")
+    err = (out / "err").read_text()
+    assert (out / "block").read_text().strip() == "1024"
+    assert (out / "rc").read_text().strip() == "0", err
+    assert "MANIFEST.json" in (out / "members").read_text().split()
+
+
+def test_the_header_room_is_whole_blocks_of_tar_and_of_the_file_system():
+    from kaja_cli.core.care.backup.create import header_room
+
+    assert [header_room(b) for b in (512, 1024, 2048, 4096, 65536)] == [
+        1536, 2048, 2048, 4096, 65536
+    ]  # fmt: skip
+    assert header_room(4096, 1024) == 4096 and header_room(0) == 1536
+
+
 def test_an_empty_o_is_a_usage_error_as_for_export(demo_store: Kaja, tmp_path: Path):
     here = Path.cwd()
     before = sorted(os.listdir(here))

@@ -1,5 +1,6 @@
 """What a test needs from the machine beyond Python: a program (zsh, fish,
-tmux, the `sqlite3` command line, jq, script, setpriv, chattr, pgbouncer),
+tmux, the `sqlite3` command line, jq, script, setpriv, chattr, mkfs.ext4,
+unshare, pgbouncer),
 PostgreSQL's server binaries, root.
 
 A test says so with `@pytest.mark.needs("zsh", "tmux")` (tests/conftest.py
@@ -21,7 +22,6 @@ import shutil
 # Needs that are not a program on PATH: how each is told.
 SPECIAL = {
     "postgresql": lambda: _postgres_bindir() is not None,  # initdb, pg_ctl, postgres
-    "pgbouncer": lambda: find("pgbouncer") is not None,
     "root": lambda: hasattr(os, "geteuid") and os.geteuid() == 0,
     "psycopg": lambda: importlib.util.find_spec("psycopg") is not None,
     "qdrant-client": lambda: importlib.util.find_spec("qdrant_client") is not None,
@@ -49,7 +49,7 @@ def find(program: str) -> str | None:
 
 def missing(*needs: str) -> list[str]:
     """The needs this machine does not meet, in the order given."""
-    return [n for n in needs if not (SPECIAL[n]() if n in SPECIAL else shutil.which(n))]
+    return [n for n in needs if not (SPECIAL[n]() if n in SPECIAL else find(n))]
 
 
 def lacking(*needs: str) -> str | None:
@@ -75,7 +75,8 @@ def require(*needs: str) -> None:
 
 def _package(need: str) -> str:
     return {"sqlite3": "sqlite3", "script": "bsdutils", "setpriv": "util-linux",
-            "chattr": "e2fsprogs", "unshare": "util-linux"}.get(need, need)  # fmt: skip
+            "chattr": "e2fsprogs", "mkfs.ext4": "e2fsprogs",
+            "unshare": "util-linux"}.get(need, need)  # fmt: skip
 
 
 def _postgres_bindir():

@@ -30,6 +30,7 @@ what a dead backup left there.
 from __future__ import annotations
 
 import io
+import math
 import os
 import platform
 import shutil
@@ -378,8 +379,8 @@ def _in_place(c: Copied, tmp: Path, manifest: Manifest, step) -> bool:
             while reader.read(archive.CHUNK):
                 pass
         size, digest = reader.count, reader.hexdigest()
-        room = max(os.fstat(fd).st_blksize, 3 * tarfile.BLOCKSIZE)  # one file-system block
-        if room % tarfile.BLOCKSIZE or not fs.insert_at_start(fd, room):
+        room = header_room(os.fstat(fd).st_blksize, os.fstatvfs(fd).f_bsize)
+        if not fs.insert_at_start(fd, room):
             c.hashed = (size, digest)
             return False
         header = archive.padded_header(archive.tar_info(c.entry.member, size, mtime), room)
@@ -390,6 +391,22 @@ def _in_place(c: Copied, tmp: Path, manifest: Manifest, step) -> bool:
     os.rename(c.copy, tmp)
     _listed(c, size, digest, manifest)
     return True
+
+
+HEADER_BLOCKS = 3  # tar blocks the first header may take (pax header, pax record, ustar header)
+
+
+def header_room(*block_sizes: int) -> int:
+    """The room made in front of the first database for its header: whole tar
+    blocks (512 bytes), whole file-system blocks (fallocate's insert range
+    takes nothing else: 1 KiB blocks, mkfs.ext4's default under 512 MB, need
+    2 KiB, not 1.5), and at least HEADER_BLOCKS tar blocks."""
+    unit = tarfile.BLOCKSIZE
+    for size in block_sizes:
+        if size > 0:
+            unit = math.lcm(unit, size)
+    least = HEADER_BLOCKS * tarfile.BLOCKSIZE
+    return -(-least // unit) * unit
 
 
 def _listed(c: Copied, size: int, digest: str, manifest: Manifest) -> None:
