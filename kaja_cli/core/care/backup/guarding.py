@@ -53,11 +53,11 @@ def archive_target(
 
 def is_backup(path: Path) -> bool:
     """Whether `path` is an archive `kaja backup` wrote (its first member is one of kaja's)."""
-    from kaja_cli.core.care.backup import staging
+    from kaja_cli.core.care.backup import archive
     from kaja_cli.errors import KajaError
 
     try:
-        staging.check_first_member(path)
+        archive.check_first_member(path)
     except KajaError:
         return False
     return True

@@ -56,7 +56,6 @@ from kaja_cli.core.care.backup.staging import (
     Progress,
     RestorePlan,
     Staged,
-    check_first_member,
     discard,
     disk_full_error,
     extract,
@@ -179,7 +178,7 @@ def check_archive_file(path: Path) -> None:
     if not stat.S_ISREG(st.st_mode):
         what = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
         raise Refused(f"{path} is {what}: a backup is a file written by `kaja backup`")
-    check_first_member(path)
+    archive.check_first_member(path)
 
 
 def _existing(paths: Paths, parts: list[Part]) -> list[Existing]:

@@ -14,16 +14,14 @@ marker go, exit 1 (5 for an unsafe member), nothing changed.
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import sqlite3
 import tarfile
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from kaja_cli.core.care.backup import archive
 from kaja_cli.core.care.backup.archive import Manifest
@@ -209,16 +207,18 @@ def _unpack(path: Path, new: Path, progress: Progress | None) -> dict[str, tuple
 
     try:
         with open(path, "rb") as raw:
-            stream = _decompressed(raw, archive.Counting(raw, step))
-            with _members(stream) as tar:
+            stream = archive.decompressed(raw, archive.Counting(raw, step))
+            with archive.members(stream) as tar:
                 for info in tar:
                     _unpack_member(tar, info, new, sums, folders)
             # gzip checks its trailer (the CRC-32 and the size of all it held)
             # only at the end of its stream, which lies past the tar's own end.
             while stream.read(archive.CHUNK):
                 pass
-    except _DAMAGED as e:
-        raise Failed(f"cannot read {path}: {_reason(e)}", hint=archive.DAMAGED_HINT) from None
+    except archive.DAMAGED as e:
+        raise Failed(
+            f"cannot read {path}: {archive.reason(e)}", hint=archive.DAMAGED_HINT
+        ) from None
     except OSError as e:
         if e.filename is None and not fs.disk_full(e):  # reading the archive failed
             raise Failed(
@@ -226,45 +226,6 @@ def _unpack(path: Path, new: Path, progress: Progress | None) -> dict[str, tuple
             ) from None
         raise
     return sums
-
-
-def check_first_member(path: Path) -> None:
-    """The archive's first member read and checked (a few hundred bytes): a
-    file that is no kaja backup (`/etc/hostname`, a zip) is told as such
-    before anything else is looked at, as the whole read would tell it
-    (Failed, exit 1; a member kaja never writes: Refused, exit 5)."""
-    try:
-        with open(path, "rb") as raw:
-            with _members(_decompressed(raw, raw)) as tar:
-                first = tar.next()
-    except _DAMAGED as e:
-        raise Failed(f"cannot read {path}: {_reason(e)}", hint=archive.DAMAGED_HINT) from None
-    except OSError as e:
-        raise Failed(f"cannot read {path}: {e.strerror or e}", hint=archive.DAMAGED_HINT) from None
-    if first is None:
-        raise Failed(f"{path} is an empty archive", hint=archive.DAMAGED_HINT)
-    archive.check_member(first)
-
-
-# What reading a damaged archive (or a file that is none) raises.
-_DAMAGED = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
-
-
-def _members(stream: IO[bytes]) -> tarfile.TarFile:
-    """The archive's members, read in order from its tar stream. tarfile's own
-    bufsize: a larger one makes every 512-byte header read copy the rest of
-    the buffer (minutes for 20,000 images)."""
-    return tarfile.open(fileobj=stream, mode="r|" if isinstance(stream, gzip.GzipFile) else "r|*")
-
-
-def _decompressed(raw: IO[bytes], counted: IO[bytes]) -> IO[bytes]:
-    """The archive's tar stream: through `gzip` (which checks the CRC-32 and size
-    in its trailer, as tarfile's own stream reader does not) when it is gzip."""
-    magic = raw.read(2)
-    raw.seek(0)
-    if magic == b"\x1f\x8b":
-        return gzip.GzipFile(fileobj=counted, mode="rb")  # type: ignore[return-value]
-    return counted  # plain tar (or another compression tarfile knows)
 
 
 def _unpack_member(
@@ -284,13 +245,6 @@ def _unpack_member(
         sums[info.name] = (len(data), "")
         return
     sums[info.name] = _write_member(new / info.name, src, folders)
-
-
-def _reason(e: BaseException) -> str:
-    text = str(e) or type(e).__name__
-    return (
-        "it ends early (truncated)" if isinstance(e, EOFError) or "unexpected end" in text else text
-    )
 
 
 def _write_member(dest: Path, src, folders: set[Path]) -> tuple[int, str]:
