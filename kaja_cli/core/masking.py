@@ -371,10 +371,8 @@ def _stored_url(url: str) -> str:
     rest = url[scheme.end() :] if scheme else url
     host_end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
     at = rest.rfind("@", 0, host_end)
-    if at > 0 and rest[:at] != MASK and not rest[:at].endswith(":" + MASK):
-        rest = MASK + rest[at:]  # a token as the user (`https://TOKEN@github.com/…`)
-    elif at > 0 and rest[:at].endswith(":" + MASK):
-        rest = MASK + rest[at:]
+    if at > 0 and rest[:at] != MASK:
+        rest = MASK + rest[at:]  # the user too: a token may be it (`https://TOKEN@github.com/…`)
     for pattern in _PATH_TOKENS:
         rest = pattern.sub(lambda m: m.group(1) + MASK, rest)
     rest = _CONFIG_QUERY.sub(
