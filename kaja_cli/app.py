@@ -38,9 +38,11 @@ def _help_by_the_layout_rule() -> None:
             continue  # this module run a second time
 
         def format_help(self, ctx, formatter, _typers=cls.format_help):
+            from kaja_cli.commands.examples import epilog
             from kaja_cli.render import help
 
             help.patch()
+            self.epilog = self.epilog or epilog(ctx.command_path)
             return _typers(self, ctx, formatter)
 
         format_help.kaja = True

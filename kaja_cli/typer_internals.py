@@ -31,6 +31,22 @@ from typer._click.types import FloatRange, IntRange  # noqa: F401  (commands/__i
 from typer.models import TyperPath  # noqa: F401  (commands/__init__.py)
 
 
+# --- ranges in help (commands/__init__.py) ---------------------------------------------------
+def quiet_range(cls: type) -> type:
+    """`cls` (an IntRange or FloatRange) whose help shows its range only when
+    its `shown` says so: click draws `[0<=x<=1000000000]` beside every count
+    from `_describe_range`, its only hook for it, and a bound nobody meets
+    tells a user nothing."""
+
+    class Quiet(cls):  # type: ignore[misc, valid-type]
+        shown = True
+
+        def _describe_range(self) -> str:
+            return super()._describe_range() if self.shown else ""
+
+    return Quiet
+
+
 # --- shell completion (completion/shells.py, completion/install.py) --------------------------
 def completion_classes() -> tuple[type, type, type]:
     """Typer's completion classes for bash, zsh and fish, which kaja's subclass."""

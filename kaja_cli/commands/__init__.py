@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from kaja_cli.typer_internals import FloatRange, IntRange, TyperPath
+from kaja_cli.typer_internals import FloatRange, IntRange, TyperPath, quiet_range
 
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
@@ -66,10 +66,19 @@ COUNT_MAX = 1_000_000_000
 WAIT_MAX = 3600.0
 
 
-class _Count(IntRange):
+class _Count(quiet_range(IntRange)):
     """A count typed on the command line, in words a person reads: "'abc' is
     not a whole number", "-1 is too small (at least 0)", rather than Click's
-    "'abc' is not a valid int range" (exit 2 either way)."""
+    "'abc' is not a valid int range" (exit 2 either way). Its help shows the
+    range only where it tells something (`--count 1..1000000`), not 0 to a
+    billion."""
+
+    def __init__(self, min: int, max: int) -> None:
+        super().__init__(min=min, max=max)
+        self.shown = (min, max) != (0, COUNT_MAX)
+
+    def get_metavar(self, param, ctx=None):  # type: ignore[no-untyped-def]
+        return "N"  # `-n N`, not `-n <int range>`
 
     def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
         if isinstance(value, int) and not isinstance(value, bool):
@@ -89,12 +98,15 @@ class _Count(IntRange):
 def count(min: int = 0, max: int = COUNT_MAX) -> IntRange:
     """The click type of every count option (`--limit/-n`, `--tail`, `--tools`…):
     `click_type=count()`, instead of typer's `min=`/`max=`."""
-    return _Count(min=min, max=max)
+    return _Count(min, max)
 
 
 class _Seconds(FloatRange):
     """A wait in seconds, said as `_Count` says a count. NaN passes every range
     check (it compares false), so it is refused here too."""
+
+    def get_metavar(self, param, ctx=None):  # type: ignore[no-untyped-def]
+        return "SECONDS"
 
     def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
         try:

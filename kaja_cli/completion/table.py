@@ -61,7 +61,7 @@ COMMANDS = {
             ('option', 'tail', ('--tail',), (), 'Only the last N entries of the timeline.', False, True, False, 1, None),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
-            ('option', 'as_json', ('--json',), (), 'Print the context the agent resumes with (see the README) as one JSON document.', False, False, False, 1, None),
+            ('option', 'as_json', ('--json',), (), "Print the context the agent resumes with (the manual's Conversations page) as one JSON document.", False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },

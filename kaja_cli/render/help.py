@@ -1,4 +1,4 @@
-"""`--help` under the layout rule (README "On a terminal"), at any width.
+"""`--help` under the layout rule (docs/reference/terminal.md), at any width.
 
 Typer draws each panel of options as a Rich table. On a narrow terminal Rich
 squeezes every column of it: option names are cut (`--max-messa…`), a range
@@ -67,10 +67,12 @@ class _Capture:
 
 
 def _one_line(paragraph: str) -> str:
-    """A paragraph's lines joined (a `\\b` paragraph keeps them, as Click's rule has it)."""
-    if paragraph.startswith("\b"):
+    """A paragraph's lines joined (a `\\b` paragraph keeps them, as Click's rule has it,
+    and so do command lines: the Examples a help screen ends with)."""
+    lines = paragraph.splitlines()
+    if paragraph.startswith("\b") or all(line.lstrip().startswith("$ ") for line in lines):
         return paragraph
-    return " ".join(line.strip() for line in paragraph.splitlines())
+    return " ".join(line.strip() for line in lines)
 
 
 def _fitted(panel: Any, width: int) -> Any:

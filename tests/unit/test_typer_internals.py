@@ -25,6 +25,10 @@ def test_clicks_exceptions_and_ranges():
     assert count.convert("7", None, None) == 7
     assert typer_internals.FloatRange(min=0, max=1.5).convert("1.5", None, None) == 1.5
     assert typer_internals.TyperPath(path_type=None).convert("a b", None, None) == "a b"
+    quiet = typer_internals.quiet_range(typer_internals.IntRange)(min=0, max=5)
+    assert quiet._describe_range() == "0<=x<=5"  # the hook typer's help reads
+    quiet.shown = False
+    assert quiet._describe_range() == ""
 
 
 def test_completion_classes_and_scripts():
