@@ -19,6 +19,23 @@ class ExitStatus(IntEnum):
     REFUSED = 5  # another owner's session, an unsafe path, no --yes and no terminal
     INTERRUPTED = 130
 
+    @property
+    def meaning(self) -> str:
+        """What the code tells a script (the manual's table is generated from this)."""
+        return _MEANINGS[self]
+
+
+_MEANINGS = {
+    ExitStatus.OK: "done",
+    ExitStatus.FAILED: "failed, or `kaja doctor` found an error",
+    ExitStatus.USAGE: "bad usage: an option, a value, a malformed query",
+    ExitStatus.NOT_FOUND: "not found: no such session, no store where one is needed",
+    ExitStatus.BUSY: "busy: another process has the store, or a lock wait ran out",
+    ExitStatus.REFUSED: "refused: another owner's session, an unsafe path, a destructive action"
+    " without `--yes` and no terminal to ask",
+    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C); a destructive command says how to finish",
+}
+
 
 class KajaError(Exception):
     """A failure with a one-line message for the user and an exit status."""

@@ -41,7 +41,7 @@ def paths(
 
 # --- settings.toml --------------------------------------------------------------------------------
 # The keys, their types and defaults: kaja_cli/core/store/settings/keys.py (and the
-# README's "Settings"). Reading never imports tomlkit; set/unset/edit do.
+# docs/guides/settings.md). Reading never imports tomlkit; set/unset/edit do.
 KEY_HELP = "A dotted key, e.g. memory.mode or logging.database.slow_ms."
 
 

@@ -35,7 +35,7 @@ def resume(
         typer.Option(
             "--json",
             # Not the shared --json: what it prints is the agent's context, not the replay.
-            help="Print the context the agent resumes with (see the README) as one JSON document.",
+            help="Print the context the agent resumes with (the manual's Conversations page) as one JSON document.",
         ),
     ] = False,
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-DEFAULT_SEED = 1  # the store the README and the tests describe
+DEFAULT_SEED = 1  # the store the manual and the tests describe
 
 
 @dataclass(frozen=True)

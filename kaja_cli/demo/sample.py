@@ -32,7 +32,7 @@ from kaja_cli.errors import Interrupted, KajaError, Refused, UsageError
 Progress = Callable[[int, int | None], None]
 
 # The time the demo's ids count from, whatever --now is: the rows' times follow
-# the clock, their ids do not, so `kaja demo` always writes the ids the README's
+# the clock, their ids do not, so `kaja demo` always writes the ids the manual's
 # examples use (the time part of a UUIDv7 is its first 12 hex digits, so of every
 # short id). Ids still sort in the order their rows were written.
 ID_EPOCH = datetime(2026, 11, 29, 12, tzinfo=UTC)

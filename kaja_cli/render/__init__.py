@@ -18,7 +18,7 @@ The layout rule, for every table and every page of prose on a terminal:
   word (up to 16 columns) or a search's matched word; a longer word breaks
   after a slash or a hyphen, else where the line ends.
 - Only when even that does not fit are columns dropped, least useful first,
-  in the order each table declares (`Col.drop`; the README lists them). A
+  in the order each table declares (`Col.drop`; docs/reference/terminal.md lists them). A
   chart shrinks to 10 columns, then goes first.
 - A search snippet is shown whole, wrapped: the matched words are always in it.
 - Prose (a replay, doctor's details) wraps at words, the continuation indented

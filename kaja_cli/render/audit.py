@@ -4,7 +4,7 @@
 
 Tables follow the layout rule (render/__init__.py): ids, counts and times
 never give way, prompts and titles wrap, and on a narrow terminal the
-columns go in the order each table declares (README, "What the agent did").
+columns go in the order each table declares (docs/guides/agent.md).
 Piped, each row is tab-separated with ISO times and exact figures. A run's
 tree is drawn with the guides Rich's `Tree` uses (without loading Rich: the
 house rule for start-up), wrapped and paged as any prose.

@@ -28,7 +28,7 @@ def report(result: CacheReport) -> None:
     if not result.namespaces:
         return
     # Counts and the hit rate never give way; on a narrow terminal the oldest
-    # access, then the newest, then the size go (README, "The cache").
+    # access, then the newest, then the size go (docs/guides/maintenance.md).
     cols = [
         Col("namespace", kind="text", min=10), Col("entries", justify="right"),
         Col("size", justify="right", drop=3), Col("expired", justify="right"),

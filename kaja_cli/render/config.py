@@ -21,7 +21,7 @@ def paths(found: dict[str, Any]) -> None:
 
     backend, rows = found["backend"], found["paths"]
     # Paths wrap (after a slash when a name is too long); on a narrow terminal
-    # "exists", the file count, the source, then the size go (README, "Where data lives").
+    # "exists", the file count, the source, then the size go (docs/guides/settings.md).
     render.table(
         [Col("what", style="bold", kind="whole"), Col("path", min=20),
          Col("source", style="dim", drop=3),

@@ -36,7 +36,7 @@ def listing(result: NoteListing, *, flt: NoteFilter) -> None:
     all_owners = flt.owner is None
     # The key (you type it), the counts and the sticky mark never give way;
     # the content and tags wrap; on a narrow terminal the use count, the
-    # time, the tags and the importance go, in that order (README, "Notes").
+    # time, the tags and the importance go, in that order (docs/guides/notes.md).
     cols = [Col("key", style="cyan", kind="whole")]
     if all_owners:
         cols.insert(0, Col("owner", kind="whole"))

@@ -27,7 +27,7 @@ def hits(result: SearchResult) -> None:
     owners = result.all_owners
     # The match is what you came for: shown whole, wrapped. The session's
     # short id never gives way; on a narrow terminal the time, the role, the
-    # owner and the title go, in that order (README, "Searching").
+    # owner and the title go, in that order (docs/guides/search.md).
     cols = [Col("session", style="cyan", kind="whole")]
     if owners:
         cols.append(Col("owner", kind="whole", drop=3))

@@ -52,7 +52,7 @@ def listing(result: Listing, flt: SessionFilter) -> None:
     more = f"{result.left_out} more not shown (--limit 0 shows all)" if result.left_out else None
     # The id (you type it), the counts and the mark never give way; the title,
     # persona and model wrap; on a narrow terminal persona, model, the message
-    # count and the time go, in that order (README, "Conversations"), before
+    # count and the time go, in that order (docs/guides/conversations.md), before
     # the title, what a row is, gets narrower than TITLE_ROOM.
     text = "text"
     cols = [Col("id", style="cyan", kind="whole"), Col("updated", kind="whole", drop=4)]

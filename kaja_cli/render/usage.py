@@ -41,7 +41,7 @@ def report(result: UsageReport, *, tools: int, machines: list | None = None) -> 
     terminal = render.stdout_is_terminal()
     groups = _with_empty_days(result.groups) if result.by == "day" and terminal else result.groups
     # Every figure is whole; on a narrow terminal the chart shrinks, then cached
-    # tokens, the chart, completion, failed and prompt go, in that order (README, "Usage").
+    # tokens, the chart, completion, failed and prompt go, in that order (docs/guides/usage.md).
     cols = [
         Col(result.by, style="bold", kind="whole"), Col("calls", "right"),
         Col("failed", "right", drop=4), Col("prompt", "right", drop=5),

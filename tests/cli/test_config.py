@@ -885,10 +885,10 @@ def test_set_and_unset_in_any_layout(tmp_path):
     check()
 
 
-def test_the_readme_documents_every_key():
+def test_the_settings_guide_documents_every_key():
     from kaja_cli.core.store.settings.keys import KEYS, to_text
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs/guides/settings.md").read_text()
     rows = {
         line.split("|")[1].strip().strip("`"): [c.strip() for c in line.split("|")[2:-1]]
         for line in readme.split("## Settings", 1)[1].split("\n## ", 1)[0].splitlines()

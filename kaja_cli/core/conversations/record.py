@@ -88,7 +88,7 @@ class Recorder:
         self.clock: Clock = clock or now
         self.rng = rng
         # The ids' time part is the row's time moved by this much: `kaja demo`
-        # writes the same ids whenever it runs (the README's examples use them).
+        # writes the same ids whenever it runs (the manual's examples use them).
         self.id_shift = id_shift
         self._stack: ExitStack | None = None
         self._conns: dict[str, sqlite3.Connection] = {}

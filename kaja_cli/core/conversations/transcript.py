@@ -822,7 +822,7 @@ def replay(
 
 
 def context_json(conn: sqlite3.Connection, session_id: str, images_dir: Path) -> JsonDocument:
-    """The agent's resume context (the README documents the shape)."""
+    """The agent's resume context (docs/guides/conversations.md documents the shape)."""
     r = _Reader(conn, session_id, images_dir)
     session = r.session()
     summary = r.latest_summary()

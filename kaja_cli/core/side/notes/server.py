@@ -43,7 +43,7 @@ def location(store: Store, *, writing: bool = False) -> str:
 def forget(store: Store, plan: ForgetPlan) -> list[Note]:
     """One transaction on the server. PostgreSQL never overwrites freed space
     (SQLite's secure_delete has no equivalent): the rows' bytes stay on the
-    server's disk until it reuses them (README "Cloud mode")."""
+    server's disk until it reuses them (docs/guides/cloud.md)."""
     from kaja_cli.core.engine import db
     from kaja_cli.core.store import markers
 

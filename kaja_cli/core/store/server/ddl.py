@@ -11,7 +11,7 @@ SQLite's declarations become PostgreSQL's column by column:
 - REAL → `double precision`, BLOB → `bytea`;
 - JSON columns (`parts`, `arguments`, `payload`, …) stay `text`, not `jsonb`:
   the agent writes them as JSON text and readers show invalid JSON as the
-  text it is (README), which a jsonb column would refuse at insert; jsonb
+  text it is (docs/guides/cloud.md), which a jsonb column would refuse at insert; jsonb
   would also reorder an object's keys and respace it, so the same row would
   read back differently from the two engines;
 - every name is quoted: the seeds' camelCase names (`sessionId`) are a

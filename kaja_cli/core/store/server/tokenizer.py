@@ -28,7 +28,7 @@ The result is checked character by character against SQLite when the schema
 is made (`verify`), and a test compares whole corpora. PostgreSQL's own
 limits stay: a word longer than 2,047 bytes is not indexed, positions stop at
 16,383 and a word counts at most 256 times per message, and a message's
-index stops near 1 MB of words (README "Cloud mode").
+index stops near 1 MB of words (docs/guides/cloud.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The settings kaja knows: one schema that reading, `kaja config`, doctor,
-completion, the edit template and the README's table all follow.
+completion, the edit template and the manual's tables all follow.
 
 Each key has a type, its allowed values or range, a default, the environment
 variable (and flag) that overrides it, whether it holds a secret, and a
