@@ -56,30 +56,60 @@ def test_the_readme_names_the_oldest_versions_ci_tests():
 
 
 # --- every example runs ----------------------------------------------------------------------
-# What an example exits with when it is not 0: the documented refusal without a terminal.
+# What an example exits with when it is not 0: the documented refusal without a terminal,
+# and what needs a terminal (the test has none: it says so, exit 2).
 REFUSED_WITHOUT_A_TERMINAL = {"kaja usage reset", "kaja wipe"}
+NEEDS_A_TERMINAL = ("kaja browse", 'kaja resume "$(kaja browse)"')
+
+
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def examples() -> list[str]:
-    """Every kaja command line of the README: `$ kaja …` in any block, `kaja …` in sh blocks
-    (the first two sh blocks, installing and testing, are CI's own), comments removed."""
-    text = (ROOT / "README.md").read_text()
-    out = []
-    for lang, body in re.findall(r"```(\w*)\n(.*?)\n```", text, re.S):
-        for line in body.splitlines():
-            if line.startswith("$ kaja "):
-                line = line[2:]
-            elif not (lang == "sh" and line.startswith("kaja ")):
-                continue
-            out.append(re.sub(r"\s+# .*$", "", line).strip())
-    return out
+    """Every kaja command line a user is shown: in the README and the manual (`$ kaja …`
+    in any block, `kaja …` in sh blocks), and at the end of every `--help`
+    (kaja_cli/commands/examples.py); comments removed, each once."""
+    from kaja_cli.commands.examples import EXAMPLES
+
+    out = [line for lines in EXAMPLES.values() for line in lines]
+    for page in DOCS:
+        for lang, body in re.findall(r"```(\w*)\n(.*?)\n```", page.read_text(), re.S):
+            for line in body.splitlines():
+                if line.startswith("$ kaja "):
+                    out.append(line[2:])
+                elif lang == "sh" and line.startswith("kaja "):
+                    out.append(line)
+    return list(dict.fromkeys(re.sub(r"\s+# .*$", "", line).strip() for line in out))
 
 
 def test_the_readme_has_its_examples():
     found = examples()
-    assert len(found) > 30
+    assert len(found) > 100
     assert "kaja resume 01a226e4 --tail 20" in found
     assert "kaja wipe --owner telegram:482913 --dry-run" in found
+
+
+def test_every_command_ends_its_help_with_examples():
+    """Each command and group of the app has its Examples, and no example names a command
+    that is not there."""
+    import typer.main
+
+    from kaja_cli.app import build
+    from kaja_cli.commands.examples import EXAMPLES
+
+    found = [""]
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            if not sub.hidden:
+                found.append(" ".join([*path, name]))
+                walk(sub, [*path, name])
+
+    walk(typer.main.get_command(build()), [])
+    assert sorted(found) == sorted(EXAMPLES)
+    for key, lines in EXAMPLES.items():
+        assert 1 <= len(lines) <= 4, key
+        assert any(f"kaja {key}".rstrip() in line for line in lines), key
 
 
 def readme_demo_command() -> str:
@@ -106,8 +136,9 @@ def readme_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def readme_ids() -> set[str]:
     """Every session, message or account id (or prefix of one) and tool call id the README
-    shows: 8+ hex digits with a digit and a letter among them, or `call_` and 12 of them."""
-    text = (ROOT / "README.md").read_text()
+    and the manual show: 8+ hex digits with a digit and a letter among them, or `call_` and
+    12 of them."""
+    text = "\n".join(page.read_text() for page in DOCS)
     ids = set(re.findall(r"\bcall_[0-9a-f]{12}\b", text))
     for token in re.findall(r"(?<![\w-])[0-9a-f]{8}(?:-[0-9a-f]{4}){0,4}(?![\w-])", text):
         if re.search(r"[0-9]", token) and re.search(r"[a-f]", token):
@@ -164,6 +195,9 @@ def test_each_readme_example_runs_against_the_readme_demo_store(
         ["bash", "-c", f"set -o pipefail; {line}"], env=env, cwd=tmp_path, capture_output=True,
         text=True, stdin=subprocess.DEVNULL, timeout=120,
     )  # fmt: skip
+    if line.startswith(NEEDS_A_TERMINAL):
+        assert p.returncode == 2 and "browse needs a terminal" in p.stderr, (line, p.stderr)
+        return
     expected = 5 if line in REFUSED_WITHOUT_A_TERMINAL else 0
     assert p.returncode == expected, (line, p.stdout[-1000:], p.stderr[-1000:])
     assert "Traceback" not in p.stderr
