@@ -1,7 +1,7 @@
 """Write the manual's reference pages from kaja itself, so that they cannot drift:
 
 - docs/reference/commands.md: every command's `--help`, as kaja prints it (100
-  columns, no color), examples included (kaja_cli/commands/examples.py);
+  columns, no color), examples included (kaja_cli/render/examples.py);
 - docs/reference/settings.md: every settings key, from the registry
   (kaja_cli/core/store/settings/keys.py);
 - docs/reference/exit-codes.md: from `kaja_cli.errors.ExitStatus`;
@@ -26,7 +26,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "docs"))
 
 WIDTH = 100
 BOX = re.compile(r"[╭╮╰╯│─]")
@@ -152,13 +151,27 @@ def man_page(helps: dict[str, str]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _documents():
+    """docs/json_documents.py, loaded by its path (docs/ is not put on sys.path: the
+    tests have a `generate` of completions/ too)."""
+    import importlib.util
+
+    name = "kaja_docs_json_documents"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, ROOT / "docs/json_documents.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def json_documents() -> dict[str, object]:
     """Each command's `--json` document on a fresh copy of the demo store."""
     import json
     import shutil
     import tempfile
 
-    from json_documents import DEMO_NOW, DOCUMENTS
+    DEMO_NOW, DOCUMENTS = _documents().DEMO_NOW, _documents().DOCUMENTS
 
     base = Path(tempfile.mkdtemp(prefix="kaja-docs-"))
     try:
@@ -198,7 +211,7 @@ def run_kaja(root: Path, argv: list[str]) -> str:
 def json_pages(documents: dict[str, object]) -> dict[Path, str]:
     import json
 
-    from json_documents import DOCUMENTS, schema_of
+    DOCUMENTS, schema_of = _documents().DOCUMENTS, _documents().schema_of
 
     out: dict[Path, str] = {}
     page = [

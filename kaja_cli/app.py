@@ -38,8 +38,8 @@ def _help_by_the_layout_rule() -> None:
             continue  # this module run a second time
 
         def format_help(self, ctx, formatter, _typers=cls.format_help):
-            from kaja_cli.commands.examples import epilog
             from kaja_cli.render import help
+            from kaja_cli.render.examples import epilog
 
             help.patch()
             self.epilog = self.epilog or epilog(ctx.command_path)

@@ -216,22 +216,33 @@ def test_orphans_of_many_missing_sessions_are_counted_and_a_few_listed(
 
 
 # --- the progress bar ------------------------------------------------------------------
-def _on_a_terminal(kaja: Kaja, *args: str) -> tuple[int, str]:
+def _on_a_terminal(kaja: Kaja, *args: str, held_until: str | None = None) -> tuple[int, str]:
+    """`kaja ARGS` on a terminal (a pty); with `held_until`, its integrity check is
+    held (tests/support/paused.py at the step "integrity") until that text shows:
+    on a quiet machine a cached store's quick_check can end before the bar starts."""
     import pty
 
+    from tests.support import paused
+
     out = bytearray()
+    flag = kaja.root / "integrity.flag"
 
     def read(fd):
         data = os.read(fd, 4096)
         out.extend(data)
+        if held_until is not None and held_until.encode() in out:
+            paused.go(flag)
         return data
 
+    argv = [KAJA, *args]
+    if held_until is not None:
+        argv = [sys.executable, paused.SCRIPT, "integrity", str(flag), "30", "--", *args]
     env = dict(kaja.env, TERM="xterm", COLUMNS="120")
     old = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)
     try:
-        status = pty.spawn([KAJA, *args], read)
+        status = pty.spawn(argv, read)
     finally:
         os.environ.clear()
         os.environ.update(old)
@@ -243,7 +254,7 @@ def test_a_long_quick_check_shows_a_progress_bar_on_a_terminal_only(large_store:
     """quick_check of a store large enough to outlast the other checks: a bar
     counting the MB it has read, on a terminal; nothing of it in --json or
     when the output is piped."""
-    code, text = _on_a_terminal(large_store, "doctor", "--no-pager")
+    code, text = _on_a_terminal(large_store, "doctor", "--no-pager", held_until="(MB read)")
     assert code in (0, 1)
     assert "quick_check kaja.db (MB read)" in text
     assert "quick_check passed" in text

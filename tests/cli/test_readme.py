@@ -68,8 +68,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 def examples() -> list[str]:
     """Every kaja command line a user is shown: in the README and the manual (`$ kaja …`
     in any block, `kaja …` in sh blocks), and at the end of every `--help`
-    (kaja_cli/commands/examples.py); comments removed, each once."""
-    from kaja_cli.commands.examples import EXAMPLES
+    (kaja_cli/render/examples.py); comments removed, each once."""
+    from kaja_cli.render.examples import EXAMPLES
 
     out = [line for lines in EXAMPLES.values() for line in lines]
     for page in DOCS:
@@ -95,7 +95,7 @@ def test_every_command_ends_its_help_with_examples():
     import typer.main
 
     from kaja_cli.app import build
-    from kaja_cli.commands.examples import EXAMPLES
+    from kaja_cli.render.examples import EXAMPLES
 
     found = [""]
 

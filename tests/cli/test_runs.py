@@ -178,6 +178,7 @@ def test_an_older_runs_table_without_some_columns_still_lists(kaja):
 
 
 # --- --json against the seed's queries through the sqlite3 shell, on the demo store --------------
+@pytest.mark.needs("sqlite3")
 def test_json_matches_the_seeds_queries_run_with_sqlite3(demo_store):
     k = demo_store  # the sqlite3 shell leaves a -wal behind: not the shared store
     mine = js(k("runs", "-n", "5", "--json"))["runs"]

@@ -141,6 +141,7 @@ def _rows(stdout: str) -> dict[str, str]:
     return {line.split("  ")[0]: line for line in stdout.splitlines() if " process " in line}
 
 
+@pytest.mark.needs("sqlite3")  # the floors are the sqlite3 command line
 def test_a_slow_kaja_is_reported_missed_and_check_makes_it_exit_1(tmp_path):
     # Slow at any load: its --version is the floor's own, three times over.
     floor = f'"{sys.executable}" "{BENCH / "bare_typer.py"}" --version >/dev/null'
@@ -165,6 +166,7 @@ def test_a_slow_kaja_is_reported_missed_and_check_makes_it_exit_1(tmp_path):
     assert "MISSED" in _rows(p.stdout)["start-up: kaja --version"]
 
 
+@pytest.mark.needs("sqlite3")  # the floors are the sqlite3 command line
 def test_a_fast_kaja_meets_every_goal_and_check_exits_0(tmp_path):
     # `config get` is judged against `config paths`, both kaja: the fake makes
     # `paths` the slower one, so that ratio is not a coin toss around 1.
@@ -175,6 +177,7 @@ def test_a_fast_kaja_meets_every_goal_and_check_exits_0(tmp_path):
     assert "MISSED" not in p.stdout
 
 
+@pytest.mark.needs("sqlite3")  # the floors are the sqlite3 command line
 def test_a_smoke_run_runs_every_row_and_judges_none(tmp_path):
     """`--smoke` (.ci/run): the slow kaja's rows are there, with no verdict, exit 0."""
     floor = f'"{sys.executable}" "{BENCH / "bare_typer.py"}" --version >/dev/null'
@@ -187,6 +190,7 @@ def test_a_smoke_run_runs_every_row_and_judges_none(tmp_path):
     assert _run(tmp_path, slow, "--smoke", "--check").returncode == 2
 
 
+@pytest.mark.needs("sqlite3")  # the floors are the sqlite3 command line
 def test_a_failing_command_stops_the_bench_with_exit_2_and_no_figures(tmp_path):
     p = _run(tmp_path, _fake_kaja(tmp_path, "echo broken >&2; exit 3"))
     assert p.returncode == 2
@@ -244,6 +248,7 @@ def _scale_rows(stdout: str) -> dict[str, str]:
     return {line[:34].strip(): line for line in stdout.splitlines() if " ms " in line}
 
 
+@pytest.mark.needs("sqlite3")  # the floors are the sqlite3 command line
 def test_scale_prints_growth_and_peak_rss_and_runs_to_the_end_past_a_failure(tmp_path, two_stores):
     # Every command meets its goal by far (SCALE_FAKE) but `runs`, which takes 1.5 s
     # more on the big store, and `notes`, which fails there: both rows MISSED,
@@ -280,6 +285,7 @@ def test_scale_prints_growth_and_peak_rss_and_runs_to_the_end_past_a_failure(tmp
     assert "MISSED" in _scale_rows(p.stdout)["runs"]
 
 
+@pytest.mark.needs("sqlite3")  # the floors are the sqlite3 command line
 def test_scale_check_exits_0_when_every_goal_is_met(tmp_path, two_stores):
     p = _run_scale(tmp_path, _fake_kaja(tmp_path, SCALE_FAKE), two_stores, "--check")
     assert p.returncode == 0, p.stdout + p.stderr

@@ -54,6 +54,7 @@ def test_without_postgresql_ci_fails_and_elsewhere_skips(pytester, monkeypatch, 
     result.stdout.fnmatch_lines(["*needs postgresql (apt-get install postgresql)*"])
 
 
+@pytest.mark.needs("postgresql")
 def test_a_server_that_cannot_start_says_why(tmp_path):
     """The error holds the server's own words (its log's tail), not only pg_ctl's exit status."""
     from tests.support.pg import PgServer, ServerFailed

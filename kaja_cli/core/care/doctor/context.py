@@ -26,7 +26,7 @@ from kaja_cli.core import clock
 from kaja_cli.core.care.doctor.model import Skipped
 from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import db
-from kaja_cli.core.store import Store, guard
+from kaja_cli.core.store import Store, guard, markers
 from kaja_cli.core.store.paths import Paths, companions
 from kaja_cli.core.store.registry import Database, DatabaseFile
 from kaja_cli.errors import KajaError, SettingsError
@@ -340,6 +340,7 @@ def raise_if_interrupted(error: BaseException | None = None) -> None:
 def _integrity(path: Path, pragma: str, job: _Background) -> tuple[list[str], float]:
     """The integrity pragma's rows and how long it took. SQLite's own error when
     it stops before its first row (a damaged page): `check_integrity` says so."""
+    markers.checkpoint("integrity")  # a test may hold the check here (the bar is drawn meanwhile)
     start = time.perf_counter()
     rows: list[str] = []
     failure: sqlite3.DatabaseError | None = None
