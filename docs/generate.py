@@ -59,6 +59,28 @@ def help_text(path: str) -> str:
     return "\n".join(line.rstrip() for line in out.strip("\n").splitlines()) + "\n"
 
 
+def old_names() -> dict[str, list[str]]:
+    """Each command's options renamed since, hidden from its --help and still
+    accepted: "`--before` (now `--until`)", by command path."""
+    import typer.main
+
+    from kaja_cli.app import build
+
+    found: dict[str, list[str]] = {}
+
+    def walk(command, path: list[str]) -> None:
+        for p in command.params:
+            new = re.match(r"The old name of (--[\w-]+)", p.help or "") if p.hidden else None
+            if new:
+                found.setdefault(" ".join(path), []).append(f"`{p.opts[0]}` (now `{new[1]}`)")
+        for name, sub in getattr(command, "commands", {}).items():
+            if not sub.hidden:
+                walk(sub, [*path, name])
+
+    walk(typer.main.get_command(build()), [])
+    return found
+
+
 def commands_page(helps: dict[str, str]) -> str:
     out = [
         "# Commands",
@@ -67,8 +89,11 @@ def commands_page(helps: dict[str, str]) -> str:
         " (`python docs/generate.py`); a test fails when this page is stale.",
         "",
     ]
+    old = old_names()
     for path, text in helps.items():
         out += [f"## kaja {path}".rstrip(), "", "```text", text.rstrip(), "```", ""]
+        if path in old:
+            out += [f"Old names, still accepted: {', '.join(old[path])}.", ""]
     return "\n".join(out)
 
 

@@ -194,6 +194,25 @@ def build(name: str | None = None) -> typer.Typer:
     return _apps[name]
 
 
+def _deeper(error: Exception) -> str | None:
+    """`kaja export`: "No such command", naming the commands one level down
+    with that name (`kaja sessions export`, `kaja notes export`) rather than
+    click's guess at a misspelling; None when there is none."""
+    import re
+
+    typed = re.match(r"No such command '(.+?)'\.", error.format_message())  # type: ignore[attr-defined]
+    ctx = getattr(error, "ctx", None)
+    if typed is None or ctx is None:
+        return None
+    found = [f"`{ctx.command_path} {name} {typed[1]}`"
+             for name, group in getattr(ctx.command, "commands", {}).items()
+             if typed[1] in getattr(group, "commands", {})]  # fmt: skip
+    if not found:
+        return None
+    either = ", ".join(found[:-1]) + " or " + found[-1] if len(found) > 1 else found[0]
+    return f"No such command {typed[1]!r}. Did you mean {either}?"
+
+
 def command_named(args: list[str]) -> str | None:
     """The command `args` run, when that is one of kaja's; None for anything
     else (the root's --help or --version, an unknown command or option, no
@@ -258,7 +277,7 @@ def _run() -> None:
         sys.exit(ExitStatus.USAGE)
     except _click.exceptions.UsageError as e:
         where = f" (see `{e.ctx.command_path} --help`)" if e.ctx is not None else ""
-        _fail(f"{e.format_message()}{where}", ExitStatus.USAGE)
+        _fail(f"{_deeper(e) or e.format_message()}{where}", ExitStatus.USAGE)
     except _click.exceptions.ClickException as e:
         _fail(
             e.format_message(),

@@ -143,7 +143,8 @@ def subcommand_runs(ctx: typer.Context) -> bool:
             hint = f"put it after it: {path} {sub} {given[0]}"
         else:
             hint = f"put the options after it: {path} {sub} …"
-        raise UsageError(f"{', '.join(given)} belongs to the listing, not to `{sub}`", hint=hint)
+        verb = "belongs" if len(given) == 1 else "belong"
+        raise UsageError(f"{', '.join(given)} {verb} to the listing, not to `{sub}`", hint=hint)
     return True
 
 

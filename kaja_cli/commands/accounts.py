@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import store_of, subcommand_runs
-from kaja_cli.commands.options import DryRun, Json, JsonDone, Yes
+from kaja_cli.commands.options import OLD, DryRun, Json, JsonDone, Yes
 from kaja_cli.completion.hooks import hook
 
 app = typer.Typer(
@@ -60,9 +60,13 @@ def sessions(ctx: typer.Context, user: User, as_json: Json = False) -> None:
 def revoke(
     ctx: typer.Context,
     user: User,
-    every: Annotated[
-        bool, typer.Option("--all", help="Delete the expired sessions too, not only the live ones.")
+    expired: Annotated[
+        bool,
+        typer.Option("--expired", help="Delete the expired sessions too, not only the live ones."),
     ] = False,
+    every: Annotated[
+        bool, typer.Option("--all", hidden=True, help=OLD % "--expired")
+    ] = False,  # --expired's old name
     yes: Yes = False,
     dry_run: DryRun = False,
     as_json: JsonDone = False,
@@ -70,10 +74,10 @@ def revoke(
     """End an account's sign-in sessions: it is signed out everywhere.
 
     The live sessions are deleted (their tokens sign nobody in any more);
-    expired ones stay as a record of past sign-ins unless --all. Asks first;
+    expired ones stay as a record of past sign-ins unless --expired. Asks first;
     with no terminal to ask, refuses unless --yes.
     """
-    _change(ctx, "revoke", user, every=every, yes=yes, dry_run=dry_run, as_json=as_json)
+    _change(ctx, "revoke", user, every=expired or every, yes=yes, dry_run=dry_run, as_json=as_json)
 
 
 @app.command("disable")

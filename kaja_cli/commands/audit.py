@@ -7,14 +7,22 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import store_of, subcommand_runs
-from kaja_cli.commands.options import Json, JsonDone, Limit, NoPager
+from kaja_cli.commands.options import (
+    OLD,
+    Before,
+    Json,
+    JsonDone,
+    LedgerUrl,
+    Limit,
+    NoPager,
+    OldUrl,
+    Since,
+    Until,
+    either,
+    parse_since,
+    parse_until,
+)
 from kaja_cli.completion.hooks import hook
-
-
-def _when(value: str | None, option: str) -> str | None:
-    from kaja_cli.core import timeparse
-
-    return None if value is None else timeparse.parse_when(value, option=option)
 
 
 def _emit(result, as_json: bool, show, no_pager: bool) -> None:  # type: ignore[no-untyped-def]
@@ -33,17 +41,16 @@ runs_app = typer.Typer(
 )
 AllMachines = Annotated[bool, typer.Option("--all-machines",
                         help="Read the shared ledger on PostgreSQL: every machine's runs.")]  # fmt: skip
-Url = Annotated[str | None, typer.Option("--url", metavar="URL",
-                help="With --all-machines: the PostgreSQL URL (as `kaja sync`).")]  # fmt: skip
 
 
-def _url(ctx: typer.Context, all_machines: bool, url: str | None):  # type: ignore[no-untyped-def]
+def _url(ctx: typer.Context, all_machines: bool, ledger: str | None, url: str | None):  # type: ignore[no-untyped-def]
     """The shared ledger's URL with --all-machines (None without it)."""
+    url = either(ledger_url=ledger, url=url)
     if not all_machines:
         if url is not None:
             from kaja_cli.errors import UsageError
 
-            raise UsageError("--url goes with --all-machines")
+            raise UsageError("--ledger-url goes with --all-machines")
         return None
     from kaja_cli.core.ledger import sync
 
@@ -64,25 +71,29 @@ def runs(
     source: Annotated[str | None, typer.Option(metavar="SOURCE",
                       help="Only runs from this source: interactive, api, schedule, …")] = None,
     agent: Annotated[str | None, typer.Option(metavar="NAME", help="Only this agent's runs.")] = None,
-    since: Annotated[str | None, typer.Option(metavar="WHEN",
-                     help="Started since: 2026-11-01, 2026-11-01T08:00, 3d, 12h.")] = None,
-    until: Annotated[str | None, typer.Option(metavar="WHEN",
-                     help="Started before then (same forms as --since).")] = None,
+    since: Since = None,
+    until: Until = None,
+    before: Before = None,
     thread: Annotated[str | None, typer.Option("--thread", metavar="ID",
                       help="Only runs of this conversation thread.")] = None,
-    all_runs: Annotated[bool, typer.Option("--all", help="Subagents' runs too, not only top-level ones.")] = False,
+    subagents: Annotated[bool, typer.Option("--subagents",
+                         help="Subagents' runs too, not only top-level ones.")] = False,
+    all_runs: Annotated[bool, typer.Option("--all", hidden=True, help=OLD % "--subagents")] = False,  # the old --subagents
     limit: Limit = 20,
     all_machines: AllMachines = False,
-    url: Url = None,
+    ledger: LedgerUrl = None,
+    url: OldUrl = None,
     no_pager: NoPager = False,
     as_json: Json = False,
 ) -> None:  # fmt: skip
-    """List the agent's runs, newest first: top-level turns unless --all.
+    """List the agent's runs, newest first: top-level turns unless --subagents.
 
     Each run: id, when it started, agent, source, status, how long it took,
     and the seed's figures for its own rows (model calls, tokens = prompt +
     completion, tool calls), then how many subagents ran below it and the
-    tokens of the whole subtree. --json: {"runs": [...]} with model_calls,
+    tokens of the whole subtree. Runs started from --since (included) to
+    --until (not included). Ids are shown short (their first 8 characters;
+    any unique prefix works); --json has them whole. --json: {"runs": [...]} with model_calls,
     tokens, tool_calls and the subtree's subagents, total_model_calls,
     total_tokens, total_tool_calls. Reads the store read-only. --all-machines
     lists the runs every machine pushed to the shared ledger on PostgreSQL
@@ -94,9 +105,9 @@ def runs(
     from kaja_cli.render import audit as view
 
     flt = core.RunFilter(status=status, source=source, agent=agent,
-                         since=_when(since, "--since"), until=_when(until, "--until"),
-                         thread=thread, subagents=all_runs, limit=limit)  # fmt: skip
-    target = _url(ctx, all_machines, url)
+                         since=parse_since(since), until=parse_until(until=until, before=before),
+                         thread=thread, subagents=subagents or all_runs, limit=limit)  # fmt: skip
+    target = _url(ctx, all_machines, ledger, url)
     if target is not None:
         from kaja_cli.core.ledger import sync
 
@@ -112,7 +123,8 @@ def runs(
 
 @runs_app.command("show")
 def runs_show(ctx: typer.Context, run_id: RunId, all_machines: AllMachines = False,
-              url: Url = None, no_pager: NoPager = False, as_json: Json = False) -> None:  # fmt: skip
+              ledger: LedgerUrl = None, url: OldUrl = None, no_pager: NoPager = False,
+              as_json: Json = False) -> None:  # fmt: skip
     """Show one run as a tree: its prompt, result or error, model calls,
     tool calls, events, feedback and review, then its subagents' runs.
 
@@ -127,7 +139,7 @@ def runs_show(ctx: typer.Context, run_id: RunId, all_machines: AllMachines = Fal
     from kaja_cli.core.audit import runs as core
     from kaja_cli.render import audit as view
 
-    target = _url(ctx, all_machines, url)
+    target = _url(ctx, all_machines, ledger, url)
     if target is not None:
         from kaja_cli.core.ledger import sync
 

@@ -1,11 +1,12 @@
 """The options many commands share, declared once: `--json`, `--yes`,
-`--dry-run`, `--no-pager`, `-n/--limit`, `--owner`/`--all-owners`, and the
+`--dry-run`, `--no-pager`, `-n/--limit`, `--owner`/`--all-owners`, the time
+bounds `--since`/`--until` (with the hidden old names of `--until`), and the
 session filters (`kaja sessions`, `sessions prune`, `export --all`,
 `sessions stats`), which reach a command as one `SessionFilters` value.
 
 A command takes them by annotation: `as_json: Json = False`, `yes: Yes =
 False`; the session filters by a parameter `filters: SessionFilters` and
-the `@session_filters` decorator, which puts the twelve options in its place
+the `@session_filters` decorator, which puts the filter options in its place
 (Typer has no option groups: the signature Typer reads is rewritten once,
 at import).
 """
@@ -41,6 +42,70 @@ OwnerOpt = Annotated[
 AllOwners = Annotated[
     bool, typer.Option("--all-owners", help="Everyone's, with an owner column.")
 ]  # fmt: skip
+
+# An option's old name stays, hidden from --help, so that scripts written for it do not
+# break; its help says which name replaced it (the manual's command reference lists them).
+OLD = "The old name of %s, still accepted."
+
+# --- the time bounds: one pair of names, one text, one set of forms (core/timeparse.py) -----------
+SINCE_HELP = (
+    "From then on: a date (2026-11-01), an ISO time (2026-11-01T08:00) or an age (3d, 12h)."
+)
+UNTIL_HELP = "Before then (not included); the same forms as --since."
+Since = Annotated[str | None, typer.Option("--since", metavar="WHEN", help=SINCE_HELP)]
+Until = Annotated[str | None, typer.Option("--until", metavar="WHEN", help=UNTIL_HELP)]
+# `--before` was the name of --until in `sessions`, `sessions prune` and `usage reset`: hidden,
+# it still works, so that scripts written for it do not break.
+Before = Annotated[
+    str | None, typer.Option("--before", metavar="WHEN", hidden=True, help=OLD % "--until")
+]
+
+
+def either(**given):  # type: ignore[no-untyped-def]
+    """The value given under one of an option's names (`until=`, `before=`, …:
+    the current name and its hidden old ones); two of them is a usage error
+    (exit 2), even when they agree."""
+    named = [(name, value) for name, value in given.items() if value is not None]
+    if len(named) > 1:
+        from kaja_cli.errors import UsageError
+
+        raise UsageError(" and ".join(_flag(name) for name, _ in named) + " say the same: give one")
+    return named[0][1] if named else None
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def parse_until(**given: str | None) -> str | None:
+    """The upper time bound under any of its names, as ISO UTC (`parse_when`),
+    its errors naming the option the user typed."""
+    from kaja_cli.core.timeparse import parse_when
+
+    value = either(**given)
+    typed = next((name for name, v in given.items() if v is not None), None)
+    return None if typed is None else parse_when(value, option=_flag(typed))
+
+
+def parse_since(value: str | None) -> str | None:
+    from kaja_cli.core.timeparse import parse_when
+
+    return parse_when(value, option="--since") if value is not None else None
+
+
+# --- the shared ledger's server (`kaja sync`, `runs`/`usage --all-machines`) ---------------------
+# Named for what it points at, as the global --database-url is: both are PostgreSQL URLs.
+LEDGER_URL_HELP = (
+    "The shared ledger's PostgreSQL URL (default: USAGE_POSTGRES_URL, then \\[usage] postgres_url)."
+)
+LedgerUrl = Annotated[
+    str | None, typer.Option("--ledger-url", metavar="URL", help=LEDGER_URL_HELP)
+]  # fmt: skip
+OldUrl = Annotated[
+    str | None, typer.Option("--url", metavar="URL", hidden=True, help=OLD % "--ledger-url")
+]  # its old name
+
+
 SessionIds = Annotated[
     list[str],
     typer.Argument(
@@ -57,16 +122,15 @@ def _filter(*decls: str, **kwargs) -> typer.models.OptionInfo:  # type: ignore[n
     return typer.Option(*decls, rich_help_panel=FILTERS, **kwargs)
 
 
-WHEN = "a date, an ISO time or an age (90d)"
 _OPTIONS = {  # name: (annotation, default), in the order --help lists them
     "owner": (str | None, _filter(metavar="ID", help=OWNER_HELP, autocompletion=hook("owner")), None),
     "all_owners": (bool, _filter("--all-owners", help="Everyone's sessions, with an owner column."),
                    False),
-    "since": (str | None, _filter(metavar="WHEN",
-                                  help="Updated since: 2026-11-01, 2026-11-01T08:00, 3d, 12h."), None),
-    "before": (str | None, _filter(metavar="WHEN", help=f"Last updated before: {WHEN}."), None),
-    "older_than": (str | None, _filter("--older-than", metavar="AGE",
-                   help="Last updated more than this long ago: 90d, 6mo, 1y (--before AGE)."), None),
+    "since": (str | None, _filter("--since", metavar="WHEN", help=SINCE_HELP), None),
+    "until": (str | None, _filter("--until", metavar="WHEN", help=UNTIL_HELP), None),
+    # the old names of --until, hidden (they still work)
+    "before": (str | None, _filter("--before", metavar="WHEN", hidden=True, help=OLD % "--until"), None),
+    "older_than": (str | None, _filter("--older-than", metavar="AGE", hidden=True, help=OLD % "--until"), None),
     "model": (str | None, _filter(metavar="NAME", help="Only sessions with this model."), None),
     "persona": (str | None, _filter(metavar="NAME", help="Only sessions with this persona."), None),
     "title": (str | None, _filter(metavar="GLOB",
@@ -87,6 +151,7 @@ class SessionFilters(NamedTuple):
     owner: str | None = None
     all_owners: bool = False
     since: str | None = None
+    until: str | None = None
     before: str | None = None
     older_than: str | None = None
     model: str | None = None
@@ -111,24 +176,17 @@ class SessionFilters(NamedTuple):
         `everyone_by_default`: without --owner, every owner's sessions (stats)."""
         from kaja_cli.core.conversations.filter import Archived, SessionFilter
         from kaja_cli.core.owners import Owner, one_of
-        from kaja_cli.core.timeparse import parse_when
         from kaja_cli.errors import UsageError
 
         one_of(self.owner, self.all_owners)
-        if self.before is not None and self.older_than is not None:
-            raise UsageError("--before and --older-than say the same: give one")
+        before = parse_until(until=self.until, before=self.before, older_than=self.older_than)
         if self.empty and self.max_messages not in (None, 0):
             raise UsageError("--empty is --max-messages 0: give one")
         if self.title is not None and not self.title.strip():
             raise UsageError("--title is empty", hint="use '*' for any title")
         everyone = self.all_owners or (everyone_by_default and self.owner is None)
         acting = None if everyone else store.owner(self.owner) if store else Owner.parse(self.owner)
-        since = parse_when(self.since) if self.since is not None else None
-        before = None
-        if self.before is not None:
-            before = parse_when(self.before, option="--before")
-        elif self.older_than is not None:
-            before = parse_when(self.older_than, option="--older-than")
+        since = parse_since(self.since)
         return SessionFilter(
             owner=acting,
             since=since,

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import store_of
-from kaja_cli.commands.options import AllOwners, Json, Limit, NoPager, OwnerOpt
+from kaja_cli.commands.options import AllOwners, Json, Limit, NoPager, OwnerOpt, Since
 from kaja_cli.completion.hooks import hook
 
 
@@ -48,13 +48,7 @@ def search(
             show_default=False,
         ),
     ] = None,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            metavar="WHEN",
-            help="Only messages since then: 2026-11-01, 2026-11-01T08:00, 3d, 12h, 2w.",
-        ),
-    ] = None,
+    since: Since = None,
     limit: Limit = 20,
     reindex: Annotated[
         bool,

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import store_of
-from kaja_cli.commands.options import Json, Limit, NoPager
+from kaja_cli.commands.options import OLD, Json, Limit, NoPager, Since, either, parse_since
 
 
 class By(StrEnum):
@@ -30,28 +30,34 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-Since = Annotated[
-    str | None,
-    typer.Option(metavar="WHEN", help="Only from then on: 2026-11-01, 2026-11-01T08:00, 1h, 3d."),
-]
-DbOpt = Annotated[
+# Named --database: the global --db is a file's path, this a database's name.
+DatabaseOpt = Annotated[
     Db | None,
-    typer.Option("--db", case_sensitive=False, help="Only queries on this database's file."),
+    typer.Option("--database", case_sensitive=False, help="Only queries on this database's file."),
 ]
+OldDbOpt = Annotated[
+    Db | None, typer.Option("--db", case_sensitive=False, hidden=True, help=OLD % "--database")
+]  # old name
 
 
 @app.command("queries")
 def queries(
     ctx: typer.Context,
     since: Since = None,
-    db: DbOpt = None,
-    by: Annotated[
-        By,
+    database: DatabaseOpt = None,
+    db: OldDbOpt = None,
+    sort: Annotated[
+        By | None,
         typer.Option(
+            "--sort",
             case_sensitive=False,
             help="Heaviest by time spent in all calls (total), slowest call (max), or calls.",
+            show_default="total",
         ),
-    ] = By.total,
+    ] = None,
+    by: Annotated[
+        By | None, typer.Option("--by", case_sensitive=False, hidden=True, help=OLD % "--sort")
+    ] = None,
     limit: Limit = 20,
     no_pager: NoPager = False,
     as_json: Json = False,
@@ -72,20 +78,24 @@ def queries(
     from kaja_cli.render import stats as view
 
     store = store_of(ctx)
-    since_iso = _since(since)
-    database = _database(db)
+    order = either(sort=sort, by=by) or By.total  # --by: --sort's old name
     result = core.top_statements(
-        store, since=since_iso, database=database, by=core.Order(by.value), limit=limit
+        store,
+        since=parse_since(since),
+        database=_database(either(database=database, db=db)),
+        by=core.Order(order.value),
+        limit=limit,
     )
     view.missing(result)
-    render.emit(result, as_json, view.queries, pager=not no_pager, by=by.value)
+    render.emit(result, as_json, view.queries, pager=not no_pager, by=order.value)
 
 
 @app.command("slow")
 def slow(
     ctx: typer.Context,
     since: Since = None,
-    db: DbOpt = None,
+    database: DatabaseOpt = None,
+    db: OldDbOpt = None,
     limit: Limit = 20,
     no_pager: NoPager = False,
     as_json: Json = False,
@@ -102,17 +112,10 @@ def slow(
     from kaja_cli.render import stats as view
 
     store = store_of(ctx)
-    result = core.slow_queries(store, since=_since(since), database=_database(db), limit=limit)
+    database = _database(either(database=database, db=db))
+    result = core.slow_queries(store, since=parse_since(since), database=database, limit=limit)
     view.missing(result)
     render.emit(result, as_json, view.slow, pager=not no_pager)
-
-
-def _since(since: str | None) -> str | None:
-    if since is None:
-        return None
-    from kaja_cli.core.timeparse import parse_when
-
-    return parse_when(since)
 
 
 def _database(db: Db | None):

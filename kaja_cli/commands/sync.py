@@ -1,20 +1,17 @@
 """`kaja sync`: share the usage ledger with other machines through PostgreSQL."""
 
-from typing import Annotated
-
 import typer
 
 from kaja_cli.commands import store_of
-from kaja_cli.commands.options import Json
-
-URL_HELP = "PostgreSQL URL (default: USAGE_POSTGRES_URL, then \\[usage] postgres_url)."
-UrlOption = Annotated[str | None, typer.Option("--url", metavar="URL", help=URL_HELP)]
+from kaja_cli.commands.options import Json, LedgerUrl, OldUrl, either
 
 app = typer.Typer()
 
 
 @app.callback(invoke_without_command=True)
-def sync(ctx: typer.Context, url: UrlOption = None, as_json: Json = False) -> None:
+def sync(
+    ctx: typer.Context, ledger: LedgerUrl = None, url: OldUrl = None, as_json: Json = False
+) -> None:
     """Share the usage ledger: push this machine's changes, then pull the others'.
 
     The ledger (runs, calls, tools, events, logs, media, feedback, reviews) meets
@@ -24,22 +21,27 @@ def sync(ctx: typer.Context, url: UrlOption = None, as_json: Json = False) -> No
     (exit 4 while another holds the ledger). An interrupted sync is resumed by
     the next one. Needs `pip install 'kaja-cli\\[postgres]'`.
     """
-    # `kaja sync --url U --json status` means the same as `kaja sync status --url U --json`.
+    # `kaja sync --ledger-url U --json status` means `kaja sync status --ledger-url U --json`.
+    url = either(ledger_url=ledger, url=url)
     ctx.meta["sync_url"], ctx.meta["sync_json"] = url, as_json
     if ctx.invoked_subcommand is None:
         _run(ctx, url, push=True, pull=True, as_json=as_json)
 
 
 @app.command("push")
-def push(ctx: typer.Context, url: UrlOption = None, as_json: Json = False) -> None:
+def push(
+    ctx: typer.Context, ledger: LedgerUrl = None, url: OldUrl = None, as_json: Json = False
+) -> None:
     """Send this machine's ledger changes (and, the first time, its history)."""
-    _run(ctx, url, push=True, pull=False, as_json=as_json)
+    _run(ctx, either(ledger_url=ledger, url=url), push=True, pull=False, as_json=as_json)
 
 
 @app.command("pull")
-def pull(ctx: typer.Context, url: UrlOption = None, as_json: Json = False) -> None:
+def pull(
+    ctx: typer.Context, ledger: LedgerUrl = None, url: OldUrl = None, as_json: Json = False
+) -> None:
     """Import the changes the other machines sent since the last pull."""
-    _run(ctx, url, push=False, pull=True, as_json=as_json)
+    _run(ctx, either(ledger_url=ledger, url=url), push=False, pull=True, as_json=as_json)
 
 
 def _run(ctx: typer.Context, url: str | None, *, push: bool, pull: bool, as_json: bool) -> None:
@@ -54,7 +56,9 @@ def _run(ctx: typer.Context, url: str | None, *, push: bool, pull: bool, as_json
 
 
 @app.command("status")
-def status(ctx: typer.Context, url: UrlOption = None, as_json: Json = False) -> None:
+def status(
+    ctx: typer.Context, ledger: LedgerUrl = None, url: OldUrl = None, as_json: Json = False
+) -> None:
     """Show the outbox, the last push and pull, the lease, and what the server holds.
 
     Reads the store read-only and never creates anything. The server is asked
@@ -65,6 +69,6 @@ def status(ctx: typer.Context, url: UrlOption = None, as_json: Json = False) -> 
     from kaja_cli.render import sync as view
 
     store = store_of(ctx)
-    found = core.find_url(store, url or ctx.meta.get("sync_url"))
+    found = core.find_url(store, either(ledger_url=ledger, url=url) or ctx.meta.get("sync_url"))
     result = core.status(store, found)
     render.emit(result, as_json or ctx.meta.get("sync_json", False), view.status)

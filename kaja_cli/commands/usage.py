@@ -6,7 +6,20 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import count, seconds, store_of
-from kaja_cli.commands.options import DryRun, Json, NoPager, Yes
+from kaja_cli.commands.options import (
+    Before,
+    DryRun,
+    Json,
+    LedgerUrl,
+    NoPager,
+    OldUrl,
+    Since,
+    Until,
+    Yes,
+    either,
+    parse_since,
+    parse_until,
+)
 
 
 class By(StrEnum):
@@ -25,15 +38,9 @@ def usage(
     by: Annotated[
         By, typer.Option(case_sensitive=False, help="Group the calls by this.")
     ] = By.model,
-    since: Annotated[
-        str | None,
-        typer.Option(
-            metavar="WHEN", help="Only from then on: 2026-11-01, 2026-11-01T08:00, 3d, 12h."
-        ),
-    ] = None,
-    until: Annotated[
-        str | None, typer.Option(metavar="WHEN", help="Only before then (same forms as --since).")
-    ] = None,
+    since: Since = None,
+    until: Until = None,
+    before: Before = None,
     tools: Annotated[
         int,
         typer.Option(
@@ -50,20 +57,16 @@ def usage(
             "--all-machines", help="Report the shared ledger on PostgreSQL: every machine's usage."
         ),
     ] = False,
-    url: Annotated[
-        str | None,
-        typer.Option(
-            "--url", metavar="URL", help="With --all-machines: the PostgreSQL URL (as `kaja sync`)."
-        ),
-    ] = None,
+    ledger: LedgerUrl = None,
+    url: OldUrl = None,
     as_json: Json = False,
 ) -> None:
     """Show token and call totals from the usage ledger, and the tools that fail most.
 
     Calls, failed calls, prompt, completion and cached tokens and time, by
     model (or --by day, source or engine), then the tools with the most
-    errors and denials, and runs by status. --since is inclusive, --until
-    exclusive; both are UTC. Reads kaja's per-hour rollups of the ledger,
+    errors and denials, and runs by status, for the calls made from --since
+    (included) to --until (not included); times without a zone are UTC. Reads kaja's per-hour rollups of the ledger,
     kept in the shared file (the first run builds them; a ledger row is never
     changed). `kaja usage reset` clears the ledger. --all-machines asks the shared ledger on PostgreSQL
     instead (what every machine has pushed, see `kaja sync`), with the calls
@@ -71,11 +74,10 @@ def usage(
     """
     if ctx.invoked_subcommand is not None:
         return
-    from kaja_cli.core import timeparse
     from kaja_cli.core.ledger import usage as core
 
-    start = timeparse.parse_when(since, option="--since") if since else None
-    end = timeparse.parse_when(until, option="--until") if until else None
+    start, end = parse_since(since), parse_until(until=until, before=before)
+    url = either(ledger_url=ledger, url=url)
     machines = None
     if all_machines:
         from kaja_cli.core.ledger import sync
@@ -87,7 +89,7 @@ def usage(
         if url is not None:
             from kaja_cli.errors import UsageError
 
-            raise UsageError("--url goes with --all-machines")
+            raise UsageError("--ledger-url goes with --all-machines")
         result = core.report(store_of(ctx), by=by.value, since=start, until=end)
     from kaja_cli import render
     from kaja_cli.render import usage as view
@@ -101,10 +103,8 @@ def reset(
     ctx: typer.Context,
     yes: Yes = False,
     dry_run: DryRun = False,
-    before: Annotated[
-        str | None,
-        typer.Option(metavar="WHEN", help="Only rows older than this: 2026-01-01, 1y, 90d (UTC)."),
-    ] = None,
+    until: Until = None,
+    before: Before = None,
     wait: Annotated[
         float,
         typer.Option(
@@ -124,18 +124,18 @@ def reset(
     else. Pending sync rows of the ledger are dropped and nothing is queued
     for sync: a reset is local. One transaction, all or nothing; if the agent
     is writing, it waits up to --wait seconds, then gives up (exit 4) having
-    deleted nothing. Asks first; --yes skips the question, and without a
+    deleted nothing. --until keeps the rows from then on: each table's own
+    time is compared (a run's start, a log line's time). Asks first; --yes skips the question, and without a
     terminal to ask on it refuses (exit 5).
     """
     from functools import partial
 
     from kaja_cli import render
-    from kaja_cli.core import timeparse
     from kaja_cli.core.ledger import usage as core
     from kaja_cli.errors import KajaError
     from kaja_cli.render import usage as view
 
-    cutoff = timeparse.parse_when(before, option="--before") if before else None
+    cutoff = parse_until(until=until, before=before)
     store = store_of(ctx)
     plan = core.plan_reset(store, before=cutoff)
     if dry_run:

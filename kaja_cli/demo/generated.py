@@ -308,7 +308,7 @@ class GeneratedStore:
             )
             sid = uuid7_ms(start + shift, rng)
             result.sessions += 1
-            result.owners.add(owner or "terminal")
+            result.owners[owner or "terminal"] += 1
             timeline = owner is None and n % 10 == 0
             with_image = n % 97 == 5 and owner is None and count >= 2
             source = "interactive" if owner is None else owner.split(":", 1)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -23,7 +24,7 @@ class DemoResult:
     messages: int = 0
     tool_calls: int = 0
     images: int = 0
-    owners: set[str] = field(default_factory=set)
+    owners: Counter[str] = field(default_factory=Counter)  # sessions per owner
     calls: int = 0
     location: str = ""
     legacy_files: int = 0

@@ -225,7 +225,7 @@ class _Demo(OtherTables):
             at=ticks.now,
         )  # fmt: skip
         self.result.sessions += 1
-        self.result.owners.add(owner or "terminal")
+        self.result.owners[owner or "terminal"] += 1
         self.session_ids.append((sid, owner, spec["title"]))
         timeline = owner is None  # the terminal keeps a screen timeline
         model = spec["model"]

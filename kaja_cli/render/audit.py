@@ -46,7 +46,7 @@ def nothing_noted(result: Listing, as_json: bool) -> None:
 
 
 def caption(result: Listing) -> str | None:
-    return f"{result.more} more not shown (-n 0 shows all)" if result.more else None
+    return f"{result.more} more not shown (--limit 0 shows all)" if result.more else None
 
 
 def _start(text: Any, width: int = PROMPT_WIDTH) -> str:
@@ -79,7 +79,7 @@ def runs(result: Listing) -> None:
         cols.insert(1, Col("machine", kind="whole", drop=4))
     rows, plain = [], []
     for r in result.rows:
-        rows.append([r.id, render.relative_time(r.started_at), render.text(r.agent),
+        rows.append([render.text(r.short_id or r.id), render.relative_time(r.started_at), render.text(r.agent),
                      render.text(r.source), render.text(r.status), _ms(r.duration_ms),
                      _n(r.model_calls), _n(r.tokens), _n(r.tool_calls),
                      _n(r.subagents) if r.subagents else "",

@@ -18,6 +18,14 @@ def written(result: DemoResult, *, legacy: bool) -> None:
         f"wrote {', '.join(counts)} and {plural(result.images, 'image')} for"
         f" {plural(len(result.owners), 'owner')} into {result.location}"
     )
+    mine = result.owners.get("terminal", 0)
+    others = result.sessions - mine
+    if others:  # `kaja sessions` shows the terminal's: say where the rest are
+        render.note(
+            f"`kaja sessions` lists the terminal's {mine}; the other {others} belong to"
+            f" {plural(len(result.owners) - (1 if mine else 0), 'other owner')}:"
+            " `kaja sessions --all-owners` shows them all"
+        )
     if legacy:
         render.note(
             f"and {plural(result.legacy_files, 'legacy file')} of an older install beside it:"

@@ -91,7 +91,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "kaja sessions export 01a22652 --redact  # fit for a bug report",
     ),
     "sessions prune": (
-        "kaja sessions prune --older-than 90d --dry-run",
+        "kaja sessions prune --until 90d --dry-run",
         "kaja sessions prune --empty --yes",
     ),
     "sessions rename": ("kaja sessions rename 01a22652 'Tomatoes in the heat'",),
@@ -118,7 +118,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "runs": (
         "kaja runs  # the agent's turns, newest first",
         "kaja runs --status failed --since 7d",
-        "kaja runs --all --json",
+        "kaja runs --subagents --json",
     ),
     "runs show": ("kaja runs show run_7f3a  # the run as a tree",),
     "reviews": (
@@ -140,14 +140,14 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "usage reset": (
         "kaja usage reset --dry-run  # what would be deleted",
-        "kaja usage reset --before 30d --yes",
+        "kaja usage reset --until 30d --yes",
     ),
     "sync": ("kaja sync  # push, then pull, with [usage] postgres_url",),
     "sync push": ("kaja sync push",),
     "sync pull": ("kaja sync pull",),
     "sync status": ("kaja sync status --json",),
     "stats": ("kaja stats queries  # kaja's own queries, heaviest first",),
-    "stats queries": ("kaja stats queries --db cache",),
+    "stats queries": ("kaja stats queries --database cache",),
     "stats slow": ("kaja stats slow --json",),
     "cache": ("kaja cache  # the shared cache's namespaces",),
     "cache prune": (

@@ -484,7 +484,7 @@ def test_the_count_of_runs_not_shown_is_the_ledgers_in_every_state_of_the_rollup
         assert js(k("runs", "-n", "1", "--all", "--json"))["left_out"] == every - 1
         assert js(k("runs", "-n", "1", "--status", "completed", "--json"))["left_out"] == done - 1
         r = k("runs", "-n", "1")
-        assert r.err == f"kaja: {top - 1} more not shown (-n 0 shows all)\n", r
+        assert r.err == f"kaja: {top - 1} more not shown (--limit 0 shows all)\n", r
 
     def write(sql: str, rows: list[tuple] = ()) -> None:
         with closing(sqlite3.connect(k.db)) as conn, conn:

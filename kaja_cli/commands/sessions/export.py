@@ -81,9 +81,7 @@ def export(
     if not all_ and session_id is None:
         raise UsageError("which session?", hint="give its id, or --all with filters")
     if not all_ and filters.given:
-        raise UsageError(
-            "filters go with --all", hint="kaja sessions export --all --older-than 90d …"
-        )
+        raise UsageError("filters go with --all", hint="kaja sessions export --all --until 90d …")
     fmt = _format(fmt, output)
     store = store_of(ctx)
     if all_:

@@ -26,7 +26,7 @@ def prune(
     """Delete every session the filters select, with all that hangs off them.
 
     The filters are the listing's (`kaja sessions list FILTERS -n 0` shows
-    the same sessions) and at least one is needed: --older-than 90d,
+    the same sessions) and at least one is needed: --until 90d,
     --empty, --title '*test*', … It shows the plan first (how many sessions,
     rows, bytes and image files, and a sample), then asks; --yes skips the
     question, and without a terminal it refuses (exit 5) unless --yes.
@@ -45,7 +45,7 @@ def prune(
     if not flt.narrowed:
         raise UsageError(
             "say which sessions to prune",
-            hint="give a filter: --older-than 90d, --empty, --title GLOB, --model NAME, …",
+            hint="give a filter: --until 90d, --empty, --title GLOB, --model NAME, …",
         )
     plan = core.plan(store, flt, include_pending=include_pending)
     if not plan.sessions and not plan.leftovers:

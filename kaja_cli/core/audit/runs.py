@@ -11,12 +11,14 @@ confused writer ends (UNION, not UNION ALL).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kaja_cli.core import clock
 from kaja_cli.core.audit.common import Listing, col, columns, find_id, select, usable
+from kaja_cli.core.ids import short_id
 from kaja_cli.core.store import Store
 
 RUN_COLUMNS = ("id", "parent_id", "agent", "source", "thread_id", "prompt", "started_at",
@@ -31,7 +33,7 @@ FEEDBACK_COLUMNS = ("id", "run_id", "at", "agent", "source", "type", "value_num"
                     "value_text", "comment", "user_id", "tags")  # fmt: skip
 REVIEW_COLUMNS = ("run_id", "status", "tags", "reason", "note", "flagged_at", "reviewed_at",
                   "updated_at")  # fmt: skip
-HINT = "`kaja runs --all` lists them"
+HINT = "`kaja runs --subagents` lists them"
 
 
 def duration_ms(started: object, ended: object) -> int | None:
@@ -49,7 +51,7 @@ class RunFilter:
     since: str | None = None  # ISO, inclusive
     until: str | None = None  # ISO, exclusive
     thread: str | None = None
-    subagents: bool = False  # --all: subagents' runs too
+    subagents: bool = False  # --subagents: subagents' runs too
     limit: int = 20  # 0: all
 
 
@@ -74,13 +76,14 @@ class RunRow:
     total_tokens: int = 0
     total_tool_calls: int = 0
     machine: str | None = None  # --all-machines: the machine it ran on
+    short_id: str = ""  # the shortest unique prefix among all runs, as the table shows it
 
     @property
     def duration_ms(self) -> int | None:
         return duration_ms(self.started_at, self.ended_at)
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
+        d = {"id": self.id, "short_id": self.short_id or self.id} | asdict(self)
         if self.machine is None:
             del d["machine"]
         d["duration_ms"] = self.duration_ms
@@ -111,6 +114,31 @@ def _own(have: dict[str, list[str]], alias: str) -> tuple[str, str, str]:
 # somewhere cheaper than the table (`ledger.usage.counted`: kaja's rollups);
 # None when it cannot say. Passed in by the command: audit/ stays apart from ledger/.
 Counter = Callable[[Any, str], "int | None"]
+
+
+def _short_among(ordered: list[str], run_id: str) -> str:
+    """The shortest unique prefix of `run_id` in the sorted list of every run id."""
+    at = bisect.bisect_left(ordered, run_id)
+    nxt = at + 1 if at < len(ordered) and ordered[at] == run_id else at
+    return short_id(run_id, ordered[at - 1] if at else None,
+                    ordered[nxt] if nxt < len(ordered) else None)  # fmt: skip
+
+
+def _shorten(conn: Any, rows: list[RunRow]) -> None:
+    """Each row's short id: a prefix no other run starts with. A short listing
+    asks for each run's two neighbours in id order (the primary key's index);
+    a long one reads the ids once."""
+    if len(rows) > 1000:
+        ordered = sorted(str(r[0]) for r in conn.execute("SELECT id FROM runs"))
+        for row in rows:
+            row.short_id = _short_among(ordered, str(row.id))
+        return
+    for row in rows:
+        prev, nxt = conn.execute(
+            "SELECT (SELECT max(id) FROM runs WHERE id < ?), (SELECT min(id) FROM runs WHERE id > ?)",
+            (row.id, row.id),
+        ).fetchone()
+        row.short_id = short_id(row.id, prev, nxt)
 
 
 def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Listing:
@@ -156,6 +184,7 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
                    tokens=r[n + 1] or 0, tool_calls=r[n + 2] or 0)
             for r in rows
         ]  # fmt: skip
+        _shorten(conn, out.rows)
         if flt.limit and len(rows) == flt.limit:
             out.more = max(0, _how_many(conn, flt, runs, clause, args, counted) - len(rows))
         _add_subtrees(conn, have, out.rows)
@@ -391,10 +420,12 @@ def listing_on(
         chosen = chosen[: flt.limit]
     children = _below(runs)
     shown = [c for c in RUN_COLUMNS if c not in ("error", "result", "pid", "host")]
+    ordered = sorted(str(r["id"]) for r in runs)
     for r in chosen:
         calls_n, tokens, tools_n = own.get(r["id"], (0, 0, 0))
         row = RunRow(**{c: r.get(c) for c in shown}, model_calls=calls_n, tokens=tokens,
                      tool_calls=tools_n, machine=r.get("machine"))  # fmt: skip
+        row.short_id = _short_among(ordered, str(r["id"]))
         tree = _subtree(r["id"], children)
         row.subagents = len(tree) - 1
         for run_id in tree:
@@ -419,7 +450,7 @@ def find_on(ids: list[str], ref: str, location: str) -> str:
         return ref
     found = sorted(i for i in ids if i.startswith(ref))
     if not found:
-        raise NotFound(f"no run {ref!r}", hint="`kaja runs --all --all-machines` lists them")
+        raise NotFound(f"no run {ref!r}", hint="`kaja runs --subagents --all-machines` lists them")
     if len(found) > 1:
         from kaja_cli.core.audit.common import MAX_CANDIDATES
 

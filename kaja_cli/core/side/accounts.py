@@ -232,7 +232,7 @@ class Action(NamedTuple):
     verb: str  # "revoke", "disable", "enable", "remove"
     account: Account
     sessions: int  # sign-in sessions it ends
-    every_session: bool  # expired ones too (revoke --all, remove)
+    every_session: bool  # expired ones too (revoke --expired, remove)
     changes_active: bool  # disable or enable changes the account's state
     now: str
 

@@ -48,7 +48,7 @@ def _findings(found: query_stats.Changes, slow_ms: float) -> list[Check]:
     if found.latest is None:
         return [Check(ID, Group.SIDE_DATABASES, OK, "db-stats.db: no query profile yet")]
     out = []
-    look = "`kaja stats queries --since 1d --by max` and `kaja stats slow` show them"
+    look = "`kaja stats queries --since 1d --sort max` and `kaja stats slow` show them"
     if found.slow:
         out.append(Check(
             f"{ID}.slow", Group.SIDE_DATABASES, WARN,

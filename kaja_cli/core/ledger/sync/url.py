@@ -1,6 +1,6 @@
 """Where the shared ledger is: the PostgreSQL URL of ledger sync, and where it came from.
 
-`--url`, then `USAGE_POSTGRES_URL`, then `[usage] postgres_url` in
+`--ledger-url`, then `USAGE_POSTGRES_URL`, then `[usage] postgres_url` in
 settings.toml; shown with its password masked (`core/masking.py`).
 """
 
@@ -18,7 +18,7 @@ URL_KEY = "usage.postgres_url"
 
 class Url(NamedTuple):
     value: str
-    source: str  # "flag --url", "env USAGE_POSTGRES_URL", "settings [usage] postgres_url"
+    source: str  # "flag --ledger-url", "env USAGE_POSTGRES_URL", "settings [usage] postgres_url"
 
     @property
     def shown(self) -> str:
@@ -28,7 +28,7 @@ class Url(NamedTuple):
 
 
 def find_url(store: Store, flag: str | None = None, environ: dict | None = None) -> Url | None:
-    """The PostgreSQL URL: --url, then USAGE_POSTGRES_URL, then [usage] postgres_url.
+    """The PostgreSQL URL: --ledger-url, then USAGE_POSTGRES_URL, then [usage] postgres_url.
 
     A value that is not a postgresql:// URL is an error naming where it came from."""
     from kaja_cli.core.store.settings import keys as settings_keys
@@ -38,8 +38,8 @@ def find_url(store: Store, flag: str | None = None, environ: dict | None = None)
     env = os.environ if environ is None else environ
     if flag is not None:
         if why := settings_keys.check(key, flag):
-            raise UsageError(f"--url: {why.removeprefix(URL_KEY + ' ')}")
-        return Url(flag, "flag --url")
+            raise UsageError(f"--ledger-url: {why.removeprefix(URL_KEY + ' ')}")
+        return Url(flag, "flag --ledger-url")
     if env.get(ENV_URL):
         if why := settings_keys.check(key, env[ENV_URL]):
             raise Failed(f"{ENV_URL}: {why.removeprefix(URL_KEY + ' ')}")
@@ -58,7 +58,7 @@ def find_url(store: Store, flag: str | None = None, environ: dict | None = None)
 
 
 NOT_CONFIGURED_HINT = (
-    "set [usage] postgres_url in settings.toml or USAGE_POSTGRES_URL, or pass --url"
+    "set [usage] postgres_url in settings.toml or USAGE_POSTGRES_URL, or pass --ledger-url"
 )
 
 

@@ -1,7 +1,7 @@
 """What `kaja usage reset` deletes: the rows it picks, as SQL, and the shapes of its answers.
 
 A reset clears the ledger tables (`schema.LEDGER_RESET_TABLES`), all of them
-or (`--before`) their rows older than a time, and the pending `sync_outbox`
+or (`--until`) their rows older than a time, and the pending `sync_outbox`
 rows of what it deletes. `selections()` writes that down as `FROM …` clauses
 built from the columns the file really has; the plan counts them and the
 reset deletes them (`usage.local`). Plain SQL text, no connection: the
@@ -17,7 +17,7 @@ from kaja_cli.core import clock
 from kaja_cli.core.ledger.report import Query
 from kaja_cli.core.store import schema
 
-# What `--before` compares, per ledger table: its own time column(s). A row
+# What `--until` compares, per ledger table: its own time column(s). A row
 # whose time is unknown (NULL, or no such column in an older file) is kept.
 TIME_COLUMNS: dict[str, tuple[str, ...]] = {
     "runs": ("started_at",),
@@ -132,7 +132,7 @@ def selections(
 ) -> tuple[list[Query], dict[str, str]]:
     """What a reset picks, as `FROM …` clauses; and the ledger tables it must leave alone.
 
-    The pending sync rows come first (with --before they are found through
+    The pending sync rows come first (with --until they are found through
     the rows about to go), then each ledger table present. The plan counts
     `SELECT COUNT(*) FROM` these and the reset runs `DELETE FROM` them.
     """
