@@ -62,9 +62,11 @@ def doctor(
     """Check Kaja's files and settings, and say what is wrong and how to fix it.
 
     Each check prints one line: ✓ fine, ! a warning, ✗ an error, grouped
-    (environment, paths, settings, shared file, search index, images, side
-    databases, sync), then "no problems" or how many errors and warnings.
-    Exit status 1 when any check is an error, 0 otherwise.
+    (environment, paths, settings, server, shared file, search index, images,
+    agent, side databases, sync, qdrant), then "no problems" or how many
+    errors and warnings. Exit status 1 when any check is an error, 0 otherwise.
+    On a terminal, a last line says how to get a copy safe to paste into a
+    support ticket (--redact).
 
     Doctor only reads: it never prompts, never waits long on a locked file, and
     reports a file another process holds as in use (Kaja is running). Nothing
@@ -75,6 +77,8 @@ def doctor(
     full checks take time in proportion to it, with a progress bar on a
     terminal. --quick leaves those scans out and says which.
     """
+    from functools import partial
+
     from kaja_cli import render
     from kaja_cli.core.care import doctor as core
     from kaja_cli.core.side import profiler
@@ -90,6 +94,7 @@ def doctor(
                       progress=render.progress_when_shown(as_json))  # fmt: skip
     if redact:
         report = core.redacted(report)
-    render.emit(report, as_json, view.report, pager=not no_pager)
+    show = partial(view.report, redacted=redact)
+    render.emit(report, as_json, show, pager=not no_pager)
     if report.errors:
         raise typer.Exit(1)

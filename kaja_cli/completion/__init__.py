@@ -20,10 +20,13 @@ Typer is imported, and answered here:
   value kind);
 - `shells`: when Typer answers, kaja's Click completion classes (printing as
   the fast path does: values and descriptions quoted so that no shell
-  evaluates them) and kaja's bash script (which joins the words bash breaks
-  at `:` and `=`).
+  evaluates them), kaja's bash script (which joins the words bash breaks
+  at `:` and `=`) and its zsh script (which registers itself however it is
+  loaded, and never runs compinit a second time);
+- `install`: `--install-completion` for bash, zsh and fish: the script, and
+  in the start-up file only the lines that load it, once.
 
 Only the answer is fast-pathed: `source_*` (printing the scripts),
-`--install-completion`, `--show-completion` and shells other than bash, zsh
-and fish go to Typer (through `shells`).
+`--show-completion` and shells other than bash, zsh and fish go to Typer
+(through `shells`).
 """

@@ -63,6 +63,35 @@ BASH_SCRIPT = r"""
 complete -o default -F %(complete_func)s %(prog_name)s
 """
 
+# Typer's script, but: it registers itself however it is loaded, and touches
+# nothing else of the shell. Autoloaded from `fpath` by compinit (`#compdef`),
+# it completes at once (Typer's completed nothing at the first TAB). Sourced
+# after compinit, it calls `compdef`. Sourced before compinit or where nothing
+# runs it (the line `kaja --install-completion zsh` appends to ~/.zshrc), it
+# waits for the first prompt, when every start-up file has run, and starts
+# compinit then only if none of them did: never a second compinit.
+ZSH_SCRIPT = r"""
+#compdef %(prog_name)s
+
+%(complete_func)s() {
+  eval $(env _TYPER_COMPLETE_ARGS="${words[1,$CURRENT]}" %(autocomplete_var)s=complete_zsh %(prog_name)s)
+}
+
+if [[ $zsh_eval_context[-1] == loadautofunc ]]; then
+  %(complete_func)s "$@"
+elif (( $+functions[compdef] )); then
+  compdef %(complete_func)s %(prog_name)s
+else
+  %(complete_func)s_at_prompt() {
+    precmd_functions=(${precmd_functions:#%(complete_func)s_at_prompt})
+    (( $+functions[compdef] )) || { autoload -Uz compinit && compinit -i }
+    compdef %(complete_func)s %(prog_name)s
+    unfunction %(complete_func)s_at_prompt
+  }
+  precmd_functions+=(%(complete_func)s_at_prompt)
+fi
+"""
+
 
 def _answer(comp, shell: str) -> str:
     """The candidates Typer found, printed as the fast path prints them."""
@@ -88,6 +117,8 @@ class Bash(_BASH):
 
 
 class Zsh(_ZSH):
+    source_template = ZSH_SCRIPT
+
     def complete(self) -> str:
         return _answer(self, "zsh")
 
@@ -97,13 +128,23 @@ class Fish(_FISH):
         return _answer(self, "fish")
 
 
+def script(shell: str) -> str:
+    """kaja's completion script for bash, zsh or fish: what `--show-completion`
+    prints and `--install-completion` writes (Typer's `get_completion_script`)."""
+    template = {"bash": Bash, "zsh": Zsh, "fish": Fish}[shell].source_template
+    names = {"complete_func": "_kaja_completion", "autocomplete_var": "_KAJA_COMPLETE",
+             "prog_name": "kaja"}  # fmt: skip
+    return (template % names).strip()
+
+
 def register() -> None:
     """kaja's classes in place of Typer's (which `typer.main.get_command`
-    registers again: call this after it), and kaja's bash script for
+    registers again: call this after it), and kaja's bash and zsh scripts for
     `--install-completion` and `--show-completion`."""
     for cls in (Bash, Zsh, Fish):
         typer_internals.register_completion_class(cls)
     typer_internals.set_completion_script("bash", BASH_SCRIPT)
+    typer_internals.set_completion_script("zsh", ZSH_SCRIPT)
 
 
 def answer(app) -> int:

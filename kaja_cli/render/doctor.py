@@ -46,11 +46,17 @@ def _marks() -> dict[str, str]:
     return MARKS
 
 
-def report(report: Report) -> None:
+# The last line on a terminal, where the report names paths under the home
+# folder (one line at 80 columns).
+REDACT_HINT = "For a ticket, add --redact: it hides your home folder, user name and host name."
+
+
+def report(report: Report, redacted: bool = False) -> None:
     """One line per check under its group; details and the fix under a problem.
 
     A line is a list of (text, style) pieces: plain text when piped or with
-    NO_COLOR, the mark and the verdict colored on a terminal.
+    NO_COLOR, the mark and the verdict colored on a terminal. On a terminal,
+    unless the report is `redacted` already, a last line on --redact.
     """
     marks = _marks()
     lines: list[list[tuple[str, str]]] = []
@@ -80,6 +86,8 @@ def report(report: Report) -> None:
             lines.append([("  - ", "dim"), (f"{s.check}: {s.what}", "dim")])
     style = "red" if report.errors else "yellow" if report.warnings else "green"
     lines.append([(report.verdict(), f"bold {style}")])
+    if not redacted and render.stdout_is_terminal():  # piped: a script's, or a file to send
+        lines.append([(REDACT_HINT, "dim")])
     # On a terminal each line wraps at words under its own text (render's
     # rule), and a report longer than the screen is paged (unless --no-pager).
     render.print_lines(lines)

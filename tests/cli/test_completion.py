@@ -431,9 +431,154 @@ def test_install_completion_writes_into_home(kaja):
 def test_install_completion_for_the_shell_named_not_the_one_running(kaja):
     r = kaja("--install-completion", "zsh", env={"SHELL": "/bin/bash"})
     assert r.code == 0, r
-    assert r.out.startswith("zsh completion installed in ")
-    assert (kaja.home / ".zfunc" / "_kaja").is_file()  # zsh's way: a function on fpath
+    assert r.out.startswith(f"zsh completion installed in {kaja.home / '.zfunc' / '_kaja'}\n")
+    assert (kaja.home / ".zfunc" / "_kaja").is_file()
     assert not (kaja.home / ".bashrc").exists()
+
+
+# What `--install-completion` adds to a start-up file: the lines that load kaja's script.
+ZSH_LINES = ("# kaja's shell completion (kaja --install-completion zsh)\n"
+             "[[ -r ~/.zfunc/_kaja ]] && source ~/.zfunc/_kaja\n")  # fmt: skip
+BASH_LINES = ("# kaja's shell completion (kaja --install-completion bash)\n"
+              "[[ -r ~/.bash_completions/kaja.sh ]] && source ~/.bash_completions/kaja.sh\n")  # fmt: skip
+# Counts the calls of compinit made after the user's own (zsh).
+COUNT_COMPINIT = "compinit() { print called >> ~/compinit-calls }\n"
+
+
+def _said_added(out: str, rc: Path, lines: str) -> bool:
+    """The install's output names the start-up file and shows the exact lines it added."""
+    return f"Added to {rc}:\n" + "".join(f"    {line}\n" for line in lines.splitlines()) in out
+
+
+@pytest.mark.needs("zsh")
+@pytest.mark.process  # edits a shell start-up file: only the real command, in its HOME
+@pytest.mark.parametrize("compinit", ["before", "after", "none"])
+def test_zsh_install_adds_only_what_loads_kaja(kaja, compinit):
+    """`kaja --install-completion zsh` appends to ~/.zshrc the two lines that
+    load kaja's script, and nothing else (Typer's added a compinit, a second
+    one for most users, and a menu style for every command); a second install
+    adds nothing. A new zsh then completes kaja whether the user's compinit
+    comes before kaja's lines, after them (at the first prompt, kaja registers
+    then) or nowhere (kaja starts it then, the one time it runs)."""
+    zshrc = kaja.home / ".zshrc"
+    kaja.home.mkdir(parents=True, exist_ok=True)
+    (kaja.home / ".zshenv").write_text("skip_global_compinit=1\n")  # Ubuntu's /etc/zsh/zshrc
+    mine = "PROMPT='> '\n"
+    if compinit == "before":
+        mine += "autoload -Uz compinit; compinit\n" + COUNT_COMPINIT
+    zshrc.write_text(mine)
+    r = kaja("--install-completion", "zsh", env={"SHELL": "/bin/bash"})
+    assert r.code == 0, r
+    assert zshrc.read_text() == mine + "\n" + ZSH_LINES
+    assert _said_added(r.out, zshrc, ZSH_LINES), r.out
+    assert f"zsh completion installed in {kaja.home / '.zfunc' / '_kaja'}\n" in r.out
+    if compinit == "after":
+        zshrc.write_text(zshrc.read_text() + "autoload -Uz compinit; compinit\n" + COUNT_COMPINIT)
+    before = zshrc.read_text()
+    again = kaja("--install-completion", "zsh", env={"SHELL": "/bin/bash"})
+    assert again.code == 0 and zshrc.read_text() == before
+    assert f"{zshrc} loads it already: left as it was." in again.out and "Added" not in again.out
+    assert "zstyle" not in before and before.count("compinit;") == (compinit != "none")
+    # A new interactive zsh, its start-up files run, then the first prompt's hooks.
+    p = subprocess.run(
+        ["zsh", "-i", "-c", "for f in $precmd_functions; $f; print -r -- $_comps[kaja]"],
+        capture_output=True, text=True, env=shell_env(kaja), stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert p.stdout.splitlines()[-1:] == ["_kaja_completion"], p
+    assert not (kaja.home / "compinit-calls").exists()  # never a second compinit
+
+
+@pytest.mark.process  # edits a shell start-up file: only the real command, in its HOME
+def test_zsh_install_over_typers_lines_says_so_and_leaves_them(kaja):
+    """An earlier kaja (Typer's install) appended a compinit and a global zstyle:
+    the new install adds its own lines, names those, and leaves them."""
+    zshrc = kaja.home / ".zshrc"
+    kaja.home.mkdir(parents=True, exist_ok=True)
+    typers = ("fpath+=~/.zfunc; autoload -Uz compinit; compinit\n\n"
+              "zstyle ':completion:*' menu select\n")  # fmt: skip
+    zshrc.write_text(typers)
+    r = kaja("--install-completion", "zsh")
+    assert r.code == 0 and zshrc.read_text() == typers + "\n" + ZSH_LINES
+    assert (f"{zshrc} also has these lines, which an earlier kaja (or another program's "
+            "completion) added; kaja no longer needs them, and left them as they are:\n"
+            "    fpath+=~/.zfunc; autoload -Uz compinit; compinit\n"
+            "    zstyle ':completion:*' menu select\n") in r.out, r.out  # fmt: skip
+
+
+@pytest.mark.needs("zsh", "tmux")
+@pytest.mark.process  # edits a shell start-up file: only the real command, in its HOME
+def test_zsh_without_compinit_completes_after_install(kaja, tmp_path):
+    """A .zshrc that never starts compinit: kaja's lines start it at the first
+    prompt, and TAB completes kaja's commands in a real terminal."""
+    kaja.home.mkdir(parents=True, exist_ok=True)
+    (kaja.home / ".zshenv").write_text("skip_global_compinit=1\n")
+    (kaja.home / ".zshrc").write_text("PROMPT='> '\n")
+    assert kaja("--install-completion", "zsh").code == 0
+    pane = Tmux(tmp_path, dict(shell_env(kaja), TERM="xterm"), "zsh")
+    try:
+        pane.screen(lambda s: s.startswith(">"))
+        pane.keys("kaja con", "Tab")
+        assert "kaja config" in pane.screen(lambda s: "kaja config" in s)
+    finally:
+        pane.close()
+
+
+@pytest.mark.needs("zsh", "tmux")
+def test_zsh_script_on_fpath_completes_at_the_first_tab(demo_store, tmp_path):
+    """Found on `fpath` by compinit (the `#compdef` line), kaja's script completes
+    at the first TAB (Typer's only registered itself then, completing nothing)."""
+    zdot, functions = tmp_path / "zdot", tmp_path / "functions"
+    zdot.mkdir()
+    functions.mkdir()
+    (functions / "_kaja").write_text((SCRIPTS / "kaja.zsh").read_text())
+    (zdot / ".zshrc").write_text(f"fpath=({functions} $fpath)\nautoload -Uz compinit && "
+                                 "compinit -u\nPROMPT='> '\n")  # fmt: skip
+    env = dict(shell_env(demo_store), ZDOTDIR=str(zdot), TERM="xterm")
+    pane = Tmux(tmp_path, env, "zsh")
+    try:
+        pane.screen(lambda s: s.startswith(">"))
+        pane.keys("kaja con", "Tab")
+        assert "kaja config" in pane.screen(lambda s: "kaja config" in s)
+    finally:
+        pane.close()
+
+
+@pytest.mark.needs("bash")
+@pytest.mark.process  # edits a shell start-up file: only the real command, in its HOME
+def test_bash_install_adds_only_what_loads_kaja_once(kaja):
+    """Two lines in ~/.bashrc, said; a second install adds nothing (Typer's
+    added a line end each time), nor does one over Typer's own line."""
+    bashrc = kaja.home / ".bashrc"
+    kaja.home.mkdir(parents=True, exist_ok=True)
+    bashrc.write_text("alias ll='ls -l'")  # no line end at the end
+    r = kaja("--install-completion", "bash")
+    assert r.code == 0, r
+    assert bashrc.read_text() == "alias ll='ls -l'\n\n" + BASH_LINES
+    assert _said_added(r.out, bashrc, BASH_LINES), r.out
+    again = kaja("--install-completion", "bash")
+    assert again.code == 0 and bashrc.read_text() == "alias ll='ls -l'\n\n" + BASH_LINES
+    assert f"{bashrc} loads it already: left as it was." in again.out
+    p = subprocess.run(["bash", "-i", "-c", "complete -p kaja"], capture_output=True, text=True,
+                       env=shell_env(kaja), stdin=subprocess.DEVNULL)  # fmt: skip
+    assert p.stdout.strip() == "complete -o default -F _kaja_completion kaja", p
+    typers = f"source '{kaja.home / '.bash_completions' / 'kaja.sh'}'\n"
+    bashrc.write_text(typers)  # what an earlier kaja (Typer's install) wrote
+    assert kaja("--install-completion", "bash").code == 0 and bashrc.read_text() == typers
+
+
+@pytest.mark.needs("fish")
+@pytest.mark.process  # writes into HOME: only the real command
+def test_fish_install_writes_the_script_alone(kaja):
+    r = kaja("--install-completion", "fish")
+    assert r.code == 0, r
+    script = kaja.home / ".config" / "fish" / "completions" / "kaja.fish"
+    assert r.out.startswith(f"fish completion installed in {script}\n")
+    assert "no start-up file was changed" in r.out
+    files = sorted(str(p.relative_to(kaja.home)) for p in kaja.home.rglob("*") if p.is_file())
+    assert files == [".config/fish/completions/kaja.fish"]
+    p = subprocess.run(["fish", "-c", "complete -C 'kaja con'"], capture_output=True, text=True,
+                       env=shell_env(kaja))  # fmt: skip
+    assert p.stdout.split("\t")[0] == "config", p
 
 
 def test_install_completion_without_a_shell_among_the_parents(monkeypatch, capsys):

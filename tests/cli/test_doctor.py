@@ -747,6 +747,39 @@ def test_cloud_mode_skips_the_databases(demo_store: Kaja) -> None:
     assert "needs the PostgreSQL server's URL" in checks_of(r)["server.reachable"]["summary"]
 
 
+def test_on_a_terminal_the_last_line_says_how_to_redact(demo_store: Kaja) -> None:
+    """The report names paths under the home folder (the user's name in them):
+    on a terminal its last line, one line at 80 columns, says how to get a copy
+    safe to paste into a ticket; never piped, with --json or with --redact."""
+    from tests.conftest import KAJA
+    from tests.support.sessions_support import run_in_pty
+
+    hint = "For a ticket, add --redact: it hides your home folder, user name and host name."
+    env = {k: v for k, v in demo_store.env.items() if k not in ("PAGER", "KAJA_PAGER")}
+    code, screen = run_in_pty([KAJA, "doctor", "--no-pager"], env, rows=200, cols=80)
+    lines = screen.rstrip().splitlines()
+    assert lines[-1] == hint and lines[-2].endswith(("no problems", "warnings", "warning")), screen
+    code, screen = run_in_pty([KAJA, "doctor", "--no-pager", "--redact"], env, rows=200, cols=80)
+    assert code == 0 and "--redact" not in screen, screen
+    code, screen = run_in_pty([KAJA, "doctor", "--json"], env, rows=200, cols=80)
+    assert "--redact" not in screen and json.loads(screen)["checks"]
+    piped = doctor(demo_store)
+    assert "--redact" not in piped.out and "--redact" not in piped.err
+
+
+def test_help_names_every_group_the_report_shows(kaja: Kaja) -> None:
+    """`kaja doctor --help` lists the groups; each the core can report is named
+    (agent and server were missing): a group added to the core fails here until
+    the help names it."""
+    from kaja_cli.core.care.doctor.model import GROUPS
+
+    r = kaja("doctor", "--help", env={"COLUMNS": "100"})
+    assert r.code == 0
+    text = " ".join(r.out.split())
+    listed = text.split("grouped (", 1)[1].split(")", 1)[0]
+    assert listed.split(", ") == [str(g) for g in GROUPS]
+
+
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX modes")
 def test_help_mentions_every_option(kaja: Kaja) -> None:
     r = kaja("doctor", "--help")
