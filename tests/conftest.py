@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,6 +42,12 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 # every run rewrote every module again (about 2 s of CPU each). What the tests
 # start keeps the variable (`Kaja.env`): a kill point counts its writes.
 sys.dont_write_bytecode = False
+
+# `kaja resume` and the HTML export show times in the local time zone
+# (`render.local_time`): the tests' expected texts are in UTC, whatever the
+# machine's zone; a test that means another zone gives TZ to its run.
+os.environ["TZ"] = "UTC"
+time.tzset()
 
 KAJA = inprocess.KAJA
 DEMO_NOW = "2026-11-29T12:00:00Z"

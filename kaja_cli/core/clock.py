@@ -21,6 +21,12 @@ from datetime import UTC, date, datetime, timedelta
 SQLITE_NOW = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
 
 
+# A time as a person reads it, to the minute: in the local time zone where
+# `kaja resume` and the HTML export word a stored time (`render.local_time`;
+# in SQLite, `conversations.pieces`).
+SHOWN_MINUTE = "%Y-%m-%d %H:%M"
+
+
 def now() -> datetime:
     """The current time, in UTC."""
     return datetime.now(UTC)
@@ -142,7 +148,7 @@ def ago(value: str, now: datetime | None = None) -> str | None:
         return None
     seconds = ((now or datetime.now(UTC)) - dt).total_seconds()
     if seconds < 0:
-        return dt.strftime("%Y-%m-%d %H:%M")
+        return dt.strftime(SHOWN_MINUTE)
     for limit, div, unit in (
         (60, 1, "s"),
         (3600, 60, "m"),

@@ -31,11 +31,12 @@ if TYPE_CHECKING:
 
 BATCH = 20_000  # messages per transaction (with their ledger rows)
 DAY_MS = 86_400_000
-# A conversation step is 20 s to 241 s after the previous one; a run ends at
-# most 42 s after its last step. A session starts early enough for all of it
-# to end before the base time.
+# A conversation step is 20 s to 241 s after the previous one; a run ends a
+# second after its last call or tool is done. A session starts early enough
+# for all of it to end before the base time.
 STEP_MS = (20_000, 221_000)
 TAIL_MS = 120_000
+SHOWN_TOOL_MS = 3000  # the longest a tool call the conversation shows takes
 MODELS = ("gpt-5-mini", "claude-sonnet-4.5", "claude-haiku-4.5", "gpt-5")
 SHOWN_TOOLS = ("web_search", "read_file", "run_tests", "shell", "web_fetch")
 
@@ -89,6 +90,7 @@ class GeneratedLedger:
         self.result = result
         self.rows: dict[str, list[tuple]] = {t: [] for t, _ in self.COLUMNS}
         self.run: list | None = None  # [run id, next event id, source, time of the last step]
+        self.row: list | None = None  # the runs row of `run`, written when it ends
         self.pid = 4242  # the demo's imaginary agent, as in _Demo._start_run: reproducible
         self.host = "kaja-demo"
 
@@ -100,9 +102,10 @@ class GeneratedLedger:
             else (("failed", "model call failed") if r < 0.99 else ("canceled", None))
         )
         run_id = "run_" + uuid7_ms(when, self.rng).replace("-", "")[-20:]  # 80 random bits
-        self.rows["runs"].append((run_id, "kaja", source, sid, prompt, iso_ms(when),
-                                  iso_ms(when + 2000 + int(40_000 * r)), status, error, self.pid, self.host))  # fmt: skip
         self.start_run(run_id, when, source)
+        # written when it ends (`close_run`): its end is its last step's
+        self.row = [run_id, "kaja", source, sid, prompt, iso_ms(when), None, status, error,
+                    self.pid, self.host]  # fmt: skip
         return run_id
 
     def start_run(self, run_id: str, when: int, source: str = "interactive") -> None:
@@ -115,9 +118,21 @@ class GeneratedLedger:
             )
 
     def close_run(self) -> None:
+        """The run ends a second after its last step (a call or a tool done)."""
         if self.run is not None:
-            self._event("WorkflowExecutionCompleted", "{}", self.run[3] + 1000)
+            end = self.run[3] + 1000
+            self._event("WorkflowExecutionCompleted", "{}", end)
+            if self.row is not None and self.row[0] == self.run[0]:
+                self.row[6] = iso_ms(end)
+                self.rows["runs"].append(tuple(self.row))
+                self.row = None
             self.run = None
+
+    def _done(self, run_id: str, when: int) -> None:
+        """A step of the run `run_id` is done at `when`: the run lasts until then."""
+        run = self.run
+        if run is not None and run[0] == run_id and when > run[3]:
+            run[3] = when
 
     def _event(self, type: str, attributes: str, when: int) -> None:
         run = self.run
@@ -164,6 +179,7 @@ class GeneratedLedger:
             cached = prompt_tokens // 2 if r > 0.4 else 0
         engine = "ollama" if model == "llama3.2:3b" else engine_of(model)
         stamp = iso_ms(at)
+        self._done(run_id, at + 300 + completion * 12)
         self.rows["calls"].append((
             run_id, stamp, engine, model, "router" if purpose == "route" else "assistant", source, "chat",
             prompt_tokens, completion, cached, "provider" if cached else None, 300 + completion * 12,
@@ -187,8 +203,9 @@ class GeneratedLedger:
         self.rows["tools"].append(
             (run_id, iso_ms(when), name, outcome, duration, result_chars, error)
         )
-        if self.run is not None and self.run[0] == run_id:
-            self._event("ActivityTaskCompleted", f'{{"tool":"{name}","outcome":"{outcome}"}}', when)
+        if self.run is not None and self.run[0] == run_id:  # completed once it has answered
+            done = when + duration
+            self._event("ActivityTaskCompleted", f'{{"tool":"{name}","outcome":"{outcome}"}}', done)
         if error:
             self.rows["logs"].append((iso_ms(when), "error", error, "tool", name, "kaja", run_id))
 
@@ -382,14 +399,14 @@ class GeneratedStore:
         tool_id = uuid7_ms(t + shift, rng)
         arguments = _dumps({"query": sentence(topic, "tool")[:60]})
         text = sentence(topic, "tool")
-        done = t + 1000
+        done = t + SHOWN_TOOL_MS + 1  # the result: once the call is done, however long it took
         res_id = uuid7_ms(done + shift, rng)
         call_id = f"call_{tool_id.replace('-', '')[-12:]}"
         self.rows["messages"].append((mid, sid, seq, "assistant", None, None, None, model, 500, 35,
                                       500, "tool_calls", iso_ms(t)))  # fmt: skip
         self.rows["messages"].append((res_id, sid, seq + 1, "tool", text, None, call_id, None, None,
                                       None, None, None, iso_ms(done)))  # fmt: skip
-        duration = 5 + int(rnd() * 2996)
+        duration = 5 + int(rnd() * (SHOWN_TOOL_MS - 4))
         approval = "declined" if status == "declined" else ("approved" if name == "shell" else None)
         self.rows["tool_calls"].append((tool_id, mid, 0, call_id, name, arguments, res_id, status,
                                         duration, approval))  # fmt: skip

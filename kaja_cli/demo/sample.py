@@ -230,15 +230,21 @@ class _Demo(OtherTables):
         timeline = owner is None  # the terminal keeps a screen timeline
         model = spec["model"]
         run_id: str | None = None
+        turn: _Turn | None = None
         run_ids = list(spec.get("run_ids", []))
         prompt_tokens = 900
         for step in steps:
             when = ticks.step(rng)
+            if isinstance(step, User) and turn is not None:
+                self._end_turn(turn, cap=when)
+            elif turn is not None:  # a step of the turn: its run lasts at least until then
+                turn.last = max(turn.last, when)
             if isinstance(step, User):
                 rec.add_message(sid, "user", step.text, at=when)
-                run_id = self._run_for(
+                turn = self._run_for(
                     owner, sid, step.text, when, run_ids.pop(0) if run_ids else None
                 )
+                run_id = turn.run_id
                 if timeline:
                     rec.add_event(sid, "user", {"text": step.text})
                 self._tick()
@@ -250,7 +256,9 @@ class _Demo(OtherTables):
                     prompt_tokens=prompt_tokens, completion_tokens=completion,
                     latency_ms=400 + completion * 12, finish_reason="stop", at=when,
                 )  # fmt: skip
-                self._ledger_call(run_id, model, prompt_tokens, completion, when)
+                took = self._ledger_call(run_id, model, prompt_tokens, completion, when)
+                if turn is not None:
+                    turn.last = max(turn.last, when + took)
                 prompt_tokens += completion + 60
                 if timeline:
                     if reasoning:
@@ -259,6 +267,8 @@ class _Demo(OtherTables):
                 self._tick()
             elif isinstance(step, Tool):
                 self._tool_step(sid, spec, step, when, run_id, prompt_tokens, timeline)
+                if turn is not None:  # the run lasts until the tool has answered
+                    turn.last = max(turn.last, when + timedelta(milliseconds=step.duration_ms or 5))
                 prompt_tokens += 200
             elif isinstance(step, Image):
                 size = 24 + rng.randint(0, 16)
@@ -304,9 +314,12 @@ class _Demo(OtherTables):
             elif isinstance(step, Shown):
                 if timeline:
                     rec.add_event(sid, step.type, {"text": step.text})
+        if turn is not None:
+            self._end_turn(turn)
         if not any(isinstance(s, Compact) for s in steps) and len(steps) >= 8:
+            # after the last message, as the summary of what was said (the session's time span)
             rec.add_model_call(sid, "summarize", model, prompt_tokens=prompt_tokens, completion_tokens=120,
-                               latency_ms=1500, at=end)  # fmt: skip
+                               latency_ms=1500, at=ticks.now)  # fmt: skip
         if self.keeps("conversation_threads"):
             rec.insert(
                 "conversation_threads", or_replace=True, resource_id=owner or "terminal",
@@ -377,7 +390,9 @@ class _Demo(OtherTables):
 
     def _run_for(
         self, owner: str | None, sid: str, prompt: str, when: datetime, run_id: str | None = None
-    ) -> str:
+    ) -> _Turn:
+        """The run of a user turn, started with the message; it ends with the
+        turn (`_end_turn`): every call and tool of the turn lies inside it."""
         rec = self.rec
         run_id = self._start_run(
             agent="kaja",
@@ -387,30 +402,40 @@ class _Demo(OtherTables):
             at=when,
             run_id=run_id,
         )
-        rec.end_run(
-            run_id, "completed", result="ok", at=when + timedelta(seconds=self.rng.randint(2, 40))
-        )
+        # the least a turn takes, when nothing follows the message (a turn cut short)
+        least = when + timedelta(seconds=self.rng.randint(2, 40))
         rec.add_run_event(run_id, "WorkflowExecutionStarted", {"prompt": prompt[:60]}, at=when)
         rec.add_run_event(run_id, "ActivityTaskScheduled", {"activity": "model"}, at=when)
-        rec.add_run_event(run_id, "WorkflowExecutionCompleted", {}, at=when + timedelta(seconds=3))
         rec.insert(
             "logs", at=iso(when), level="info", message=f"run {run_id} started", entity_type="run",
             entity_name="kaja", process=_source(owner), run_id=run_id,
         )  # fmt: skip
         self.runs.append(run_id)
-        return run_id
+        return _Turn(run_id, when, least)
 
-    def _ledger_call(self, run_id, model, prompt_tokens, completion, when) -> None:
+    def _end_turn(self, turn: _Turn, cap: datetime | None = None) -> None:
+        """The run ends once its last call or tool is done (not before the turn's
+        least), and before the next turn's message (`cap`)."""
+        end = max(turn.last, turn.least)
+        if cap is not None:
+            end = min(end, cap)
+        self.rec.add_run_event(turn.run_id, "WorkflowExecutionCompleted", {}, at=end)
+        self.rec.end_run(turn.run_id, "completed", result="ok", at=end)
+
+    def _ledger_call(self, run_id, model, prompt_tokens, completion, when) -> timedelta:
+        """The model call behind a reply; returns how long it took."""
         rng = self.rng
         cached = prompt_tokens // 2 if rng.random() < 0.6 else 0
+        took = 400 + completion * 12
         self.rec.add_call(
             run_id, model=model, at=when, engine=engine_of(model), role="assistant", source="chat",
             kind="chat", prompt_tokens=prompt_tokens, completion_tokens=completion,
             cached_tokens=cached, cache_source="provider" if cached else None,
-            duration_ms=400 + completion * 12, gen_ms=completion * 10, prompt_ms=prompt_tokens // 10,
+            duration_ms=took, gen_ms=completion * 10, prompt_ms=prompt_tokens // 10,
             ttft_ms=200 + rng.randint(0, 400), load_ms=0, tool_calls="[]", think=0, purpose="reply", ok=1,
         )  # fmt: skip
         self.result.calls += 1
+        return timedelta(milliseconds=took)
 
     # -- the scaled-up store -----------------------------------------------------------
     def generate(self, sessions: int, messages: int) -> None:
@@ -419,6 +444,14 @@ class _Demo(OtherTables):
                                 self.seed, self.result, self._tick)  # fmt: skip
         with self.store.part(__package__).bulk(self.rec):
             writer.write(sessions, messages)
+
+
+class _Turn:
+    """A user turn's run while it lasts: when it started, the least it takes,
+    and when its last call or tool was done."""
+
+    def __init__(self, run_id: str, start: datetime, least: datetime):
+        self.run_id, self.last, self.least = run_id, start, least
 
 
 class _Clock:

@@ -40,6 +40,36 @@ class OtherTables:
         """Runs of the demo's imaginary agent: a fixed pid and host keep the store reproducible."""
         return self.rec.start_run(pid=4242, host="kaja-demo", **kw)
 
+    def _subagent_span(self, parent: str, takes: timedelta) -> tuple[datetime, datetime]:
+        """When a subagent of `parent` that `takes` this long runs: from the
+        parent's spawn_subagent tool call (or a second into the parent) to
+        `takes` later, and never past the parent's end."""
+        conn = self.rec.conn()
+        row = conn.execute(
+            "SELECT at FROM tools WHERE run_id = ? AND tool = 'spawn_subagent' ORDER BY at LIMIT 1",
+            (parent,),
+        ).fetchone()
+        started, ended = conn.execute(
+            "SELECT started_at, ended_at FROM runs WHERE id = ?", (parent,)
+        ).fetchone()
+        start = clock.parse_stored(row[0] if row else None)
+        if start is None:
+            start = clock.parse_stored(started) + timedelta(seconds=1)  # type: ignore[operator]
+        end = start + takes
+        last = clock.parse_stored(ended)
+        if last is not None:
+            start, end = min(start, last), min(end, last)
+        return start, end
+
+    def _ended(self, run: str) -> datetime:
+        """When `run` ended (or started, while it runs), or the base time."""
+        row = (
+            self.rec.conn()
+            .execute("SELECT COALESCE(ended_at, started_at) FROM runs WHERE id = ?", (run,))
+            .fetchone()
+        )
+        return clock.parse_stored(row[0] if row else None) or self.base
+
     def fill_other_tables(self) -> None:
         rec, rng, base = self.rec, self.rng, self.base
         with rec.transaction():
@@ -63,15 +93,17 @@ class OtherTables:
 
     def _ledger_extras(self) -> None:
         rec, rng, base = self.rec, self.rng, self.base
-        # The seed's example turn: run_7f3a's model call 1201 starts subagent run_91c0.
+        # The seed's example turn: run_7f3a's model call 1201 starts subagent run_91c0,
+        # inside its parent's time: while the turn's spawn_subagent tool call runs.
         parent = "run_7f3a" if "run_7f3a" in self.runs else self.runs[0]
-        when = base - timedelta(hours=6)
-        rec.insert("calls", id=1201, run_id=parent, at=iso(when), engine="ollama", model="llama3.2:3b", role="assistant",
-                   source="interactive", kind="chat", prompt_tokens=2140, completion_tokens=96, cached_tokens=0,
-                   duration_ms=1650, ttft_ms=410, ok=1, tool_calls='["spawn_subagent"]', purpose="reply")  # fmt: skip
+        when, end = self._subagent_span(parent, timedelta(seconds=9))
+        rec.insert("calls", id=1201, run_id=parent, at=iso(when - timedelta(milliseconds=1650)), engine="ollama",
+                   model="llama3.2:3b", role="assistant", source="interactive", kind="chat", prompt_tokens=2140,
+                   completion_tokens=96, cached_tokens=0, duration_ms=1650, ttft_ms=410, ok=1,
+                   tool_calls='["spawn_subagent"]', purpose="reply")  # fmt: skip
         child = self._start_run(agent="researcher", source="subagent", parent_id=parent, prompt="Read the open PRs",
                               at=when, run_id="run_91c0")  # fmt: skip
-        rec.end_run(child, "completed", result="3 open PRs", at=when + timedelta(seconds=9))
+        rec.end_run(child, "completed", result="3 open PRs", at=end)
         rec.add_call(child, model="llama3.2:3b", at=when, engine="ollama", role="subagent", source="subagent",
                      kind="chat", prompt_tokens=1320, completion_tokens=210, cached_tokens=0, duration_ms=1300,
                      ttft_ms=380, ok=1, tool_calls='["git_log"]', purpose="subagent")  # fmt: skip
@@ -110,27 +142,30 @@ class OtherTables:
         )
         for level, message in (("warn", "slow model response: 8.2 s"), ("error", "calendar API returned 403"),
                                ("debug", "cache hit for web_search")):  # fmt: skip
-            rec.insert("logs", at=iso(base - timedelta(hours=rng.randint(1, 48))), level=level, message=message,
+            # while the run goes on: it started an hour ago
+            rec.insert("logs", at=iso(base - timedelta(minutes=rng.randint(1, 48))), level=level, message=message,
                        entity_type="agent", entity_name="kaja", process="terminal", run_id=running)  # fmt: skip
         rec.insert("logs", at=iso(base - timedelta(days=1)), level="info", message="kaja started", entity_type="process",
                    entity_name="kaja", process="telegram", run_id="")  # fmt: skip
-        rec.insert("media", run_id=running, at=iso(base - timedelta(hours=2)), kind="stt", engine="whisper",
+        rec.insert("media", run_id=running, at=iso(base - timedelta(minutes=50)), kind="stt", engine="whisper",
                    model="whisper-small", source="telegram", channel="voice", duration_ms=1800, first_ms=400,
                    audio_ms=5200, chars=96, outcome="ok", cold=1, details={"language": "es"})  # fmt: skip
-        rec.insert("media", run_id=running, at=iso(base - timedelta(hours=2)), kind="tts", engine="piper",
+        rec.insert("media", run_id=running, at=iso(base - timedelta(minutes=50)), kind="tts", engine="piper",
                    model="es_ES-davefx", source="telegram", channel="voice", duration_ms=900, first_ms=250,
                    audio_ms=4100, chars=120, outcome="error", error="voice not installed", cold=0)  # fmt: skip
         good, bad = self.runs[0], self.runs[min(3, len(self.runs) - 1)]
+        # a rating comes after the answer
+        rated = min(self._ended(bad) + timedelta(minutes=10), base)
         rec.insert("feedback", run_id=good, span_id="span_1", at=iso(base - timedelta(hours=2)), agent="kaja",
                    source="terminal", type="thumbs", value_num=1, comment="exactly what I needed", user_id="local")  # fmt: skip
-        rec.insert("feedback", run_id=bad, span_id="span_2", at=iso(base - timedelta(hours=30)), agent="kaja",
+        rec.insert("feedback", run_id=bad, span_id="span_2", at=iso(rated), agent="kaja",
                    source="telegram", type="thumbs", value_num=-1, comment="the times were wrong", user_id=script.TELEGRAM_ANA)  # fmt: skip
         rec.insert("feedback", run_id=good, at=iso(base - timedelta(hours=1)), agent="kaja", source="web",
                    type="score", value_num=4.5, value_text="4.5/5", tags=["helpful"])  # fmt: skip
         rec.insert("reviews", run_id=bad, status="needs-review", reason="feedback", note="thumbs down on timetable",
-                   flagged_at=iso(base - timedelta(hours=30)), updated_at=iso(base - timedelta(hours=30)))  # fmt: skip
+                   flagged_at=iso(rated), updated_at=iso(rated))  # fmt: skip
         rec.insert("reviews", run_id=failed, status="complete", reason="manual", tags=["calendar"], note="integration fixed",
-                   flagged_at=iso(base - timedelta(days=3)), reviewed_at=iso(base - timedelta(days=2)),
+                   flagged_at=iso(base - timedelta(days=3, hours=-1)), reviewed_at=iso(base - timedelta(days=2)),
                    updated_at=iso(base - timedelta(days=2)))  # fmt: skip
         for i in range(6):
             minute = clock.minute(base - timedelta(minutes=15 * i))
@@ -148,13 +183,15 @@ class OtherTables:
     def _learning_and_services(self) -> None:
         rec, base = self.rec, self.base
         ts = (base - timedelta(days=1)).timestamp()
+        # learned from the run it traces, once that run had ended
+        learned = (self._ended(self.runs[0]) + timedelta(seconds=2)).timestamp()
         recipe = rec.insert(
-            "experience_recipes", created_at=ts, updated_at=ts, task="split a long function and rerun the tests",
+            "experience_recipes", created_at=learned, updated_at=learned, task="split a long function and rerun the tests",
             steps=["read_file", "edit_file", "run_tests"], source="learned", prompt="Refactor the invoice parser",
             uses=3, wins=2, losses=1,
         )  # fmt: skip
         rec.insert(
-            "experience_runs", created_at=ts, resource_id="terminal", thread_id=self.session_ids[0][0],
+            "experience_runs", created_at=learned, resource_id="terminal", thread_id=self.session_ids[0][0],
             prompt="Refactor the invoice parser", steps=[{"tool": "read_file"}, {"tool": "run_tests"}],
             output="All 412 tests pass.", model_calls=4, tool_calls=6, tool_errors=1, duration=41.5,
             used_recipes=[recipe], learned_recipe=recipe, feedback=1, trace_run_id=self.runs[0],

@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
-from kaja_cli.core.clock import ago
+from kaja_cli.core.clock import SHOWN_MINUTE, ago, parse_stored
 from kaja_cli.core.engine.fs import human_size  # noqa: F401 - one definition, shared with the core
 from kaja_cli.core.wording import noun, plural  # noqa: F401 - the same wording as the core
 from kaja_cli.errors import Declined, Refused
@@ -431,6 +431,19 @@ def relative_time(value: Any, now: datetime | None = None) -> str:
         if shown is not None:
             return shown
     return text(value) or "-"
+
+
+def local_time(value: Any) -> str | None:
+    """A stored time (ISO 8601 UTC) in the local time zone (`TZ` as the C
+    library reads it), to the minute: "2026-11-29 06:55"; None when `value`
+    is not a time. `kaja resume` and the HTML export word times with it."""
+    dt = parse_stored(value)
+    if dt is None:
+        return None
+    try:
+        return dt.astimezone().strftime(SHOWN_MINUTE)
+    except (OverflowError, OSError, ValueError):  # beyond what the platform's clock knows
+        return None
 
 
 def color_enabled() -> bool:

@@ -59,6 +59,19 @@ def _e(value: Any) -> str:
     return escape(render.text(value, lines=True), quote=True)
 
 
+def _when(value: Any) -> str:
+    """A stored time as `kaja resume` words it (`render.local_time`), the exact
+    value kept in the `<time>` element's `datetime` and `title`; anything
+    else as its text."""
+    if value in (None, ""):
+        return ""
+    shown = render.local_time(value)
+    if shown is None:
+        return _e(value)
+    exact = _e(value)
+    return f'<time datetime="{exact}" title="{exact}">{shown}</time>'
+
+
 def page_chunks(
     s: dict[str, Any],
     summaries: list[dict[str, Any]],
@@ -74,9 +87,9 @@ def page_chunks(
     The timeline's notices and errors (`events`) go where `kaja resume` shows
     them (`core.transcript.Asides`)."""
     title = s.get("title") or "Untitled session"
-    facts = [("id", s.get("id")), ("owner", label(s.get("owner"))), ("model", s.get("model")),
-             ("persona", s.get("persona")), ("created", s.get("createdAt")),
-             ("updated", s.get("updatedAt")), ("messages", message_count)]  # fmt: skip
+    facts = [("id", _e(s.get("id"))), ("owner", _e(label(s.get("owner")))), ("model", _e(s.get("model"))),
+             ("persona", _e(s.get("persona"))), ("created", _when(s.get("createdAt"))),
+             ("updated", _when(s.get("updatedAt"))), ("messages", _e(message_count))]  # fmt: skip
     head = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -85,9 +98,7 @@ def page_chunks(
         f'<meta name="generator" content="kaja">\n<title>{_e(title)}</title>',
         f"<style>{_STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        '<ul class="facts">'
-        + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in facts if v not in (None, ""))
-        + "</ul>",
+        '<ul class="facts">' + "".join(f"<li>{k}: {v}</li>" for k, v in facts if v) + "</ul>",
     ]
     p = Pending(**pending) if pending else None
     if p:
@@ -181,7 +192,7 @@ def _message(
     m: dict[str, Any], calls: dict[Any, dict[str, Any]], pending: Pending | None, embed: bool
 ) -> str:
     role = m.get("role") if isinstance(m.get("role"), str) and m.get("role") else "message"
-    when = f'<span class="when">{_e(m.get("createdAt"))}</span>' if m.get("createdAt") else ""
+    when = f'<span class="when">{_when(m["createdAt"])}</span>' if m.get("createdAt") else ""
     css = role if role in ("user", "assistant", "tool") else "other"
     out = [f'<section class="msg {css}">']
     if role == "tool":
@@ -235,7 +246,7 @@ def _call(c: dict[str, Any], pending: Pending | None) -> str:
         word = render.text(c.get("status")) or "no result"
         css = f"status {word}" if word in _STATUSES else "status"
         status = f'<span class="{css}">{_e(word)}</span>'
-    took = f" · {_e(c['durationMs'])} ms" if c.get("durationMs") else ""
+    took = f" · {_e(render.human_duration(c['durationMs']))}" if c.get("durationMs") else ""
     approval = f" · {_e(c['approval'])}" if c.get("approval") else ""
     line = (
         f'<div class="call">→ <code>{_e(c.get("name") or "?")}</code>'
@@ -282,7 +293,7 @@ def index_page(entries: list[tuple[str, str | None, str | None, str | None, int]
     """`index.html` of an export folder: (file name, title, owner, updated, messages)."""
     rows = "".join(
         f'<tr><td><a href="{_e(f)}">{_e(t or "Untitled session")}</a></td><td>{_e(label(o))}</td>'
-        f"<td>{_e(u)}</td><td>{n}</td></tr>\n"
+        f"<td>{_when(u)}</td><td>{n}</td></tr>\n"
         for f, t, o, u, n in entries
     )
     return (

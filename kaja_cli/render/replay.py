@@ -62,7 +62,8 @@ def header(session: dict[str, Any], message_count: int) -> list[render.Line]:
     facts += [one(session[k]) for k in ("model", "persona") if session.get(k)]
     facts.append(plural(message_count, "message"))
     if session.get("updatedAt"):
-        facts.append(f"updated {one(session['updatedAt'])}")
+        updated = session["updatedAt"]
+        facts.append(f"updated {render.local_time(updated) or one(updated)}")
     return [[(title, "bold")], [(" · ".join(facts), "dim")]]
 
 

@@ -275,8 +275,82 @@ def test_a_scaled_up_store_dates_nothing_after_now(kaja):
     assert r.code == 0, r
     epoch = datetime.fromisoformat(now.replace("Z", "+00:00")).timestamp()
     assert _rows_after(kaja.state, now, epoch) == []
+    assert causality_broken(kaja.db) == {}  # the generated sessions' runs too
     latest = json.loads(kaja("sessions", "-n", "1", "--all-owners", "--json").out)["sessions"][0]
     assert latest["updatedAt"] <= now
+
+
+# What the seed's worked example implies about time (one chat turn, row by row):
+# a subagent runs inside the run that started it, everything tagged with a run
+# happens while it runs, a run belongs to its conversation's time, a session
+# was last updated by its last message. Each query finds the rows that break it.
+_STAMP = "strftime('%Y-%m-%dT%H:%M:%fZ', {at}, '+' || (ifnull({ms}, 0) / 1000.0) || ' seconds')"
+CAUSALITY = {
+    "a subagent outside its parent's time": """
+        SELECT k.id, k.started_at, k.ended_at, p.started_at, p.ended_at
+        FROM runs k JOIN runs p ON p.id = k.parent_id
+        WHERE k.started_at < p.started_at OR k.ended_at > p.ended_at
+           OR (k.ended_at IS NULL AND p.ended_at IS NOT NULL)""",
+    "a run that ends before it starts": "SELECT id FROM runs WHERE ended_at < started_at",
+    "a model call outside its run": """
+        SELECT c.id, c.run_id, c.at, r.started_at, r.ended_at FROM calls c JOIN runs r ON r.id = c.run_id
+        WHERE c.at < r.started_at OR c.at > ifnull(r.ended_at, '9')""",
+    "a tool call outside its run": f"""
+        SELECT t.id, t.run_id, t.at, t.duration_ms, r.started_at, r.ended_at
+        FROM tools t JOIN runs r ON r.id = t.run_id
+        WHERE t.at < r.started_at OR {_STAMP.format(at="t.at", ms="t.duration_ms")} > ifnull(r.ended_at, '9')""",
+    "an event outside its run": """
+        SELECT e.run_id, e.type, e.at FROM events e JOIN runs r ON r.id = e.run_id
+        WHERE e.at < r.started_at OR e.at > ifnull(r.ended_at, '9')""",
+    "a log or media job outside its run": """
+        SELECT x.at, r.id FROM (SELECT run_id, at FROM logs UNION ALL SELECT run_id, at FROM media) x
+        JOIN runs r ON r.id = x.run_id WHERE x.at < r.started_at OR x.at > ifnull(r.ended_at, '9')""",
+    "a rating or review before its run ended": """
+        SELECT x.at, r.id FROM (SELECT run_id, at FROM feedback UNION ALL SELECT run_id, flagged_at FROM reviews) x
+        JOIN runs r ON r.id = x.run_id WHERE x.at < ifnull(r.ended_at, r.started_at)""",
+    "a run outside its conversation": """
+        SELECT r.id, r.started_at, s."createdAt", s."updatedAt" FROM runs r JOIN sessions s ON s.id = r.thread_id
+        WHERE r.started_at < s."createdAt" OR r.started_at > s."updatedAt"
+    """,
+    "a message outside its session": """
+        SELECT m.id FROM messages m JOIN sessions s ON s.id = m."sessionId"
+        WHERE m."createdAt" < s."createdAt" OR m."createdAt" > s."updatedAt"
+    """,
+    "a session not updated by its last message": """
+        SELECT s.id FROM sessions s JOIN messages m ON m."sessionId" = s.id
+        GROUP BY s.id HAVING max(m."createdAt") <> s."updatedAt"
+    """,
+    "a tool's result before the call was done": f"""
+        SELECT t.id FROM tool_calls t JOIN messages a ON a.id = t."messageId"
+        JOIN messages r ON r.id = t."resultMessageId"
+        WHERE r."createdAt" < {_STAMP.format(at='a."createdAt"', ms='t."durationMs"')}""",
+}
+
+
+def causality_broken(db) -> dict[str, list]:
+    """The rows of the demo store that break CAUSALITY, by what they break."""
+    found = {what: rows(db, sql) for what, sql in CAUSALITY.items()}
+    return {what: hits[:3] for what, hits in found.items() if hits}
+
+
+def test_the_demo_keeps_time_in_order(shared_demo_store):
+    """Issue 39: the seed's subagent run_91c0 started 12 minutes after its
+    30-second parent run_7f3a had ended; a turn's run ended seconds after its
+    message, before the calls and tools it made. Every child run lies inside
+    its parent's time, and every row tagged with a run inside that run."""
+    db = shared_demo_store.db
+    assert rows(db, "SELECT count(*) FROM runs WHERE parent_id IS NOT NULL")[0][0] >= 1
+    assert causality_broken(db) == {}
+    # the seed's example: the subagent runs while the turn's spawn_subagent call does
+    ((child_start, child_end),) = rows(
+        db, "SELECT started_at, ended_at FROM runs WHERE id = 'run_91c0'"
+    )
+    ((spawned, took),) = rows(
+        db,
+        "SELECT at, duration_ms FROM tools WHERE run_id = 'run_7f3a' AND tool = 'spawn_subagent'",
+    )
+    assert child_start == spawned and took == 9100
+    assert rows(db, f"SELECT {_STAMP.format(at='?', ms='?')}", spawned, took)[0][0] >= child_end
 
 
 def test_a_store_of_one_session_says_so_in_the_singular(kaja):

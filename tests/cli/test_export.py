@@ -140,6 +140,63 @@ def test_html_shows_what_resume_shows(demo_store, tmp_path):
     assert "error: The NAS was not mounted" in resume and "• Waiting for your approval" in resume
 
 
+def test_html_words_durations_and_times_as_resume_does(demo_store, tmp_path):
+    """Issue 39: the HTML said `9100 ms` and `2026-11-29T05:55:12.547Z` where
+    `kaja resume` says `9.1 s` and a local time (TZ, as the C library reads
+    it). The HTML says what resume says; the exact time stays in the `<time>`
+    element's datetime and title. A time kaja did not write (another offset)
+    is worded the same way; what is not a time is shown, escaped, as it is."""
+    from datetime import datetime, timedelta, timezone
+
+    tz = {"TZ": "IST-5:30"}  # a POSIX zone: no zone database needed; half an hour off UTC
+
+    def local(stored: str) -> str:
+        dt = datetime.fromisoformat(stored.replace("Z", "+00:00"))
+        return dt.astimezone(timezone(timedelta(hours=5, minutes=30))).strftime("%Y-%m-%d %H:%M")
+
+    conn = sqlite3.connect(demo_store.db)
+    with conn:
+        (updated,) = conn.execute(
+            'SELECT "updatedAt" FROM sessions WHERE id = ?', (PRS,)
+        ).fetchone()
+        (called,) = conn.execute(
+            'SELECT m."createdAt" FROM tool_calls t JOIN messages m ON m.id = t."messageId"'
+            " WHERE m.\"sessionId\" = ? AND t.name = 'spawn_subagent'",
+            (PRS,),
+        ).fetchone()
+        # the first message: another offset; the second: no time at all
+        conn.execute(
+            'UPDATE messages SET "createdAt" = ? WHERE "sessionId" = ? AND seq = 1',
+            ("2026-11-29T07:47:35+02:00", PRS),
+        )
+        conn.execute(
+            'UPDATE messages SET "createdAt" = ? WHERE "sessionId" = ? AND seq = 3',
+            ('soon"><b>x</b>', PRS),
+        )
+    conn.close()
+    resume = demo_store.proc("resume", PRS, env=tz)
+    assert resume.code == 0, resume
+    assert "✓ spawn_subagent ok · 9.1 s" in resume.out
+    assert f" · updated {local(updated)}\n" in resume.out
+    assert updated.endswith("Z") and local(updated) != updated[:16].replace("T", " ")
+
+    out = tmp_path / "prs.html"
+    r = demo_store.proc("sessions", "export", PRS, "-f", "html", "-o", str(out), env=tz)
+    assert r.code == 0, r
+    page = out.read_text()
+    assert f'updated: <time datetime="{updated}" title="{updated}">{local(updated)}</time>' in page
+    assert f'<time datetime="{called}" title="{called}">{local(called)}</time>' in page
+    other = "2026-11-29T07:47:35+02:00"
+    assert f'<time datetime="{other}" title="{other}">{local(other)}</time>' in page
+    assert '<span class="when">soon&quot;&gt;&lt;b&gt;x&lt;/b&gt;</span>' in page
+    body = _parse(out).find(".//body")
+    text = " ".join("".join(body.itertext()).split())
+    assert "→ spawn_subagent ok · 9.1 s" in text and "→ browser_screenshot ok · 920 ms" in text
+    assert "9100" not in page
+    # no time shown as the store keeps it: only in the attributes
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", text)
+
+
 def test_html_needs_a_folder_and_filters_need_all(demo_store, tmp_path):
     r = demo_store("sessions", "export", "--all", "-f", "html")
     assert r.code == 2 and "give -o FOLDER" in r.err

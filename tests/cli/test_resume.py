@@ -23,7 +23,7 @@ from tests.support.sessions_support import (
 
 BACKUP_REPLAY = f"""\
 Nightly backup with rsync
-{BACKUP} · terminal · claude-sonnet-4.5 · sysadmin · 7 messages · updated 2026-11-29T10:59:08.029Z
+{BACKUP} · terminal · claude-sonnet-4.5 · sysadmin · 7 messages · updated 2026-11-29 10:59
 
 You: Set up a nightly backup of ~/Documents to my NAS at /mnt/nas/backup with rsync, keeping deleted files for 30 days.
 Kaja: I'll use rsync with --backup-dir so deleted and changed files are moved to a dated folder, then prune folders older than 30 days. First let me look at the last runs of the existing script.
@@ -46,7 +46,7 @@ You: It's mounted now. Go ahead and install it.
 LISTA = "01a22612-4020-766c-be67-026cceea590b"
 LISTA_REPLAY = f"""\
 Lista de la compra para la semana
-{LISTA} · {ANA} · gpt-5-mini · 4 messages · updated 2026-11-29T06:55:04.349Z
+{LISTA} · {ANA} · gpt-5-mini · 4 messages · updated 2026-11-29 06:55
 
 You: Hola! Necesito una lista de la compra para la semana, somos dos y no comemos carne.
 Kaja: ¡Claro! Para dos personas y siete días sin carne: garbanzos y lentejas, arroz, pasta integral, tofu, huevos, yogur, queso fresco, espinacas, tomates, pimientos, calabacín, cebollas, ajo, limones, plátanos y manzanas. ¿Quieres que lo ordene por pasillos del supermercado?
@@ -239,7 +239,7 @@ def test_foreign_store_replays_and_never_changes(kaja):
     assert (r.code, r.err) == (0, "")
     assert r.out == (
         "[draft] budget [/x]\n"
-        f"{S_EVENTS} · terminal · gpt-y · 4 messages · updated 2026-11-21T10:00:00.000Z\n"
+        f"{S_EVENTS} · terminal · gpt-y · 4 messages · updated 2026-11-21 10:00\n"
         "\n"
         "You: Here is my budget\n"
         f"  image: /nonexistent/kaja/{SHA_MISSING}.png — file missing\n"
@@ -254,7 +254,7 @@ def test_foreign_store_replays_and_never_changes(kaja):
     r = kaja("resume", S_UNTITLED)
     assert r.out == (
         "(untitled)\n"
-        f"{S_UNTITLED} · terminal · gpt-x · 2 messages · updated 2026-11-20T10:00:00.000Z\n"
+        f"{S_UNTITLED} · terminal · gpt-x · 2 messages · updated 2026-11-20 10:00\n"
         "\n"
         "You: Plan a trip to Kraków\n"
         "  parts (not valid JSON): {not json\n"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kaja_cli.core.clock import SHOWN_MINUTE
 from kaja_cli.core.conversations.columns import col
 
 VIEWS = ("md", "html")
@@ -53,6 +54,8 @@ def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
     # In HTML no NUL either: `piece` writes the values with printf(), whose %s
     # ends at one; render writes such a message.
     terms += [_text_or_null(c[n], nul=view != "html") for n in _TEXTS if c[n] != "NULL"]
+    if view == "html" and c["createdAt"] != "NULL":
+        terms.append(_stored_time(c["createdAt"]))
     return f"({' AND '.join(terms)})"
 
 
@@ -80,6 +83,32 @@ def heading(piece: str, model: str | None, created: str | None, one_line: dict) 
     n = _HEAD + (3 if piece.startswith("You", _HEAD) else 4 + (3 + len(model) if model else 0))
     n += 3 + len(created) if created else 0
     return piece[:2] + piece[2:n].translate(one_line) + piece[n:]  # after its two line breaks
+
+
+# A stored time as kaja writes it (`clock.iso`), in the years the C library's
+# localtime() knows as Python does: in HTML, SQLite words it as
+# `render.local_time` does (`local_time`); any other value goes to render.
+_ISO = (
+    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z'"
+)
+
+
+def _stored_time(expr: str) -> str:
+    """`expr` (text or NULL) is empty, NULL or a time as `_ISO`."""
+    return (
+        f"(ifnull({expr}, '') = '' OR {expr} GLOB {_ISO}"
+        f" AND {expr} BETWEEN '1970-01-02' AND '2037-12-31')"
+    )
+
+
+def local_time(expr: str) -> str:
+    """HTML's `<time>` of a time `_stored_time` holds for, as `html._when`
+    writes it: the local time (`render.local_time`), the exact value in its
+    attributes (no character to escape: `_ISO`)."""
+    return (
+        f"'<time datetime=\"' || {expr} || '\" title=\"' || {expr} || '\">'"
+        f" || strftime('{SHOWN_MINUTE}', {expr}, 'localtime') || '</time>'"
+    )
 
 
 def _html(expr: str) -> str:
@@ -140,7 +169,7 @@ def piece(have: Sequence[str], view: str, calls: str = "''") -> str:
         f"CASE WHEN {role} = 'user' THEN 'You' ELSE 'Kaja' END",
         "''" if model == "NULL"
         else f"CASE WHEN {role} <> 'user' AND {model} <> '' THEN ' · ' || {esc(model)} ELSE '' END",
-        given(created, f"'<span class=\"when\">' || {esc(created)} || '</span>'"),
+        given(created, f"'<span class=\"when\">' || {local_time(created)} || '</span>'"),
         given(content, "'<div class=\"text\">'"),
         given(content, esc(content)),
         given(content, "'</div>'"),
@@ -201,6 +230,8 @@ def tool_simple(
             terms.append(f"instr(ifnull({c['content']}, ''), '```') = 0")
         if c["createdAt"] != "NULL":
             terms += _one_line(c["createdAt"])
+    elif c["createdAt"] != "NULL":
+        terms.append(_stored_time(c["createdAt"]))
     name = 't."name"'
     found = ["typeof(t.\"resultMessageId\") = 'text'", f"tm.\"sessionId\" = {c['sessionId']}",
              "typeof(tm.seq) = 'integer'", f"tm.seq < {c['seq']}", f"typeof({name}) = 'text'",
@@ -239,7 +270,7 @@ def tool_piece(have: Sequence[str], view: str) -> str:
     text = present(content, f"'<pre>' || {_html_text(content)} || '</pre>'")
     # The name is read once (replace() of it, short), the time escaped as a
     # column (`_html_text`).
-    when = given(created, f"'<span class=\"when\">' || {_html_text(created)} || '</span>'")
+    when = given(created, f"'<span class=\"when\">' || {local_time(created)} || '</span>'")
     return (
         '\'<section class="msg tool"><div class="who">Tool result · <code>\' || '
         f"{_html(name)} || '</code>' || {when} || '</div>' || {text} || '</section>' || char(10)"
@@ -254,11 +285,12 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -
     with tool calls whose Markdown or HTML (`view`) SQLite writes
     (`calls_piece`): what `simple` asks but the calls, which must all be
     plain: a position of their own, a name, a status (so none waits on you),
-    a duration in whole milliseconds, approval text, and arguments that are
-    none, or a JSON object of text values (no `\\u` escape, no key twice):
-    render's `indented` of it is SQLite's. In Markdown also: a name with no
-    backtick, a duration under a minute that rounds to tenths of a second as
-    Python rounds it (not ending in 50 ms), no fence in the arguments, and
+    a duration in whole milliseconds under a minute that rounds to tenths of
+    a second as Python rounds it (not ending in 50 ms: `render.human_duration`),
+    approval text, and arguments that are none, or a JSON object of text
+    values (no `\\u` escape, no key twice): render's `indented` of it is
+    SQLite's. In HTML also: a time as kaja writes it (`_stored_time`). In
+    Markdown also: a name with no backtick, no fence in the arguments, and
     nothing in the name or approval that its one-line rule spells otherwise."""
     c = {n: col(have, "m", n) for n in ("role", "reasoning", "parts", "id", *_TEXTS)}
     if c["id"] == "NULL" or c["role"] == "NULL" or not all(n in t_have for n in _CALL_COLUMNS):
@@ -269,6 +301,8 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -
     if c["parts"] != "NULL":
         terms.append(f"{c['parts']} IS NULL")
     terms += [_text_or_null(c[n], nul=view != "html") for n in _TEXTS if c[n] != "NULL"]
+    if view == "html" and c["createdAt"] != "NULL":
+        terms.append(_stored_time(c["createdAt"]))
     d, args = 't."durationMs"', 't."arguments"'
     md = view == "md"
     plain = [
@@ -277,7 +311,7 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -
         *(["instr(t.name, '`') = 0", *_one_line("t.name")] if md else ["instr(t.name, char(0)) = 0"]),
         "typeof(t.status) = 'text'", "t.status <> ''", *_one_line("t.status"),
         f"typeof({d}) IN ('integer', 'null')",
-        *([f"ifnull({d}, 0) < 60000", f"(ifnull({d}, 0) < 1000 OR {d} % 100 <> 50)"] if md else []),
+        f"ifnull({d}, 0) < 60000", f"(ifnull({d}, 0) < 1000 OR {d} % 100 <> 50)",
         "typeof(t.approval) IN ('text', 'null')",
         *(_one_line("t.approval") if md else ["instr(ifnull(t.approval, ''), char(0)) = 0"]),
         f"({args} IS NULL OR {args} = '' OR typeof({args}) = 'text' AND json_valid({args})"
@@ -315,6 +349,11 @@ def calls_piece(have: Sequence[str], view: str = "md") -> str:
     )
     none = f"{args} IS NULL OR {args} = '' OR {args} = '{{}}'"
     each = f'FROM tool_calls AS t WHERE t."messageId" = {col(have, "m", "id")} ORDER BY t.position'
+    # `render.human_duration` of a duration `calls_simple` holds for (under a minute)
+    took = (
+        f"CASE WHEN ifnull({d}, 0) = 0 THEN '' WHEN {d} < 1000 THEN ' · ' || {d} || ' ms'"
+        f" ELSE ' · ' || (({d} + 50) / 100 / 10) || '.' || (({d} + 50) / 100 % 10) || ' s' END"
+    )
     if view == "html":
         # name, status and approval hold no NUL here (`calls_simple`)
         def esc(column: str) -> str:
@@ -325,17 +364,13 @@ def calls_piece(have: Sequence[str], view: str = "md") -> str:
             f"'<div class=\"call\">→ <code>' || {esc('t.name')} || '</code> <span class=\"status'"
             f" || CASE WHEN t.status IN ({css}) THEN ' ' || t.status ELSE '' END || '\">'"
             f" || {esc('t.status')} || '</span>'"
-            f" || CASE WHEN ifnull({d}, 0) = 0 THEN '' ELSE ' · ' || {d} || ' ms' END"
+            f" || {took}"
             f" || CASE WHEN t.approval <> '' THEN ' · ' || {esc('t.approval')} ELSE '' END"
             f" || '</div>' || CASE WHEN {none} THEN '' ELSE ifnull('<details><summary>arguments"
             f"</summary><pre>' || {_html(indented)} || '</pre></details>', '') END"
         )
         calls = f"(SELECT group_concat(x.s, '') FROM (SELECT {call} AS s {each}) AS x)"
         return piece(have, "html", calls)
-    took = (
-        f"CASE WHEN ifnull({d}, 0) = 0 THEN '' WHEN {d} < 1000 THEN ' · ' || {d} || ' ms'"
-        f" ELSE ' · ' || (({d} + 50) / 100 / 10) || '.' || (({d} + 50) / 100 % 10) || ' s' END"
-    )
     approval = "CASE WHEN t.approval <> '' THEN ' · ' || t.approval ELSE '' END"
     arguments = (
         f"CASE WHEN {none} THEN ''"
