@@ -17,13 +17,14 @@ import sys
 import time
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Footer, Input, Static
+from textual.widgets import Button, Input, Static
 from textual.worker import get_current_worker
 
 from kaja_cli.browse import data
@@ -38,25 +39,31 @@ DEBOUNCE_S = 0.04  # a search waits this long for the next keystroke before it s
 NARROW = 90  # columns: below this the preview goes under the list
 MAX_CHUNKS = 300  # the preview's blocks (one widget each); more are merged
 
-HELP = """\
-Type to search every message (the words of `kaja search`; --fts for its syntax).
-An empty box lists your recent sessions.
-
-  ↑ ↓ PgUp PgDn Home End   move in the list (from the search box too)
-  Tab / Shift-Tab          search box → list → preview
-  Enter                    print the session's id and quit:
-                           kaja resume "$(kaja browse)"
-  o                        the whole replay in the pager
-  e                        export it as Markdown (asks where)
-  a                        archive it (again: unarchive)
-  r                        rename it
-  d                        delete it (asks first, naming what goes with it)
-  Ctrl-O                   everyone's sessions / yours
-  ?                        this help
-  Esc, Ctrl-C              quit, printing nothing (exit 1)
-
-In the search box the letters are typed: Tab to the list first.
-"""
+# The `?` overlay: the keys, two columns (key, what it does), each line
+# short enough for an 80-column terminal. Every key bound below is here or
+# in the footer (tests/cli/test_browse.py checks both screens).
+HELP_KEYS: tuple[tuple[str, str], ...] = (
+    ("↑ ↓ PgUp PgDn", "move in the list (from the search box too)"),
+    ("Home End", "the first, the last session"),
+    ("Tab Shift-Tab", "search box → list → preview (↑ ↓ scroll it)"),
+    ("Enter", "print the session's id and quit"),
+    ("o", "the whole replay in the pager"),
+    ("e", "export it as Markdown (asks where)"),
+    ("a", "archive it (again: unarchive)"),
+    ("r", "rename it"),
+    ("d", "delete it (asks first, naming what goes with it)"),
+    ("Ctrl-O", "everyone's sessions, and back to yours"),
+    ("y n", "answer a question (Esc: no)"),
+    ("? F1", "this help (F1 in the search box)"),
+    ("Esc Ctrl-C", "quit, printing nothing (Ctrl-Q too)"),
+)
+HELP_TOP = "Type to search every message; an empty box lists your sessions."
+HELP_END = (
+    "In the search box letters are typed: Tab to the list for o e a r d ?",
+    "⏸ in the list: a tool call waits on you.",
+)
+TITLE_MIN = 20  # the list's title column: narrower than this, other columns give way
+GAP = "  "  # between two columns of the list, and two keys of the footer
 
 
 def shown(text: str | None, style: str | None = None, **options) -> Text:
@@ -70,47 +77,139 @@ def shown(text: str | None, style: str | None = None, **options) -> Text:
     return Text(render.text(text, lines=True), style=style or "", **options)
 
 
-def line_text(line) -> Text:
-    """One replay line (`render.Line`: text and style runs) as Rich Text."""
-    out = Text(no_wrap=False)
-    for part, style in line:
-        out.append_text(shown(part, style or None))
-    return out
+class Prose:
+    """A block of replay lines drawn as `kaja resume` prints them: wrapped at
+    words to the pane's width, a continuation indented by its line's own
+    indent plus two (`render.layout.prose_lines`, the house rule), so a
+    message's wrapped lines sit under its text, not under "You:"."""
+
+    def __init__(self, lines: list) -> None:
+        from kaja_cli import render
+
+        # Escaped once (`shown`'s rule), wrapped at each width asked.
+        self.lines = [[(render.text(t, lines=True), st) for t, st in line] for line in lines]
+
+    def __str__(self) -> str:
+        return "\n".join("".join(t for t, _ in line) for line in self.lines)
+
+    def __rich_console__(self, console, options):
+        from kaja_cli.render import layout
+
+        width = max(options.max_width, 1)
+        out = []
+        for line in self.lines:
+            for part in layout.prose_lines(line, width) if line else [[]]:
+                text = Text(no_wrap=True, overflow="crop", end="")
+                for piece, style in part:
+                    text.append(piece, style or None)
+                out.append(text)
+        yield Text("\n", no_wrap=True).join(out)  # ends with "\n": Textual counts those
+
+    def __rich_measure__(self, console, options):
+        from rich.measure import Measurement
+
+        return Measurement(1, options.max_width)
 
 
-def row_text(row: data.Row, *, all_owners: bool, now) -> Text:
-    from kaja_cli import render
-    from kaja_cli.core.owners import label
+class Columns:
+    """The list's rows in columns: the id, when, (the owner), the title cut
+    with an ellipsis to the room left, the message count at the right; each
+    column as wide as its widest cell on the page, so every row's columns
+    start at the same offset. A search's snippet is on the lines below,
+    under the title, wrapped whole (its matched words are in it). On a
+    narrow list the count goes first, then the time, then the owner, before
+    the title gets narrower than TITLE_MIN."""
 
-    head = Text()
-    head.append_text(shown(row.short_id, "cyan"))
-    head.append("  " + render.relative_time(row.updated_at, now), style="dim")
-    if all_owners:
-        head.append_text(shown("  " + label(row.owner), "magenta"))
-    head.append("  ")
-    if row.title:
-        head.append_text(shown(row.title, "bold"))
-    elif row.first_prompt:
-        head.append_text(shown("“" + " ".join(render.text(row.first_prompt).split())[:80] + "”",
-                               "italic"))  # fmt: skip
-    else:
-        head.append("(untitled)", style="dim")
-    if row.messages is not None:
-        head.append(f"  {render.plural(row.messages, 'message')}", style="dim")
-    if row.pending:
-        head.append("  ⏸ waiting on you", style="bold yellow")
-    if row.snippet is None:
-        return head
-    snip = Text()
-    snip.append_text(shown("  " + (row.role or "") + ": ", "dim"))
-    text = render.text(row.snippet)
-    at = 0
-    for start, end in row.highlights:
-        snip.append(text[at:start])
-        snip.append(text[start:end], style="bold reverse")
-        at = end
-    snip.append(text[at:])
-    return Text("\n").join([head, snip])
+    def __init__(self, rows: list[data.Row], *, all_owners: bool, now) -> None:
+        from kaja_cli import render
+        from kaja_cli.core.owners import label
+
+        self.rows = rows
+        self.when = [render.relative_time(r.updated_at, now) for r in rows]
+        self.owner = [render.text(label(r.owner)) if all_owners else "" for r in rows]
+        self.count = [
+            "" if r.messages is None else render.plural(r.messages, "message") for r in rows
+        ]
+        self.pending = any(r.pending for r in rows)
+
+    @staticmethod
+    def _width(cells: list[str], cap: int = 0) -> int:
+        from kaja_cli.render import layout
+
+        widest = max((layout.cells(c) for c in cells), default=0)
+        return min(widest, cap) if cap else widest
+
+    def widths(self, width: int) -> tuple[int, int, int]:
+        """(when, owner, count) at this list width; 0: the column is left out."""
+        when, owner, count = (
+            self._width(self.when),
+            self._width(self.owner, 16),
+            self._width(self.count),
+        )
+
+        def title_room() -> int:
+            fixed = 8 + sum(w + len(GAP) for w in (when, owner) if w)
+            fixed += len(GAP) + (2 if self.pending else 0)
+            return width - fixed - (count + len(GAP) if count else 0)
+
+        if count and title_room() < TITLE_MIN:
+            count = 0
+        if when and title_room() < TITLE_MIN:
+            when = 0
+        if owner and title_room() < TITLE_MIN:
+            owner = 0
+        return when, owner, count
+
+    def draw(self, index: int, width: int) -> list[Text]:
+        from kaja_cli import render
+        from kaja_cli.render import layout
+
+        row = self.rows[index]
+        when, owner, count = self.widths(width)
+        head = Text(no_wrap=True, overflow="crop", end="")
+        head.append(render.text(row.short_id).ljust(8)[:8], "cyan")
+        if when:
+            head.append(GAP)
+            head.append(render.text(self.when[index]).rjust(when), "dim")
+        if owner:
+            head.append(GAP)
+            cell = Text(self.owner[index], "magenta")
+            cell.truncate(owner, overflow="ellipsis", pad=True)
+            head.append_text(cell)
+        head.append(GAP)
+        if self.pending:
+            head.append("⏸ " if row.pending else "  ", "bold yellow")
+        indent = head.cell_len
+        room = max(width - indent - (count + len(GAP) if count else 0), 1)
+        if row.title:
+            title = Text(row.title, "bold")
+        elif row.first_prompt:
+            title = Text("“" + " ".join(render.text(row.first_prompt).split()) + "”", "italic")
+        else:
+            title = Text("(untitled)", "dim")
+        title.truncate(room, overflow="ellipsis", pad=bool(count))
+        head.append_text(title)
+        if count:
+            head.append(GAP)
+            head.append(self.count[index].rjust(count), "dim")
+        if row.snippet is None:
+            return [head]
+        text = render.text(row.snippet)
+        runs: list[tuple[str, str]] = [(render.text((row.role or "") + ": "), "dim")]
+        at = 0
+        for start, end in row.highlights:
+            runs += [(text[at:start], ""), (text[start:end], "bold reverse")]
+            at = end
+        runs.append((text[at:], ""))
+        if width - indent < TITLE_MIN:
+            indent = 2  # a narrow list: the snippet from the left, not squeezed
+        lines = [head]
+        for part in layout.wrap_runs(runs, max(width - indent, 1), 0):
+            line = Text(" " * indent, no_wrap=True, overflow="crop", end="")
+            for piece, style in part:
+                line.append(piece, style or None)
+            lines.append(line)
+        return lines
 
 
 def render_text(text: str) -> str:
@@ -131,6 +230,8 @@ class SearchBox(Input):
         Binding("pagedown", "app.move('page_down')", show=False),
         Binding("home", "app.move('first')", show=False),
         Binding("end", "app.move('last')", show=False),
+        Binding("enter", "submit", "choose", key_display="⏎"),
+        Binding("tab", "app.focus_next", "list"),
     ]
 
 
@@ -182,11 +283,90 @@ class Ask(ModalScreen[str | None]):
 
 
 class Help(ModalScreen[None]):
-    BINDINGS: ClassVar = [Binding("escape,q,question_mark,enter", "dismiss(None)", "close")]
+    """The keys (`HELP_KEYS`) in two columns: a description too long for its
+    column wraps inside it, never back under the keys."""
+
+    BINDINGS: ClassVar = [Binding("escape,q,question_mark,f1,enter", "dismiss(None)", "close")]
 
     def compose(self) -> ComposeResult:
-        with VerticalScroll(classes="dialog help"):
-            yield Static(Text(HELP))
+        from rich.console import Group
+        from rich.table import Table
+
+        keys = Table.grid(padding=(0, 2))
+        keys.add_column(style="bold", no_wrap=True)
+        keys.add_column()
+        for key, what in HELP_KEYS:
+            keys.add_row(key, what)
+        end = [Text(line) for line in HELP_END]
+        with VerticalScroll(classes="dialog help") as box:
+            box.border_title = "keys"
+            box.border_subtitle = "Esc or ? closes"
+            box.styles.width = help_width() + 4  # the border and the padding
+            yield Static(Group(Text(HELP_TOP), Text(), keys, Text(), *end))
+
+
+def help_width() -> int:
+    """The `?` overlay's text at its natural width: its widest line, or the
+    widest key and description side by side. A narrower terminal wraps the
+    descriptions inside their column."""
+    from kaja_cli.render.layout import cells
+
+    key = max(cells(k) for k, _ in HELP_KEYS)
+    row = key + 2 + max(cells(w) for _, w in HELP_KEYS)
+    return max(row, cells(HELP_TOP), *(cells(line) for line in HELP_END))
+
+
+class KeysBar(Static):
+    """The footer: the keys that work where the focus is, in the order they
+    are bound (the most used first), as many as fit the width, and always
+    the help key last, so a key not shown is one `?` away. One line, never
+    cut. A key is clickable, as in Textual's own footer."""
+
+    DEFAULT_CSS = """
+    KeysBar {
+        dock: bottom; height: 1; width: 1fr;
+        color: $footer-foreground; background: $footer-background;
+    }
+    KeysBar > .keys-bar--key {
+        color: $footer-key-foreground; background: $footer-key-background; text-style: bold;
+    }
+    KeysBar > .keys-bar--description {
+        color: $footer-description-foreground; background: $footer-description-background;
+    }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"keys-bar--key", "keys-bar--description"}
+
+    def on_mount(self) -> None:
+        self.watch(self.screen, "focused", lambda _focused: self.show_keys())
+
+    def on_resize(self) -> None:
+        self.show_keys()
+
+    def keys(self) -> list[tuple[str, str, str]]:
+        """(key as shown, description, action) of each key shown here now."""
+        seen: dict[str, tuple[str, str, str]] = {}
+        for _node, binding, enabled, _tip in self.screen.active_bindings.values():
+            if binding.show and enabled and binding.action not in seen:
+                shown_key = self.app.get_key_display(binding)
+                seen[binding.action] = (shown_key, binding.description, binding.action)
+        items = list(seen.values())
+        help_ = [i for i in items if i[2] == "help"]
+        items = [i for i in items if i[2] != "help"]
+        width = self.size.width or self.app.size.width
+        cost = lambda its: sum(len(GAP) + len(k) + 1 + len(d) for k, d, _ in its) - 1  # noqa: E731
+        while items and cost(items + help_) > width:
+            items.pop()
+        return items + help_
+
+    def show_keys(self) -> None:
+        key_style = self.get_component_rich_style("keys-bar--key")
+        description_style = self.get_component_rich_style("keys-bar--description")
+        line = Text(no_wrap=True, overflow="crop", end="")
+        for key, description, action in self.keys():
+            click = Style(meta={"@click": f"app.{action}"})
+            line.append(GAP[1:] + key, key_style + click)
+            line.append(" " + description + GAP[1:], description_style + click)
+        self.update(line)
 
 
 class BrowseApp(App[str | None]):
@@ -199,7 +379,7 @@ class BrowseApp(App[str | None]):
     #search { dock: top; }
     #panes { height: 1fr; layout: horizontal; }
     #panes.narrow { layout: vertical; }
-    #list { width: 45%; height: 1fr; border: round $primary-darken-2; }
+    #list { width: 50%; height: 1fr; border: round $primary-darken-2; }
     #preview { width: 1fr; height: 1fr; border: round $primary-darken-2; }
     #panes.narrow #list { width: 1fr; height: 1fr; }
     #panes.narrow #preview { width: 1fr; height: 1fr; }
@@ -208,20 +388,24 @@ class BrowseApp(App[str | None]):
     Confirm, Ask, Help { align: center middle; }
     .dialog { width: 80%; max-width: 100; height: auto; max-height: 90%;
               border: thick $accent; background: $surface; padding: 1 2; }
-    .help { height: 90%; }
+    .help { width: auto; max-width: 100%; max-height: 100%; padding: 0 1; }
     .buttons { height: auto; margin-top: 1; }
     .buttons Button { margin-right: 2; }
     """
     BINDINGS: ClassVar = [
+        # In this order in the footer (the most used first) as far as the
+        # width goes; the help key always, last (`KeysBar`).
+        Binding("enter", "choose", "choose", key_display="⏎"),  # from the preview
         Binding("escape", "leave", "quit"),
         Binding("ctrl+c", "leave", "quit", show=False, priority=True),
-        Binding("ctrl+o", "toggle_owners", "all owners", priority=True),
-        Binding("o", "open", "open"),
-        Binding("e", "export", "export"),
-        Binding("a", "archive", "archive"),
-        Binding("r", "rename", "rename"),
         Binding("d", "delete", "delete"),
+        Binding("a", "archive", "archive"),
+        Binding("e", "export", "export"),
+        Binding("r", "rename", "rename"),
+        Binding("o", "open", "open"),
+        Binding("ctrl+o", "toggle_owners", "everyone", priority=True),
         Binding("question_mark", "help", "help", key_display="?"),
+        Binding("f1", "help", "help", priority=True),  # the search box takes `?`
     ]
 
     def __init__(
@@ -250,7 +434,7 @@ class BrowseApp(App[str | None]):
             yield RowList(id="list")
             yield VerticalScroll(id="preview")
         yield Static(id="status")
-        yield Footer()
+        yield KeysBar(id="keys")
 
     def on_mount(self) -> None:
         self._title_bar()
@@ -318,7 +502,9 @@ class BrowseApp(App[str | None]):
         self.page = page
         now = clock.now()
         lst = self.query_one("#list", RowList)
-        lst.set_rows(row_text(r, all_owners=self.opts.all_owners, now=now) for r in page.rows)
+        lst.set_rows(
+            len(page.rows), Columns(page.rows, all_owners=self.opts.all_owners, now=now).draw
+        )
         if page.rows:
             index = 0
             if keep is not None:
@@ -396,7 +582,7 @@ class BrowseApp(App[str | None]):
             await pane.mount(Static(shown(p.error, "red")))
             return
         blocks, target = _chunks(p.lines, p.target)
-        widgets = [Static(Text("\n").join(line_text(line) for line in b)) for b in blocks]
+        widgets = [Static(Prose(b)) for b in blocks]
         await pane.mount_all(widgets)
         if target is not None:  # once laid out: where the matching message is
             self.call_after_refresh(self._scroll_to_match, pane, widgets[target], p.session_id, 0)
@@ -420,6 +606,9 @@ class BrowseApp(App[str | None]):
     @on(Input.Submitted, "#search")
     @on(RowList.Selected, "#list")
     def _chosen(self, event) -> None:
+        self.action_choose()
+
+    def action_choose(self) -> None:
         row = self.selected()
         if row is None:
             return

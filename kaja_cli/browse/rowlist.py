@@ -2,11 +2,11 @@
 
 Textual's OptionList turns every option into its own text model, wraps and
 measures it, and renders it through that model before its first frame: for
-200 sessions that was half of the first frame's CPU. Here the rows stay Rich
-`Text`, wrapped with Rich at the list's width (a few ms for 200 rows, again
-only when the width changes), and a line becomes segments only when it is on
-screen. What is drawn is what OptionList drew: each row wrapped to the width
-(long words folded), the highlighted row in the block cursor's colours.
+200 sessions that was half of the first frame's CPU. Here a row's lines are
+drawn by the caller's function at the list's width (columns, a title cut to
+fit: a few ms for 200 rows, again only when the width changes), and a line
+becomes segments only when it is on screen; the highlighted row is in the
+block cursor's colours, as OptionList drew it.
 
 The keys, the mouse and the messages are OptionList's: ↑/↓ move (wrapping
 round), PgUp/PgDn a screenful, Home/End, Enter selects, a click highlights and
@@ -15,7 +15,7 @@ selects; `highlighted` is the row's index.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.style import Style
@@ -30,12 +30,12 @@ from textual.strip import Strip
 
 
 class RowList(ScrollView, can_focus=True):
-    """Rows of Rich `Text`, wrapped to the width; one highlighted."""
+    """Rows drawn as lines of Rich `Text` at the list's width; one highlighted."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("down", "cursor_down", "Down", show=False),
         Binding("end", "last", "Last", show=False),
-        Binding("enter", "select", "Select", show=False),
+        Binding("enter", "select", "choose", key_display="⏎"),
         Binding("home", "first", "First", show=False),
         Binding("pagedown", "page_down", "Page Down", show=False),
         Binding("pageup", "page_up", "Page Up", show=False),
@@ -94,7 +94,8 @@ class RowList(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._texts: list[Text] = []
+        self._count = 0
+        self._draw: Callable[[int, int], list[Text]] = lambda index, width: [Text()]
         self._width = 0  # the width the rows are wrapped to (0: not yet)
         self._first_line: list[int] = []  # each row's first line
         self._heights: list[int] = []  # each row's lines
@@ -103,12 +104,13 @@ class RowList(ScrollView, can_focus=True):
 
     @property
     def row_count(self) -> int:
-        return len(self._texts)
+        return self._count
 
-    def set_rows(self, texts: Iterable[Text]) -> None:
-        """Show these rows (a row's lines split on "\\n", then wrapped). The
-        highlight is cleared: set `highlighted` after."""
-        self._texts = list(texts)
+    def set_rows(self, count: int, draw: Callable[[int, int], list[Text]]) -> None:
+        """Show `count` rows, `draw(index, width)` giving a row's lines (each at
+        most `width` cells; a longer one is cut). The highlight is cleared: set
+        `highlighted` after."""
+        self._count, self._draw = count, draw
         self._width = 0
         self._hover = None
         self.highlighted = None
@@ -117,15 +119,14 @@ class RowList(ScrollView, can_focus=True):
         self.refresh()
 
     def _lay_out(self) -> None:
-        """The rows wrapped to the width, once per width."""
+        """The rows drawn at the width, once per width."""
         width = self.scrollable_content_region.width
         if width <= 0 or width == self._width:
             return
         self._width = width
-        console = self.app.console
         self._first_line, self._heights, self._lines = [], [], []
-        for index, text in enumerate(self._texts):
-            lines = text.wrap(console, width, overflow="fold", no_wrap=False) or [Text()]
+        for index in range(self._count):
+            lines = self._draw(index, width) or [Text()]
             self._first_line.append(len(self._lines))
             self._heights.append(len(lines))
             self._lines.extend((index, line) for line in lines)
@@ -174,9 +175,9 @@ class RowList(ScrollView, can_focus=True):
 
     # -- the highlight --------------------------------------------------------------------
     def validate_highlighted(self, index: int | None) -> int | None:
-        if index is None or not self._texts:
+        if index is None or not self._count:
             return None
-        return max(0, min(index, len(self._texts) - 1))
+        return max(0, min(index, self._count - 1))
 
     def watch_highlighted(self, index: int | None) -> None:
         self.refresh()
@@ -209,7 +210,7 @@ class RowList(ScrollView, can_focus=True):
         self._step(1)
 
     def _step(self, direction: int) -> None:
-        count = len(self._texts)
+        count = self._count
         if not count:
             return
         if self.highlighted is None:
@@ -218,12 +219,12 @@ class RowList(ScrollView, can_focus=True):
             self.highlighted = (self.highlighted + direction) % count
 
     def action_first(self) -> None:
-        if self._texts:
+        if self._count:
             self.highlighted = 0
 
     def action_last(self) -> None:
-        if self._texts:
-            self.highlighted = len(self._texts) - 1
+        if self._count:
+            self.highlighted = self._count - 1
 
     def action_page_up(self) -> None:
         self._page(-1)
@@ -232,7 +233,7 @@ class RowList(ScrollView, can_focus=True):
         self._page(1)
 
     def _page(self, direction: int) -> None:
-        if not self._texts:
+        if not self._count:
             return
         self._lay_out()
         if self.highlighted is None or not self._width:

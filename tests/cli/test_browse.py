@@ -7,8 +7,10 @@ id on stdout)."""
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -69,7 +71,7 @@ def ids(app) -> list[str]:
 def preview_text(app) -> str:
     from textual.widgets import Static
 
-    return "\n".join(str(s.render()) for s in app.query_one("#preview").query(Static))
+    return "\n".join(str(s.content) for s in app.query_one("#preview").query(Static))
 
 
 def status(app) -> str:
@@ -241,9 +243,10 @@ def list_lines(app) -> list[str]:
     return [lst.render_line(y).text.rstrip() for y in range(lst.scrollable_content_region.height)]
 
 
-def test_a_long_row_wraps_whole_and_a_click_chooses(shared_demo_store):
-    """The list draws each row wrapped to its width, nothing cut (a search's
-    snippet too); a click on a row chooses it, as Enter does."""
+def test_a_long_row_keeps_its_snippet_whole_and_a_click_chooses(shared_demo_store):
+    """The list draws a row's title on one line, cut with an ellipsis to the
+    room left (the whole title heads the preview), and a search's snippet
+    whole, wrapped under the title; a click on a row chooses it, as Enter does."""
     app = _app(shared_demo_store, query="tomato")
 
     async def steps(pilot):
@@ -253,7 +256,8 @@ def test_a_long_row_wraps_whole_and_a_click_chooses(shared_demo_store):
         drawn = " ".join(" ".join(lines).split())
         row = app.page.rows[0]
         assert len(row.title) + len(row.snippet) > width  # more than one line's worth
-        assert " ".join(row.title.split()) in drawn
+        assert row.title not in drawn and row.title[:10] in lines[0] and "…" in lines[0]
+        assert row.title in preview_text(app)
         assert " ".join(row.snippet.split()) in drawn
         await pilot.click("#list", offset=(4, 1))  # inside the border: the first row
         await settle(pilot)
@@ -474,6 +478,7 @@ def test_in_tmux_typing_changes_the_list_and_enter_prints_the_id(shared_demo_sto
     out, rc = tmp_path / "out", tmp_path / "rc"
     env = dict(k.env, TERM="xterm-256color", PATH=f"{Path(KAJA).parent}:{os.environ['PATH']}")
     env.pop("NO_COLOR")
+    env.pop("COLUMNS")  # the screen is the pane's size, not the tests' wide 200 columns
     script = f"{KAJA} browse > {out}; echo $? > {rc}"
     subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "30",
                     "sh", "-c", script], env=env, check=True)  # fmt: skip
@@ -538,6 +543,7 @@ def test_no_escape_from_a_message_reaches_the_terminal(demo_store, tmp_path):
     tmux = ["tmux", "-S", sock]
     env = dict(k.env, TERM="xterm-256color", PATH=f"{Path(KAJA).parent}:{os.environ['PATH']}")
     env.pop("NO_COLOR")
+    env.pop("COLUMNS")  # the screen is the pane's size, not the tests' wide 200 columns
     subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-x", "120", "-y", "40",
                     "sh", "-c", f"{KAJA} browse; sleep 30"], env=env, check=True)  # fmt: skip
     subprocess.run([*tmux, "pipe-pane", "-o", f"cat >> {raw}"], check=True)
@@ -579,3 +585,155 @@ def test_no_escape_from_a_message_reaches_the_terminal(demo_store, tmp_path):
     for name, sequence in HOSTILE.items():
         assert sequence.encode() not in written, name
     assert "\u009b".encode() not in written and "\u202e".encode() not in written
+
+
+# --- what fits on the screen: 80×24 and 120×40 ------------------------------------------------
+SVG_TEXT = re.compile(
+    r'<text class="[^"]*-r\d+" x="([\d.]+)" y="[\d.]+" textLength="[\d.]+" '
+    r'clip-path="url\(#[^)]*-line-(\d+)\)">([^<]*)</text>'
+)
+
+
+def screen_lines(app) -> list[str]:
+    """The screen as a person sees it: the text of each line, read from
+    Textual's own screenshot (`App.export_screenshot`, an SVG: one <text> per
+    run of one style, x in cells of 12.2 pixels)."""
+    from rich.cells import cell_len
+
+    width, height = app.size
+    rows = [[" "] * width for _ in range(height)]
+    for x, line, text in SVG_TEXT.findall(app.export_screenshot()):
+        col = round(float(x) / 12.2)
+        for ch in html.unescape(text).replace("\xa0", " "):
+            if col < width:
+                rows[int(line)][col] = ch
+                if cell_len(ch) == 2 and col + 1 < width:
+                    rows[int(line)][col + 1] = ""
+            col += cell_len(ch)
+    return ["".join(r).rstrip() for r in rows]
+
+
+def boxed(lines: list[str], title: str) -> list[str]:
+    """The inside of the bordered box titled `title` (its first column to its
+    last), one string a line."""
+    top = next(i for i, line in enumerate(lines) if f"─ {title} ─" in line)
+    left = lines[top].index("╭", max(0, lines[top].index(f"─ {title} ─") - 2))
+    right = lines[top].index("╮", left)
+    out = []
+    for line in lines[top + 1 :]:
+        if line[left : left + 1] == "╰":
+            return out
+        out.append(line[left + 1 : right])
+    return out
+
+
+# How the `?` overlay spells a key bound in Textual's words.
+SPELLED = {"up": "↑", "down": "↓", "pageup": "PgUp", "pagedown": "PgDn", "home": "Home",
+           "end": "End", "enter": "Enter", "escape": "Esc", "ctrl+c": "Ctrl-C",
+           "ctrl+q": "Ctrl-Q", "ctrl+o": "Ctrl-O", "question_mark": "?", "f1": "F1",
+           "tab": "Tab", "shift+tab": "Shift-Tab"}  # fmt: skip
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_every_key_is_in_the_footer_or_one_question_mark_away(shared_demo_store, size):
+    """At 80×24 and 120×40: the footer is whole (it ends with the help key,
+    nothing cut), in the search box and in the list; every key kaja binds is
+    in the footer or in the `?` overlay, whose lines are whole (a key and
+    its description on one line, never broken mid-phrase) and all on screen."""
+    from textual.binding import Binding
+
+    from kaja_cli.browse.app import HELP_END, HELP_KEYS, HELP_TOP, BrowseApp, Confirm, SearchBox
+    from kaja_cli.browse.rowlist import RowList
+
+    app = _app(shared_demo_store)
+    width, _ = size
+    screens = {}
+
+    async def steps(pilot):
+        screens["search box"] = screen_lines(app)
+        await pilot.press("tab")
+        assert app.focused is app.query_one("#list")
+        screens["list"] = screen_lines(app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        screens["help"] = screen_lines(app)
+        await pilot.press("escape", "escape")
+
+    drive(app, steps, size=size)
+
+    # The footer: whole, the help key last, every item a key and its word.
+    footers = {where: screens[where][-1] for where in ("search box", "list")}
+    assert footers["search box"].endswith("  f1 help"), footers  # `?` is typed there
+    assert footers["list"].endswith("  ? help"), footers
+    for footer in footers.values():
+        assert len(footer) < width and footer.startswith(" ⏎ choose  ")
+        assert all(len(item.split(" ")) == 2 for item in footer.strip().split("  ")), footer
+    assert "esc quit" in footers["search box"] and "tab list" in footers["search box"]
+    assert "d delete" in footers["list"] and "a archive" in footers["list"]
+
+    # The overlay: every line whole, and all of it on the screen at once.
+    help_text = "\n".join(screens["help"])
+    for key, what in HELP_KEYS:
+        assert any(key in line and what in line for line in screens["help"]), (key, what)
+    for line in (HELP_TOP, *HELP_END):
+        assert line in help_text, line
+    assert "Esc or ? closes" in help_text
+
+    # Every key bound is in a footer or in the overlay's key column.
+    shown = {item.split(" ")[0] for f in footers.values() for item in f.strip().split("  ")}
+    overlay_keys = {k for key, _ in HELP_KEYS for k in key.split()}
+    bound = [b.key for cls in (BrowseApp, SearchBox, RowList, Confirm) for b in cls.BINDINGS]
+    keys = {k for key in [*bound, "tab", "shift+tab", "ctrl+q"] for k in key.split(",")}
+    keys -= {"left", "right"}  # the search box's cursor, the list's: no sideways scroll
+    missing = [
+        k for k in sorted(keys)
+        if not ({SPELLED.get(k, k), app.get_key_display(Binding(k, ""))} & (shown | overlay_keys))
+        and not (k == "ctrl+q" and "Ctrl-Q" in help_text)
+    ]  # fmt: skip
+    assert not missing, (missing, footers)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+def test_list_rows_are_in_columns_and_the_preview_indents_its_wrapped_lines(
+    shared_demo_store, size
+):
+    """The list: the id, the time, the title and the message count start at
+    the same column on every row; a title longer than its room is cut with
+    an ellipsis. The preview: a message's wrapped lines are indented (the
+    line's own indent plus two, as `kaja resume` prints them), never back
+    under "You:"."""
+    app = _app(shared_demo_store)
+    lines: list[str] = []
+
+    async def steps(pilot):
+        lines.extend(screen_lines(app))
+        await pilot.press("escape")
+
+    drive(app, steps, size=size)
+    rows = [line for line in boxed(lines, "sessions · terminal") if line.strip()]
+    titles = [r.title for r in app.page.rows][: len(rows)]
+    assert len(rows) >= 6, lines
+    starts = [row.index(title[:12]) for row, title in zip(rows, titles, strict=False)]
+    for where in (
+        [row.index(r.short_id) for row, r in zip(rows, app.page.rows, strict=False)],  # the id
+        starts,  # the title
+        [len(row[:at].replace("⏸", " ").rstrip()) for row, at in zip(rows, starts, strict=False)],
+        [row.rstrip().index("messages") for row in rows],  # the count, at the right
+    ):
+        assert len(set(where)) == 1, (where, rows)
+    for row, title in zip(rows, titles, strict=False):
+        assert title in row or (title[:12] in row and "…" in row), (title, row)
+
+    preview = boxed(lines, "preview")
+    first = next(i for i, line in enumerate(preview) if line.startswith("You: Set up a nightly"))
+    message = []
+    for i, line in enumerate(preview[first:]):
+        if i and not line.startswith("  "):
+            break
+        message.append(line.strip().removeprefix("You: "))
+    assert len(message) > 1, preview  # it wraps at this width
+    for line in preview[first + 1 : first + len(message)]:
+        assert line.startswith("  ") and line[2] != " ", line
+    assert " ".join(" ".join(message).split()).startswith(
+        "Set up a nightly backup of ~/Documents to my NAS at /mnt/nas/backup with rsync"
+    )
