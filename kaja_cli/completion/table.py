@@ -208,6 +208,7 @@ COMMANDS = {
         ],
         'params': [
             ('option', 'vacuum', ('--vacuum',), (), 'Also rewrite each file without its free pages (Kaja must be closed).', False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -324,6 +325,7 @@ COMMANDS = {
             ('argument', 'ids', -1, ('kaja', 'session')),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
             ('option', 'yes', ('--yes', '-y'), (), 'Do not ask (needed without a terminal).', False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -385,6 +387,7 @@ COMMANDS = {
             ('argument', 'session_id', 1, ('kaja', 'session')),
             ('argument', 'title', 1, None),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -396,6 +399,7 @@ COMMANDS = {
         'params': [
             ('argument', 'ids', -1, ('kaja', 'session')),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -407,6 +411,7 @@ COMMANDS = {
         'params': [
             ('argument', 'ids', -1, ('kaja', 'session')),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -571,6 +576,7 @@ COMMANDS = {
         'params': [
             ('argument', 'run_id', 1, ('kaja', 'review')),
             ('option', 'note', ('--note',), (), 'Keep this note with the review.', False, True, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -664,6 +670,7 @@ COMMANDS = {
         ],
         'params': [
             ('option', 'url', ('--url',), (), 'PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).', False, True, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -674,6 +681,7 @@ COMMANDS = {
         ],
         'params': [
             ('option', 'url', ('--url',), (), 'PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).', False, True, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -684,6 +692,7 @@ COMMANDS = {
         ],
         'params': [
             ('option', 'url', ('--url',), (), 'PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).', False, True, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -891,6 +900,7 @@ COMMANDS = {
             ('argument', 'key', 1, ('kaja', 'key')),
             ('argument', 'value', 1, ('kaja', 'value')),
             ('option', 'force', ('--force',), (), 'Write a key kaja does not know (it is not checked).', False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
@@ -900,6 +910,7 @@ COMMANDS = {
         ],
         'params': [
             ('argument', 'key', 1, ('kaja', 'key')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
