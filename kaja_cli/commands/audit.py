@@ -10,6 +10,7 @@ from kaja_cli.commands import store_of, subcommand_runs
 from kaja_cli.commands.options import (
     OLD,
     Before,
+    DryRun,
     Json,
     JsonDone,
     LedgerUrl,
@@ -193,6 +194,7 @@ def reviews_done(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", autocompletion=hook("review"),
                       help="The run whose review is done (an id or a unique prefix).")],
     note: Annotated[str | None, typer.Option(metavar="TEXT", help="Keep this note with the review.")] = None,
+    dry_run: DryRun = False,
     as_json: JsonDone = False,
 ) -> None:  # fmt: skip
     """Mark a run's review complete (status, reviewed_at, updated_at, and the note).
@@ -204,8 +206,8 @@ def reviews_done(
     from kaja_cli.core.audit import reviews as core
     from kaja_cli.render import audit as view
 
-    done = core.done(store_of(ctx), run_id, note)
-    render.emit(done, as_json, view.review_done)
+    done = core.done(store_of(ctx), run_id, note, dry_run=dry_run)
+    render.emit(done, as_json, view.review_done, dry_run=dry_run)
 
 
 # --- kaja tasks, schedules, triggers --------------------------------------------------------

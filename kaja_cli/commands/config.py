@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import overrides, store_of
-from kaja_cli.commands.options import Json
+from kaja_cli.commands.options import DryRun, Json
 from kaja_cli.completion.hooks import hook
 
 app = typer.Typer(
@@ -98,6 +98,7 @@ def set_(
     force: Annotated[
         bool, typer.Option("--force", help="Write a key kaja does not know (it is not checked).")
     ] = False,
+    dry_run: DryRun = False,
 ) -> None:
     """Set a key in settings.toml, keeping its comments and layout.
 
@@ -115,9 +116,9 @@ def set_(
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.set_value(
         paths.settings_file.path, key, value, force=force,
-        protected=guard.store_files(paths),
+        protected=guard.store_files(paths), dry_run=dry_run,
     )  # fmt: skip
-    view.set_(change)
+    view.set_(change, dry_run=dry_run)
     view.overridden(change.key, ctx.find_root().obj)
 
 
@@ -125,6 +126,7 @@ def set_(
 def unset(
     ctx: typer.Context,
     key: Annotated[str, typer.Argument(metavar="KEY", help=KEY_HELP, autocompletion=hook("key"))],
+    dry_run: DryRun = False,
 ) -> None:
     """Remove a key from settings.toml, so its default applies again.
 
@@ -139,9 +141,9 @@ def unset(
 
     paths = settings_view.locate(ctx.find_root().obj, tolerant=True)
     change = settings_write.unset_value(
-        paths.settings_file.path, key, protected=guard.store_files(paths)
+        paths.settings_file.path, key, protected=guard.store_files(paths), dry_run=dry_run
     )
-    view.unset(change)
+    view.unset(change, dry_run=dry_run)
     if change.changed:
         view.overridden(change.key, ctx.find_root().obj)
 

@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import store_of
-from kaja_cli.commands.options import Json
+from kaja_cli.commands.options import DryRun, Json
 
 
 def optimize(
@@ -16,6 +16,7 @@ def optimize(
             "--vacuum", help="Also rewrite each file without its free pages (Kaja must be closed)."
         ),
     ] = False,
+    dry_run: DryRun = False,
     as_json: Json = False,
 ) -> None:
     """Keep the store quick and small: search index, ANALYZE, WAL checkpoint.
@@ -39,4 +40,7 @@ def optimize(
     # (db-stats.db's -wal grows again), and a refusal changes no file.
     profiler.discard()
     store = store_of(ctx)
+    if dry_run:
+        render.emit(core.plan(store, vacuum=vacuum), as_json, view.optimized, dry_run=True)
+        return
     render.emit(core.optimize(store, vacuum=vacuum), as_json, view.optimized)

@@ -30,7 +30,22 @@ OWNER_HELP = 'Act as this owner ("telegram:123", "widget:ab12"); default: the te
 Json = Annotated[bool, typer.Option("--json", help=JSON_HELP)]
 JsonDone = Annotated[bool, typer.Option("--json", help="Print what was done as one JSON document.")]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed without a terminal).")]
-DryRun = Annotated[bool, typer.Option("--dry-run", help="Show what would be done; change nothing.")]
+
+
+def _dry_run(value: bool) -> bool:
+    """A dry run changes nothing on disk: not even kaja's own query profile
+    (db-stats.db), which every other command adds its queries to."""
+    if value:
+        from kaja_cli.core.side import profiler
+
+        profiler.discard()
+    return value
+
+
+DryRun = Annotated[
+    bool,
+    typer.Option("--dry-run", help="Show what would be done; change nothing.", callback=_dry_run),
+]
 NoPager = Annotated[bool, typer.Option("--no-pager", help="Never page long output on a terminal.")]
 Limit = Annotated[
     int,

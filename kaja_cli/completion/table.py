@@ -209,6 +209,7 @@ COMMANDS = {
         ],
         'params': [
             ('option', 'vacuum', ('--vacuum',), (), 'Also rewrite each file without its free pages (Kaja must be closed).', False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -328,6 +329,7 @@ COMMANDS = {
             ('argument', 'ids', -1, ('kaja', 'session')),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
             ('option', 'yes', ('--yes', '-y'), (), 'Do not ask (needed without a terminal).', False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -391,6 +393,7 @@ COMMANDS = {
             ('argument', 'session_id', 1, ('kaja', 'session')),
             ('argument', 'title', 1, None),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -402,6 +405,7 @@ COMMANDS = {
         'params': [
             ('argument', 'ids', -1, ('kaja', 'session')),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -413,6 +417,7 @@ COMMANDS = {
         'params': [
             ('argument', 'ids', -1, ('kaja', 'session')),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -582,6 +587,7 @@ COMMANDS = {
         'params': [
             ('argument', 'run_id', 1, ('kaja', 'review')),
             ('option', 'note', ('--note',), (), 'Keep this note with the review.', False, True, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -679,6 +685,7 @@ COMMANDS = {
         'params': [
             ('option', 'ledger', ('--ledger-url',), (), "The shared ledger's PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).", False, True, False, 1, None),
             ('option', 'url', ('--url',), (), 'The old name of --ledger-url, still accepted.', True, True, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -690,6 +697,7 @@ COMMANDS = {
         'params': [
             ('option', 'ledger', ('--ledger-url',), (), "The shared ledger's PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).", False, True, False, 1, None),
             ('option', 'url', ('--url',), (), 'The old name of --ledger-url, still accepted.', True, True, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -701,6 +709,7 @@ COMMANDS = {
         'params': [
             ('option', 'ledger', ('--ledger-url',), (), "The shared ledger's PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).", False, True, False, 1, None),
             ('option', 'url', ('--url',), (), 'The old name of --ledger-url, still accepted.', True, True, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
@@ -913,6 +922,7 @@ COMMANDS = {
             ('argument', 'key', 1, ('kaja', 'key')),
             ('argument', 'value', 1, ('kaja', 'value')),
             ('option', 'force', ('--force',), (), 'Write a key kaja does not know (it is not checked).', False, False, False, 1, None),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },
@@ -922,6 +932,7 @@ COMMANDS = {
         ],
         'params': [
             ('argument', 'key', 1, ('kaja', 'key')),
+            ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],
     },

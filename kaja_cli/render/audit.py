@@ -214,10 +214,16 @@ def reviews(result: Listing) -> None:
     render.table(cols, rows, plain_rows=plain, caption=caption(result))
 
 
-def review_done(done: Done) -> None:
+def review_done(done: Done, *, dry_run: bool = False) -> None:
     v = done.review
     run = render.text(v.run_id)
-    if done.completed:
+    if dry_run and done.changed:
+        what = "mark the review of run" if done.completed else "set the note of the review of run"
+        end = " complete" if done.completed else ""
+        note = f" with note: {render.text(v.note)}" if v.note and done.completed else (
+            f" to: {render.text(v.note)}" if not done.completed else "")  # fmt: skip
+        render.note(f"dry run: would {what} {run}{end}{note}; nothing was changed")
+    elif done.completed:
         render.note(f"review of run {run} marked complete"
                     + (f" with note: {render.text(v.note)}" if v.note else ""))  # fmt: skip
     elif done.changed:

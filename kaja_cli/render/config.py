@@ -74,18 +74,24 @@ def settings(v: View) -> None:
     )  # fmt: skip
 
 
-def set_(change: Any) -> None:
+def set_(change: Any, *, dry_run: bool = False) -> None:
     from kaja_cli.core.store.settings.keys import toml_literal
 
     shown = toml_literal(change.after)
     if not change.changed:
         render.note(f"{change.key} is already {shown} in {change.file}; nothing to change")
+        return
+    was = "" if change.before is None else f" (was {toml_literal(change.before)})"
+    if dry_run:
+        render.note(
+            f"dry run: would set {change.key} = {shown} in {change.file} line {change.line}{was};"
+            " nothing was changed"
+        )
     else:
-        was = "" if change.before is None else f" (was {toml_literal(change.before)})"
         render.note(f"{change.key} = {shown} in {change.file} line {change.line}{was}")
 
 
-def unset(change: Any) -> None:
+def unset(change: Any, *, dry_run: bool = False) -> None:
     from kaja_cli.core.store.settings.keys import KEYS, toml_literal
 
     if not change.changed:
@@ -94,7 +100,12 @@ def unset(change: Any) -> None:
     known = KEYS.get(change.key)
     after = "" if known is None or known.default is None else (
         f"; the default applies: {toml_literal(known.default)}")  # fmt: skip
-    render.note(f"removed {change.key} from {change.file}{after}")
+    if dry_run:
+        render.note(
+            f"dry run: would remove {change.key} from {change.file}{after}; nothing was changed"
+        )
+    else:
+        render.note(f"removed {change.key} from {change.file}{after}")
 
 
 def overridden(name: str, flags: Overrides) -> None:

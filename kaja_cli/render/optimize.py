@@ -12,8 +12,12 @@ if TYPE_CHECKING:
     from kaja_cli.core.care.optimize import OptimizeResult
 
 
-def optimized(result: OptimizeResult) -> None:
-    """Each file's size before and after, then what was done (on stderr)."""
+def optimized(result: OptimizeResult, *, dry_run: bool = False) -> None:
+    """Each file's size before and after, then what was done (on stderr);
+    `dry_run`: each file's size now, then what would be done."""
+    if dry_run:
+        _plan(result)
+        return
     rows, plain = [], []
     for f in result.files:
         rows.append([f.name, str(f.path), render.human_size(f.bytes_before),
@@ -78,4 +82,32 @@ def _notes(result: OptimizeResult) -> None:
     render.note(
         f"optimized {render.plural(len(result.files), 'database')} ({steps}): "
         f"{render.human_size(result.bytes_before)} → {render.human_size(result.bytes_after)}"
+    )
+
+
+def _plan(plan: OptimizeResult) -> None:
+    rows = [[f.name, str(f.path), render.human_size(f.bytes_before)] for f in plan.files]
+    plain = [[f.name, str(f.path), f.bytes_before] for f in plan.files]
+    render.table([Col("database", style="bold"), Col("path"), Col("size", justify="right")],
+                 rows, plain_rows=plain)  # fmt: skip
+    if plan.tables is not None:
+        render.note(
+            f"dry run: would VACUUM (ANALYZE) {render.plural(len(plan.tables), 'table')} of"
+            f" kaja's schema ({render.human_size(plan.bytes_before)}); nothing was changed"
+        )
+        return
+    for f in plan.files:
+        steps = []
+        if f.index is not None and f.index.segments_before > 1:
+            n = render.plural(f.index.segments_before, "segment")
+            steps.append(f"merge the search index ({n})")
+        steps.append("run ANALYZE")
+        if plan.vacuum:
+            steps.append(f"VACUUM ({render.human_size(f.free_bytes)} free inside)")
+        if f.wal_frames:
+            steps.append(f"fold its -wal in ({render.human_size(f.wal_bytes)})")
+        render.note(f"dry run: {f.path.name}: would {', '.join(steps)}")
+    render.note(
+        f"dry run: would optimize {render.plural(len(plan.files), 'database')}"
+        f" ({render.human_size(plan.bytes_before)}); nothing was changed"
     )

@@ -126,17 +126,29 @@ def delete_plan(plan: DeletePlan, *, yes: bool) -> None:
         )
 
 
-def deleted(done: DeleteResult, *, qdrant_points: int | None, points: Forget | None) -> None:
+def deleted(
+    done: DeleteResult, *, qdrant_points: int | None, points: Forget | None, dry_run: bool = False
+) -> None:
+    verb = "dry run: would delete" if dry_run else "deleted"
+    end = "; nothing was deleted" if dry_run else ""
     if not done.sessions:
-        n = len(done.image_folders)
-        render.note(f"removed {render.plural(n, 'image folder')} an interrupted delete left")
+        n = render.plural(len(done.image_folders), "image folder")
+        verb = "dry run: would remove" if dry_run else "removed"
+        render.note(f"{verb} {n} an interrupted delete left{end}")
         return
     n, f = len(done.sessions), len(done.image_folders)
     folders = f" and {render.plural(f, 'image folder')}" if f else ""
-    render.note(f"deleted {render.plural(n, 'session')} ({rows_text(done.rows)}){folders}")
+    qdrant = ""
     if points is not None:
-        render.note(f"deleted {render.plural(qdrant_points or 0, 'point')} of them from Qdrant"
-                    f" ({points.where.collection} at {points.where.where})")  # fmt: skip
+        qdrant = (f"; {render.plural(qdrant_points or 0, 'point')} of them from Qdrant"
+                  f" ({points.where.collection} at {points.where.where})")  # fmt: skip
+    if dry_run:
+        render.note(f"{verb} {render.plural(n, 'session')} ({rows_text(done.rows)}){folders}"
+                    f"{qdrant}{end}")  # fmt: skip
+        return
+    render.note(f"{verb} {render.plural(n, 'session')} ({rows_text(done.rows)}){folders}")
+    if points is not None:
+        render.note(f"deleted {qdrant[2:]}")
 
 
 def rows_text(rows: dict[str, int]) -> str:
@@ -152,17 +164,26 @@ def rows_text(rows: dict[str, int]) -> str:
 
 
 # --- rename, archive --------------------------------------------------------------------------
-def renamed(done: Any) -> None:
+def renamed(done: Any, *, dry_run: bool = False) -> None:
     old, new = render.text(done.old_title), render.text(done.new_title)  # no control character
-    render.note(f"renamed {done.session.id}: {old or '(untitled)'} → {new}")
+    if dry_run:
+        render.note(
+            f"dry run: would rename {done.session.id}: {old or '(untitled)'} → {new};"
+            " nothing was changed"
+        )
+    else:
+        render.note(f"renamed {done.session.id}: {old or '(untitled)'} → {new}")
 
 
-def archived(done: Any, *, archived: bool) -> None:
+def archived(done: Any, *, archived: bool, dry_run: bool = False) -> None:
     verb = "archived" if archived else "unarchived"
+    would = f"dry run: would {verb[:-1]}" if dry_run else verb
     for s in done.changed:
-        render.note(f"{verb} {s.id}  {render.text(s.title) or '(untitled)'}")
+        render.note(f"{would} {s.id}  {render.text(s.title) or '(untitled)'}")
     for s in done.unchanged:
         render.note(f"{s.id} was already {verb}")
+    if dry_run:
+        render.note("dry run: nothing was changed")
 
 
 # --- prune ------------------------------------------------------------------------------------

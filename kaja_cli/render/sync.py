@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from kaja_cli import render
 
 if TYPE_CHECKING:
-    from kaja_cli.core.ledger.sync import Status, SyncResult
+    from kaja_cli.core.ledger.sync import Status, SyncPlan, SyncResult
 
 
 def synced(r: SyncResult) -> None:
@@ -29,6 +29,18 @@ def synced(r: SyncResult) -> None:
             got += f" ({r.pull.kept_local:,} kept this machine's newer change)"
         parts.append(got)
     render.note("; ".join(parts) + f" ({r.url})")
+
+
+def would_sync(plan: SyncPlan) -> None:
+    parts = []
+    if plan.push:
+        sent = render.plural(plan.status.outbox_rows, "change", commas=True)
+        parts.append(f"push {'the history and ' if plan.history else ''}{sent}")
+    if plan.pull:
+        n = plan.to_pull
+        parts.append("pull what the server holds" if n is None
+                     else f"pull {render.plural(n, 'change', commas=True)}")  # fmt: skip
+    render.note(f"dry run: would {' and '.join(parts)} ({plan.status.url}); nothing was changed")
 
 
 def status(s: Status) -> None:

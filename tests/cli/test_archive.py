@@ -120,6 +120,7 @@ def test_unarchive_brings_them_back_and_says_what_was_already_so(demo_store):
     assert demo_store("sessions", "archive", PRS).code == 0
     r = demo_store("sessions", "archive", PRS, "--json")
     assert json.loads(r.out) == {
+        "dry_run": False,
         "archived": [],
         "unchanged": [{"id": PRS, "title": "Open PRs and a screenshot of the list"}],
     }
@@ -174,7 +175,9 @@ def test_rename_changes_the_title_and_keeps_the_time(demo_store):
         ("The PR list, again", updated)
     ]
     r = demo_store("sessions", "rename", PRS, "Back", "--json")
-    assert json.loads(r.out) == {"id": PRS, "old_title": "The PR list, again", "title": "Back"}
+    assert json.loads(r.out) == {
+        "dry_run": False, "id": PRS, "old_title": "The PR list, again", "title": "Back"
+    }  # fmt: skip
 
 
 def test_rename_refuses_bad_titles_and_other_owners_sessions(demo_store):

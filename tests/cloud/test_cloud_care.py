@@ -32,6 +32,24 @@ def test_optimize_vacuums_and_analyzes_kajas_tables(cloud_demo):
     assert r.code == 0 and "VACUUM (ANALYZE) of" in r.err, r
 
 
+def test_optimize_dry_run_vacuums_nothing(cloud_demo):
+    def vacuumed() -> list:
+        return cloud_demo.pg.query(
+            "SELECT relname FROM pg_stat_user_tables WHERE schemaname = 'kaja'"
+            " AND (last_vacuum IS NOT NULL OR last_analyze IS NOT NULL)"
+        )
+
+    assert vacuumed() == []
+    r = cloud_demo("optimize", "--dry-run")
+    assert r.code == 0, r
+    assert re.search(r"^kaja: dry run: would VACUUM \(ANALYZE\) \d+ tables of kaja's schema"
+                     r" \(.+\); nothing was changed$", r.err, re.M), r.err  # fmt: skip
+    r = cloud_demo("optimize", "--dry-run", "--json")
+    doc = json.loads(r.out)
+    assert doc["dry_run"] is True and "messages" in doc["tables"]
+    assert vacuumed() == [] and not (cloud_demo.state / "db-stats.db").exists()
+
+
 def test_optimize_says_what_a_role_that_may_not_vacuum_needs(cloud_demo):
     with cloud_demo.pg.connect() as conn:
         conn.execute("CREATE ROLE helper LOGIN")

@@ -84,6 +84,47 @@ def test_first_sync_sends_history_and_the_other_machine_imports_it(two, pg):
     assert outbox(a.db) == outbox(b.db) == 0
 
 
+def test_a_dry_run_says_what_would_go_each_way_and_changes_nothing(two, pg):
+    a, b = two
+
+    def files() -> dict:  # the query profile too: a dry run writes none
+        return {p.name: p.read_bytes() for p in a.state.iterdir() if p.is_file()}
+
+    def ledger_exists() -> bool:
+        found = pg.query("SELECT count(*) FROM pg_tables WHERE tablename = 'andromeda_ledger'")
+        return found[0][0] > 0
+
+    before = files()
+    r = a("sync", "--dry-run")
+    assert (r.code, r.out) == (0, ""), r
+    assert r.err == (
+        "kaja: dry run: would push the history and 0 changes and pull what the server holds"
+        f" ({pg.url}); nothing was changed\n"
+    )
+    assert files() == before and not ledger_exists()  # not even the shared ledger was made
+    for k in (a, b):
+        assert k("sync").code == 0
+    with Recorder(store_of(a)) as rec:
+        rec.add_call("run_a1", model="m")
+    before, on_server = files(), server_ledger(pg)
+    r = a("sync", "push", "--dry-run")
+    assert r.err == f"kaja: dry run: would push 1 change ({pg.url}); nothing was changed\n"
+    r = a("sync", "--dry-run", "--json")
+    assert r.code == 0, r
+    dry = json.loads(r.out)
+    assert dry["dry_run"] is True
+    assert dry["push"] == {"history": False, "changes": 1} and dry["pull"] == {"changes": 1}
+    assert files() == before and server_ledger(pg) == on_server and outbox(a.db) == 1
+    r = a("sync", "--json")
+    done = json.loads(r.out)
+    assert done.pop("dry_run") is False and dry.pop("dry_run") is True and done.keys() == dry.keys()
+    assert (done["push"]["changes"], done["pull"]["changes"]) == (1, 1)  # as the dry run said
+    r = a("sync", "--dry-run", "--url", "postgresql://kaja:s3cr3t@127.0.0.1:1/ledger")
+    assert r.code == 1 and r.err.startswith(
+        "kaja: cannot reach PostgreSQL at postgresql://kaja:***@"
+    )
+
+
 def test_changes_and_deletions_travel_and_a_second_push_changes_nothing(two, pg):
     a, b = two
     for k in (a, b, a):

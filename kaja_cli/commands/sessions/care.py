@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import store_of
-from kaja_cli.commands.options import JsonDone, OwnerOpt, SessionIds
+from kaja_cli.commands.options import DryRun, JsonDone, OwnerOpt, SessionIds
 from kaja_cli.completion.hooks import hook
 
 
@@ -19,6 +19,7 @@ def rename(
     ],
     title: Annotated[str, typer.Argument(metavar="TITLE", help="The new title (quote it).")],
     owner: OwnerOpt = None,
+    dry_run: DryRun = False,
     as_json: JsonDone = False,
 ) -> None:
     """Give a session a new title.
@@ -32,12 +33,16 @@ def rename(
     from kaja_cli.render import sessions as view
 
     store = store_of(ctx)
-    done = archive.rename(store, session_id, title, store.owner(owner))
-    render.emit(done, as_json, view.renamed)
+    done = archive.rename(store, session_id, title, store.owner(owner), dry_run=dry_run)
+    render.emit(done, as_json, view.renamed, dry_run=dry_run)
 
 
 def archive(
-    ctx: typer.Context, ids: SessionIds, owner: OwnerOpt = None, as_json: JsonDone = False
+    ctx: typer.Context,
+    ids: SessionIds,
+    owner: OwnerOpt = None,
+    dry_run: DryRun = False,
+    as_json: JsonDone = False,
 ) -> None:
     """Archive sessions: out of `kaja sessions`, `resume -c` and `search`, not deleted.
 
@@ -47,21 +52,27 @@ def archive(
     `sessions unarchive` brings them back. The agent's own tables are not
     touched: kaja keeps the archive in a table of its own.
     """
-    _archive(ctx, ids, owner, as_json, True)
+    _archive(ctx, ids, owner, as_json, True, dry_run)
 
 
 def unarchive(
-    ctx: typer.Context, ids: SessionIds, owner: OwnerOpt = None, as_json: JsonDone = False
+    ctx: typer.Context,
+    ids: SessionIds,
+    owner: OwnerOpt = None,
+    dry_run: DryRun = False,
+    as_json: JsonDone = False,
 ) -> None:
     """Bring archived sessions back into `kaja sessions`, `resume -c` and `search`."""
-    _archive(ctx, ids, owner, as_json, False)
+    _archive(ctx, ids, owner, as_json, False, dry_run)
 
 
-def _archive(ctx: typer.Context, ids: list[str], owner: str | None, as_json: bool, on: bool):
+def _archive(
+    ctx: typer.Context, ids: list[str], owner: str | None, as_json: bool, on: bool, dry_run: bool
+) -> None:
     from kaja_cli import render
     from kaja_cli.core.conversations import archive
     from kaja_cli.render import sessions as view
 
     store = store_of(ctx)
-    done = archive.set_archived(store, ids, store.owner(owner), archived=on)
-    render.emit(done, as_json, view.archived, archived=on)
+    done = archive.set_archived(store, ids, store.owner(owner), archived=on, dry_run=dry_run)
+    render.emit(done, as_json, view.archived, archived=on, dry_run=dry_run)

@@ -3,7 +3,7 @@
 import typer
 
 from kaja_cli.commands import store_of
-from kaja_cli.commands.options import JsonDone, OwnerOpt, SessionIds, Yes
+from kaja_cli.commands.options import DryRun, JsonDone, OwnerOpt, SessionIds, Yes
 
 
 def delete(
@@ -11,6 +11,7 @@ def delete(
     ids: SessionIds,
     owner: OwnerOpt = None,
     yes: Yes = False,
+    dry_run: DryRun = False,
     as_json: JsonDone = False,
 ) -> None:
     """Delete sessions with everything that hangs off them.
@@ -34,7 +35,14 @@ def delete(
     plan = core.plan_deletion(store, ids, acting)
     # Qdrant is asked before anything is deleted: if it does not answer, nothing is.
     points = qdrant.plan_forget(store, [s.id for s in plan.sessions])
-    view.delete_plan(plan, yes=yes)
+    view.delete_plan(plan, yes=yes and not dry_run)
+    if dry_run:
+        would = points.points if points else None
+        render.emit(plan.would_do(), as_json, partial(view.deleted, points=points),
+                    qdrant_points=would, dry_run=True)  # fmt: skip
+        if plan.unknown is not None:  # as the real run ends
+            raise plan.unknown
+        return
     render.confirm(f"Delete {view.deletion(plan, points)}?", assume_yes=yes)
     done = core.delete(store, plan, acting)
     gone = qdrant.forget(points) if points else None  # after the commit

@@ -80,23 +80,39 @@ class Done:
     changed: bool
     completed: bool = False  # this call marked it complete (it was not before)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"review": self.review.to_json(), "changed": self.changed,
+    def to_json(self, *, dry_run: bool = False) -> dict[str, Any]:
+        return {"dry_run": dry_run, "review": self.review.to_json(), "changed": self.changed,
                 "completed": self.completed}  # fmt: skip
 
 
-def done(store: Store, ref: str, note: str | None = None) -> Done:
+def done(store: Store, ref: str, note: str | None = None, *, dry_run: bool = False) -> Done:
     """Mark the review of run `ref` (an id or unique prefix) complete; one
     transaction. NotFound (exit 3) when the run is not in the queue. An
-    already complete review is left as it is, unless a note is given."""
+    already complete review is left as it is, unless a note is given.
+    `dry_run`: the same lookup read only, and the review as it would be."""
     from kaja_cli.errors import NotFound
 
     with store.maybe_reader() as conn:
         present = conn is not None and "run_id" in (columns(conn, "reviews").get("reviews") or [])
     if not present:
         raise NotFound(f"no review of run {ref.strip()!r}: no reviews recorded in {store.where()}")
+    from dataclasses import replace
+
     from kaja_cli.core.engine import db
 
+    if dry_run:
+        with store.reader(writing=True) as conn:
+            run_id = find_id(conn, "reviews", "run_id", ref, "review of run",
+                             "`kaja reviews` lists the queue")  # fmt: skip
+            before = _one(conn, run_id)
+        changed = before.status != COMPLETE or (note is not None and note != before.note)
+        after = before
+        if changed:
+            now = clock.now_iso()
+            reviewed = before.reviewed_at if before.status == COMPLETE else now
+            after = replace(before, status=COMPLETE, reviewed_at=reviewed, updated_at=now,
+                            note=before.note if note is None else note)  # fmt: skip
+        return Done(after, changed, completed=before.status != COMPLETE)
     with store.writer() as conn, db.transaction(conn):
         run_id = find_id(conn, "reviews", "run_id", ref, "review of run",
                          "`kaja reviews` lists the queue")  # fmt: skip

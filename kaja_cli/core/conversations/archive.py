@@ -12,6 +12,7 @@ server (SPEC §10), beside the agent's tables there: the same statements.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
@@ -31,12 +32,13 @@ MAX_TITLE = 500  # characters: a title is a line in a listing, not a document
 
 
 class ArchiveResult(NamedTuple):
-    changed: list[SessionRef]  # archived (or unarchived) now
+    changed: list[SessionRef]  # archived (or unarchived) now; a dry run's: would be
     unchanged: list[SessionRef]  # already so
 
-    def to_json(self, archived: bool) -> dict:
+    def to_json(self, archived: bool, *, dry_run: bool = False) -> dict:
         """`kaja sessions archive --json` (`unarchive`: `archived` False)."""
-        return {"archived" if archived else "unarchived": [{"id": s.id, "title": s.title}
+        return {"dry_run": dry_run,
+                "archived" if archived else "unarchived": [{"id": s.id, "title": s.title}
                                                            for s in self.changed],
                 "unchanged": [{"id": s.id, "title": s.title} for s in self.unchanged]}  # fmt: skip
 
@@ -46,8 +48,9 @@ class RenameResult(NamedTuple):
     old_title: str | None
     new_title: str
 
-    def to_json(self) -> dict:
-        return {"id": self.session.id, "old_title": self.old_title, "title": self.new_title}
+    def to_json(self, *, dry_run: bool = False) -> dict:
+        return {"dry_run": dry_run, "id": self.session.id, "old_title": self.old_title,
+                "title": self.new_title}  # fmt: skip
 
 
 def clean_title(title: str) -> str:
@@ -83,47 +86,65 @@ def _still_owned(conn: sqlite3.Connection, sessions: list[SessionRef], owner: Ow
 
 
 def set_archived(
-    store: Store, refs: Iterable[str], owner: Owner, *, archived: bool
+    store: Store, refs: Iterable[str], owner: Owner, *, archived: bool, dry_run: bool = False
 ) -> ArchiveResult:
     """Archive (or unarchive) the acting owner's sessions, in one transaction.
     The marks are a table of kaja's own beside the agent's (in cloud mode, in
-    kaja's schema on the server)."""
+    kaja's schema on the server). `dry_run`: what would change, read only
+    (a store without kaja's archive table has nothing archived yet)."""
+    if dry_run:
+        with store.reader(writing=True) as conn:
+            sessions = _resolve(conn, refs, owner)
+            already = _archived(store, conn, [s.id for s in sessions])
+        return _split(sessions, already, archived)
     with store.writer() as conn:
         sessions = _resolve(conn, refs, owner)
         with db.transaction(conn):
             _still_owned(conn, sessions, owner)
             ids = [s.id for s in sessions]
-            listed, arg = store.dialect.in_list('"sessionId"', ids)
-            already = {
-                r[0]
-                for r in conn.execute(f"SELECT \"sessionId\" FROM {ARCHIVE_TABLE} WHERE {listed}",
-                                      (arg,))
-            }  # fmt: skip
+            already = _archived(store, conn, ids)
             if archived:
                 conn.executemany(
                     f'INSERT INTO {ARCHIVE_TABLE} ("sessionId", "archivedAt") VALUES (?, ?)'
                     ' ON CONFLICT ("sessionId") DO NOTHING',
                     [(i, now_iso()) for i in ids],
                 )
-                unchanged = [s for s in sessions if s.id in already]
             else:
+                listed, arg = store.dialect.in_list('"sessionId"', ids)
                 conn.execute(f"DELETE FROM {ARCHIVE_TABLE} WHERE {listed}", (arg,))
-                unchanged = [s for s in sessions if s.id not in already]
-    changed = [s for s in sessions if s not in unchanged]
-    return ArchiveResult(changed, unchanged)
+    return _split(sessions, already, archived)
 
 
-def rename(store: Store, ref: str, title: str, owner: Owner) -> RenameResult:
+def _archived(store: Store, conn: sqlite3.Connection, ids: list[str]) -> set[str]:
+    """Which of `ids` are archived now."""
+    if not columns(conn, ARCHIVE_TABLE).get(ARCHIVE_TABLE):
+        return set()  # the table is made by the first write (a dry run reads only)
+    listed, arg = store.dialect.in_list('"sessionId"', ids)
+    rows = conn.execute(f'SELECT "sessionId" FROM {ARCHIVE_TABLE} WHERE {listed}', (arg,))
+    return {r[0] for r in rows}
+
+
+def _split(sessions: list[SessionRef], already: set[str], archived: bool) -> ArchiveResult:
+    """(changed, unchanged): archiving leaves the archived ones, unarchiving the others."""
+    unchanged = [s for s in sessions if (s.id in already) == archived]
+    return ArchiveResult([s for s in sessions if s not in unchanged], unchanged)
+
+
+def rename(
+    store: Store, ref: str, title: str, owner: Owner, *, dry_run: bool = False
+) -> RenameResult:
     """Give one of the acting owner's sessions a new title (`updatedAt` stays:
     a rename is not activity in the conversation, and the listing's order
-    should not move)."""
+    should not move). `dry_run`: the same checks and result, read only."""
     text = clean_title(title)
-    with store.writer() as conn:
+    opened = store.reader(writing=True) if dry_run else store.writer()
+    with opened as conn:
         if "title" not in (columns(conn, "sessions").get("sessions") or ()):
             raise Refused("this store's sessions table has no title column")
         s = find(conn, ref, owner)
-        with db.transaction(conn):
+        with contextlib.nullcontext() if dry_run else db.transaction(conn):
             _still_owned(conn, [s], owner)
             old = conn.execute("SELECT title FROM sessions WHERE id = ?", (s.id,)).fetchone()[0]
-            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (text, s.id))
+            if not dry_run:
+                conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (text, s.id))
     return RenameResult(s, old if isinstance(old, str) else None, text)

@@ -389,15 +389,23 @@ class DeletePlan(NamedTuple):
     left_over: tuple[Path, ...] = ()  # folders an interrupted delete left (sessions gone)
     unknown: NotFound | None = None  # an id that is nothing: raised once the leftovers are gone
 
+    def would_do(self) -> DeleteResult:
+        """What deleting by this plan would do, if nothing changes meanwhile
+        (`--dry-run`): the same result a real delete reports."""
+        folders = [] if self.images_link is not None else [*self.image_folders, *self.left_over]
+        return DeleteResult(self.sessions, self.rows, folders)
+
 
 class DeleteResult(NamedTuple):
     sessions: list[SessionRef]
     rows: dict[str, int]
     image_folders: list[Path]
 
-    def to_json(self, qdrant_points: int | None = None) -> dict[str, Any]:
-        """`kaja sessions delete --json`; `qdrant_points`: deleted there too (None: no Qdrant)."""
+    def to_json(self, qdrant_points: int | None = None, *, dry_run: bool = False) -> dict[str, Any]:
+        """`kaja sessions delete --json`; `qdrant_points`: deleted there too (None: no
+        Qdrant); `dry_run`: what would be deleted, nothing was."""
         return {
+            "dry_run": dry_run,
             "deleted": [{"id": s.id, "title": s.title, "owner": s.owner} for s in self.sessions],
             "rows": self.rows,
             "image_folders": [str(p) for p in self.image_folders],

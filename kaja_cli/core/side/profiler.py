@@ -20,8 +20,8 @@ same for its own commands:
   replaced by `?` too (`LIMIT 20` → `LIMIT ?`): never a value.
 - Nothing is written when profiling is off (`logging.database.enabled =
   false`), when nothing was recorded, when the command only read and
-  db-stats.db does not exist yet, or after `discard()` (doctor, which leaves
-  every file as it found it; demo, whose store is reproducible; wipe, which
+  db-stats.db does not exist yet, or after `discard()` (doctor and every
+  --dry-run, which leave every file as they found it; demo, whose store is reproducible; wipe, which
   deletes db-stats.db; backup and restore, whose archive and store must be
   the same; optimize, whose checkpoint the write would undo). Writing gives up quietly after a short lock wait:
   profiling never fails a command (KAJA_DEBUG=1 shows why it was dropped).

@@ -16,7 +16,7 @@ from kaja_cli.core.care.optimize.model import FileResult, IndexResult, OptimizeR
 if TYPE_CHECKING:
     from kaja_cli.core.store import Store
 
-__all__ = ["FileResult", "IndexResult", "OptimizeResult", "optimize"]
+__all__ = ["FileResult", "IndexResult", "OptimizeResult", "optimize", "plan"]
 
 
 def optimize(
@@ -24,3 +24,9 @@ def optimize(
 ) -> OptimizeResult:
     """Optimize the store (see the engine parts); `step` hears each step as it starts."""
     return store.part(__name__).optimize(store, vacuum=vacuum, step=step)
+
+
+def plan(store: Store, *, vacuum: bool = False) -> OptimizeResult:
+    """What `optimize` would do (`--dry-run`), read only: the same refusals
+    (exit 4 and 5) before anything, each file as it is now."""
+    return store.part(__name__).plan(store, vacuum=vacuum)

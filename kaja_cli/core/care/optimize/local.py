@@ -81,6 +81,41 @@ def optimize(
     return OptimizeResult(results, vacuum)
 
 
+def plan(store: Store, *, vacuum: bool = False) -> OptimizeResult:
+    """What `optimize` would do (`--dry-run`): the same refusals, nothing
+    opened for writing. Each file as it is now: its size (the size after is
+    known only once it ran: given as before), its search index's segments,
+    what its -wal holds, its free pages. Whether ANALYZE would change the
+    statistics is known only by running it."""
+    store.require_local()
+    store.require()
+    files = existing_databases(store.paths.databases())
+    for f in files:
+        _require_kajas(f)
+    if vacuum:
+        for f in files:
+            _require_unheld(f.path, "VACUUM")
+    return OptimizeResult([_look_at(f) for f in files], vacuum)
+
+
+def _look_at(file: DatabaseFile) -> FileResult:
+    path = file.path
+    size = on_disk(path)
+    result = FileResult(file.name.value, path, size, size)
+    try:
+        with db.open_read(path, timeout_ms=1000, recover=guard.may_recover(file)) as conn:
+            if file.search_index and search_index.present(conn):
+                n = _segments(conn)
+                result.index = IndexResult(n, n, 0, False)
+            result.free_bytes = _free_bytes(conn)
+            page = conn.execute("PRAGMA page_size").fetchone()[0]
+    except sqlite3.Error as e:
+        raise db.translate(e, path) from e
+    result.wal_bytes = _size(fs.beside(path, "-wal"))
+    result.wal_frames = max(result.wal_bytes - 32, 0) // (page + 24)  # header, frame headers
+    return result
+
+
 def _quiet(_what: str) -> None:
     return None
 

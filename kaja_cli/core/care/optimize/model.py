@@ -39,7 +39,14 @@ class FileResult:
         index = self.index is not None and (self.index.merge_steps > 0 or self.index.optimized)
         return index or self.analyzed or self.vacuumed or self.wal_frames > 0
 
-    def to_json(self) -> dict:
+    def would_change(self, vacuum: bool) -> bool:
+        """A dry run's look: whether a step has something to do for sure (a
+        search index in several segments, pages in the -wal, VACUUM asked
+        for); ANALYZE's is known only by running it."""
+        index = self.index is not None and self.index.segments_before > 1
+        return index or self.wal_frames > 0 or vacuum
+
+    def to_json(self, *, dry_run: bool = False, vacuum: bool = False) -> dict:
         i = self.index
         return {
             "name": self.name, "path": str(self.path), "bytes_before": self.bytes_before,
@@ -51,7 +58,8 @@ class FileResult:
             "analyzed": self.analyzed, "vacuumed": self.vacuumed,
             "search_index_after_vacuum": self.vacuum_index,
             "checkpointed": self.checkpointed, "wal_bytes": self.wal_bytes,
-            "wal_pages": self.wal_frames, "free_bytes": self.free_bytes, "changed": self.changed,
+            "wal_pages": self.wal_frames, "free_bytes": self.free_bytes,
+            "changed": self.would_change(vacuum) if dry_run else self.changed,
         }  # fmt: skip
 
 
@@ -73,13 +81,18 @@ class OptimizeResult:
     def changed(self) -> bool:
         return any(f.changed for f in self.files)
 
-    def to_json(self) -> dict:
-        """`kaja optimize --json`."""
+    def would_change(self) -> bool:
+        return any(f.would_change(self.vacuum) for f in self.files) or self.tables is not None
+
+    def to_json(self, *, dry_run: bool = False) -> dict:
+        """`kaja optimize --json`; `dry_run`: the files as they are (their sizes
+        after given as before), `changed` whether a step surely has work."""
         return {
             "action": "optimize",
+            "dry_run": dry_run,
             "vacuum": self.vacuum,
             "bytes_before": self.bytes_before,
             "bytes_after": self.bytes_after,
-            "databases": [f.to_json() for f in self.files],
-            "changed": self.changed,
+            "databases": [f.to_json(dry_run=dry_run, vacuum=self.vacuum) for f in self.files],
+            "changed": self.would_change() if dry_run else self.changed,
         } | ({} if self.tables is None else {"tables": self.tables})

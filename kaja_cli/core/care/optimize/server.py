@@ -27,20 +27,8 @@ MAINTAIN_FROM = 170000  # server_version_num: the MAINTAIN privilege exists
 def optimize(
     store: Store, *, vacuum: bool = False, step: Callable[[str], None] | None = None
 ) -> OptimizeResult:
-    from kaja_cli.core.store.server import schema as server_schema
-
     with store.writer() as conn:  # VACUUM writes; never inside a transaction (autocommit)
-        tables = sorted(server_schema.KAJA_TABLES & conn.table_names())
-        refused = _not_maintainable(conn, tables)
-        if refused:
-            role = conn.execute("SELECT current_user").fetchone()[0]
-            raise Failed(
-                f"your role ({role}) may not VACUUM kaja's tables on {conn.target.where}"
-                f" ({', '.join(refused[:3])}{', …' if len(refused) > 3 else ''}): VACUUM needs"
-                " the tables' owner, a superuser, or the MAINTAIN privilege (PostgreSQL 17)",
-                hint="run `kaja optimize` as the role that made kaja's schema, or ask the"
-                " database's owner to GRANT MAINTAIN ON those tables; nothing was done",
-            )
+        tables = _tables(conn)
         before = _size(conn, tables)
         for t in tables:
             if step is not None:
@@ -51,6 +39,34 @@ def optimize(
     result = FileResult("shared", where, before, after, analyzed=True, vacuumed=True,  # type: ignore[arg-type]
                         checkpointed=True)  # fmt: skip
     return OptimizeResult([result], vacuum, tables=tables)
+
+
+def plan(store: Store, *, vacuum: bool = False) -> OptimizeResult:
+    """What `optimize` would do (`--dry-run`): the same refusals, read only;
+    the sizes after are not known before VACUUM runs (given as before)."""
+    with store.reader(writing=True) as conn:
+        tables = _tables(conn)
+        before = _size(conn, tables)
+    result = FileResult("shared", store.where(), before, before)  # type: ignore[arg-type]
+    return OptimizeResult([result], vacuum, tables=tables)
+
+
+def _tables(conn) -> list[str]:
+    """Kaja's tables on the server; Failed when this role may not VACUUM one."""
+    from kaja_cli.core.store.server import schema as server_schema
+
+    tables = sorted(server_schema.KAJA_TABLES & conn.table_names())
+    refused = _not_maintainable(conn, tables)
+    if refused:
+        role = conn.execute("SELECT current_user").fetchone()[0]
+        raise Failed(
+            f"your role ({role}) may not VACUUM kaja's tables on {conn.target.where}"
+            f" ({', '.join(refused[:3])}{', …' if len(refused) > 3 else ''}): VACUUM needs"
+            " the tables' owner, a superuser, or the MAINTAIN privilege (PostgreSQL 17)",
+            hint="run `kaja optimize` as the role that made kaja's schema, or ask the"
+            " database's owner to GRANT MAINTAIN ON those tables; nothing was done",
+        )
+    return tables
 
 
 def _q(name: str | None) -> str:

@@ -430,8 +430,52 @@ class SyncResult:
             "deleted": q.deleted, "kept_local": q.kept_local, "skipped": q.skipped,
             "origins": sorted(q.origins),
         }  # fmt: skip
-        return {"store": self.store, "url": self.url, "origin": self.origin,
+        return {"store": self.store, "url": self.url, "origin": self.origin, "dry_run": False,
                 "reseeded": self.reseeded, "push": push, "pull": pull}  # fmt: skip
+
+
+@dataclass
+class SyncPlan:
+    """What `kaja sync --dry-run` (`push`, `pull`) would send and bring, from
+    `sync status`'s read-only look: the outbox, and what the server holds
+    that this ledger has not pulled (None: all of it, a first pull)."""
+
+    status: Status
+    push: bool
+    pull: bool
+
+    @property
+    def history(self) -> bool:
+        """The first push sends the history from before sync was on."""
+        return not self.status.seeded
+
+    @property
+    def to_pull(self) -> int | None:
+        server = self.status.server
+        return None if server is None else server.to_pull
+
+    def to_json(self, *, dry_run: bool = True) -> dict[str, Any]:
+        """`kaja sync --json --dry-run`: the document of a sync, with what
+        would go each way (`history`: whether it would be sent first)."""
+        s = self.status
+        push = {"history": self.history, "changes": s.outbox_rows} if self.push else None
+        pull = {"changes": self.to_pull} if self.pull else None
+        return {"store": s.store, "url": s.url, "origin": s.origin, "dry_run": dry_run,
+                "reseeded": None, "push": push, "pull": pull}  # fmt: skip
+
+
+def plan(store: Store, url: Url, *, push: bool = True, pull: bool = True) -> SyncPlan:
+    """What a sync would do, read only (nothing on the server is created
+    either); the refusals a sync starts with: no store (exit 3), a server
+    that does not answer (exit 1)."""
+    from kaja_cli.errors import Failed
+
+    store.require()
+    found = status(store, url, timeout_s=_statement_timeout(store))
+    if found.server is not None and not found.server.answers:
+        raise Failed(found.server.error or f"cannot reach PostgreSQL at {url.shown}",
+                     hint="nothing was changed")  # fmt: skip
+    return SyncPlan(found, push, pull)
 
 
 def sync(

@@ -85,6 +85,12 @@ def locked(t: Target, wait: float = LOCK_WAIT) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+def _locked_unless(t: Target, dry_run: bool) -> Any:
+    """The lock, but for a dry run, which writes nothing: taking the lock
+    would create its file (and the settings folder)."""
+    return contextlib.nullcontext() if dry_run else locked(t)
+
+
 def _acquire(fd: int, t: Target, wait: float) -> None:
     deadline = time.monotonic() + wait
     while not _try_lock(fd):
@@ -167,9 +173,17 @@ def _remove_stale_temporaries(real: Path) -> None:
 
 # --- set and unset -------------------------------------------------------------------------------
 def set_value(
-    path: Path, name: str, text: str, *, force: bool = False, protected: Iterable[Path] = ()
+    path: Path,
+    name: str,
+    text: str,
+    *,
+    force: bool = False,
+    protected: Iterable[Path] = (),
+    dry_run: bool = False,
 ) -> Change:
-    """Set key `name` to the value typed as `text`; validated unless unknown and forced."""
+    """Set key `name` to the value typed as `text`; validated unless unknown and forced.
+    `dry_run`: the same checks and the same Change, with nothing written (no
+    lock file, no folder made)."""
     parts, key = _name(name)
     if ".".join(parts) in settings_keys.TABLES:
         raise UsageError(settings_keys.unknown_key_message(".".join(parts)))
@@ -183,7 +197,7 @@ def set_value(
     else:
         value = settings_keys.parse_free(text)
     t = target(path, protected)
-    with locked(t):
+    with _locked_unless(t, dry_run):
         old_text = _read(t)
         data = settings_mod.parse(t.path, old_text)
         before = _lookup(data, parts)
@@ -195,19 +209,23 @@ def set_value(
             old_text, _edited(old_text, lambda doc: _put(doc, parts, value, old_text))
         )
         _verify(t, old_text, new_text, parts, _with(data, parts, value))
-        write_atomic(t, new_text)
+        if not dry_run:
+            write_atomic(t, new_text)
     line = settings_mod.line_of(settings_mod.key_lines(new_text), parts)
     before = settings_keys.public(key, before, ".".join(parts))
     return Change(_dotted(parts), before, shown, True, line, t.real)
 
 
-def unset_value(path: Path, name: str, *, protected: Iterable[Path] = ()) -> Change:
-    """Remove key `name` from the file (any key the file has, known or not)."""
+def unset_value(
+    path: Path, name: str, *, protected: Iterable[Path] = (), dry_run: bool = False
+) -> Change:
+    """Remove key `name` from the file (any key the file has, known or not);
+    `dry_run`: say so, writing nothing."""
     parts, key = _name(name)
     t = target(path, protected)
     if not t.exists:
         return _not_there(parts, key, t)
-    with locked(t):
+    with _locked_unless(t, dry_run):
         old_text = _read(t)
         data = settings_mod.parse(t.path, old_text)
         before = _lookup(data, parts)
@@ -217,7 +235,8 @@ def unset_value(path: Path, name: str, *, protected: Iterable[Path] = ()) -> Cha
             raise UsageError(settings_keys.unknown_key_message(".".join(parts)))
         new_text = _tidy_end(old_text, _edited(old_text, lambda doc: _remove(doc, parts)))
         _verify(t, old_text, new_text, parts, _without(data, parts))
-        write_atomic(t, new_text)
+        if not dry_run:
+            write_atomic(t, new_text)
     before = settings_keys.public(key, before, ".".join(parts))
     return Change(_dotted(parts), before, None, True, None, t.real)
 
