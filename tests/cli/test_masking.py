@@ -201,7 +201,7 @@ def test_no_command_prints_the_password_of_the_sync_server(demo_store, password,
     env = {"USAGE_POSTGRES_URL": url}
     runs = [(argv, demo_store(*argv, env=env)) for argv in SYNC_COMMANDS]
     for argv in (("sync",), ("sync", "status"), ("usage", "--all-machines")):
-        runs.append((argv, demo_store(*argv, "--url", url)))
+        runs.append((argv, demo_store(*argv, "--ledger-url", url)))
     settings(demo_store, f"[usage]\npostgres_url = {json.dumps(url)}\n")
     runs += [(argv, demo_store(*argv)) for argv in SYNC_COMMANDS]
     assert_hidden(password, runs)

@@ -124,13 +124,13 @@ def test_an_unknown_run_an_ambiguous_prefix_and_bad_urls_are_one_line(two, tmp_p
     r = a("runs", "show", "run_", "--all-machines")
     assert r.code == 2 and "ambiguous" in r.err and r.err.count("\n") <= 2, r
     down = "postgresql://u:s3cretpw@127.0.0.1:1/db"
-    for argv in (("runs", "--all-machines", "--url", down),
-                 ("runs", "show", "run_7f3a", "--all-machines", "--url", down)):  # fmt: skip
+    for argv in (("runs", "--all-machines", "--ledger-url", down),
+                 ("runs", "show", "run_7f3a", "--all-machines", "--ledger-url", down)):  # fmt: skip
         r = a(*argv)
         assert r.code == 1 and r.err.count("\n") == 1 and "s3cretpw" not in r.err + r.out, r
         assert "cannot reach PostgreSQL at postgresql://u:***@127.0.0.1:1/db" in r.err
-    r = a("runs", "--url", down)
-    assert r.code == 2 and "--url goes with --all-machines" in r.err and "s3cretpw" not in r.err
+    r = a("runs", "--ledger-url", down)
+    assert r.code == 2 and "--ledger-url goes with --all-machines" in r.err and "s3cretpw" not in r.err
     lone = machine(tmp_path / "lone", "postgresql://127.0.0.1:1/db")
     lone.config.write_text("")
     r = lone("runs", "--all-machines")

@@ -119,7 +119,7 @@ def test_a_dry_run_says_what_would_go_each_way_and_changes_nothing(two, pg):
     done = json.loads(r.out)
     assert done.pop("dry_run") is False and dry.pop("dry_run") is True and done.keys() == dry.keys()
     assert (done["push"]["changes"], done["pull"]["changes"]) == (1, 1)  # as the dry run said
-    r = a("sync", "--dry-run", "--url", "postgresql://kaja:s3cr3t@127.0.0.1:1/ledger")
+    r = a("sync", "--dry-run", "--ledger-url", "postgresql://kaja:s3cr3t@127.0.0.1:1/ledger")
     assert r.code == 1 and r.err.startswith(
         "kaja: cannot reach PostgreSQL at postgresql://kaja:***@"
     )
@@ -247,7 +247,7 @@ def test_an_unreachable_server_is_one_line_without_the_password(two, tmp_path):
         rec.add_call("run_a1", model="m")
     for url in (f"postgresql://kaja:s3cr3t@/ledger?host={tmp_path}/nowhere",
                 "postgresql://kaja:s3cr3t@127.0.0.1:1/ledger"):  # fmt: skip
-        r = a("sync", "--url", url)
+        r = a("sync", "--ledger-url", url)
         assert r.code == 1, r
         assert "s3cr3t" not in r.out + r.err
         assert r.err.startswith("kaja: cannot reach PostgreSQL at postgresql://kaja:***@")
@@ -281,7 +281,7 @@ def test_a_server_that_stops_answering_ends_every_sync_command(two, pg):
             "kaja: lost the connection to PostgreSQL at postgresql://postgres@127.0.0.1:"
         )
         assert "the server stopped answering (no reply in 6 s)" in err, err
-    r = a("sync", "--url", pg.url)
+    r = a("sync", "--ledger-url", pg.url)
     assert r.code == 0, r
     assert len(server_ledger(pg)) == 5
 
@@ -312,7 +312,7 @@ def test_a_server_that_freezes_while_sync_waits_on_the_ledgers_lock(two, pg):
     ((_, code, _, err, took),) = done
     assert code == 1 and took < 40, (code, err, took)
     assert "while sending the history: the server stopped answering (no reply in 8 s)" in err, err
-    r = a("sync", "--url", pg.url)
+    r = a("sync", "--ledger-url", pg.url)
     assert r.code == 0, r
     assert len(server_ledger(pg)) == 7  # nothing lost: b's run, a's 5 rows of history and new call
 
@@ -321,7 +321,7 @@ def test_sync_without_a_url_or_a_store(tmp_path, pg):
     k = Kaja(tmp_path)
     r = k("sync")
     assert (r.code, r.err) == (1, "kaja: ledger sync is not configured: set [usage] postgres_url"
-                                  " in settings.toml or USAGE_POSTGRES_URL, or pass --url\n")  # fmt: skip
+                                  " in settings.toml or USAGE_POSTGRES_URL, or pass --ledger-url\n")  # fmt: skip
     r = k("sync", env={"USAGE_POSTGRES_URL": pg.url})
     assert r.code == 3 and r.err.startswith(f"kaja: no Kaja store at {k.db}")
     assert not k.state.exists()
@@ -348,8 +348,8 @@ def test_the_url_setting_is_known_and_checked(tmp_path):
     k.config.parent.mkdir(parents=True)
     k.config.write_text('[usage]\npostgres_url = "postgresql://u:pw@h/db"\n')
     assert store_of(k).paths.settings.unknown_keys() == []
-    r = k("sync", "status", "--json", "--url", "postgresql://u@/db?host=/nonexistent")
-    assert json.loads(r.out)["url_source"] == "flag --url"
+    r = k("sync", "status", "--json", "--ledger-url", "postgresql://u@/db?host=/nonexistent")
+    assert json.loads(r.out)["url_source"] == "flag --ledger-url"
     k.config.write_text("[usage]\npostgres_url = 5\n")
     r = k("sync", "status")
     assert (r.code, r.err) == (
@@ -357,10 +357,10 @@ def test_the_url_setting_is_known_and_checked(tmp_path):
         f"kaja: {k.config}:2: usage.postgres_url must be a URL starting with postgresql:// or"
         " postgres://, not 5: fix it with `kaja config edit`\n",
     )
-    r = k("sync", "--url", "mysql://x/y")
+    r = k("sync", "--ledger-url", "mysql://x/y")
     assert (r.code, r.err) == (
         2,
-        "kaja: --url: must be a URL starting with postgresql:// or postgres://, not"
+        "kaja: --ledger-url: must be a URL starting with postgresql:// or postgres://, not"
         " 'mysql://x/y'\n",
     )
 
@@ -421,7 +421,7 @@ def test_one_row_reads_in_the_singular(two, pg):
 
 def test_status_of_an_unreachable_server_does_not_hang(tmp_path):
     k = Kaja(tmp_path)
-    r = k("sync", "status", "--json", "--url", "postgresql://x:pw@10.255.255.1:5432/db",
+    r = k("sync", "status", "--json", "--ledger-url", "postgresql://x:pw@10.255.255.1:5432/db",
           timeout=30)  # fmt: skip
     assert r.code == 0, r
     data = json.loads(r.out)
@@ -478,7 +478,7 @@ def test_a_new_server_gets_the_history_again(two, pg, pg_server):
     assert a("sync").code == 0
     other = pg_server.create_database()
     try:
-        r = a("sync", "--url", other.url, "--json")
+        r = a("sync", "--ledger-url", other.url, "--json")
         assert r.code == 0, r
         assert json.loads(r.out)["push"]["history"] == 5
         assert json.loads(r.out)["reseeded"] == (

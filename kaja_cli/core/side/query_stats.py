@@ -33,7 +33,7 @@ from kaja_cli.core.store.registry import Database
 
 
 class Order(StrEnum):
-    """`kaja stats queries --by`: what makes a statement heavy."""
+    """`kaja stats queries --sort`: what makes a statement heavy."""
 
     TOTAL = "total"  # time spent in it, all calls together
     MAX = "max"  # its slowest call
