@@ -130,7 +130,9 @@ def test_an_unknown_run_an_ambiguous_prefix_and_bad_urls_are_one_line(two, tmp_p
         assert r.code == 1 and r.err.count("\n") == 1 and "s3cretpw" not in r.err + r.out, r
         assert "cannot reach PostgreSQL at postgresql://u:***@127.0.0.1:1/db" in r.err
     r = a("runs", "--ledger-url", down)
-    assert r.code == 2 and "--ledger-url goes with --all-machines" in r.err and "s3cretpw" not in r.err
+    assert (
+        r.code == 2 and "--ledger-url goes with --all-machines" in r.err and "s3cretpw" not in r.err
+    )
     lone = machine(tmp_path / "lone", "postgresql://127.0.0.1:1/db")
     lone.config.write_text("")
     r = lone("runs", "--all-machines")
