@@ -5,7 +5,7 @@ from typing import Annotated
 import typer
 
 from kaja_cli.commands import store_of
-from kaja_cli.commands.options import AllOwners, Json, Limit, NoPager, OwnerOpt, Since
+from kaja_cli.commands.options import AllOwners, Json, Limit, NoPager, OwnerOpt, Since, Until
 from kaja_cli.completion.hooks import hook
 
 
@@ -49,6 +49,7 @@ def search(
         ),
     ] = None,
     since: Since = None,
+    until: Until = None,
     limit: Limit = 20,
     reindex: Annotated[
         bool,
@@ -76,7 +77,9 @@ def search(
     --fts takes SQLite's FTS4 syntax instead. Each hit shows its session, time, role and the words in
     context. Without a search index (a store another program made), kaja
     builds it when it may write the store, and otherwise scans the messages
-    and says so. --notes searches the notes' keys, tags and content instead.
+    and says so. --since and --until bound when a message was written (a
+    note: when it was last used). --notes searches the notes' keys, tags and
+    content instead.
     """
     from kaja_cli import render
     from kaja_cli.core.conversations import search as core
@@ -89,7 +92,8 @@ def search(
             if given:
                 raise UsageError(f"{name} is for messages: it does not go with --notes")
         _notes(ctx, text, fts=fts, recent=recent, owner=owner, all_owners=all_owners,
-               since=since, limit=limit, no_pager=no_pager, as_json=as_json)  # fmt: skip
+               since=since, until=until, limit=limit, no_pager=no_pager,
+               as_json=as_json)  # fmt: skip
         return
     store = store_of(ctx)
     if reindex:
@@ -104,7 +108,8 @@ def search(
         )
     result = core.search(
         store, text, fts=fts, owner=owner, all_owners=all_owners, session=session,
-        roles=role or (), since=since, limit=limit, recent=recent, progress=render.progress,
+        roles=role or (), since=since, until=until, limit=limit, recent=recent,
+        progress=render.progress,
         archived=archived,
     )  # fmt: skip
     render.emit(result, as_json, view.hits, pager=not no_pager)

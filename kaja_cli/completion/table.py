@@ -78,6 +78,7 @@ COMMANDS = {
             ('option', 'session', ('--session',), (), 'Only this session: a full id or a unique prefix.', False, True, False, 1, ('kaja', 'session')),
             ('option', 'role', ('--role',), (), 'Only messages with this role: user, assistant, tool or system (repeatable).', False, True, True, 1, ('kaja', 'role')),
             ('option', 'since', ('--since',), (), 'From then on: a date (2026-11-01), an ISO time (2026-11-01T08:00) or an age (3d, 12h).', False, True, False, 1, None),
+            ('option', 'until', ('--until',), (), 'Before then (not included); the same forms as --since.', False, True, False, 1, None),
             ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
             ('option', 'reindex', ('--reindex',), (), 'Rebuild the search index from every message first (a progress bar).', False, False, False, 1, None),
             ('option', 'archived', ('--archived',), (), 'Search archived sessions too (left out otherwise).', False, False, False, 1, None),

@@ -832,12 +832,15 @@ def test_zsh_tab_runs_nothing_found_in_the_store(hostile, tmp_path):
 def test_bash_tab_offers_what_the_store_holds_quoted(hostile, tmp_path):
     pane = shell_pane("bash", hostile.kaja, tmp_path)
     try:
+        # Wait for every value, not the first: bash may still be printing the list.
+        user1, user5 = r"t\\\'\$\(touch\ ran/user1\)", r"\\\\\\\"\$\(touch\ ran/user5\)\\"
         pane.keys("kaja accounts disable ", "Tab")
-        screen = pane.screen(lambda s: "marie" in s)
-        assert r"t\\\'\$\(touch\ ran/user1\)" in screen, screen
-        assert r"\\\\\\\"\$\(touch\ ran/user5\)\\" in screen, screen
+        screen = pane.screen(lambda s: "marie" in s and user1 in s and user5 in s)
+        assert user1 in screen and user5 in screen, screen
         pane.keys("C-u", "kaja wipe --owner ", "Tab")
-        assert r"\"\;\ touch\ ran/owner3\;\ \"" in pane.screen(lambda s: "widget:ab12" in s)
+        owner3 = r"\"\;\ touch\ ran/owner3\;\ \""
+        screen = pane.screen(lambda s: "widget:ab12" in s and owner3 in s)
+        assert owner3 in screen, screen
         a_value_on_the_line_is_the_value(pane)
     finally:
         pane.close()

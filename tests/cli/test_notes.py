@@ -294,6 +294,13 @@ def test_search_notes_with_the_messages_rules(demo_store):
     recent = search(demo_store, "--fts", "salud OR finance", "--all-owners", "--recent", "-n", "1")
     assert ([h["key"] for h in recent["results"]], recent["more"]) == (["budget-q4"], True)
     assert search(demo_store, "marie", "--since", "2026-11-29T10:00")["results"] == []
+    assert [h["key"] for h in search(demo_store, "marie", "--until", "2026-11-29T10:00")[
+        "results"]] == [h["key"] for h in search(demo_store, "marie")["results"]] != []  # fmt: skip
+    every = search(demo_store, "--fts", "salud OR finance", "--all-owners", "-n", "0")["results"]
+    cut = sorted(h["lastUsedAt"] or h["createdAt"] for h in every)[-1]
+    older = search(demo_store, "--fts", "salud OR finance", "--all-owners", "--until", cut)
+    assert 0 < len(older["results"]) < len(every)
+    assert all((h["lastUsedAt"] or h["createdAt"]) < cut for h in older["results"])
     assert fingerprint(demo_store.state) == before  # nothing written, no index made
 
 

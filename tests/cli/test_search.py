@@ -271,6 +271,13 @@ def test_role_since_limit_recent(shared_demo_store: Kaja) -> None:
     assert recent and all(h["created_at"] >= "2026-11-29" for h in recent)
     assert len(recent) < len(hits(demo_store, "the", "--limit", "0"))
     assert demo_store("search", "the", "--since", "last tuesday").code == 2
+    older = hits(demo_store, "the", "--until", "2026-11-29", "--limit", "0")
+    assert older and all(h["created_at"] < "2026-11-29" for h in older)
+    assert len(older) + len(recent) == len(hits(demo_store, "the", "--limit", "0"))
+    window = hits(demo_store, "the", "--since", "2026-11-28", "--until", "2026-11-29", "-n", "0")
+    assert window and [h for h in older if h["created_at"] >= "2026-11-28"] == window
+    r = demo_store("search", "the", "--until", "soon")
+    assert r.code == 2 and r.err.startswith("kaja: --until: not a date or age: 'soon'"), r
 
     r = demo_store("search", "the", "--limit", "2")
     assert len(lines(r.out)) == 2

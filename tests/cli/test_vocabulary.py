@@ -109,7 +109,7 @@ def test_every_upper_bound_is_until_with_the_same_forms_as_since():
     uses = _walk()
     until = {path for path, _ in uses["--until"]}
     assert {"kaja sessions", "kaja sessions prune", "kaja sessions export", "kaja runs",
-            "kaja usage", "kaja usage reset", "kaja browse"} <= until  # fmt: skip
+            "kaja usage", "kaja usage reset", "kaja browse", "kaja search"} <= until  # fmt: skip
     assert until <= {path for path, _ in uses["--since"]} | {"kaja usage reset"}
 
 

@@ -104,6 +104,7 @@ SEARCHES = [
     ["search", "--json", "--owner", "telegram:482913", "lista"],
     ["search", "--json", "--all-owners", "--fts", "(tomato OR basil) heat* NOT shade"],
     ["search", "--json", "--role", "tool", "--since", "2026-11-27", "--all-owners", "log"],
+    ["search", "--json", "--all-owners", "-n", "0", "--until", "2026-11-29T06:00", "the"],
 ]
 USAGE = [
     ["usage", "--json"],

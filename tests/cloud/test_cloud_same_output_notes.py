@@ -49,6 +49,7 @@ NOTES = [
     ["search", "--notes", "--json", "--all-owners", "--recent", "-n", "0", "a*"],
     ["search", "--notes", "--json", "--owner", ANA, "carne"],
     ["search", "--notes", "--json", "--all-owners", "--since", "2026-11-30", "e*"],
+    ["search", "--notes", "--json", "--all-owners", "--until", "2026-11-30", "e*"],
     ["search", "--notes", "--json", "--all-owners", "--limit", "1", "the"],
     ["search", "--notes", "--json", "nothing-matches-this-zzz"],
 ]
@@ -220,6 +221,8 @@ CJK_QUERIES = [
     (["東京", "--limit", "1"], ["mixed"]),
     (["東京", "--all-owners", "--since", "2026-11-28"], ["mixed", "ja-1"]),
     (["東京", "--all-owners", "--since", "2026-11-29"], []),
+    (["東京", "--all-owners", "--until", "2026-11-29"], ["mixed", "ja-1"]),
+    (["東京", "--all-owners", "--until", "2026-11-28"], []),
 ]
 
 

@@ -63,45 +63,48 @@ def search(
     recent: bool = False,
     progress: ProgressFactory | None = None,
     archived: bool = False,
+    until: str | None = None,
 ) -> SearchResult:
     """Find the messages matching `query` (plain words, or FTS4 syntax with
     `fts`), best first or with `recent` newest first.
 
     `owner` is --owner as typed (None: "you", `store.owner`), `session` an id
-    or unique prefix, `since` a date, ISO time or age, `limit` 0 for all.
+    or unique prefix, `since` and `until` (not included) a date, ISO time or age, `limit` 0 for all.
     `progress` (`render.progress`) shows an index build or a scan. Archived
     sessions' messages are left out unless `archived` or the `session` is
     named. The store's engine part answers (`search.local`, `search.server`):
     the same matches, ranked the same way."""
     wanted_roles = parse_roles(roles)
-    acting, after = checked(store, query, owner=owner, all_owners=all_owners, since=since,
-                            limit=limit, example="kaja search tomato shade")  # fmt: skip
+    acting, after, before = checked(store, query, owner=owner, all_owners=all_owners,
+                                    since=since, until=until, limit=limit,
+                                    example="kaja search tomato shade")  # fmt: skip
     return store.part(__package__).search(
         store, query, fts=fts, owner=acting, session=session, roles=wanted_roles, since=after,
-        limit=limit, recent=recent, progress=progress, archived=archived,
+        until=before, limit=limit, recent=recent, progress=progress, archived=archived,
     )  # fmt: skip
 
 
 def checked(
     store: Store, query: str, *, owner: str | None, all_owners: bool, since: str | None,
-    limit: int, example: str,
-) -> tuple[Owner | None, str | None]:  # fmt: skip
+    limit: int, example: str, until: str | None = None,
+) -> tuple[Owner | None, str | None, str | None]:  # fmt: skip
     """The options every search shares (messages, `--notes`), checked in the
-    order the user reads them: the acting owner (None: anyone's) and `since`
-    as a time; a UsageError naming the option otherwise (`example` is the
+    order the user reads them: the acting owner (None: anyone's), `since` and
+    `until` as times; a UsageError naming the option otherwise (`example` is the
     hint when there is nothing to search for)."""
     owners.one_of(owner, all_owners)
     acting = None if all_owners else store.owner(owner)
-    after = None
-    if since:
+    after = before = None
+    if since or until:
         from kaja_cli.core import timeparse
 
-        after = timeparse.parse_when(since, option="--since")
+        after = timeparse.parse_when(since, option="--since") if since else None
+        before = timeparse.parse_when(until, option="--until") if until else None
     if limit < 0:
         raise UsageError("--limit must be 0 (all) or more")
     if not query.strip():
         raise UsageError("nothing to search for", hint=f"give some words, e.g. `{example}`")
-    return acting, after
+    return acting, after, before
 
 
 def reindex(store: Store, progress: ProgressFactory | None = None) -> int:

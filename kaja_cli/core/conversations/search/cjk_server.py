@@ -57,6 +57,7 @@ def search(
     since: str | None,
     session_id: str | None,
     hide_archived: bool = False,
+    until: str | None = None,
 ) -> None:
     """Fill `result` (its `match` turned into bigram phrases) from the
     server's messages in CJK; `messages`: how many the server holds in all;
@@ -89,6 +90,7 @@ def search(
         have = {"messages": set(_MESSAGES), "sessions": set(_SESSIONS)}
         filters = local._Filters(owner, roles, since, session_id, have)
         filters.hide_archived = hide_archived
+        filters.until = until
         try:
             memory.execute("BEGIN")
             local._run(memory, ix, result, filters, terms, messages=messages)

@@ -84,6 +84,7 @@ def search(
     recent: bool,
     progress: ProgressFactory | None,
     archived: bool,
+    until: str | None = None,
 ) -> SearchResult:
     """`search.search` on the store's file (options already checked there;
     `owner` None: every owner's)."""
@@ -114,6 +115,7 @@ def search(
         if ix is None:
             ix = _main_index(store, path, conn, progress, result)
         filters = _Filters(owner, roles, since, None, have)
+        filters.until = until
         if session:
             filters.session_id = _find_session(conn, session, owner, have)
         elif not archived:
@@ -258,6 +260,7 @@ class _Filters:
         self.session_id = session_id
         self.have = have
         self.hide_archived = False  # leave out archived sessions' messages
+        self.until: str | None = None  # written before then (--until)
 
     @property
     def narrows(self) -> bool:
@@ -266,6 +269,7 @@ class _Filters:
             self.owner is not None
             or bool(self.roles)
             or self.since is not None
+            or self.until is not None
             or self.hide_archived
         )
 
@@ -297,6 +301,9 @@ class _Filters:
         if self.since:
             parts.append(f"{self.col('m', 'messages', 'createdAt')} >= ?")
             params.append(self.since)
+        if self.until:
+            parts.append(f"{self.col('m', 'messages', 'createdAt')} < ?")
+            params.append(self.until)
         if self.session_id:
             parts.append(f"{self.col('m', 'messages', 'sessionId')} = ?")
             params.append(self.session_id)

@@ -71,6 +71,7 @@ def search(
     recent: bool,
     progress: ProgressFactory | None,
     archived: bool,
+    until: str | None = None,
 ) -> SearchResult:
     """`search.search` on kaja's schema (options already checked there). The
     server's index is kept by its own columns, so nothing is built here
@@ -100,6 +101,7 @@ def search(
                 hint="`kaja search --reindex` makes it (it writes to the server)",
             )
         filters = _Filters(owner, roles, since, None, have)
+        filters.until = until
         if session:
             from kaja_cli.core.conversations import sessions as core_sessions
 
@@ -128,7 +130,7 @@ def _run_cjk(conn: Connection, result: SearchResult, filters: _Filters) -> None:
 
     n, _ = stats(conn)
     cjk_server.search(conn, result, n, owner=filters.owner, roles=filters.roles,
-                      since=filters.since, session_id=filters.session_id,
+                      since=filters.since, until=filters.until, session_id=filters.session_id,
                       hide_archived=filters.hide_archived)  # fmt: skip
     short = _short_ids(conn, sorted({h.session_id for h in result.hits if h.session_id}))
     for hit in result.hits:
@@ -143,6 +145,7 @@ class _Filters:
         self.owner, self.roles, self.since, self.session_id = owner, roles, since, session_id
         self.sessions = "id" in have.get("sessions", [])
         self.hide_archived = False  # leave out archived sessions' messages
+        self.until: str | None = None  # written before then (--until)
 
     def joins(self) -> str:
         """A message whose session is missing is nobody's but --all-owners'."""
@@ -166,6 +169,9 @@ class _Filters:
         if self.since:
             parts.append('m."createdAt" >= ?')
             params.append(self.since)
+        if self.until:
+            parts.append('m."createdAt" < ?')
+            params.append(self.until)
         if self.session_id:
             parts.append('m."sessionId" = ?')
             params.append(self.session_id)

@@ -359,18 +359,21 @@ def search(
     since: str | None = None,
     limit: int = 20,
     recent: bool = False,
+    until: str | None = None,
 ) -> NoteSearch:
     """The acting owner's notes matching `query` (plain words, or FTS4 syntax
     with `fts`; key, tags and content are searched), best first or, with
-    `recent`, most recently used first. `since`: used (or written) since then."""
+    `recent`, most recently used first. `since`: used (or written) since then;
+    `until`: last used (or written) before then."""
     from kaja_cli.core.conversations import search as message_search
 
-    acting, after = message_search.checked(
+    acting, after, before = message_search.checked(
         store,
         query,
         owner=owner,
         all_owners=all_owners,
         since=since,
+        until=until,
         limit=limit,
         example="kaja search --notes budget",
     )
@@ -378,4 +381,4 @@ def search(
     part = store.part(__package__)
     where = part.location(store)
     result = NoteSearch(query, match, fts, recent, acting, limit, str(where), [], False, [])
-    return part.search(store, result, after)
+    return part.search(store, result, after, before)

@@ -40,7 +40,9 @@ def forget(store: Store, plan: ForgetPlan) -> list[Note]:
     return gone
 
 
-def search(store: Store, result: NoteSearch, after: str | None) -> NoteSearch:
+def search(
+    store: Store, result: NoteSearch, after: str | None, before: str | None = None
+) -> NoteSearch:
     """The candidates go into a temporary FTS4 table of the store's read-only
     connection (`scan`): nothing is written to the file."""
     from kaja_cli.core.side.notes import scan
@@ -50,4 +52,4 @@ def search(store: Store, result: NoteSearch, after: str | None) -> NoteSearch:
         result.remarks.append(f"no Kaja store at {path}: no notes to search")
         return result
     with store.reader() as conn:
-        return scan.search(conn, result, after)
+        return scan.search(conn, result, after, before)

@@ -33,14 +33,16 @@ _SCAN = "kaja_notes_scan"
 K1, B, IDF_FLOOR = 1.2, 0.75, 1e-6  # as `kaja search` (FTS5's bm25 constants and idf floor)
 
 
-def search(conn: sqlite3.Connection, result: NoteSearch, after: str | None) -> NoteSearch:
+def search(
+    conn: sqlite3.Connection, result: NoteSearch, after: str | None, before: str | None = None
+) -> NoteSearch:
     """`result` with the hits of its query among `conn`'s notes (and a remark
     when there is no notes table)."""
     have = _have(conn)
     if have is None:
         result.remarks.append(f"{result.location} has no notes table: no notes to search")
         return result
-    _load_scan(conn, have, result.owner, after)
+    _load_scan(conn, have, result.owner, after, before)
     try:
         ranked = _ranked(conn, have, result.match, result.recent)
     except sqlite3.OperationalError as e:
@@ -56,9 +58,14 @@ def search(conn: sqlite3.Connection, result: NoteSearch, after: str | None) -> N
 
 
 def _load_scan(
-    conn: sqlite3.Connection, have: list[str], owner: Owner | None, after: str | None
+    conn: sqlite3.Connection,
+    have: list[str],
+    owner: Owner | None,
+    after: str | None,
+    before: str | None = None,
 ) -> None:
-    """The candidates (the owner's notes, used since `after`) into a temporary
+    """The candidates (the owner's notes, last used from `after` to before
+    `before`) into a temporary
     FTS4 table of this read-only connection, in one statement (FTS4 writes a
     segment per transaction: row by row it would be ten times slower). A
     JSON list of tags is indexed as its words, without the brackets."""
@@ -67,10 +74,13 @@ def _load_scan(
         cond, cargs = _owner_where(owner, col(have, "n", "owner"))
         where.append(cond)
         args.extend(cargs)
+    last = f"coalesce({col(have, 'n', 'lastUsedAt')}, {col(have, 'n', 'createdAt')}, '')"
     if after is not None:
-        last = f"coalesce({col(have, 'n', 'lastUsedAt')}, {col(have, 'n', 'createdAt')}, '')"
         where.append(f"{last} >= ?")
         args.append(after)
+    if before is not None:
+        where.append(f"{last} < ?")
+        args.append(before)
     tags = col(have, "n", "tags")
     tag_words = (
         f"CASE WHEN json_valid({tags}) AND json_type({tags}) = 'array'"

@@ -54,7 +54,9 @@ def forget(store: Store, plan: ForgetPlan) -> list[Note]:
     return gone
 
 
-def search(store: Store, result: NoteSearch, after: str | None) -> NoteSearch:
+def search(
+    store: Store, result: NoteSearch, after: str | None, before: str | None = None
+) -> NoteSearch:
     """The acting owner's notes (every owner's with --all-owners), read in one
     query in the order stored (`ctid`, as SQLite's rowid), searched in memory."""
     from kaja_cli.core.side.notes import scan
@@ -81,7 +83,7 @@ def search(store: Store, result: NoteSearch, after: str | None) -> NoteSearch:
             f"INSERT INTO notes ({quoted}) VALUES ({', '.join('?' * len(names))})",
             [tuple(_sqlite_value(r[n]) for n in names) for r in rows],
         )
-        return scan.search(memory, result, after)
+        return scan.search(memory, result, after, before)
     finally:
         memory.close()
 
