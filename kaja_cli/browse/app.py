@@ -77,6 +77,14 @@ def shown(text: str | None, style: str | None = None, **options) -> Text:
     return Text(render.text(text, lines=True), style=style or "", **options)
 
 
+def runs_text(runs, indent: str = "") -> Text:  # type: ignore[no-untyped-def]
+    """One drawn line: (text, style) runs, already escaped, after `indent`."""
+    line = Text(indent, no_wrap=True, overflow="crop", end="")
+    for piece, style in runs:
+        line.append(piece, style or None)
+    return line
+
+
 class Prose:
     """A block of replay lines drawn as `kaja resume` prints them: wrapped at
     words to the pane's width, a continuation indented by its line's own
@@ -96,13 +104,8 @@ class Prose:
         from kaja_cli.render import layout
 
         width = max(options.max_width, 1)
-        out = []
-        for line in self.lines:
-            for part in layout.prose_lines(line, width) if line else [[]]:
-                text = Text(no_wrap=True, overflow="crop", end="")
-                for piece, style in part:
-                    text.append(piece, style or None)
-                out.append(text)
+        out = [runs_text(part) for line in self.lines
+               for part in (layout.prose_lines(line, width) if line else [[]])]  # fmt: skip
         yield Text("\n", no_wrap=True).join(out)  # ends with "\n": Textual counts those
 
     def __rich_measure__(self, console, options):
@@ -131,6 +134,8 @@ class Columns:
             "" if r.messages is None else render.plural(r.messages, "message") for r in rows
         ]
         self.pending = any(r.pending for r in rows)
+        # Each column as wide as its widest cell on the page (the owner at most 16).
+        self.widest = (self._width(self.when), self._width(self.owner, 16), self._width(self.count))
 
     @staticmethod
     def _width(cells: list[str], cap: int = 0) -> int:
@@ -141,11 +146,7 @@ class Columns:
 
     def widths(self, width: int) -> tuple[int, int, int]:
         """(when, owner, count) at this list width; 0: the column is left out."""
-        when, owner, count = (
-            self._width(self.when),
-            self._width(self.owner, 16),
-            self._width(self.count),
-        )
+        when, owner, count = self.widest
 
         def title_room() -> int:
             fixed = 8 + sum(w + len(GAP) for w in (when, owner) if w)
@@ -203,13 +204,8 @@ class Columns:
         runs.append((text[at:], ""))
         if width - indent < TITLE_MIN:
             indent = 2  # a narrow list: the snippet from the left, not squeezed
-        lines = [head]
-        for part in layout.wrap_runs(runs, max(width - indent, 1), 0):
-            line = Text(" " * indent, no_wrap=True, overflow="crop", end="")
-            for piece, style in part:
-                line.append(piece, style or None)
-            lines.append(line)
-        return lines
+        wrapped = layout.wrap_runs(runs, max(width - indent, 1), 0)
+        return [head, *(runs_text(part, " " * indent) for part in wrapped)]
 
 
 def render_text(text: str) -> str:

@@ -514,13 +514,7 @@ def test_zsh_without_compinit_completes_after_install(kaja, tmp_path):
     (kaja.home / ".zshenv").write_text("skip_global_compinit=1\n")
     (kaja.home / ".zshrc").write_text("PROMPT='> '\n")
     assert kaja("--install-completion", "zsh").code == 0
-    pane = Tmux(tmp_path, dict(shell_env(kaja), TERM="xterm"), "zsh")
-    try:
-        pane.screen(lambda s: s.startswith(">"))
-        pane.keys("kaja con", "Tab")
-        assert "kaja config" in pane.screen(lambda s: "kaja config" in s)
-    finally:
-        pane.close()
+    _zsh_tab_completes_config(tmp_path, dict(shell_env(kaja), TERM="xterm"))
 
 
 @pytest.mark.needs("zsh", "tmux")
@@ -533,7 +527,13 @@ def test_zsh_script_on_fpath_completes_at_the_first_tab(demo_store, tmp_path):
     (functions / "_kaja").write_text((SCRIPTS / "kaja.zsh").read_text())
     (zdot / ".zshrc").write_text(f"fpath=({functions} $fpath)\nautoload -Uz compinit && "
                                  "compinit -u\nPROMPT='> '\n")  # fmt: skip
-    env = dict(shell_env(demo_store), ZDOTDIR=str(zdot), TERM="xterm")
+    _zsh_tab_completes_config(
+        tmp_path, dict(shell_env(demo_store), ZDOTDIR=str(zdot), TERM="xterm")
+    )
+
+
+def _zsh_tab_completes_config(tmp_path, env: dict) -> None:
+    """In a real zsh (tmux) started with `env`, `kaja con` TAB becomes `kaja config`."""
     pane = Tmux(tmp_path, env, "zsh")
     try:
         pane.screen(lambda s: s.startswith(">"))

@@ -96,37 +96,30 @@ def done(store: Store, ref: str, note: str | None = None, *, dry_run: bool = Fal
         present = conn is not None and "run_id" in (columns(conn, "reviews").get("reviews") or [])
     if not present:
         raise NotFound(f"no review of run {ref.strip()!r}: no reviews recorded in {store.where()}")
+    import contextlib
     from dataclasses import replace
 
     from kaja_cli.core.engine import db
 
-    if dry_run:
-        with store.reader(writing=True) as conn:
-            run_id = find_id(conn, "reviews", "run_id", ref, "review of run",
-                             "`kaja reviews` lists the queue")  # fmt: skip
-            before = _one(conn, run_id)
-        changed = before.status != COMPLETE or (note is not None and note != before.note)
-        after = before
-        if changed:
-            now = clock.now_iso()
-            reviewed = before.reviewed_at if before.status == COMPLETE else now
-            after = replace(before, status=COMPLETE, reviewed_at=reviewed, updated_at=now,
-                            note=before.note if note is None else note)  # fmt: skip
-        return Done(after, changed, completed=before.status != COMPLETE)
-    with store.writer() as conn, db.transaction(conn):
+    opened = store.reader(writing=True) if dry_run else store.writer()
+    with opened as conn, contextlib.nullcontext() if dry_run else db.transaction(conn):
         run_id = find_id(conn, "reviews", "run_id", ref, "review of run",
                          "`kaja reviews` lists the queue")  # fmt: skip
-        before = _one(conn, run_id)
+        before = after = _one(conn, run_id)
         changed = before.status != COMPLETE or (note is not None and note != before.note)
         if changed:
             now = clock.now_iso()
             reviewed = before.reviewed_at if before.status == COMPLETE else now
-            conn.execute(
-                "UPDATE reviews SET status = ?, reviewed_at = ?, updated_at = ?,"
-                " note = COALESCE(?, note) WHERE run_id = ?",
-                (COMPLETE, reviewed, now, note, run_id),
-            )
-        after = _one(conn, run_id)
+            if dry_run:  # the review as the UPDATE below would leave it
+                after = replace(before, status=COMPLETE, reviewed_at=reviewed, updated_at=now,
+                                note=before.note if note is None else note)  # fmt: skip
+            else:
+                conn.execute(
+                    "UPDATE reviews SET status = ?, reviewed_at = ?, updated_at = ?,"
+                    " note = COALESCE(?, note) WHERE run_id = ?",
+                    (COMPLETE, reviewed, now, note, run_id),
+                )
+                after = _one(conn, run_id)
     return Done(after, changed, completed=before.status != COMPLETE)
 
 

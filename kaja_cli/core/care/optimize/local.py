@@ -67,14 +67,7 @@ def optimize(
     `step` hears each step as it starts ("kaja.db: search index"), for a
     person watching a long run.
     """
-    store.require_local()
-    store.require()
-    files = existing_databases(store.paths.databases())
-    for f in files:
-        _require_kajas(f)
-    if vacuum:
-        for f in files:
-            _require_unheld(f.path, "VACUUM")
+    files = _databases(store, vacuum)
     results = []
     for f in files:
         results.append(_optimize_file(store, f, vacuum=vacuum, step=step or _quiet))
@@ -87,6 +80,12 @@ def plan(store: Store, *, vacuum: bool = False) -> OptimizeResult:
     known only once it ran: given as before), its search index's segments,
     what its -wal holds, its free pages. Whether ANALYZE would change the
     statistics is known only by running it."""
+    return OptimizeResult([_look_at(f) for f in _databases(store, vacuum)], vacuum)
+
+
+def _databases(store: Store, vacuum: bool) -> list[DatabaseFile]:
+    """The store's database files, once every refusal of `optimize` is passed
+    (a file that is not kaja's; with `vacuum`, a file another process holds)."""
     store.require_local()
     store.require()
     files = existing_databases(store.paths.databases())
@@ -95,7 +94,7 @@ def plan(store: Store, *, vacuum: bool = False) -> OptimizeResult:
     if vacuum:
         for f in files:
             _require_unheld(f.path, "VACUUM")
-    return OptimizeResult([_look_at(f) for f in files], vacuum)
+    return files
 
 
 def _look_at(file: DatabaseFile) -> FileResult:
