@@ -26,6 +26,13 @@ def search(
             help='QUERY is SQLite FTS4 query syntax: "a phrase", OR, NOT, NEAR, prefix*, ( ).',
         ),
     ] = False,
+    exact: Annotated[
+        bool,
+        typer.Option(
+            "--exact",
+            help="Only the words as typed: tomato no longer finds tomatoes (see search.language).",
+        ),
+    ] = False,
     recent: Annotated[
         bool, typer.Option("--recent", help="Newest first instead of best match first.")
     ] = False,
@@ -70,7 +77,9 @@ def search(
 ) -> None:
     """Find messages across every past conversation, best match first.
 
-    Plain words by default: every word must appear, in any order; accents
+    Plain words by default: every word must appear, in any order, in any
+    of its forms (tomato finds tomatoes, running finds run and runs; the
+    form typed ranks first; --exact for the words as typed); accents
     and case don't matter (creme brulee finds "Crème brûlée") and
     punctuation is harmless (c++, don't). Chinese, Japanese and Korean
     words are found inside sentences (東京 in 私は東京に住んでいます).
@@ -91,7 +100,7 @@ def search(
         for name, given in (("--session", session), ("--role", role), ("--reindex", reindex)):
             if given:
                 raise UsageError(f"{name} is for messages: it does not go with --notes")
-        _notes(ctx, text, fts=fts, recent=recent, owner=owner, all_owners=all_owners,
+        _notes(ctx, text, fts=fts, exact=exact, recent=recent, owner=owner, all_owners=all_owners,
                since=since, until=until, limit=limit, no_pager=no_pager,
                as_json=as_json)  # fmt: skip
         return
@@ -109,8 +118,7 @@ def search(
     result = core.search(
         store, text, fts=fts, owner=owner, all_owners=all_owners, session=session,
         roles=role or (), since=since, until=until, limit=limit, recent=recent,
-        progress=render.progress,
-        archived=archived,
+        progress=render.progress, archived=archived, exact=exact,
     )  # fmt: skip
     render.emit(result, as_json, view.hits, pager=not no_pager)
     view.remarks(result, text)

@@ -36,6 +36,7 @@ from kaja_cli.core.conversations.search.model import (
     parse_roles,
     parse_snippet,
     plain_match,
+    plain_words,
 )
 from kaja_cli.errors import UsageError
 
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MARK_END", "MARK_START", "MAX_WORDS", "ROLES", "SNIPPET_TOKENS", "Hit", "ProgressFactory",
-    "SearchResult", "checked", "parse_snippet", "plain_match", "reindex", "search",
+    "SearchResult", "checked", "language", "parse_snippet", "plain_match", "plain_words", "reindex",
+    "search",
 ]  # fmt: skip
 
 
@@ -64,6 +66,7 @@ def search(
     progress: ProgressFactory | None = None,
     archived: bool = False,
     until: str | None = None,
+    exact: bool = False,
 ) -> SearchResult:
     """Find the messages matching `query` (plain words, or FTS4 syntax with
     `fts`), best first or with `recent` newest first.
@@ -72,16 +75,32 @@ def search(
     or unique prefix, `since` and `until` (not included) a date, ISO time or age, `limit` 0 for all.
     `progress` (`render.progress`) shows an index build or a scan. Archived
     sessions' messages are left out unless `archived` or the `session` is
-    named. The store's engine part answers (`search.local`, `search.server`):
-    the same matches, ranked the same way."""
+    named. Plain words also find their other forms (`stems`, the language
+    of `search.language`) unless `exact`. The store's engine part answers
+    (`search.local`, `search.server`): the same matches, ranked the same way."""
     wanted_roles = parse_roles(roles)
     acting, after, before = checked(store, query, owner=owner, all_owners=all_owners,
                                     since=since, until=until, limit=limit,
                                     example="kaja search tomato shade")  # fmt: skip
-    return store.part(__package__).search(
+    names, problem = language(store, exact=exact or fts)
+    result = store.part(__package__).search(
         store, query, fts=fts, owner=acting, session=session, roles=wanted_roles, since=after,
         until=before, limit=limit, recent=recent, progress=progress, archived=archived,
+        languages=names,
     )  # fmt: skip
+    if problem:
+        result.notes.append(problem)
+    return result
+
+
+def language(store: Store, *, exact: bool) -> tuple[tuple[str, ...], str | None]:
+    """The stemmers a plain search uses (none when `exact`), from
+    `search.language`, and what to say if that setting is wrong."""
+    if exact:
+        return (), None
+    from kaja_cli.core.conversations.search import stems
+
+    return stems.languages(store.paths.settings.get("search", "language"))
 
 
 def checked(

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 from kaja_cli.core import values
 from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
+from kaja_cli.core.conversations.search import stems
 from kaja_cli.core.conversations.search.model import (
     SNIPPET_TOKENS,
     TOKENIZE,
@@ -49,9 +50,10 @@ from kaja_cli.core.conversations.search.model import (
     SearchResult,
     parse_snippet,
     plain_match,
+    plain_words,
 )
 from kaja_cli.core.conversations.search.model import progress as progress_of
-from kaja_cli.core.conversations.search.rank import Bm25, idfs, stats
+from kaja_cli.core.conversations.search.rank import Bm25, counts, stats
 from kaja_cli.core.conversations.search.tables import NOT_KAJAS, Index, add_index
 from kaja_cli.core.engine import db
 from kaja_cli.core.owners import Owner
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
 
 SCAN_TABLE = "kaja_scan"
 _HITS_TABLE = "kaja_hits"
+_TERMS_TABLE = "kaja_terms"  # fts4aux over the index: its words, for stemming
 _SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the index itself
 _FIRST_RANKED = 512  # with filters, ranked candidates asked for at first (then ×8)
 _FIRST_BATCH = 48  # candidates checked against filters in the first round (then ×4)
@@ -85,9 +88,11 @@ def search(
     progress: ProgressFactory | None,
     archived: bool,
     until: str | None = None,
+    languages: tuple[str, ...] = (),
 ) -> SearchResult:
     """`search.search` on the store's file (options already checked there;
-    `owner` None: every owner's)."""
+    `owner` None: every owner's; `languages` the stemmers of a plain query,
+    none for the exact words)."""
     path = store.path()
     result = SearchResult(
         query=query, match=query if fts else "", fts=fts, recent=recent,
@@ -114,6 +119,10 @@ def search(
             ix, terms = cjk_search.choose(store, path, conn, progress, result)
         if ix is None:
             ix = _main_index(store, path, conn, progress, result)
+        groups = None
+        if not fts and ix.cjk is False and languages:
+            plan = stems.plan(plain_words(query), _vocabulary(conn, ix), languages)
+            result.match, groups = plan.match, plan.groups
         filters = _Filters(owner, roles, since, None, have)
         filters.until = until
         if session:
@@ -122,7 +131,7 @@ def search(
             filters.hide_archived = result.archived_hidden = _any_archived(conn)
         try:
             conn.execute("BEGIN")  # one snapshot for every query below
-            _run(conn, ix, result, filters, terms)
+            _run(conn, ix, result, filters, terms, groups=groups)
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
             if _bad_query(e):
@@ -195,6 +204,28 @@ def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[
             search_index.finish(conn, bar)
 
     return add_index(store, path, ensure, fill)
+
+
+def _vocabulary(conn: sqlite3.Connection, ix: Index) -> stems.Vocabulary:
+    """The index's words in a range, with how many messages hold each (fts4aux,
+    which reads the doclists of just those words)."""
+    made: list[bool] = []
+
+    def words(low: str, high: str, inclusive: bool) -> list[tuple[str, int | None]]:
+        if not made:
+            conn.execute(f"DROP TABLE IF EXISTS temp.{_TERMS_TABLE}")
+            conn.execute(
+                f"CREATE VIRTUAL TABLE temp.{_TERMS_TABLE} USING fts4aux({ix.schema}, {ix.name})"
+            )
+            made.append(True)
+        rows = conn.execute(
+            f"SELECT term, documents FROM temp.{_TERMS_TABLE} WHERE col = '*'"
+            f" AND term {'>=' if inclusive else '>'} ? AND term < ?",
+            (low, high),
+        )
+        return rows.fetchall()
+
+    return words
 
 
 def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:
@@ -323,19 +354,21 @@ def _run(
     terms: list[Term] | None = None,
     *,
     messages: int | None = None,
+    groups: list[stems.Group] | None = None,
 ) -> None:
     """Rank, filter and show the matches of `ix` (`messages`: how many the
-    store holds, when `conn` holds only some: the server's, in memory)."""
+    store holds, when `conn` holds only some: the server's, in memory;
+    `groups`: the query's words as groups of its phrases, from stemming)."""
     want = result.limit + 1 if result.limit else None  # one more: are there more?
     n, avgdl = stats(conn, ix)
     if ix.cjk and n:
         # idf over every message, as one index of them all would give it: a
         # message without CJK text holds none of the query's bigrams.
         n = max(n, _messages(conn) if messages is None else messages)
-    idf, rows = idfs(conn, ix, result.match, n) if n else ([], 0)
-    if not idf:  # an empty index, or nothing matches
+    found = counts(conn, ix, result.match) if n else []
+    if not found:  # an empty index, or nothing matches
         return
-    bm25 = Bm25(idf, avgdl, rows)
+    bm25 = Bm25(found, n, avgdl, groups)
     if result.recent:
         picked = [(None, docid) for docid in _recent(conn, ix, result.match, filters, want)]
     else:
@@ -485,7 +518,7 @@ def _details(
         else:
             conn.execute(f"INSERT INTO {table}(docid, content) {select}", (wanted,))
     found: dict[int, tuple[str, float]] = {}
-    p = len(bm25.idf)
+    p = bm25.phrases
     # The CJK index holds bigrams: its snippets are cut from the text below.
     snip = "''" if ix.cjk else f"snippet({name}, char(2), char(3), '…', -1, {SNIPPET_TOKENS})"
     for docid, snippet, info in conn.execute(

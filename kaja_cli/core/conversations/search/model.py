@@ -144,22 +144,27 @@ def plain_match(text: str) -> str:
     letter or digit is dropped: the tokenizer would leave nothing of it, and
     an empty phrase makes the whole query match nothing.
     """
-    phrases = []
+    return " ".join(f'"{word}"' for word in plain_words(text))
+
+
+def plain_words(text: str) -> list[str]:
+    """The words of a plain query, each the text of one phrase (`plain_match`)."""
+    words = []
     for word in text.split():
         word = word.replace('"', " ").strip()
         if any(ch.isalnum() for ch in word):
-            phrases.append(f'"{word}"')
-    if len(phrases) > MAX_WORDS:
+            words.append(word)
+    if len(words) > MAX_WORDS:
         raise UsageError(
-            f"too many words to search for ({len(phrases)}): at most {MAX_WORDS}",
+            f"too many words to search for ({len(words)}): at most {MAX_WORDS}",
             hint="a few distinctive words find a message best",
         )
-    if not phrases:
+    if not words:
         raise UsageError(
             f"nothing to search for in {text!r}: it has no letters or digits",
             hint="use --fts for FTS4 query syntax",
         )
-    return " ".join(phrases)
+    return words
 
 
 def parse_roles(values: Iterable[str]) -> tuple[str, ...]:

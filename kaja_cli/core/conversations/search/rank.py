@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kaja_cli.core.conversations.search.model import K1, B, idf
+from kaja_cli.core.conversations.search.stems import INFLECTED, Group, hits, weight_sql
 from kaja_cli.core.engine.sqlite_format import varints
 
 if TYPE_CHECKING:
@@ -35,47 +36,54 @@ def stats(conn: sqlite3.Connection, ix: Index) -> tuple[int, float]:
     return n, (tokens / n if n else 0.0)
 
 
-def idfs(conn: sqlite3.Connection, ix: Index, match: str, n: int) -> tuple[list[float], int]:
-    """FTS5's idf of each phrase, from the rows holding it (matchinfo 'x'), and
-    the most rows any phrase is in; nothing when nothing matches."""
+def counts(conn: sqlite3.Connection, ix: Index, match: str) -> list[int]:
+    """How many rows hold each phrase (matchinfo 'x'); nothing when nothing matches."""
     row = conn.execute(
         f"SELECT matchinfo({ix.name}, 'pcx') FROM {ix.table} WHERE {ix.name} MATCH ? LIMIT 1",
         (match,),
     ).fetchone()
     if row is None:
-        return [], 0
+        return []
     info = array("I")
     info.frombytes(row[0])
     phrases, columns = info[0], info[1]
-    out, most = [], 0
-    for i in range(phrases):
-        hits = sum(info[2 + 3 * (i * columns + c) + 2] for c in range(columns))
-        most = max(most, hits)
-        out.append(idf(n, hits))
-    return out, most
+    return [
+        sum(info[2 + 3 * (i * columns + c) + 2] for c in range(columns)) for i in range(phrases)
+    ]
 
 
 class Bm25:
-    """FTS5's bm25 for one query: the idf of each phrase and the average length."""
+    """FTS5's bm25 for one query: the idf of each word and the average length.
 
-    __slots__ = ("avgdl", "idf", "rows")
+    A word is a group of the query's phrases (`stems.Group`): one phrase for
+    an exact word, a word's forms when stemming found some; its hits in a
+    message are its forms' hits, weighed (`stems.hits`), its idf that of its
+    most frequent form. Without stemming each phrase is its own word, and
+    this is FTS5's bm25 itself."""
 
-    def __init__(self, idf: list[float], avgdl: float, rows: int = 0) -> None:
-        self.idf = idf
+    __slots__ = ("avgdl", "groups", "idf", "phrases", "rows")
+
+    def __init__(
+        self, counts: list[int], n: int, avgdl: float, groups: list[Group] | None = None
+    ) -> None:
+        self.groups = groups or [[(i, None)] for i in range(len(counts))]
+        self.phrases = len(counts)
+        self.idf = [idf(n, max(counts[i] for i, _ in g)) for g in self.groups]
         self.avgdl = avgdl
-        self.rows = rows  # the most rows any phrase is in
+        self.rows = max(counts, default=0)  # the most rows any phrase is in
 
-    def score(self, hits: Iterable[int], length: int) -> float:
+    def score(self, found: Sequence[int], length: int) -> float:
         """The same arithmetic as FTS5 (and `sql` below), in the same order."""
         score = 0.0
-        for weight, f in zip(self.idf, hits, strict=False):
+        for weight, group in zip(self.idf, self.groups, strict=False):
+            f = hits(group, found)
             score += weight * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * length / self.avgdl)))
         return score
 
     def params(self) -> dict[str, object]:
         out: dict[str, object] = {
             "lut": bytes(range(256)), "k1p1": K1 + 1.0, "k1": K1, "omb": 1 - B, "b": B,
-            "avgdl": self.avgdl,
+            "avgdl": self.avgdl, "inflected": INFLECTED,
         }  # fmt: skip
         out.update({f"idf{i}": v for i, v in enumerate(self.idf)})
         return out
@@ -85,17 +93,18 @@ class Bm25:
         at most :n of them: BM25 in SQL arithmetic over the matchinfo and
         docsize blobs, so SQLite's top-n sorter does the ranking and Python
         sees only the rows it keeps."""
-        p = len(self.idf)
+        p = self.phrases
         decoded = [f"{_uint32('mi', 4 * i, p)} AS f{i}" for i in range(p)]
         decoded.append(f"{_varint_sql('sz')} AS dl")
-        terms = " + ".join(
-            f":idf{i} * ((f{i} * :k1p1) / (f{i} + :k1 * (:omb + :b * dl / :avgdl)))"
-            for i in range(p)
-        )
+        terms = []
+        for g, group in enumerate(self.groups):
+            f = weight_sql(group, ":inflected")
+            f = f if len(group) == 1 else f"({f})"
+            terms.append(f":idf{g} * (({f} * :k1p1) / ({f} + :k1 * (:omb + :b * dl / :avgdl)))")
         # The two inner LIMIT -1 keep SQLite from flattening the layers, which
         # would evaluate matchinfo() and each decoding several times per row.
         return (
-            f"SELECT docid, {terms} AS score FROM ("
+            f"SELECT docid, {' + '.join(terms)} AS score FROM ("
             f" SELECT docid, {', '.join(decoded)} FROM ("
             f"  SELECT {ix.name}.docid AS docid, matchinfo({ix.name}, 'y') AS mi, d.size AS sz"
             f"  FROM {ix.table} LEFT JOIN {ix.docsize} AS d ON d.docid = {ix.name}.docid"

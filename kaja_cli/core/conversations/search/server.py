@@ -72,6 +72,7 @@ def search(
     progress: ProgressFactory | None,
     archived: bool,
     until: str | None = None,
+    languages: tuple[str, ...] = (),
 ) -> SearchResult:
     """`search.search` on kaja's schema (options already checked there). The
     server's index is kept by its own columns, so nothing is built here

@@ -333,6 +333,7 @@ class NoteSearch(NamedTuple):
     hits: list[NoteHit]
     more: bool  # more notes match than `limit` showed
     remarks: list[str]  # what to say on stderr
+    languages: tuple[str, ...] = ()  # the stemmers of a plain query (none: exact words)
 
     def to_json(self) -> dict[str, Any]:
         """`kaja search --notes --json`: as a message search's, each hit a note."""
@@ -360,11 +361,13 @@ def search(
     limit: int = 20,
     recent: bool = False,
     until: str | None = None,
+    exact: bool = False,
 ) -> NoteSearch:
     """The acting owner's notes matching `query` (plain words, or FTS4 syntax
     with `fts`; key, tags and content are searched), best first or, with
     `recent`, most recently used first. `since`: used (or written) since then;
-    `until`: last used (or written) before then."""
+    `until`: last used (or written) before then. Plain words find their
+    other forms as a message search's do, unless `exact`."""
     from kaja_cli.core.conversations import search as message_search
 
     acting, after, before = message_search.checked(
@@ -380,5 +383,7 @@ def search(
     match = query if fts else message_search.plain_match(query)
     part = store.part(__package__)
     where = part.location(store)
-    result = NoteSearch(query, match, fts, recent, acting, limit, str(where), [], False, [])
+    names, problem = message_search.language(store, exact=exact or fts)
+    result = NoteSearch(query, match, fts, recent, acting, limit, str(where), [], False,
+                        [problem] if problem else [], names)  # fmt: skip
     return part.search(store, result, after, before)

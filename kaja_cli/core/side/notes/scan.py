@@ -43,8 +43,15 @@ def search(
         result.remarks.append(f"{result.location} has no notes table: no notes to search")
         return result
     _load_scan(conn, have, result.owner, after, before)
+    groups = None
+    if result.languages and not result.fts:
+        from kaja_cli.core.conversations.search import plain_words, stems
+
+        plan = stems.plan(plain_words(result.query), _vocabulary(conn), result.languages)
+        result = result._replace(match=plan.match)
+        groups = plan.groups
     try:
-        ranked = _ranked(conn, have, result.match, result.recent)
+        ranked = _ranked(conn, have, result.match, result.recent, groups)
     except sqlite3.OperationalError as e:
         if "malformed match" in str(e).lower() or "fts expression" in str(e).lower():
             raise UsageError(
@@ -97,18 +104,33 @@ def _load_scan(
     )
 
 
+def _vocabulary(conn: sqlite3.Connection):
+    """The candidates' words in a range, with how many notes hold each (fts4aux)."""
+    conn.execute(f"CREATE VIRTUAL TABLE temp.{_SCAN}_terms USING fts4aux(temp, {_SCAN})")
+
+    def words(low: str, high: str, inclusive: bool) -> list[tuple[str, int | None]]:
+        return conn.execute(
+            f"SELECT term, documents FROM temp.{_SCAN}_terms WHERE col = '*'"
+            f" AND term {'>=' if inclusive else '>'} ? AND term < ?",
+            (low, high),
+        ).fetchall()
+
+    return words
+
+
 def _ranked(
-    conn: sqlite3.Connection, have: list[str], match: str, recent: bool
+    conn: sqlite3.Connection, have: list[str], match: str, recent: bool, groups=None
 ) -> list[tuple[int, float]]:
     """Every match as (docid, score), best first (ties: the older note first),
-    or with `recent` the most recently used first."""
+    or with `recent` the most recently used first (`groups`: the query's
+    words as groups of its phrases, from stemming)."""
     last = f"coalesce({col(have, 'n', 'lastUsedAt')}, {col(have, 'n', 'createdAt')}, '')"
     rows = conn.execute(
         f"SELECT {_SCAN}.docid, matchinfo({_SCAN}, 'pcnalx'), {last} FROM temp.{_SCAN}"
         f" JOIN main.notes AS n ON n.rowid = {_SCAN}.docid WHERE {_SCAN} MATCH ?",
         (match,),
     ).fetchall()
-    scored = [(docid, bm25(info), str(when)) for docid, info, when in rows]
+    scored = [(docid, bm25(info, groups), str(when)) for docid, info, when in rows]
     scored.sort(key=lambda r: (-r[1], r[0]))
     if recent:
         scored.sort(key=lambda r: r[2], reverse=True)
@@ -148,9 +170,14 @@ def _hits(
     ]
 
 
-def bm25(info: bytes) -> float:
+def bm25(info: bytes, groups: list[list[tuple[int, float | None]]] | None = None) -> float:
     """sqlite-fts4's `rank_bm25` over matchinfo('pcnalx'), with FTS5's idf
-    floor, as SPEC §6 ranks messages (summed over key, tags and content)."""
+    floor, as SPEC §6 ranks messages (summed over key, tags and content).
+    A word with other forms (`groups`, from stemming) counts as one, as a
+    message search counts it (`search.rank.Bm25`): its hits weighed, the idf
+    of its most frequent form."""
+    from kaja_cli.core.conversations.search.stems import hits as group_hits
+
     values = array("I")
     values.frombytes(info)
     phrases, cols, rows = values[0], values[1], values[2]
@@ -158,11 +185,12 @@ def bm25(info: bytes) -> float:
     length = values[3 + cols : 3 + 2 * cols]
     hits = values[3 + 2 * cols :]
     score = 0.0
-    for p in range(phrases):
+    for group in groups or [[(p, None)] for p in range(phrases)]:
         for c in range(cols):
-            here, _, docs = hits[3 * (p * cols + c) : 3 * (p * cols + c) + 3]
+            here = group_hits(group, [hits[3 * (p * cols + c)] for p in range(phrases)])
             if not here:
                 continue
+            docs = max(hits[3 * (p * cols + c) + 2] for p, _ in group)
             idf = math.log((rows - docs + 0.5) / (docs + 0.5))
             norm = K1 * (1 - B + B * length[c] / avg[c]) if avg[c] else K1
             score += max(idf, IDF_FLOOR) * (here * (K1 + 1)) / (here + norm)

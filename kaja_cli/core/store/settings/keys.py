@@ -84,6 +84,14 @@ class Key:
 
 
 PG_SCHEMES = ("postgresql", "postgres")
+# Snowball's stemmers (PyStemmer's `Stemmer.algorithms()`, a test keeps them equal).
+SNOWBALL = (
+    "arabic", "armenian", "basque", "catalan", "czech", "danish", "dutch", "dutch_porter",
+    "english", "esperanto", "estonian", "finnish", "french", "german", "greek", "hindi",
+    "hungarian", "indonesian", "irish", "italian", "lithuanian", "nepali", "norwegian", "persian",
+    "polish", "porter", "portuguese", "romanian", "russian", "serbian", "sesotho", "spanish",
+    "swedish", "tamil", "turkish", "yiddish",
+)  # fmt: skip
 
 KEYS: dict[str, Key] = {
     k.name: k
@@ -139,6 +147,10 @@ KEYS: dict[str, Key] = {
         Key("logging.database.retention_days", INT,
             "Days the query profile in db-stats.db is kept.",
             default=7, minimum=1, maximum=3650),
+        Key("search.language", CHOICE,
+            "Plain searches also find a word's other forms (tomato, tomatoes) by this"
+            " language's Snowball stemmer; none: only the words as typed.",
+            default="english", choices=("none", *SNOWBALL)),
         Key("learning.experience.enabled", BOOL,
             "Learn reusable recipes and tool fixes from finished runs.",
             default=True),

@@ -1,0 +1,181 @@
+"""Stemming for plain searches: a word finds the index's words that share its
+Snowball stem (tomato, tomatoes; run, runs, running), on either engine.
+
+The agent writes messages without kaja, through SQLite's own triggers, and
+SQLite has no stemmer its triggers could call: the index keeps every word as
+written (folded: case and accents ignored). So stemming happens at query
+time. Each plain word of at least `MIN_LENGTH` letters is looked up in the
+index's own vocabulary: the words starting with its stem's first letters
+(`span`), kept when their Snowball stem is the word's. The query then asks
+for any of them, `("tomato" OR "tomatoes")`, and ranks the group as one word
+(Lucene's synonym query): its hits in a message are the exact form's plus
+`INFLECTED` times the other forms', and its idf is the idf of its most
+frequent form. So a word without inflections in the index ranks exactly as
+an exact search does, and the exact form ranks above an inflected one in
+otherwise equal messages.
+
+Words are folded and cut by SQLite's own tokenizer (fts3tokenize, the
+index's unicode61 with remove_diacritics=2), so a query word is the word the
+index holds. The stemmers are Snowball's (PyStemmer, the Snowball project's
+C stemmers); `search.language` in settings.toml names the language (`none`
+turns stemming off, as `--exact` does for one search), English by default.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+
+from kaja_cli.core.conversations.search.model import TOKENIZE
+
+INFLECTED = 0.5  # an inflected form's hits weigh half the exact form's
+MIN_LENGTH = 3  # shorter words are searched as typed
+MAX_FORMS = 32  # forms of one word asked for at most (the most frequent)
+DEFAULT_LANGUAGE = "english"
+OFF = "none"
+
+# (phrase index in the query, weight: None for the exact form's 1) per word.
+Group = list[tuple[int, float | None]]
+# The index's words from low (included when the bool says so) to high (not
+# included), with how many messages hold each (None: unknown).
+Vocabulary = Callable[[str, str, bool], Iterable[tuple[str, int | None]]]
+
+
+class Plan:
+    """A plain query after stemming: the FTS4 query to run and how its
+    phrases group into the words typed."""
+
+    __slots__ = ("groups", "match", "stemmed")
+
+    def __init__(self, match: str, groups: list[Group], stemmed: bool) -> None:
+        self.match = match
+        self.groups = groups
+        self.stemmed = stemmed  # some word found another form
+
+
+def languages(setting: object) -> tuple[tuple[str, ...], str | None]:
+    """`search.language` as the stemmers to use (none: stemming off), and
+    what to say when the setting names no Snowball language."""
+    from kaja_cli.core.store.settings.keys import SNOWBALL
+
+    name = str(setting if setting is not None else DEFAULT_LANGUAGE).strip().lower()
+    if name == OFF:
+        return (), None
+    if name not in SNOWBALL:
+        return (), (
+            f"search.language {str(setting)!r} is no Snowball language: searched the words as"
+            " typed (`kaja config set search.language english` fixes it)"
+        )
+    return (name,), None
+
+
+def stemmers(names: Sequence[str]) -> list:
+    """Snowball's stemmers for `names` (PyStemmer)."""
+    import Stemmer
+
+    return [Stemmer.Stemmer(name) for name in names]
+
+
+def tokens(words: Sequence[str]) -> list[list[str]]:
+    """Each word as the index's tokenizer cuts and folds it."""
+    memory = sqlite3.connect(":memory:")
+    try:
+        memory.execute(
+            "CREATE VIRTUAL TABLE temp.tok USING fts3tokenize("
+            + ", ".join(f"'{p}'" for p in _tokenizer_args())
+            + ")"
+        )
+        select = "SELECT token FROM temp.tok WHERE input = ?"
+        return [[r[0] for r in memory.execute(select, (w,))] for w in words]
+    finally:
+        memory.close()
+
+
+def _tokenizer_args() -> list[str]:
+    """TOKENIZE (`tokenize=unicode61 "remove_diacritics=2"`) as fts3tokenize's arguments."""
+    spec = TOKENIZE.split("=", 1)[1]
+    name, _, rest = spec.partition(" ")
+    return [name, *(a.strip('"') for a in rest.split())]
+
+
+def span(stem: str, word: str) -> tuple[str, str, bool] | None:
+    """The range of index words that may share `stem`, [low, high) (the bool:
+    whether low itself may): those starting with the letters a form always
+    keeps. Snowball may end a stem with a letter the word had not (happy →
+    happi, hoping → hope), so the last letter is left out when the stem is not
+    a beginning of the word or ends in i or e; the shorter beginning itself is
+    then no form (no suffix was taken off it)."""
+    whole = word.startswith(stem) and stem[-1:] not in ("i", "e")
+    keep = stem if whole else stem[:-1]
+    if not word.startswith(keep):
+        keep = _common(stem, word)
+    if len(keep) < 2:
+        return None
+    return keep, keep[:-1] + chr(ord(keep[-1]) + 1), keep == stem
+
+
+def _common(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def plan(words: Sequence[str], vocabulary: Vocabulary, names: Sequence[str]) -> Plan:
+    """The FTS4 query for plain `words` (`model.plain_words`), each word of one
+    token expanded to the index's forms sharing its stem in one of the
+    languages `names`; without any, the exact query (`model.plain_match`)."""
+    found = stemmers(names) if names else []
+    cut = tokens(words) if found else [[] for _ in words]
+    parts: list[str] = []
+    groups: list[Group] = []
+    index = 0
+    for word, word_tokens in zip(words, cut, strict=True):
+        forms = _forms(word_tokens[0], vocabulary, found) if len(word_tokens) == 1 else []
+        if forms:
+            forms.insert(0, word_tokens[0])
+            parts.append("(" + " OR ".join(f'"{f}"' for f in forms) + ")")
+            groups.append([(index, None), *((index + i, INFLECTED) for i in range(1, len(forms)))])
+            index += len(forms)
+        else:
+            parts.append(f'"{word}"')
+            groups.append([(index, None)])
+            index += 1
+    return Plan(" ".join(parts), groups, len(parts) < index)
+
+
+def _forms(word: str, vocabulary: Vocabulary, found: list) -> list[str]:
+    """The index's other words sharing `word`'s stem, most frequent first."""
+    if len(word) < MIN_LENGTH or not any(ch.isalpha() for ch in word):
+        return []
+    out: dict[str, int] = {}
+    for stemmer in found:
+        stem = stemmer.stemWord(word)
+        bounds = span(stem, word)
+        if bounds is None:
+            continue
+        candidates = [(t, n) for t, n in vocabulary(*bounds) if t != word]
+        if not candidates:
+            continue
+        for (term, n), s in zip(
+            candidates, stemmer.stemWords([t for t, _ in candidates]), strict=True
+        ):
+            if s == stem and term not in out:
+                out[term] = n if n is not None else 0
+    ranked = sorted(out, key=lambda t: (-out[t], t))
+    return ranked[: MAX_FORMS - 1]
+
+
+def weight_sql(group: Group, parameter: str) -> str:
+    """A group's hits in SQL: `f0 + <parameter> * f1 + …` (`parameter` the
+    placeholder holding INFLECTED), summed left to right as `hits` does."""
+    return " + ".join(f"f{i}" if w is None else f"{parameter} * f{i}" for i, w in group)
+
+
+def hits(group: Group, found: Sequence[int]) -> float:
+    """A group's hits in one message from its phrases' hits, as `weight_sql`."""
+    total: float | None = None
+    for i, w in group:
+        part = found[i] if w is None else w * found[i]
+        total = part if total is None else total + part
+    return total or 0
