@@ -282,7 +282,10 @@ def test_search_notes_with_the_messages_rules(demo_store):
     hit = found["results"][0]
     assert hit["snippet"][slice(*hit["highlights"][0])] == "crème"
     assert (found["searched"], found["match"]) == ("notes", '"creme" "BRULEE"')
-    assert search(demo_store, "tomato")["results"] == []  # a word, not a prefix
+    # a word and its other forms ("grows tomatoes"), not a prefix: --exact, only the word
+    assert [h["key"] for h in search(demo_store, "tomato")["results"]] == ["name"]
+    assert search(demo_store, "tomato", "--exact")["results"] == []
+    assert search(demo_store, "tomat")["results"] == []
     assert [h["key"] for h in search(demo_store, "tomato*")["results"]] == ["name"]
     assert [h["key"] for h in search(demo_store, "finance")["results"]] == ["budget-q4"]  # a tag
     assert [h["key"] for h in search(demo_store, "q4")["results"]] == ["budget-q4"]  # the key

@@ -61,7 +61,7 @@ class Bm25:
     most frequent form. Without stemming each phrase is its own word, and
     this is FTS5's bm25 itself."""
 
-    __slots__ = ("avgdl", "groups", "idf", "phrases", "rows")
+    __slots__ = ("avgdl", "groups", "idf", "n", "phrases", "rows")
 
     def __init__(
         self, counts: list[int], n: int, avgdl: float, groups: list[Group] | None = None
@@ -70,6 +70,7 @@ class Bm25:
         self.phrases = len(counts)
         self.idf = [idf(n, max(counts[i] for i, _ in g)) for g in self.groups]
         self.avgdl = avgdl
+        self.n = n  # rows in the index
         self.rows = max(counts, default=0)  # the most rows any phrase is in
 
     def score(self, found: Sequence[int], length: int) -> float:
