@@ -123,6 +123,21 @@ def _first_screen(bench, needle: str) -> tuple[float, float]:
         os.close(fd)
 
 
+def keystroke(bench, common: str) -> None:
+    """A word typed letter by letter in `kaja browse`: each letter's results on
+    screen (the search bench prints it too, with the word it searched for)."""
+    painted: list[float] = []
+    searched: list[float] = []
+    for _ in range(max(3, bench.repeat // 2)):
+        _, keys, took = _run_child(bench, common)
+        painted += keys
+        searched += took
+    bench.add(Row(f"browse: keystroke → on screen ({common!r})", "in-process",
+                  statistics.median(painted), KEYSTROKE_MS,
+                  "the issue's bound, 100 ms after the search", goal=1.0,
+                  note=f"the searches themselves: median {statistics.median(searched):.0f} ms"))  # fmt: skip
+
+
 def cases(bench) -> None:
     from bench_search import _words
 
@@ -136,23 +151,16 @@ def cases(bench) -> None:
     newest = json.loads(subprocess.run([bench.kaja_command, "sessions", "-n", "1", "--json"], env=bench.env,
                                        capture_output=True, text=True, check=True).stdout)  # fmt: skip
     needle = newest["sessions"][0]["short_id"]
-    firsts, cpus, painted, searched = [], [], [], []
+    firsts, cpus = [], []
     for _ in range(max(5, bench.repeat)):
         shown, cpu = _first_screen(bench, needle)
         firsts.append(shown)
         cpus.append(cpu)
-    for _ in range(max(3, bench.repeat // 2)):
-        _, keys, took = _run_child(bench, common)
-        painted += keys
-        searched += took
     bench.add(Row("browse: first screen (`kaja browse` on a terminal: start → list)", PROCESS,
                   statistics.median(firsts), FIRST_SCREEN_MS, "the issue's bound, 400 ms",
                   goal=1.0, note=f"a pty of 120×40; its CPU time by then: median "
                   f"{statistics.median(cpus):.0f} ms"))  # fmt: skip
-    bench.add(Row(f"browse: keystroke → on screen ({common!r})", "in-process",
-                  statistics.median(painted), KEYSTROKE_MS,
-                  "the issue's bound, 100 ms after the search", goal=1.0,
-                  note=f"the searches themselves: median {statistics.median(searched):.0f} ms"))  # fmt: skip
+    keystroke(bench, common)
 
     opts = data.Options(SessionFilter(store.owner(None)))
     rows = data.load(store, opts, common)

@@ -41,16 +41,31 @@ INSERTS = 500  # messages per insert run
 FLOOR = "FTS5: best 20 by rank, snippet() and message rows"
 
 
-def _floor_sql(store: Path, word: str) -> tuple[str, str]:
-    """The FTS5 floor's statements: attach the store, then the best 20 with their rows."""
+def _floor_sql(
+    store: Path, word: str, where: str = "", match: str | None = None
+) -> tuple[str, str]:
+    """The FTS5 floor's statements: attach the store, then the best 20 with their
+    rows; `where` restricts the messages ranked (a condition over the store's
+    messages `m` and sessions `s`), `match` is the FTS5 query (default: the word)."""
     attach = f"ATTACH '{store.as_uri()}?mode=ro' AS store"
+    match = match if match is not None else f'"{word}"'
+    only = (
+        " AND rowid IN (SELECT m.rowid FROM store.messages AS m LEFT JOIN store.sessions AS s"
+        f" ON s.id = m.sessionId WHERE {where})"
+        if where
+        else ""
+    )
+    quoted = match.replace("'", "''")
     select = (
         "SELECT m.id, m.sessionId, m.role, m.createdAt, h.snippet FROM"
         " (SELECT rowid, rank, snippet(f, 0, char(2), char(3), '…', 16) AS snippet FROM f"
-        f" WHERE f MATCH '\"{word}\"' ORDER BY rank LIMIT 20) AS h"
+        f" WHERE f MATCH '{quoted}'{only} ORDER BY rank LIMIT 20) AS h"
         " JOIN store.messages AS m ON m.rowid = h.rowid ORDER BY h.rank, h.rowid"
     )
     return attach, select
+
+
+TERMINAL = "(s.owner IS NULL OR s.owner IN ('', 'terminal'))"
 
 
 def cases(bench) -> None:
@@ -108,10 +123,10 @@ def cases(bench) -> None:
                   note=f"'{word}', --all-owners; top 20 = FTS5's: {'yes' if same else 'NO'} "
                        f"({detail}); FTS5 table built in {built_ms / 1000:.1f} s")  # fmt: skip
     bench.in_process("search: common word, core search()", core(word), fts5_module(word), FLOOR)
-    bench.process("search: common word, the terminal's best 20", bench.kaja("search", word),
-                  fts5_cli(word), FLOOR, note="the default: owner filter checked in rank order")  # fmt: skip
+    _owner_rows(bench, store, floor_db, word)
     bench.process("search: common word --recent", bench.kaja("search", word, "--recent"),
                   fts5_cli(word), FLOOR)  # fmt: skip
+    _stem_rows(bench, store, floor_db)
     old = _rank_bm25_command(store, word)
     if old:
         bench.process("search: same via sqlite-fts4 rank_bm25/row", old, fts5_cli(word), FLOOR,
@@ -120,6 +135,102 @@ def cases(bench) -> None:
     _index_size(bench, store, floor_db)
     _insert_cost(bench, store)
     floor_db.unlink(missing_ok=True)
+    import bench_browse
+
+    bench_browse.keystroke(bench, word)
+
+
+def _owner_rows(bench, store: Path, floor_db: Path, word: str) -> None:
+    """The terminal's search (the default), and the other filters, each against
+    FTS5 restricted the same way; and the terminal's against every owner's."""
+
+    def floor(where: str) -> list[str]:
+        return bench.sqlite(";\n".join(_floor_sql(store, word, where)) + ";", floor_db)
+
+    with closing(sqlite3.connect(store.as_uri() + "?mode=ro", uri=True)) as conn:
+        mine = conn.execute(
+            "SELECT count(*) FROM messages AS m JOIN sessions AS s ON s.id = m.sessionId"
+            f" WHERE {TERMINAL}"
+        ).fetchone()[0]
+        sid = conn.execute(
+            "SELECT m.sessionId FROM messages AS m JOIN sessions AS s ON s.id = m.sessionId"
+            f" WHERE {TERMINAL} GROUP BY m.sessionId ORDER BY count(*) DESC LIMIT 1"
+        ).fetchone()[0]
+        middle = conn.execute(
+            "SELECT createdAt FROM messages ORDER BY createdAt LIMIT 1 OFFSET"
+            " (SELECT count(*) / 2 FROM messages)"
+        ).fetchone()[0]
+    terminal = bench.kaja("search", word)
+    bench.process("search: common word, the terminal's best 20", terminal, floor(TERMINAL),
+                  "FTS5 restricted to the terminal's sessions", goal=GOAL,
+                  note=f"'{word}', the default; the terminal holds {mine:,} messages")  # fmt: skip
+    bench.process("search: the terminal's against --all-owners", terminal,
+                  bench.kaja("search", word, "--all-owners"),
+                  "kaja search --all-owners, same word", goal=1.0,
+                  note="the owner filter must not cost more than ranking every owner's")  # fmt: skip
+    bench.process("search: common word --owner telegram:100013",
+                  bench.kaja("search", word, "--owner", "telegram:100013"),
+                  floor("s.owner = 'telegram:100013'"), "FTS5 restricted to that owner's sessions",
+                  goal=GOAL)  # fmt: skip
+    bench.process("search: common word --session (the largest)",
+                  bench.kaja("search", word, "--session", sid),
+                  floor(f"m.sessionId = '{sid}'"), "FTS5 restricted to that session",
+                  goal=GOAL)  # fmt: skip
+    bench.process("search: common word --since (half the messages)",
+                  bench.kaja("search", word, "--since", middle),
+                  floor(f"{TERMINAL} AND m.createdAt >= '{middle}'"),
+                  "FTS5 restricted the same way", goal=GOAL, note=f"the terminal's, {middle}")  # fmt: skip
+    bench.process("search: common word --role user",
+                  bench.kaja("search", word, "--role", "user"),
+                  floor(f"{TERMINAL} AND m.role = 'user'"), "FTS5 restricted the same way",
+                  goal=GOAL, note="the terminal's")  # fmt: skip
+
+
+def _stem_rows(bench, store: Path, floor_db: Path) -> None:
+    """A common word with other forms in the index, stemmed (the default) and
+    --exact, each against FTS5 asked the same question (the forms kaja asked
+    for, OR'd; the word alone)."""
+    word, forms = _stemmed_word(store)
+    p = subprocess.run(bench.kaja("search", word, "--all-owners", "--json"), env=bench.env,
+                       capture_output=True, check=True, text=True)  # fmt: skip
+    match = json.loads(p.stdout)["match"]
+    total = sum(n for _, n in forms)
+    listed = ", ".join(f"{t} {n:,}" for t, n in forms)
+    stemmed = bench.sqlite(";\n".join(_floor_sql(store, word, match=match)) + ";", floor_db)
+    exact = bench.sqlite(";\n".join(_floor_sql(store, word)) + ";", floor_db)
+    bench.process(f"search: stemmed word (≤ {total:,} matches), best 20",
+                  bench.kaja("search", word, "--all-owners"), stemmed,
+                  "FTS5: the same forms OR'd, best 20", goal=GOAL,
+                  note=f"'{word}' finds {listed}; FTS5 ranks each form as its own word")  # fmt: skip
+    bench.process("search: the same word --exact",
+                  bench.kaja("search", word, "--all-owners", "--exact"), exact, FLOOR,
+                  goal=GOAL, note=f"'{word}' alone")  # fmt: skip
+    bench.process("search: stemming's cost (stemmed against --exact)",
+                  bench.kaja("search", word, "--all-owners"),
+                  bench.kaja("search", word, "--all-owners", "--exact"),
+                  "kaja search --exact, same word",
+                  note="the forms looked up among the index's words, and their matches ranked")  # fmt: skip
+
+
+def _stemmed_word(store: Path) -> tuple[str, list[tuple[str, int]]]:
+    """The common word with other forms (each in 1,000 messages or more) whose
+    forms are in nearest 100,000 messages, and its forms with their counts."""
+    import Stemmer
+
+    stem = Stemmer.Stemmer("english").stemWord
+    with sqlite3.connect(store.as_uri() + "?mode=ro", uri=True) as conn:
+        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
+        rows = conn.execute(
+            "SELECT term, documents FROM temp.terms WHERE col = '*' AND documents >= 1000"
+            " AND term GLOB '[a-z][a-z][a-z]*'"
+        ).fetchall()
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for term, n in rows:
+        groups.setdefault(stem(term), []).append((term, n))
+    many = [g for g in groups.values() if len(g) > 1]
+    best = min(many, key=lambda g: (abs(sum(n for _, n in g) - 100_000), g[0][0]))
+    best.sort(key=lambda f: -f[1])
+    return best[0][0], best
 
 
 def _words(store: Path) -> tuple[tuple[str, int], tuple[str, int]]:
