@@ -211,25 +211,30 @@ def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[
 
 
 def _vocabulary(conn: sqlite3.Connection, ix: Index) -> stems.Vocabulary:
-    """The index's words in a range, with how many messages hold each (fts4aux,
-    which reads the doclists of just those words)."""
-    made: list[bool] = []
+    """The index's words in a range: read from its segments (`words`), or, in
+    a shape that reader does not know, from fts4aux (which also reads every
+    doclist of the range)."""
+    from kaja_cli.core.conversations.search import words
 
-    def words(low: str, high: str, inclusive: bool) -> list[tuple[str, int | None]]:
-        if not made:
-            conn.execute(f"DROP TABLE IF EXISTS temp.{_TERMS_TABLE}")
-            conn.execute(
-                f"CREATE VIRTUAL TABLE temp.{_TERMS_TABLE} USING fts4aux({ix.schema}, {ix.name})"
-            )
-            made.append(True)
+    def vocabulary(low: str, high: str, inclusive: bool) -> list[tuple[str, int | None]]:
+        try:
+            return [
+                (t, None) for t, _ in words.terms(conn, ix.schema, ix.name, low, high, inclusive)
+            ]
+        except words.Unreadable:
+            pass
+        conn.execute(f"DROP TABLE IF EXISTS temp.{_TERMS_TABLE}")
+        conn.execute(
+            f"CREATE VIRTUAL TABLE temp.{_TERMS_TABLE} USING fts4aux({ix.schema}, {ix.name})"
+        )
         rows = conn.execute(
-            f"SELECT term, documents FROM temp.{_TERMS_TABLE} WHERE col = '*'"
+            f"SELECT term, NULL FROM temp.{_TERMS_TABLE} WHERE col = '*'"
             f" AND term {'>=' if inclusive else '>'} ? AND term < ?",
             (low, high),
         )
         return rows.fetchall()
 
-    return words
+    return vocabulary
 
 
 def _scan_note(path: Path, state: str, why_not: str | None, count: int) -> str:

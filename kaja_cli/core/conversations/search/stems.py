@@ -30,7 +30,7 @@ from kaja_cli.core.conversations.search.model import TOKENIZE
 
 INFLECTED = 0.5  # an inflected form's hits weigh half the exact form's
 MIN_LENGTH = 3  # shorter words are searched as typed
-MAX_FORMS = 32  # forms of one word asked for at most (the most frequent)
+MAX_FORMS = 32  # forms of one word asked for at most
 DEFAULT_LANGUAGE = "english"
 OFF = "none"
 
@@ -145,10 +145,11 @@ def plan(words: Sequence[str], vocabulary: Vocabulary, names: Sequence[str]) -> 
 
 
 def _forms(word: str, vocabulary: Vocabulary, found: list) -> list[str]:
-    """The index's other words sharing `word`'s stem, most frequent first."""
+    """The index's other words sharing `word`'s stem, in word order (the same
+    on either engine, whatever each knows of their frequency)."""
     if len(word) < MIN_LENGTH or not any(ch.isalpha() for ch in word):
         return []
-    out: dict[str, int] = {}
+    out: dict[str, int | None] = {}
     for stemmer in found:
         stem = stemmer.stemWord(word)
         bounds = span(stem, word)
@@ -161,9 +162,8 @@ def _forms(word: str, vocabulary: Vocabulary, found: list) -> list[str]:
             candidates, stemmer.stemWords([t for t, _ in candidates]), strict=True
         ):
             if s == stem and term not in out:
-                out[term] = n if n is not None else 0
-    ranked = sorted(out, key=lambda t: (-out[t], t))
-    return ranked[: MAX_FORMS - 1]
+                out[term] = n
+    return sorted(out)[: MAX_FORMS - 1]
 
 
 def weight_sql(group: Group, parameter: str) -> str:
