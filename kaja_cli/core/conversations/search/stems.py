@@ -39,6 +39,9 @@ Group = list[tuple[int, float | None]]
 # The index's words from low (included when the bool says so) to high (not
 # included), with how many messages hold each (None: unknown).
 Vocabulary = Callable[[str, str, bool], Iterable[tuple[str, int | None]]]
+# How many messages hold each of some index words, for a vocabulary that
+# gives None (the server's word list): a word no message holds any more is no form.
+Counts = Callable[[list[str]], dict[str, int]]
 
 
 class Plan:
@@ -121,17 +124,23 @@ def _common(a: str, b: str) -> str:
     return a[:n]
 
 
-def plan(words: Sequence[str], vocabulary: Vocabulary, names: Sequence[str]) -> Plan:
+def plan(
+    words: Sequence[str],
+    vocabulary: Vocabulary,
+    names: Sequence[str],
+    counts: Counts | None = None,
+) -> Plan:
     """The FTS4 query for plain `words` (`model.plain_words`), each word of one
     token expanded to the index's forms sharing its stem in one of the
-    languages `names`; without any, the exact query (`model.plain_match`)."""
+    languages `names`; without any, the exact query (`model.plain_match`).
+    `counts` gives the forms' counts the vocabulary left unknown."""
     found = stemmers(names) if names else []
     cut = tokens(words) if found else [[] for _ in words]
     parts: list[str] = []
     groups: list[Group] = []
     index = 0
     for word, word_tokens in zip(words, cut, strict=True):
-        forms = _forms(word_tokens[0], vocabulary, found) if len(word_tokens) == 1 else []
+        forms = _forms(word_tokens[0], vocabulary, found, counts) if len(word_tokens) == 1 else []
         if forms:
             forms.insert(0, word_tokens[0])
             parts.append("(" + " OR ".join(f'"{f}"' for f in forms) + ")")
@@ -144,11 +153,11 @@ def plan(words: Sequence[str], vocabulary: Vocabulary, names: Sequence[str]) -> 
     return Plan(" ".join(parts), groups, len(parts) < index)
 
 
-def _forms(word: str, vocabulary: Vocabulary, found: list) -> list[str]:
+def _forms(word: str, vocabulary: Vocabulary, found: list, counts: Counts | None) -> list[str]:
     """The index's other words sharing `word`'s stem, most frequent first."""
     if len(word) < MIN_LENGTH or not any(ch.isalpha() for ch in word):
         return []
-    out: dict[str, int] = {}
+    out: dict[str, int | None] = {}
     for stemmer in found:
         stem = stemmer.stemWord(word)
         bounds = span(stem, word)
@@ -161,8 +170,13 @@ def _forms(word: str, vocabulary: Vocabulary, found: list) -> list[str]:
             candidates, stemmer.stemWords([t for t, _ in candidates]), strict=True
         ):
             if s == stem and term not in out:
-                out[term] = n if n is not None else 0
-    ranked = sorted(out, key=lambda t: (-out[t], t))
+                out[term] = n
+    unknown = [t for t, n in out.items() if n is None]
+    if unknown and counts is not None:
+        known = counts(unknown)
+        out = {t: n if n is not None else known.get(t, 0) for t, n in out.items()}
+        out = {t: n for t, n in out.items() if n}
+    ranked = sorted(out, key=lambda t: (-(out[t] or 0), t))
     return ranked[: MAX_FORMS - 1]
 
 
