@@ -59,6 +59,8 @@ def test_resume_and_export_read_the_server(cloud_demo):
 def test_wipe_owner_erases_them_in_one_transaction_and_their_words(cloud_demo):
     before = json.loads(cloud_demo("search", "lista", "--owner", ANA, "--json").out)["results"]
     assert before
+    listed = "SELECT count(*) FROM kaja.kaja_search_terms WHERE term = 'lista'"
+    assert count(cloud_demo.pg, listed) == 1
     r = cloud_demo("wipe", "--owner", ANA, "--yes", "--json")
     assert r.code == 0, r
     doc = json.loads(r.out)
@@ -73,6 +75,7 @@ def test_wipe_owner_erases_them_in_one_transaction_and_their_words(cloud_demo):
     assert json.loads(after.out)["results"] == []
     assert count(cloud_demo.pg, "SELECT count(*) FROM kaja.messages"
                                 " WHERE kaja_search @@ 'lista'::tsquery") == 0  # fmt: skip
+    assert count(cloud_demo.pg, listed) == 0  # nor the words stemming looks forms up in
     # Everyone else's stays.
     assert count(cloud_demo.pg, "SELECT count(*) FROM kaja.sessions") == 10
     r = cloud_demo("wipe", "--owner", ANA, "--yes")
@@ -166,13 +169,15 @@ def test_a_whole_wipe_keeps_the_shared_ledger_an_earlier_sync_made_in_its_schema
     assert r.code == 0, r
     doc = json.loads(r.out)
     server = {p["path"]: p["kind"] for p in doc["paths"] if not p["path"].startswith("/")}
-    tables = [t.name for t in pg_schema.CLOUD_TABLES] + ["kaja_schema", "kaja_search_stats"]
+    tables = [t.name for t in pg_schema.CLOUD_TABLES] + ["kaja_schema", "kaja_search_stats",
+                                                         "kaja_search_terms"]  # fmt: skip
     assert {p for p, kind in server.items() if kind == "table"} == {f"kaja.{t}" for t in tables}
     assert {p.partition("(")[0] for p, kind in server.items() if kind == "function"} == {
         f"kaja.{f}" for f in ("json_or_text", "search_fold", "search_words", "search_capped",
                               "search_vector", "kaja_search_count_insert",
                               "kaja_search_count_delete", "kaja_search_count_update",
-                              "kaja_search_count_truncate")
+                              "kaja_search_count_truncate", "kaja_search_terms_insert",
+                              "kaja_search_terms_update")
     }  # fmt: skip
     assert set(server.values()) == {"table", "function"}  # no schema: it holds the ledger
     kept = {k["path"]: k["reason"] for k in doc["kept"] if not k["path"].startswith("/")}

@@ -169,7 +169,7 @@ def test_demo_writes_the_schema_and_the_rows_through_the_write_api(cloud, _demo_
         extra = ["kaja_search", "kaja_words"] if table.name == "messages" else []
         assert tables[table.name] == table.column_names + extra, table.name
     assert set(tables) == {t.name for t in pg_schema.CLOUD_TABLES} | {
-        "kaja_schema", "kaja_search_stats"}  # fmt: skip
+        "kaja_schema", "kaja_search_stats", "kaja_search_terms"}  # fmt: skip
     (version,) = cloud.pg.query("SELECT version FROM kaja.kaja_schema")
     assert version == (pg_schema.SCHEMA_VERSION,)
     # The same rows as the local demo, table by table.
@@ -287,5 +287,5 @@ def test_the_schema_is_made_once_by_two_writers_at_once(cloud):
     assert errors == []
     assert cloud.pg.query("SELECT count(*) FROM kaja.kaja_schema") == [(1,)]
     assert cloud.pg.query("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'kaja_search%'") == [
-        (4,)
+        (6,)
     ]

@@ -190,3 +190,92 @@ def test_fts4_precedence_and_spellings():
         None,
     ]
     assert ts("a NEAR/1 b") == ("(('a' <1> 'b') | ('a' <2> 'b') | ('b' <1> 'a') | ('b' <2> 'a'))")
+
+
+# --- stemming (issue 40) -------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["tomato", "--all-owners"],
+        ["changing", "--all-owners", "-n", "0"],  # changed (2 messages), change, changing
+        ["make", "--all-owners"],  # make, makes, making: one message each
+        ["deleted", "--all-owners", "-n", "0"],
+        ["shade", "--all-owners"],  # no other form in the store
+        ["tomato", "--exact", "--all-owners"],
+        ["changing", "files", "--all-owners", "-n", "0"],
+        ["leaves", "--recent", "--all-owners"],
+        ["notes", "--owner", "telegram:482913"],
+        ["plan", "--all-owners", "--role", "user"],
+    ],
+)
+def test_stemmed_searches_give_the_same_answer_as_local(cloud_demo, local_demo, argv):
+    doc = same_results(local_demo, cloud_demo, *argv)
+    stemmed = argv[0] in ("tomato", "changing", "make", "deleted", "leaves", "notes", "plan")
+    assert (" OR " in doc["match"]) == (stemmed and "--exact" not in argv), doc["match"]
+
+
+def test_changing_finds_every_form_most_frequent_first(cloud_demo):
+    doc = json.loads(cloud_demo("search", "--json", "changing", "--all-owners").out)
+    assert doc["match"] == '("changing" OR "changed" OR "change")'
+
+
+def _old_schema(pg) -> None:
+    """The server as a kaja from before stemming left it: no word list."""
+    with pg.connect() as conn:
+        conn.execute("DROP TABLE kaja.kaja_search_terms")
+        for event in ("insert", "update"):
+            conn.execute(f"DROP TRIGGER kaja_search_terms_{event} ON kaja.messages")
+            conn.execute(f"DROP FUNCTION kaja.kaja_search_terms_{event}()")
+
+
+def test_a_server_made_before_stemming_stems_and_gets_its_word_list(cloud_demo, local_demo):
+    from kaja_cli.core.store.server import schema as pg_schema
+
+    _old_schema(cloud_demo.pg)
+    store = Store.locate(environ=cloud_demo.env)
+    with store.reader() as conn:
+        assert "table kaja_search_terms" in pg_schema.missing(conn)
+    # Read only: the words come from the messages, and a note says so.
+    a = local_demo("search", "--json", "changing", "--all-owners")
+    b = cloud_demo("search", "--json", "changing", "--all-owners")
+    assert b.code == 0 and json.loads(b.out) == json.loads(a.out)
+    assert "has no list of its search words yet" in b.err
+    with store.writer():  # what any writing command does first
+        pass
+    assert cloud_demo.pg.query("SELECT count(*) FROM kaja.kaja_search_terms WHERE term IN"
+                               " ('change', 'changed', 'changing')") == [(3,)]  # fmt: skip
+    assert cloud_demo.pg.query("SELECT count(*) FROM kaja.kaja_search_terms WHERE term = '^'") == [
+        (0,)
+    ]
+    b = cloud_demo("search", "--json", "changing", "--all-owners")
+    assert (b.code, b.err) == (0, "") and json.loads(b.out) == json.loads(a.out)
+
+
+def test_reindex_gives_an_old_server_its_word_list(cloud_demo, local_demo):
+    _old_schema(cloud_demo.pg)
+    assert cloud_demo("search", "--reindex").code == 0
+    assert cloud_demo.pg.query(
+        "SELECT count(*) FROM kaja.kaja_search_terms WHERE term = 'tomatoes'"
+    ) == [(1,)]
+    same_results(local_demo, cloud_demo, "tomato", "--all-owners", "-n", "0")
+
+
+def test_a_message_the_agent_writes_is_found_by_another_form_at_once(cloud_demo):
+    sid = "01a22652-5660-76c3-b813-0c4237730edf"
+    with cloud_demo.pg.connect() as conn:
+        conn.execute('INSERT INTO kaja.messages (id, "sessionId", seq, role, content, "createdAt")'
+                     " VALUES ('m-zucchini', %s, 900, 'user', 'Two zucchinis rotted',"
+                     " '2026-11-30T10:00:00Z')", (sid,))  # fmt: skip
+    doc = json.loads(cloud_demo("search", "--json", "zucchini", "--all-owners").out)
+    assert doc["match"] == '("zucchini" OR "zucchinis")'
+    assert [h["message_id"] for h in doc["results"]] == ["m-zucchini"]
+    # An edit that brings a new word lists it too.
+    with cloud_demo.pg.connect() as conn:
+        conn.execute(
+            "UPDATE kaja.messages SET content = 'Three aubergines' WHERE id = 'm-zucchini'"
+        )
+    doc = json.loads(cloud_demo("search", "--json", "aubergine", "--all-owners").out)
+    assert [h["message_id"] for h in doc["results"]] == ["m-zucchini"]
+    # The word no message holds any more is listed still, and no form.
+    doc = json.loads(cloud_demo("search", "--json", "zucchini", "--all-owners").out)
+    assert (doc["match"], doc["results"]) == ('"zucchini"', [])

@@ -193,10 +193,12 @@ def before_erasing(conn) -> None:
 
 
 def purge(store: Store, timeout_ms: int) -> bool:
-    """VACUUM the conversation tables, so the server may reuse the erased rows'
-    space (and the index's entries for them); False when the role may not
-    (VACUUM would only warn and skip) or the server does not answer."""
+    """Drop the erased words from the search's word list, then VACUUM the
+    conversation tables, so the server may reuse the erased rows' space (and
+    the index's entries for them); False when the role may not (VACUUM would
+    only warn and skip) or the server does not answer."""
     from kaja_cli.core.engine import postgres as pg
+    from kaja_cli.core.store.server import schema as pg_schema
 
     try:
         with store.writer(timeout_ms=timeout_ms) as conn:
@@ -206,6 +208,8 @@ def purge(store: Store, timeout_ms: int) -> bool:
             ).fetchone()
             if not may or not may[0]:
                 return False
+            with db.transaction(conn):
+                pg_schema.prune_terms(conn)
             schema = pg.quote(conn.target.schema)  # VACUUM runs outside kaja's search path
             conn.execute(f"VACUUM {', '.join(f'{schema}.{t}' for t in _VACUUMED)}")
     except KajaError:

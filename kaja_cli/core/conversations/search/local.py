@@ -123,10 +123,10 @@ def search(
             ix, terms = cjk_search.choose(store, path, conn, progress, result)
         if ix is None:
             ix = _main_index(store, path, conn, progress, result)
-        groups = None
+        plan = None
         if not fts and ix.cjk is False and languages:
             plan = stems.plan(plain_words(query), _vocabulary(conn, ix), languages)
-            result.match, groups = plan.match, plan.groups
+            result.match = plan.match
         filters = _Filters(owner, roles, since, None, have)
         filters.until = until
         if session:
@@ -135,7 +135,7 @@ def search(
             filters.hide_archived = result.archived_hidden = _any_archived(conn)
         try:
             conn.execute("BEGIN")  # one snapshot for every query below
-            _run(conn, ix, result, filters, terms, groups=groups)
+            _run(conn, ix, result, filters, terms, plan=plan)
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
             if _bad_query(e):
@@ -365,11 +365,11 @@ def _run(
     terms: list[Term] | None = None,
     *,
     messages: int | None = None,
-    groups: list[stems.Group] | None = None,
+    plan: stems.Plan | None = None,
 ) -> None:
     """Rank, filter and show the matches of `ix` (`messages`: how many the
     store holds, when `conn` holds only some: the server's, in memory;
-    `groups`: the query's words as groups of its phrases, from stemming)."""
+    `plan`: the query's words and their forms, from stemming)."""
     want = result.limit + 1 if result.limit else None  # one more: are there more?
     n, avgdl = stats(conn, ix)
     if ix.cjk and n:
@@ -377,6 +377,14 @@ def _run(
         # message without CJK text holds none of the query's bigrams.
         n = max(n, _messages(conn) if messages is None else messages)
     found = counts(conn, ix, result.match) if n else []
+    groups = None
+    if plan is not None and plan.stemmed:
+        # Forms no message holds any more (deleted since the index's last
+        # merge) leave the query, as the server's counts leave them out.
+        every = found or (counts(conn, ix, plan.any_match()) if n else [])
+        plan, kept = plan.kept(every)
+        result.match, groups = plan.match, plan.groups
+        found = kept if found else []
     if not found:  # an empty index, or nothing matches
         return
     bm25 = Bm25(found, n, avgdl, groups)

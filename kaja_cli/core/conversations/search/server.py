@@ -20,6 +20,13 @@ of operations so the server's top-n sort ranks the matches. Ties go to the
 message stored first (`ctid`, as SQLite's rowid). The filters (owner, role,
 since, session) are part of the one query.
 
+A plain word also finds its other forms (`stems`), looked up in the server's
+vocabulary (`kaja_search_terms`, in SQLite's byte order) and counted with the
+GIN index, so the query and the ranking of each word's forms as one are local
+search's (`search.rank.Bm25`). A server made before kaja stemmed has no
+vocabulary until a writing kaja adds it: its words are then listed from the
+messages (`ts_stat`, a scan), and a note says so.
+
 Snippets are FTS4's own: the messages shown go into an FTS4 table in memory
 and `snippet()` answers with the same query, as local search does for many
 matches.
@@ -32,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from kaja_cli.core.conversations.columns import columns
 from kaja_cli.core.conversations.filter import ARCHIVE_TABLE
-from kaja_cli.core.conversations.search import fts4
+from kaja_cli.core.conversations.search import fts4, stems
 from kaja_cli.core.conversations.search.model import (
     K1,
     MARK_END,
@@ -46,6 +53,7 @@ from kaja_cli.core.conversations.search.model import (
     idf,
     parse_snippet,
     plain_match,
+    plain_words,
 )
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store.server import schema as pg_schema
@@ -81,6 +89,7 @@ def search(
     match = query if fts else plain_match(query)
     cjk_words = not match.isascii() and _has_cjk(match)  # answered as local search does
     parsed = None if cjk_words else fts4.parse(match)  # malformed: exit 2 with SQLite's words
+    stemming = parsed is not None and not fts and bool(languages)
     result = SearchResult(
         query=query, match=match, fts=fts, recent=recent, owner=owner.id if owner else None,
         all_owners=owner is None, limit=limit, location=store.where(),
@@ -90,7 +99,7 @@ def search(
             result.source = "none"
             result.notes.append(f"no Kaja store in {result.location}: nothing to search")
             return result
-        have = columns(conn, "messages", "sessions", ARCHIVE_TABLE)
+        have = columns(conn, "messages", "sessions", ARCHIVE_TABLE, pg_schema.TERMS_TABLE)
         messages = have.get("messages", [])
         if "content" not in messages:
             result.source = "none"
@@ -110,10 +119,17 @@ def search(
         elif not archived:
             filters.hide_archived = result.archived_hidden = _any_archived(conn, have)
         conn.execute("BEGIN")  # one snapshot for every query below
+        known: dict[str, int] = {}  # messages holding a word's tsquery, counted once
+        groups = None
+        if stemming:
+            plan = stems.plan(plain_words(query), _vocabulary(conn, result, pg_schema.TERMS_TABLE in have), languages,
+                              _form_counts(conn, known))  # fmt: skip
+            result.match, groups = plan.match, plan.groups
+            parsed = fts4.parse(plan.match)
         if parsed is None:
             _run_cjk(conn, result, filters)
         else:
-            _run(conn, result, parsed, filters)
+            _run(conn, result, parsed, filters, groups, known)
         conn.execute("COMMIT")
     return result
 
@@ -191,17 +207,73 @@ def _any_archived(conn: Connection, have: dict[str, list[str]]) -> bool:
     return conn.execute(f"SELECT 1 FROM {ARCHIVE_TABLE} LIMIT 1").fetchone() is not None
 
 
-def _run(conn: Connection, result: SearchResult, parsed: fts4.Query, filters: _Filters) -> None:
+def _vocabulary(conn: Connection, result: SearchResult, listed: bool) -> stems.Vocabulary:
+    """The index's words in a range, in SQLite's byte order (COLLATE "C"), their
+    counts left to `_form_counts` (only the forms need one). Without the word
+    list (a server made before kaja stemmed), the words and their counts come
+    from the messages themselves (ts_stat: a scan of the index column)."""
+    noted: list[bool] = []
+
+    def words(low: str, high: str, inclusive: bool) -> list[tuple[str, int | None]]:
+        if not listed and not noted:
+            noted.append(True)
+            result.notes.append(
+                f"{result.location} has no list of its search words yet: stemming read"
+                " them from every message (any writing kaja, or `kaja search --reindex`,"
+                " adds it)"
+            )
+        op = ">=" if inclusive else ">"
+        if listed:
+            rows = conn.execute(
+                f"SELECT DISTINCT term FROM {pg_schema.TERMS_TABLE} WHERE term {op} CAST(? AS text)"
+                ' COLLATE "C" AND term < CAST(? AS text) COLLATE "C" ORDER BY term',
+                (low, high),
+            )
+            return [(r[0], None) for r in rows]
+        rows = conn.execute(
+            f"SELECT word, ndoc FROM ts_stat('SELECT {pg_schema.SEARCH_COLUMN} FROM messages')"
+            f' WHERE word COLLATE "C" {op} CAST(? AS text) COLLATE "C"'
+            ' AND word COLLATE "C" < CAST(? AS text) COLLATE "C"',
+            (low, high),
+        )
+        return [(r[0], int(r[1])) for r in rows]
+
+    return words
+
+
+def _form_counts(conn: Connection, known: dict[str, int]) -> stems.Counts:
+    """How many messages hold each word (the GIN index), kept in `known` by
+    tsquery for the ranking's counts."""
+
+    def count(terms: list[str]) -> dict[str, int]:
+        queries = [fts4.phrase_tsquery([fts4.Token(t)]) or "" for t in terms]
+        _counts(conn, queries, known)
+        return {t: known[q] for t, q in zip(terms, queries, strict=True)}
+
+    return count
+
+
+def _run(
+    conn: Connection,
+    result: SearchResult,
+    parsed: fts4.Query,
+    filters: _Filters,
+    groups: list[stems.Group] | None = None,
+    known: dict[str, int] | None = None,
+) -> None:
+    """Rank, filter and show the matches (`groups`: the query's words as
+    groups of its phrases, from stemming; each phrase its own word without)."""
     if parsed.tsquery is None or not parsed.phrases:
         return  # nothing can match (an empty phrase, say)
     n, words = stats(conn)
     if not n:
         return
     avgdl = words / n
-    counts = _counts(conn, [p.tsquery for p in parsed.phrases])
-    idfs = [idf(n, hits) for hits in counts]
+    counts = _counts(conn, [p.tsquery for p in parsed.phrases], known)
+    groups = groups or [[(i, None)] for i in range(len(counts))]
+    idfs = [idf(n, max(counts[i] for i, _ in g)) for g in groups]  # as rank.Bm25
     want = result.limit + 1 if result.limit else None  # one more: are there more?
-    rows = _ranked(conn, parsed, filters, idfs, avgdl, want, recent=result.recent)
+    rows = _ranked(conn, parsed, filters, groups, idfs, avgdl, want, recent=result.recent)
     if want is not None and len(rows) >= want:
         result.more = True
         rows = rows[: result.limit]
@@ -216,29 +288,43 @@ def stats(conn: Connection) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def _counts(conn: Connection, phrases: list[str]) -> list[int]:
-    """How many messages hold each phrase (FTS4's matchinfo 'x', third value)."""
+def _counts(conn: Connection, phrases: list[str], known: dict[str, int] | None = None) -> list[int]:
+    """How many messages hold each phrase (FTS4's matchinfo 'x', third value);
+    those in `known` (by tsquery) are not counted again, and the others join it."""
+    known = {} if known is None else known
     column = pg_schema.SEARCH_COLUMN
-    selects = ", ".join(
-        f"(SELECT count(*) FROM messages WHERE {column} @@ CAST(? AS tsquery))" for _ in phrases
-    )
-    return [int(v) for v in conn.execute(f"SELECT {selects}", phrases).fetchone()]
+    asked = list(dict.fromkeys(p for p in phrases if p not in known))
+    if asked:
+        selects = ", ".join(
+            f"(SELECT count(*) FROM messages WHERE {column} @@ CAST(? AS tsquery))" for _ in asked
+        )
+        row = conn.execute(f"SELECT {selects}", asked).fetchone()
+        known.update(zip(asked, (int(v) for v in row), strict=True))
+    return [known[p] for p in phrases]
 
 
-def _score_sql(count: int) -> str:
+_P = "CAST(? AS float8)"
+
+
+def _score_sql(groups: list[stems.Group], idfs: list[float], avgdl: float) -> tuple[str, list]:
     """FTS5's bm25 over ts_rank_cd's hits and kaja_words, as local search
-    computes it (search.rank.Bm25.sql), in the same order of operations."""
-    return " + ".join(
-        f"CAST(? AS float8) * ((f{i} * CAST(? AS float8)) / (f{i} + CAST(? AS float8)"
-        f" * (CAST(? AS float8) + CAST(? AS float8) * dl / CAST(? AS float8))))"
-        for i in range(count)
-    )
+    computes it (search.rank.Bm25.sql: a word's hits are `stems.weight_sql`
+    of its phrases'), in the same order of operations; with its parameters."""
+    terms, params = [], []
+    for group, value in zip(groups, idfs, strict=True):
+        f = stems.weight_sql(group, _P)
+        f = f if len(group) == 1 else f"({f})"
+        inflected = [stems.INFLECTED] * sum(1 for _, w in group if w is not None)
+        terms.append(f"{_P} * (({f} * {_P}) / ({f} + {_P} * ({_P} + {_P} * dl / {_P})))")
+        params += [value, *inflected, K1 + 1.0, *inflected, K1, 1 - B, B, avgdl]
+    return " + ".join(terms), params
 
 
 def _ranked(
     conn: Connection,
     parsed: fts4.Query,
     filters: _Filters,
+    groups: list[stems.Group],
     idfs: list[float],
     avgdl: float,
     want: int | None,
@@ -259,14 +345,12 @@ def _ranked(
             )
             hit_params += [phrase.condition, phrase.tsquery]
     where, params = filters.where()
-    score_params: list[Any] = []
-    for value in idfs:
-        score_params += [value, K1 + 1.0, K1, 1 - B, B, avgdl]
+    score, score_params = _score_sql(groups, idfs, avgdl)
     order = 'h."createdAt" DESC, h.c DESC' if recent else "h.score DESC, h.c"
     limit = "ALL" if want is None else str(int(want))
     sql = (
         f'SELECT h.id, h.score FROM (SELECT m.id, m.ctid AS c, m."createdAt",'
-        f' {_score_sql(len(idfs))} AS score FROM (SELECT m.id, m.ctid, m."createdAt",'
+        f' {score} AS score FROM (SELECT m.id, m.ctid, m."createdAt",'
         f" m.{pg_schema.WORDS_COLUMN} AS dl, {', '.join(hits)} FROM messages AS m{filters.joins()}"
         f" WHERE m.{column} @@ CAST(? AS tsquery) AND {where}) AS m) AS h"
         f" ORDER BY {order} LIMIT {limit}"

@@ -39,18 +39,58 @@ Group = list[tuple[int, float | None]]
 # The index's words from low (included when the bool says so) to high (not
 # included), with how many messages hold each (None: unknown).
 Vocabulary = Callable[[str, str, bool], Iterable[tuple[str, int | None]]]
+# How many messages hold each of some index words, for a vocabulary that
+# gives None (the server's word list): a word no message holds any more is no form.
+Counts = Callable[[list[str]], dict[str, int]]
 
 
 class Plan:
     """A plain query after stemming: the FTS4 query to run and how its
-    phrases group into the words typed."""
+    phrases group into the words typed.
 
-    __slots__ = ("groups", "match", "stemmed")
+    Each word is a list of phrases: the word as typed (`"word"`) alone, or its
+    forms, the folded word first (`"tomato"`, `"tomatoes"`)."""
 
-    def __init__(self, match: str, groups: list[Group], stemmed: bool) -> None:
-        self.match = match
-        self.groups = groups
-        self.stemmed = stemmed  # some word found another form
+    __slots__ = ("groups", "match", "stemmed", "words")
+
+    def __init__(self, words: list[list[str]]) -> None:
+        self.words = words
+        parts: list[str] = []
+        self.groups: list[Group] = []
+        index = 0
+        for phrases in words:
+            quoted = [f'"{p}"' for p in phrases]
+            parts.append(quoted[0] if len(quoted) == 1 else "(" + " OR ".join(quoted) + ")")
+            self.groups.append(
+                [(index, None), *((index + i, INFLECTED) for i in range(1, len(phrases)))]
+            )
+            index += len(phrases)
+        self.match = " ".join(parts)
+        self.stemmed = len(parts) < index  # some word found another form
+
+    def any_match(self) -> str:
+        """Every phrase OR'd: an FTS4 query whose matchinfo 'x' counts each
+        phrase's messages whatever the rest of the query matches."""
+        return " OR ".join(f'"{p}"' for phrases in self.words for p in phrases)
+
+    def kept(self, counts: list[int]) -> tuple[Plan, list[int]]:
+        """The plan without the other forms no message holds (`counts`: the
+        messages holding each phrase, in order), and the counts of what stays.
+        A vocabulary read from the index's segments may list a word whose
+        every message was deleted; the server's counts drop those first."""
+        out_words: list[list[str]] = []
+        out_counts: list[int] = []
+        i = 0
+        for phrases in self.words:
+            keep = [
+                j for j in range(len(phrases)) if j == 0 or (i + j < len(counts) and counts[i + j])
+            ]
+            out_words.append([phrases[j] for j in keep])
+            out_counts += [counts[i + j] for j in keep if i + j < len(counts)]
+            i += len(phrases)
+        if len(out_counts) == len(counts):
+            return self, counts
+        return Plan(out_words), out_counts
 
 
 def languages(setting: object) -> tuple[tuple[str, ...], str | None]:
@@ -121,32 +161,29 @@ def _common(a: str, b: str) -> str:
     return a[:n]
 
 
-def plan(words: Sequence[str], vocabulary: Vocabulary, names: Sequence[str]) -> Plan:
+def plan(
+    words: Sequence[str],
+    vocabulary: Vocabulary,
+    names: Sequence[str],
+    counts: Counts | None = None,
+) -> Plan:
     """The FTS4 query for plain `words` (`model.plain_words`), each word of one
     token expanded to the index's forms sharing its stem in one of the
-    languages `names`; without any, the exact query (`model.plain_match`)."""
+    languages `names`; without any, the exact query (`model.plain_match`).
+    `counts` gives the forms' counts the vocabulary left unknown."""
     found = stemmers(names) if names else []
     cut = tokens(words) if found else [[] for _ in words]
-    parts: list[str] = []
-    groups: list[Group] = []
-    index = 0
+    out: list[list[str]] = []
     for word, word_tokens in zip(words, cut, strict=True):
-        forms = _forms(word_tokens[0], vocabulary, found) if len(word_tokens) == 1 else []
-        if forms:
-            forms.insert(0, word_tokens[0])
-            parts.append("(" + " OR ".join(f'"{f}"' for f in forms) + ")")
-            groups.append([(index, None), *((index + i, INFLECTED) for i in range(1, len(forms)))])
-            index += len(forms)
-        else:
-            parts.append(f'"{word}"')
-            groups.append([(index, None)])
-            index += 1
-    return Plan(" ".join(parts), groups, len(parts) < index)
+        forms = _forms(word_tokens[0], vocabulary, found, counts) if len(word_tokens) == 1 else []
+        out.append([word_tokens[0], *forms] if forms else [word])
+    return Plan(out)
 
 
-def _forms(word: str, vocabulary: Vocabulary, found: list) -> list[str]:
+def _forms(word: str, vocabulary: Vocabulary, found: list, counts: Counts | None) -> list[str]:
     """The index's other words sharing `word`'s stem, in word order (the same
-    on either engine, whatever each knows of their frequency)."""
+    on either engine, whatever each knows of their frequency); with `counts`,
+    only those some message holds (else `Plan.kept` drops the others)."""
     if len(word) < MIN_LENGTH or not any(ch.isalpha() for ch in word):
         return []
     out: dict[str, int | None] = {}
@@ -163,6 +200,11 @@ def _forms(word: str, vocabulary: Vocabulary, found: list) -> list[str]:
         ):
             if s == stem and term not in out:
                 out[term] = n
+    unknown = [t for t, n in out.items() if n is None]
+    if unknown and counts is not None:
+        known = counts(unknown)
+        out = {t: n if n is not None else known.get(t, 0) for t, n in out.items()}
+        out = {t: n for t, n in out.items() if n}
     return sorted(out)[: MAX_FORMS - 1]
 
 

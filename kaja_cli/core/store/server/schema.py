@@ -18,6 +18,8 @@ kaja's schema (`kaja`, or `[memory] databaseSchema`) there are also:
   `messages.kaja_words` (how many words), so every writer's messages are
   indexed as they are written; `kaja_search_stats` (messages and words in
   all, kept by triggers) gives BM25 its averages without a scan;
+  `kaja_search_terms` (every word of the index, kept by triggers) is the
+  vocabulary stemming looks a word's other forms up in (`search.stems`);
 - `json_or_text(text)`: a JSON column's value, parsed when it is valid JSON.
 
 `apply()` runs in one transaction under an advisory lock: two kaja writers
@@ -45,6 +47,7 @@ CLOUD_TABLES = (
 )
 VERSION_TABLE = "kaja_schema"
 STATS_TABLE = "kaja_search_stats"
+TERMS_TABLE = "kaja_search_terms"
 SEARCH_COLUMN = "kaja_search"
 WORDS_COLUMN = "kaja_words"
 SEARCH_INDEX = "messages_kaja_search"
@@ -56,7 +59,7 @@ UNACCENT_HINT = "run as a superuser, in that database: CREATE EXTENSION unaccent
 # Everything kaja makes in its schema (`contents`): its tables, the functions
 # of the search index and of `json_or_text`, and unaccent when kaja created it
 # there. Anything else in the schema is not Kaja's, and `kaja wipe` keeps it.
-KAJA_TABLES = frozenset(t.name for t in CLOUD_TABLES) | {VERSION_TABLE, STATS_TABLE}
+KAJA_TABLES = frozenset(t.name for t in CLOUD_TABLES) | {VERSION_TABLE, STATS_TABLE, TERMS_TABLE}
 # `kaja sync`'s shared usage ledger (`ledger/sync/server.py`): its tables and
 # sequence, never cloud mode's store. An earlier kaja made them in a schema
 # named like its role (`kaja`): such a schema is still Kaja's (`Status.kajas`),
@@ -64,8 +67,10 @@ KAJA_TABLES = frozenset(t.name for t in CLOUD_TABLES) | {VERSION_TABLE, STATS_TA
 LEDGER_OBJECTS = ("andromeda_ledger", "andromeda_ledger_meta", "andromeda_origins",
                   "andromeda_ledger_seq")  # fmt: skip
 COUNT_EVENTS = ("insert", "delete", "update", "truncate")  # kaja_search_count_<event>()
+TERMS_EVENTS = ("insert", "update")  # kaja_search_terms_<event>()
 FUNCTIONS = frozenset({"json_or_text", "search_fold", "search_words", "search_capped",
-                       "search_vector", *(f"kaja_search_count_{e}" for e in COUNT_EVENTS)})  # fmt: skip
+                       "search_vector", *(f"kaja_search_count_{e}" for e in COUNT_EVENTS),
+                       *(f"kaja_search_terms_{e}" for e in TERMS_EVENTS)})  # fmt: skip
 
 
 class Status(NamedTuple):
@@ -151,6 +156,8 @@ def missing(conn: Connection) -> list[str]:
         out.append("search index")
     if STATS_TABLE not in have:
         out.append(f"table {STATS_TABLE}")
+    if TERMS_TABLE not in have:
+        out.append(f"table {TERMS_TABLE}")
     if VERSION_TABLE not in have:
         out.append(f"table {VERSION_TABLE}")
     return out
@@ -243,6 +250,8 @@ def apply(conn: Connection) -> Report:
     )
     changes += _functions(conn)
     changes += _search_index(conn, have.get("messages", []), indexes)
+    if TERMS_TABLE not in present_columns(conn):  # a schema made before kaja stemmed
+        changes += _terms(conn)
     if changes or state.version != SCHEMA_VERSION:
         from kaja_cli import __version__
         from kaja_cli.core.clock import now_iso
@@ -357,6 +366,7 @@ def _search_index(conn: Connection, message_columns: list[str], indexes: set[str
     )
     changes.append(f"created index {SEARCH_INDEX}")
     changes += _stats(conn)
+    changes += _terms(conn)
     return changes
 
 
@@ -416,6 +426,80 @@ def _stats(conn: Connection) -> list[str]:
         )
     recount(conn)
     return [f"created table {STATS_TABLE}"]
+
+
+def _terms(conn: Connection) -> list[str]:
+    """`kaja_search_terms`, every word of the search index (its vocabulary, in
+    SQLite's byte order: COLLATE "C"), and the triggers that add a written
+    message's new words; filled from the messages already there.
+
+    Words are only ever added: a word whose messages were all deleted or
+    changed stays, harmless, since search counts each form's messages and
+    drops a word none holds (`search.stems`); `kaja search --reindex` makes
+    the list again. There is no unique key: a writer would then wait for any
+    other still writing the same new word, and two writing new words in
+    opposite orders would deadlock, failing an agent's insert. So a writer
+    adds the words not already listed, and two writing the same new word at
+    once may both list it (search reads the list with DISTINCT)."""
+    s = _q(conn.target.schema)
+    terms = f"{s}.{TERMS_TABLE}"
+    conn.execute(f'CREATE TABLE IF NOT EXISTS {terms} (term text COLLATE "C" NOT NULL)')
+    conn.execute(f"CREATE INDEX IF NOT EXISTS {TERMS_TABLE}_term ON {terms} (term)")
+
+    def new_words(rows: str, where: str = "") -> str:
+        return (
+            f"INSERT INTO {terms} (term) SELECT DISTINCT w.w FROM {rows},"
+            f" unnest(tsvector_to_array(n.{_q(SEARCH_COLUMN)})) AS w(w)"
+            f" WHERE w.w <> '{tokenizer.SENTINEL}'{where}"
+            f" AND NOT EXISTS (SELECT 1 FROM {terms} AS t WHERE t.term = w.w);"
+        )
+
+    bodies = {
+        "insert": new_words("new_rows AS n"),
+        # Only the messages whose words changed (an UPDATE of another column
+        # adds nothing).
+        "update": new_words(
+            "new_rows AS n LEFT JOIN old_rows AS o ON o.id = n.id",
+            f" AND o.{_q(SEARCH_COLUMN)} IS DISTINCT FROM n.{_q(SEARCH_COLUMN)}",
+        ),
+    }
+    tables = {"insert": "NEW TABLE AS new_rows", "update": "OLD TABLE AS old_rows NEW TABLE AS new_rows"}  # fmt: skip
+    for event in TERMS_EVENTS:
+        name = f"kaja_search_terms_{event}"
+        conn.execute(
+            f"CREATE OR REPLACE FUNCTION {s}.{name}() RETURNS trigger LANGUAGE plpgsql"
+            f" AS $kaja$ BEGIN {bodies[event]} RETURN NULL; END $kaja$"
+        )
+        conn.execute(f"DROP TRIGGER IF EXISTS {name} ON {s}.messages")
+        conn.execute(
+            f"CREATE TRIGGER {name} AFTER {event.upper()} ON {s}.messages"
+            f" REFERENCING {tables[event]} FOR EACH STATEMENT EXECUTE FUNCTION {s}.{name}()"
+        )
+    conn.execute(f"LOCK TABLE {s}.messages IN SHARE MODE")  # no writer between fill and trigger
+    conn.execute(f"DELETE FROM {terms}")
+    conn.execute(
+        f"INSERT INTO {terms} (term) SELECT DISTINCT w.w FROM {s}.messages AS m,"
+        f" unnest(tsvector_to_array(m.{_q(SEARCH_COLUMN)})) AS w(w)"
+        f" WHERE w.w <> '{tokenizer.SENTINEL}'"
+    )
+    return [f"created table {TERMS_TABLE}"]
+
+
+def prune_terms(conn: Connection) -> int:
+    """Drop the listed words no message holds any more (inside the caller's
+    transaction; one scan of the messages, writers held off meanwhile so none
+    adds a word being dropped): after `kaja wipe --owner`, their words leave
+    the list too. Returns how many went."""
+    s = _q(conn.target.schema)
+    if TERMS_TABLE not in present_columns(conn):
+        return 0
+    conn.execute(f"LOCK TABLE {s}.messages IN SHARE MODE")
+    cur = conn.execute(
+        f"DELETE FROM {s}.{TERMS_TABLE} AS t WHERE NOT EXISTS (SELECT 1 FROM (SELECT DISTINCT"
+        f" w.w FROM {s}.messages AS m, unnest(tsvector_to_array(m.{_q(SEARCH_COLUMN)})) AS w(w))"
+        " AS h WHERE h.w = t.term)"
+    )
+    return cur.rowcount
 
 
 def recount(conn: Connection) -> tuple[int, int]:
