@@ -96,6 +96,17 @@ def test_exact_form_ranks_above_an_inflected_one(demo_store: Kaja) -> None:
         )
         conn.commit()
     assert "later" in {h["message_id"] for h in found(demo_store, "quokka")["results"]}
+    assert found(demo_store, "quokka")["match"] == '("quokka" OR "quokkaing" OR "quokkas")'
+    # deleted, its word may stay among the index's words until a merge: no form then
+    with closing(sqlite3.connect(demo_store.db)) as conn:
+        conn.execute("DELETE FROM messages WHERE id = 'later'")
+        conn.commit()
+    assert found(demo_store, "quokka")["match"] == '("quokka" OR "quokkas")'
+    with closing(sqlite3.connect(demo_store.db)) as conn:
+        conn.execute("DELETE FROM messages WHERE id IN ('typed', 'inflected')")
+        conn.commit()
+    nothing = found(demo_store, "quokka")
+    assert (nothing["match"], nothing["results"]) == ('"quokka"', [])
 
 
 def test_fts_queries_and_short_words_are_as_typed(shared_demo_store: Kaja) -> None:

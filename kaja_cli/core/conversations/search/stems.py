@@ -88,7 +88,7 @@ class Plan:
             out_words.append([phrases[j] for j in keep])
             out_counts += [counts[i + j] for j in keep if i + j < len(counts)]
             i += len(phrases)
-        if len(out_counts) == len(counts):
+        if out_words == self.words:
             return self, counts
         return Plan(out_words), out_counts
 
