@@ -72,6 +72,7 @@ COMMANDS = {
         'params': [
             ('argument', 'query', -1, None),
             ('option', 'fts', ('--fts',), (), 'QUERY is SQLite FTS4 query syntax: "a phrase", OR, NOT, NEAR, prefix*, ( ).', False, False, False, 1, None),
+            ('option', 'exact', ('--exact',), (), 'Only the words as typed: tomato no longer finds tomatoes (see search.language).', False, False, False, 1, None),
             ('option', 'recent', ('--recent',), (), 'Newest first instead of best match first.', False, False, False, 1, None),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
             ('option', 'all_owners', ('--all-owners',), (), "Everyone's, with an owner column.", False, False, False, 1, None),

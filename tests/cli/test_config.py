@@ -91,7 +91,7 @@ def test_show_without_a_file_lists_every_key_with_its_default(kaja):
     assert ["logging.retention_days", "", "not set", ""] in rows
     assert ["memory.qdrant.path", "", "not set", ""] in rows
     assert ["memory.statementTimeout", "60", "default", ""] in rows
-    assert len(rows) == 18
+    assert len(rows) == 19
 
 
 def test_show_says_where_each_value_came_from(kaja, tmp_path):

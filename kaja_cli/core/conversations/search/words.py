@@ -22,22 +22,18 @@ from __future__ import annotations
 
 import sqlite3
 
+from kaja_cli.core.engine.sqlite_format import varint_at
+
 
 class Unreadable(Exception):
     """The segments are not in the shape this reader knows."""
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if i >= len(data) or shift > 63:
-            raise Unreadable("a varint runs past its node")
-        byte = data[i]
-        value |= (byte & 0x7F) << shift
-        i += 1
-        if byte < 0x80:
-            return value, i
-        shift += 7
+    found = varint_at(data, i)
+    if found is None:
+        raise Unreadable("a varint runs past its node")
+    return found
 
 
 def _child(node: bytes, i: int, low: bytes) -> int:

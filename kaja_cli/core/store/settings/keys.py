@@ -147,13 +147,13 @@ KEYS: dict[str, Key] = {
         Key("logging.database.retention_days", INT,
             "Days the query profile in db-stats.db is kept.",
             default=7, minimum=1, maximum=3650),
+        Key("learning.experience.enabled", BOOL,
+            "Learn reusable recipes and tool fixes from finished runs.",
+            default=True),
         Key("search.language", CHOICE,
             "Plain searches also find a word's other forms (tomato, tomatoes) by this"
             " language's Snowball stemmer; none: only the words as typed.",
             default="english", choices=("none", *SNOWBALL)),
-        Key("learning.experience.enabled", BOOL,
-            "Learn reusable recipes and tool fixes from finished runs.",
-            default=True),
     )
 }  # fmt: skip
 
