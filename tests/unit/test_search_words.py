@@ -97,3 +97,23 @@ def test_a_shape_it_does_not_know_is_said_so() -> None:
     conn.execute("UPDATE f_segdir SET root = x'05ff'")  # a height with no node below
     with pytest.raises(words.Unreadable):
         words.terms(conn, "main", "f", "a", "z", True)
+
+
+def test_words_are_cut_and_folded_as_the_index_does() -> None:
+    """`stems.tokens` cuts ASCII words itself, without SQLite: the same tokens
+    as fts3tokenize with the index's tokenizer, for any printable ASCII."""
+    import string
+
+    from kaja_cli.core.conversations.search import stems
+
+    rng = random.Random(7)
+    samples = ["".join(rng.choice(string.printable) for _ in range(rng.randint(1, 12)))
+               for _ in range(3000)]  # fmt: skip
+    samples += ["Café", "a_b", "don't", "c++", "x-y_z9", "ÉTÉ", "東京", "naïve-ly"]
+    memory = sqlite3.connect(":memory:")
+    memory.execute(
+        "CREATE VIRTUAL TABLE temp.tok USING fts3tokenize('unicode61', 'remove_diacritics=2')"
+    )
+    expected = [[r[0] for r in memory.execute("SELECT token FROM temp.tok WHERE input = ?", (w,))]
+                for w in samples]  # fmt: skip
+    assert stems.tokens(samples) == expected

@@ -23,6 +23,7 @@ turns stemming off, as `--exact` does for one search), English by default.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 
@@ -33,6 +34,7 @@ MIN_LENGTH = 3  # shorter words are searched as typed
 MAX_FORMS = 32  # forms of one word asked for at most
 DEFAULT_LANGUAGE = "english"
 OFF = "none"
+_ASCII_TOKEN = re.compile(r"[a-z0-9]+")
 
 # (phrase index in the query, weight: None for the exact form's 1) per word.
 Group = list[tuple[int, float | None]]
@@ -117,7 +119,14 @@ def stemmers(names: Sequence[str]) -> list:
 
 
 def tokens(words: Sequence[str]) -> list[list[str]]:
-    """Each word as the index's tokenizer cuts and folds it."""
+    """Each word as the index's tokenizer cuts and folds it: in ASCII, runs of
+    letters and digits in lower case (what unicode61 makes of them, without
+    a connection); otherwise asked of SQLite's tokenizer itself."""
+    out: list[list[str] | None] = [
+        _ASCII_TOKEN.findall(w.lower()) if w.isascii() else None for w in words
+    ]
+    if all(t is not None for t in out):
+        return out  # type: ignore[return-value]
     memory = sqlite3.connect(":memory:")
     try:
         memory.execute(
@@ -126,7 +135,10 @@ def tokens(words: Sequence[str]) -> list[list[str]]:
             + ")"
         )
         select = "SELECT token FROM temp.tok WHERE input = ?"
-        return [[r[0] for r in memory.execute(select, (w,))] for w in words]
+        return [
+            t if t is not None else [r[0] for r in memory.execute(select, (w,))]
+            for w, t in zip(words, out, strict=True)
+        ]
     finally:
         memory.close()
 
