@@ -6,6 +6,7 @@ real process proves nothing more about it."""
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from contextlib import closing
@@ -112,3 +113,27 @@ def test_owner_first_is_chosen_only_when_it_saves_work(demo_store: Kaja, monkeyp
     search.search(store, "common", owner="terminal")
     search.search(store, "tomato", owner="terminal")
     assert chosen == [True, False]
+
+
+def test_sessions_without_rowid_from_another_program(kaja: Kaja) -> None:
+    """Another program's sessions WITHOUT ROWID: the owner's share is counted."""
+    kaja.state.mkdir(parents=True, exist_ok=True)
+    with closing(sqlite3.connect(kaja.db)) as conn:
+        conn.execute(
+            "CREATE TABLE sessions (id TEXT PRIMARY KEY, createdAt, updatedAt, title, owner)"
+            " WITHOUT ROWID"
+        )
+        conn.execute(
+            "CREATE TABLE messages (id TEXT PRIMARY KEY, sessionId, seq, role, content, createdAt)"
+        )
+        conn.execute("INSERT INTO sessions VALUES ('mine', '2026', '2026', 't', NULL)")
+        conn.execute("INSERT INTO sessions VALUES ('theirs', '2026', '2026', 't', 'telegram:1')")
+        conn.executemany(
+            "INSERT INTO messages VALUES (?, ?, ?, 'user', 'common words here', '2026')",
+            [(f"m{i}", "theirs" if i % 50 else "mine", i) for i in range(3000)],
+        )
+        conn.commit()
+    r = kaja("search", "common", "--json", "-n", "0")
+    assert r.code == 0, r
+    assert {h["session_id"] for h in json.loads(r.out)["results"]} == {"mine"}
+    assert len(json.loads(r.out)["results"]) == 60

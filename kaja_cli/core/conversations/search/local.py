@@ -465,11 +465,18 @@ def _owner_first(conn: sqlite3.Connection, filters: _Filters, bm25: Bm25) -> boo
     if "sessionId" not in filters.have.get("messages", ()):
         return False
     cond, args = owner.sessions_where(filters.col("s", "sessions", "owner"))
-    mine, every = conn.execute(
-        f"SELECT (SELECT count(*) FROM main.sessions AS s WHERE {cond}),"
-        " (SELECT ifnull(max(rowid), 0) FROM main.sessions)",
-        args,
-    ).fetchone()
+    try:
+        mine, every = conn.execute(
+            f"SELECT (SELECT count(*) FROM main.sessions AS s WHERE {cond}),"
+            " (SELECT ifnull(max(rowid), 0) FROM main.sessions)",
+            args,
+        ).fetchone()
+    except sqlite3.OperationalError:  # sessions WITHOUT ROWID (another program's)
+        mine, every = conn.execute(
+            f"SELECT (SELECT count(*) FROM main.sessions AS s WHERE {cond}),"
+            " (SELECT count(*) FROM main.sessions)",
+            args,
+        ).fetchone()
     share = min(1.0, mine / every) if every else 1.0
     return bm25.rows * (1 - share) * _RANK_COST > share * bm25.n
 
