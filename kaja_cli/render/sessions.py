@@ -200,8 +200,9 @@ def _pending(n: int) -> str:
     return f"{render.plural(n, 'session')} with a call waiting on you kept"
 
 
-def prune_plan(plan: PrunePlan) -> None:
-    """The plan: the sessions (a sample on a terminal, all of them piped), then a summary."""
+def prune_plan(plan: PrunePlan, *, counted: bool = True) -> None:
+    """The plan: the sessions (a sample on a terminal, all of them piped), then
+    a summary (not `counted`: --yes's one pass, which counts as it deletes)."""
     everyone = plan.filter.owner is None
     terminal = render.stdout_is_terminal()
     shown = plan.sample if terminal else plan.sessions
@@ -218,17 +219,22 @@ def prune_plan(plan: PrunePlan) -> None:
     caption = f"… and {render.plural(more, 'more session')} between them" if more else None
     if rows:
         render.table(cols, rows, caption=caption)
-    text = render.plural(len(plan.sessions), "session")
-    text += f" ({rows_text(plan.rows)}; {render.human_size(plan.message_bytes)} of text"
-    if plan.image_files:
-        text += f", {render.plural(plan.image_files, 'image file')}"
-        text += f" ({render.human_size(plan.image_bytes)})"
-    render.note(f"will delete {text})")
+    if counted:
+        render.note(f"will delete {_prune_sizes(plan)}")
     if plan.pending_kept:
         render.note(f"{_pending(plan.pending_kept)} (--include-pending deletes them too)")
     if plan.leftovers:
         n = render.plural(len(plan.leftovers), "image folder")
         render.note(f"and finish an interrupted prune: {n} of deleted sessions")
+
+
+def _prune_sizes(plan: PrunePlan) -> str:
+    text = render.plural(len(plan.sessions), "session")
+    text += f" ({rows_text(plan.rows)}; {render.human_size(plan.message_bytes)} of text"
+    if plan.image_files:
+        text += f", {render.plural(plan.image_files, 'image file')}"
+        text += f" ({render.human_size(plan.image_bytes)})"
+    return text + ")"
 
 
 def prune_question(plan: PrunePlan) -> str:
@@ -242,10 +248,13 @@ def pruned(plan: PrunePlan, *, dry_run: bool = False, done: PruneResult | None =
         return
     folders = render.plural(done.image_folders, "image folder")
     batches = render.plural(done.batches, "transaction")
-    render.note(
-        f"deleted {render.plural(done.deleted, 'session')} ({rows_text(done.rows)})"
-        f" and {folders} in {batches}"
-    )
+    if done.ids:  # --yes's one pass: what its statements deleted, measured as it went
+        render.note(f"deleted {_prune_sizes(plan)} and {folders} in {batches}")
+    else:
+        render.note(
+            f"deleted {render.plural(done.deleted, 'session')} ({rows_text(done.rows)})"
+            f" and {folders} in {batches}"
+        )
     if done.skipped:
         render.note(
             f"{render.plural(done.skipped, 'session')} changed meanwhile (or went) and were"

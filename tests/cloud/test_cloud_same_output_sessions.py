@@ -75,6 +75,20 @@ def test_a_prune_does_the_same_and_leaves_the_same(cloud_demo, local_demo):
     assert again["sessions"] == [] and "deleted" not in again, again
 
 
+def test_a_yes_prune_reports_what_its_dry_run_planned(cloud_demo, local_demo):
+    """--yes deletes in one pass, counting what its statements deleted (on the
+    server: the batches' own counts): the counts its dry run showed."""
+    argv = ["sessions", "prune", "--all-owners", "--before", "2026-11-28", "--json"]
+    counts = ("sessions", "rows", "message_bytes", "image_files", "image_bytes", "pending_kept")
+    for kaja in (cloud_demo, local_demo):
+        dry = json.loads(kaja(*argv, "--dry-run").out)
+        r = kaja(*argv, "--yes")
+        assert r.code == 0, r
+        done = json.loads(r.out)
+        assert {k: done[k] for k in counts} == {k: dry[k] for k in counts}, kaja
+        assert done["deleted_rows"] == done["rows"] and dry["sessions"], done
+
+
 def test_prune_errors_and_refusals_are_the_same(cloud_demo, local_demo):
     for argv in (["sessions", "prune", "--all-owners"],  # no filter: exit 2
                  ["sessions", "prune", "--all-owners", "--before", "2026-11-29"],  # no --yes: 5

@@ -29,7 +29,8 @@ def prune(
     the same sessions) and at least one is needed: --until 90d,
     --empty, --title '*test*', … It shows the plan first (how many sessions,
     rows, bytes and image files, and a sample), then asks; --yes skips the
-    question, and without a terminal it refuses (exit 5) unless --yes.
+    question, and without a terminal it refuses (exit 5) unless --yes; with
+    --yes it deletes in one pass and reports what it deleted.
     Sessions with a tool call waiting on you are kept unless
     --include-pending. It runs beside the agent: one short transaction per
     batch, and a session the agent touches meanwhile is left alone. Image
@@ -47,6 +48,16 @@ def prune(
             "say which sessions to prune",
             hint="give a filter: --until 90d, --empty, --title GLOB, --model NAME, …",
         )
+    if yes and not dry_run:  # no question to ask: one pass, counting what it deletes
+        light = core.selected(store, flt, include_pending=include_pending)
+        if not light.sessions and not light.leftovers:
+            render.emit(light, as_json, view.nothing_to_prune, dry_run=False)
+            return
+        render.preview(as_json, view.prune_plan, light, counted=False)
+        with render.progress("pruning sessions", len(light.sessions)) as bar:
+            done = core.execute(store, light, bar, measure=True)
+        render.emit(done.reported(light), as_json, view.pruned, done=done)
+        return
     plan = core.plan(store, flt, include_pending=include_pending)
     if not plan.sessions and not plan.leftovers:
         render.emit(plan, as_json, view.nothing_to_prune, dry_run=dry_run)

@@ -1,6 +1,12 @@
 """`kaja sessions prune`: delete the sessions a filter selects, beside a running
 agent (`plan()`, then `execute()`).
 
+With `--yes` there is no question to ask, so prune acts in one pass
+(`selected()`, then `execute(measure=True)`): it reads only which sessions
+the filter selects and their message counts (for the batches), and reports
+what its statements deleted, the text and image files measured batch by
+batch; the counts are those a `--dry-run` plan shows (a test holds them equal).
+
 The plan reads only (a read-only connection): the sessions the filter selects
 (`session_filter.where`, the listing's own condition), less those with a tool
 call waiting on the human unless asked; their rows per table, the bytes of
@@ -111,6 +117,21 @@ class PruneResult(NamedTuple):
     kept_folders: list[tuple[Path, str]]  # (folder, why it stayed)
     skipped: int  # planned, but changed meanwhile (or gone): left alone
     batches: int
+    # Measured while deleting (`execute(measure=True)`, the one pass of --yes):
+    # the sessions deleted, the bytes of their text, their image files.
+    ids: frozenset[str] = frozenset()
+    message_bytes: int = 0
+    image_files: int = 0
+    image_bytes: int = 0
+
+    def reported(self, light: PrunePlan) -> PrunePlan:
+        """The plan as this one pass did it: the sessions it deleted, with the
+        rows, text and image files its statements deleted."""
+        return light._replace(
+            sessions=[c for c in light.sessions if c.id in self.ids], rows=self.rows,
+            message_bytes=self.message_bytes, image_files=self.image_files,
+            image_bytes=self.image_bytes,
+        )  # fmt: skip
 
 
 # --- the plan ---------------------------------------------------------------------------
@@ -143,12 +164,37 @@ def plan(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> 
     return PrunePlan(flt, sessions, rows, text, files, size, pending_kept, leftovers, path)
 
 
+def selected(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> PrunePlan:
+    """The sessions prune would delete, each with its messages counted through
+    the index on their session, and nothing else: what `--yes` reads before it
+    deletes in one pass (`execute(measure=True)` then counts what went)."""
+    path = store.location()
+    leftovers = _leftovers(store)
+    flt = flt._replace(limit=0, pending=None if include_pending else False)
+    with store.maybe_reader() as conn:
+        if conn is None:
+            return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path, store_exists=False)
+        have = columns(conn, *FILTER_TABLES)
+        s = have.get("sessions")
+        if not s or "id" not in s:
+            return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path)
+        sessions, _ = _candidates(conn, have, flt, text=False)
+        pending_kept = 0
+        if not include_pending:
+            cond, args = where(have, flt._replace(pending=True), d=dialect.of(conn))
+            pending_kept = conn.execute(
+                f"SELECT count(*) FROM sessions AS s WHERE {cond}", args
+            ).fetchone()[0]
+    return PrunePlan(flt, sessions, {}, 0, 0, 0, pending_kept, leftovers, path)
+
+
 def _candidates(
-    conn: sqlite3.Connection, have: dict[str, list[str]], flt: SessionFilter
+    conn: sqlite3.Connection, have: dict[str, list[str]], flt: SessionFilter, *, text: bool = True
 ) -> tuple[list[Candidate], int]:
     """The sessions the filter selects, each with its messages counted, and
-    the bytes of their text (content, parts, reasoning): one statement, each
-    session's messages read once through the index on their session."""
+    (`text`) the bytes of their text (content, parts, reasoning): one
+    statement, each session's messages read once through the index on their
+    session."""
     s = have["sessions"]
     d = dialect.of(conn)
     cond, args = where(have, flt, d=d)
@@ -157,8 +203,8 @@ def _candidates(
     if "sessionId" in m:
         mine = 'FROM messages AS m WHERE m."sessionId" = s.id'
         count = f"(SELECT count(*) {mine})"
-        parts = [d.byte_length(f'm."{c}"') for c in ("content", "parts", "reasoning") if c in m]
-        if parts:
+        parts = _text_parts(d, m)
+        if parts and text:
             size = f"(SELECT coalesce(sum({' + '.join(parts)}), 0) {mine})"
     sql = (
         f"SELECT s.id, {col(s, 's', 'owner')}, {col(s, 's', 'title')}, {when(s)}, {count}, {size}"
@@ -171,6 +217,13 @@ def _candidates(
                                u if isinstance(u, str) else None, int(n or 0)))  # fmt: skip
         text += int(b or 0)
     return found, text
+
+
+def _text_parts(d: dialect.Dialect, message_columns: list[str]) -> list[str]:
+    """A message's text columns, each as its length in bytes."""
+    return [
+        d.byte_length(f'm."{c}"') for c in ("content", "parts", "reasoning") if c in message_columns
+    ]
 
 
 def _count_rows(
@@ -208,16 +261,22 @@ def batches(sessions: list[Candidate]) -> list[list[Candidate]]:
     return out
 
 
-def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) -> PruneResult:
+def execute(
+    store: Store, pruning: PrunePlan, progress: Progress | None = None, *, measure: bool = False
+) -> PruneResult:
     """Delete the planned sessions, a batch per transaction, then each batch's
     image folders (the module docstring). Ctrl-C between batches keeps what
-    was committed and says how to finish."""
+    was committed and says how to finish. `measure`: also count, in each
+    batch, the text and image files of what it deletes (the one pass of
+    `--yes`, which read no plan of them)."""
     paths = store.paths
     report = progress or (lambda done, total=None: None)
     total = len(pruning.sessions)
     rows: dict[str, int] = {}
     removed, kept = _finish_leftovers(store)
     deleted = skipped = done = 0
+    text = files = size = 0
+    ids: set[str] = set()
     groups = batches(pruning.sessions)
     report(0, total)
     with store.writer() as conn:
@@ -225,7 +284,9 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
         known = cascade.tables(conn)
         for n, group in enumerate(groups):
             try:
-                gone, counts = _delete_batch(conn, have, known, pruning.filter, group, paths)
+                gone, counts, bytes_ = _delete_batch(
+                    conn, have, known, pruning.filter, group, paths, measure=measure
+                )
             except KeyboardInterrupt:
                 so_far = PruneResult(deleted, rows, removed, kept, skipped, n)
                 raise _after(Interrupted("interrupted"), so_far, total, len(groups)) from None
@@ -238,6 +299,14 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
                 rows[table] = rows.get(table, 0) + k
             deleted += len(gone)
             skipped += len(group) - len(gone)
+            if measure:
+                ids.update(gone)
+                text += bytes_
+                for sid in gone:
+                    folder = images.session_dir(paths.images_dir, sid)
+                    if folder is not None and folder.is_dir() and not folder.is_symlink():
+                        b, n = fs.tree_size(folder)
+                        size, files = size + b, files + n
             try:
                 markers.checkpoint("prune-images")
                 r, k = remove_folders(paths, gone)
@@ -252,7 +321,9 @@ def execute(store: Store, pruning: PrunePlan, progress: Progress | None = None) 
             kept += k
             done += len(group)
             report(done, total)
-    return PruneResult(deleted, rows, removed, kept, skipped, len(groups))
+    return PruneResult(
+        deleted, rows, removed, kept, skipped, len(groups), frozenset(ids), text, files, size
+    )
 
 
 def _after(e: KajaError, done: PruneResult, total: int, batches: int) -> KajaError:
@@ -277,8 +348,11 @@ def _delete_batch(
     flt: SessionFilter,
     group: list[Candidate],
     paths: Paths,
-) -> tuple[list[str], dict[str, int]]:
-    """One transaction: the sessions of `group` that still match, and their rows.
+    *,
+    measure: bool = False,
+) -> tuple[list[str], dict[str, int], int]:
+    """One transaction: the sessions of `group` that still match, their rows,
+    and (`measure`) the bytes of their messages' text.
 
     Their rows are locked first (on a server, where the agent writes beside
     kaja: `lock_rows`), then the filter is checked again: what it sees stays
@@ -297,6 +371,16 @@ def _delete_batch(
                     f"SELECT s.id FROM sessions AS s WHERE {listed} AND {cond}", (ids, *args)
                 )
             ]
+            text = 0
+            if measure and still and "sessionId" in (have.get("messages") or []):
+                parts = _text_parts(d, have["messages"])
+                if parts:
+                    held, arg = d.in_list('m."sessionId"', still)
+                    text = conn.execute(
+                        f"SELECT coalesce(sum({' + '.join(parts)}), 0) FROM messages AS m"
+                        f" WHERE {held}",
+                        (arg,),
+                    ).fetchone()[0]
             counts = cascade.delete_session_rows(conn, still, known) if still else {}
             folders = [
                 str(d) for sid in still
@@ -310,7 +394,7 @@ def _delete_batch(
         if wrote:  # rolled back: the folders stay with their sessions
             markers.finish(marker_path(paths))
         raise
-    return still, counts
+    return still, counts, int(text or 0)
 
 
 # --- image folders, never through a link ------------------------------------------------
