@@ -126,3 +126,23 @@ def test_sync_pushes_batch_after_batch_through_the_pooler(tmp_path, pg, pgbounce
     r = a("sync", "status", "--json")
     assert r.code == 0, r
     assert server_state(url) == fresh
+
+
+def test_a_backup_through_a_pool_of_one_reads_one_snapshot_without_waiting(pooled, tmp_path):
+    """A pool of one server connection has none to give a second reader on the
+    backup's snapshot: the backup reads every table on its one connection at
+    once (no wait for the pool's timeout), and the archive is whole."""
+    import tarfile
+    import time
+
+    kaja, url, fresh = pooled
+    out = tmp_path / "b.tar"
+    start = time.monotonic()
+    r = kaja("backup", "-o", str(out))
+    took = time.monotonic() - start
+    assert r.code == 0, r
+    assert took < 15, f"{took:.1f} s: waited for the pool"  # the pool's wait is 20 s
+    assert server_state(url) == fresh
+    with tarfile.open(out) as tar:
+        assert any(m.name.endswith(".db") for m in tar.getmembers())
+    agent_writes(url, "after the backup")

@@ -218,6 +218,7 @@ def _session_column(table: str, cols: list) -> int | None:
 # reads, the messages and the tool calls (whose account's rows are found
 # through the messages: as long again), go on at once, and the ledger's
 # calls beside its other tables.
+SECOND_READER_WAIT_S = 2  # the longest a second reader waits to begin (a pooler's queue)
 SECOND_LANE = frozenset({"tool_calls", "tools", "events", "logs", "media", "feedback",
                          "reviews", "cache_stats", "counters", "kaja_archived"})  # fmt: skip
 
@@ -239,10 +240,18 @@ def _same_snapshot(store: Store, conn: Any, stack: ExitStack) -> Any:
     if not isinstance(name, str) or not re.fullmatch(r"[0-9A-Fa-f-]+", name):
         return None
     markers.checkpoint("snapshot-exported")  # a test may stop here (the import is next)
+    from kaja_cli.core.engine import postgres as pg
+
     try:
-        other = stack.enter_context(store.reader())
+        # Straight to the server's schema (the first connection checked it). A
+        # pooler with no server connection to spare (a pool of one, busy with
+        # the first reader) would queue this one until its own timeout, two
+        # minutes by default: past SECOND_READER_WAIT_S, the first reads alone.
+        other = stack.enter_context(pg.connect(store.target()))
+        other.raw.deadline.seconds = SECOND_READER_WAIT_S
         other.execute("BEGIN")  # REPEATABLE READ, read only, as `conn`'s
         other.execute(f"SET TRANSACTION SNAPSHOT '{name}'")  # before any read in it
+        other.raw.deadline.seconds = pg.answer_within(other.statement_timeout_ms)
     except KajaError:
         return None  # the first connection's snapshot is untouched: it reads alone
     return other
