@@ -2,8 +2,10 @@
 `sqlite3` command line running the same DELETEs over the same sessions (the
 cascade of `core/cascade.py`, the search index's triggers firing alike) in
 one transaction, on a fresh copy of the store before every run, kaja's and
-the floor's alike. Kaja also plans (a read-only pass) and deletes in batches,
-each its own transaction, as it does beside a running agent.
+the floor's alike. With `--yes` kaja acts in one pass (it reads which sessions
+the filters select, with their message counts, and reports what its statements
+deleted) and deletes in batches, each its own transaction, as it does beside a
+running agent.
 
 Goal: at most 1.5×, as `usage reset`.
 """
