@@ -249,3 +249,29 @@ def test_config_paths_shows_the_read_url_masked(replicated):
         "source": "settings [memory] readUrl",
     }
     assert "s3cret" not in r.out
+
+
+def test_a_backup_reads_the_replica_and_restores_on_the_primary(replicated, tmp_path):
+    kaja, primary, replica_url, replica = replicated
+    read_from(kaja, primary, replica_url)
+    before = counts_on(kaja.pg.server, kaja.pg.name)
+    r = kaja("backup", "-o", str(tmp_path / "a.tar.gz"), "--json")
+    assert r.code == 0, r
+    mine = json.loads(r.out)["databases"][0]["rows"]["sessions"]
+    with replay_paused(replica):
+        r = kaja("sessions", "delete", TOMATO, "--yes")
+        assert r.code == 0, r
+        r = kaja("backup", "-o", str(tmp_path / "b.tar.gz"), "--json")
+        assert r.code == 0, r
+        # the replica's store: the session deleted since is in it
+        assert json.loads(r.out)["databases"][0]["rows"]["sessions"] == mine
+        assert kaja.pg.query("SELECT count(*) FROM kaja.sessions") == [(before[0] - 1,)]
+        # a restore backs up what it replaces from the primary, not the paused replica
+        r = kaja("restore", str(tmp_path / "b.tar.gz"), "--yes", "--force", "--json")
+        assert r.code == 0, r
+        saved = json.loads(r.out)["previous_backup"]
+    assert counts_on(kaja.pg.server, kaja.pg.name) == before
+    use_server(kaja, primary)
+    r = kaja("restore", saved, "--yes", "--force")
+    assert r.code == 0, r
+    assert kaja.pg.query("SELECT count(*) FROM kaja.sessions") == [(before[0] - 1,)]

@@ -120,6 +120,17 @@ class Store:
 
         return read_target(self.paths.server)
 
+    def primary(self) -> Store:
+        """This store read from the server itself, never its read replica: for
+        the reads a write depends on (restore's count and its backup first)."""
+        server = self.paths.server
+        if server is None or not server.read_url.value:
+            return self
+        from kaja_cli.core.store.paths import Setting
+
+        unset = Setting(None, "not used: reading for a write")
+        return Store(self.paths._replace(server=server._replace(read_url=unset)))
+
     # -- naming it --------------------------------------------------------------------
     def where(self, name: str = "shared") -> str:
         """How a message names the store: a file's path, or the server (password as ***)."""
