@@ -51,6 +51,7 @@ WRITES = [
     ["wipe", "--owner", ANA, "--yes"],
     ["wipe", "--yes"],
     ["search", "--reindex"],
+    ["optimize"],
 ]
 
 COUNTS = (
@@ -212,6 +213,8 @@ def test_doctor_shows_the_read_replicas_lag(replicated):
         assert "reads may not show the latest writes yet" in c["details"], c
         r = kaja("doctor")
         assert "the read replica is " in r.out and " behind the server" in r.out, r.out
+    r = kaja("doctor", "--redact", "--json")
+    assert str(replica.root) not in r.out and "<read url>" in r.out, r.out
 
 
 def test_doctor_on_a_replica_says_it_refuses_writes(replicated):
@@ -275,3 +278,13 @@ def test_a_backup_reads_the_replica_and_restores_on_the_primary(replicated, tmp_
     r = kaja("restore", saved, "--yes", "--force")
     assert r.code == 0, r
     assert kaja.pg.query("SELECT count(*) FROM kaja.sessions") == [(before[0] - 1,)]
+
+
+def test_a_demo_pointed_at_the_replica_writes_nothing_anywhere(kaja, pg, pg_replica):
+    pg_replica.wait_replayed()  # the new, empty database is on the replica
+    use_server(kaja, pg_replica.url(pg.name))
+    r = kaja("demo")
+    assert r.code == 1, r
+    assert r.err.startswith("kaja: ") and REFUSED in r.err and len(r.err.splitlines()) == 1, r
+    assert pg.query("SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = 'kaja'") == [(0,)]
+    assert not kaja.state.exists() or not any(kaja.state.rglob("*")), list(kaja.state.rglob("*"))
