@@ -30,7 +30,7 @@ def existing(store: Store) -> list[Path | str]:
     from kaja_cli.core.engine import postgres as pg
     from kaja_cli.core.store.server import schema
 
-    with pg.connect(store.target()) as conn:
+    with pg.connect(store.target(), primary=True) as conn:  # the demo's first look: it writes
         state = schema.status(conn)
         state.require_kaja(conn.target, writing=True)
         if "sessions" in state.tables and conn.execute("SELECT 1 FROM sessions LIMIT 1").fetchone():

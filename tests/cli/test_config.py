@@ -91,7 +91,7 @@ def test_show_without_a_file_lists_every_key_with_its_default(kaja):
     assert ["logging.retention_days", "", "not set", ""] in rows
     assert ["memory.qdrant.path", "", "not set", ""] in rows
     assert ["memory.statementTimeout", "60", "default", ""] in rows
-    assert len(rows) == 19
+    assert len(rows) == 20
 
 
 def test_show_says_where_each_value_came_from(kaja, tmp_path):
@@ -323,7 +323,7 @@ def test_set_refuses_unknown_keys_unless_forced(kaja):
         r = kaja("config", "set", *force, "memory", "1")
         assert (r.code, r.err) == (2, "kaja: memory is a table, not a key; its keys: memory.dbPath, "
                                       "memory.mode, memory.artifactsPath, memory.provider, "
-                                      "memory.databaseUrl, memory.account, memory.databaseSchema, "
+                                      "memory.databaseUrl, memory.readUrl, memory.account, memory.databaseSchema, "
                                       "memory.statementTimeout, memory.qdrant.url, memory.qdrant.path, "
                                       "memory.qdrant.collection\n")  # fmt: skip
 

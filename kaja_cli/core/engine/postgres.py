@@ -833,16 +833,28 @@ def _server_statement_timeout_ms(raw: DriverConnection) -> int:
 
 @contextmanager
 def connect(
-    where: Target, *, writable: bool = False, lock_timeout_ms: int | None = None
+    where: Target,
+    *,
+    writable: bool = False,
+    lock_timeout_ms: int | None = None,
+    primary: bool = False,
 ) -> Iterator[Connection]:
     """A connection to the server with the target's schema first on its search path.
 
-    Readers' transactions are read-only. Raises Failed (exit 1) saying why the
-    server cannot be reached or refused, never showing the password."""
+    Readers' transactions are read-only. A writer, or a reader that must be
+    the primary (`primary`: the look a write takes first), is refused on a
+    replica (`ReadOnlyReplica`). Raises Failed (exit 1) saying why the server
+    cannot be reached or refused, never showing the password."""
     settings = {"search_path": quote(str(where.schema))}
     if not writable:
         settings["transaction_read_only"] = "on"
     raw = open_driver(where, lock_timeout_ms=lock_timeout_ms, settings=settings)
+    if writable or primary:
+        try:
+            refuse_replica(raw, where)
+        except BaseException:
+            raw.close()
+            raise
     conn = Connection(raw, where, writable=writable)
     conn.statement_timeout_ms = raw.statement_timeout_ms
     try:
@@ -851,6 +863,36 @@ def connect(
         if conn.in_transaction:
             conn.rollback()
         conn.close()
+
+
+class ReadOnlyReplica(Failed):
+    """A writing connection reached a server in recovery (a streaming replica)."""
+
+
+def in_recovery(raw: DriverConnection) -> bool:
+    """Whether the server is a replica (in recovery): what it reported at the
+    login (`in_hot_standby`, PostgreSQL 14), else asked (one round trip)."""
+    reported = raw.info.parameter_status("in_hot_standby")
+    if reported is not None:
+        return reported == "on"
+    return bool(raw.execute("SELECT pg_catalog.pg_is_in_recovery()").fetchone()[0])
+
+
+def refuse_replica(raw: DriverConnection, where: Target) -> None:
+    """ReadOnlyReplica (exit 1) before a write reaches a replica, which would
+    refuse its first statement: kaja says which setting to point elsewhere."""
+    with translated(where):
+        replica = in_recovery(raw)
+    if replica:
+        source = where.url_source
+        setting = (
+            source.split(" ", 1)[1]
+            if source.startswith(("env ", "flag "))
+            else "memory.databaseUrl"
+        )
+        raise ReadOnlyReplica(
+            f"{where.shown} is a read-only replica (in recovery): point {setting} at the primary"
+        )
 
 
 def _url_sets(url: str, setting: str) -> bool:

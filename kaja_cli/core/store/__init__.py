@@ -113,6 +113,24 @@ class Store:
 
         return target(self.paths.server)
 
+    def read_target(self) -> Target:
+        """Where read-only commands read in cloud mode: `[memory] readUrl` (a
+        read replica) when set, else `target()`. Writes never go there."""
+        from kaja_cli.core.store.server import read_target
+
+        return read_target(self.paths.server)
+
+    def primary(self) -> Store:
+        """This store read from the server itself, never its read replica: for
+        the reads a write depends on (restore's count and its backup first)."""
+        server = self.paths.server
+        if server is None or not server.read_url.value:
+            return self
+        from kaja_cli.core.store.paths import Setting
+
+        unset = Setting(None, "not used: reading for a write")
+        return Store(self.paths._replace(server=server._replace(read_url=unset)))
+
     # -- naming it --------------------------------------------------------------------
     def where(self, name: str = "shared") -> str:
         """How a message names the store: a file's path, or the server (password as ***)."""
@@ -171,11 +189,15 @@ class Store:
 
     @contextmanager
     def maybe_reader(
-        self, name: str = "shared", *, timeout_ms: int | None = None
+        self, name: str = "shared", *, timeout_ms: int | None = None, writing: bool = False
     ) -> Iterator[sqlite3.Connection | None]:
         """`reader()`, or None when there is no store (listing commands then say
-        where they looked): no file, or no kaja schema on the server."""
-        with self.backend.maybe_reader(name, timeout_ms=timeout_ms) as conn:
+        where they looked): no file, or no kaja schema on the server.
+
+        In cloud mode a read reads `[memory] readUrl` (a read replica) when it
+        is set; `writing` (here and in `reader`: the look a writing command
+        takes first) reads the server itself, and is refused on a replica."""
+        with self.backend.maybe_reader(name, timeout_ms=timeout_ms, writing=writing) as conn:
             yield conn
 
     @contextmanager

@@ -98,8 +98,10 @@ class LocalBackend:
 
     @contextmanager
     def maybe_reader(
-        self, name: str, *, timeout_ms: int | None = None
+        self, name: str, *, timeout_ms: int | None = None, writing: bool = False
     ) -> Iterator[sqlite3.Connection | None]:
+        # `writing` picks the server over its read replica in cloud mode; a
+        # file is read where it is, as before.
         if not self.paths.file_of(name).path.exists():
             yield None
             return

@@ -89,6 +89,10 @@ class Server(NamedTuple):
     # `[memory] statementTimeout` (seconds; cloud mode and ledger sync): its
     # default when unset or not allowed (doctor warns about such a value).
     statement_timeout_s: int = 60
+    # `[memory] readUrl` (`KAJA_READ_URL`): a read replica the read-only
+    # commands use; never set when --database-url chose the server (a replica
+    # of the configured server is not one of that server's).
+    read_url: Setting = Setting(None, "not set")
 
 
 class Paths(NamedTuple):
@@ -280,6 +284,11 @@ def _server(flags: Overrides, env: Mapping[str, str], settings: settings_mod.Set
         account=pick(None, "KAJA_ACCOUNT", "account"),
         schema=pick(None, None, "databaseSchema", "kaja"),
         statement_timeout_s=key.default if settings_keys.check(key, timeout) else timeout,
+        read_url=(
+            pick(None, "KAJA_READ_URL", "readUrl")
+            if flags.database_url is None
+            else Setting(None, "not used with --database-url")
+        ),
     )
 
 
@@ -317,7 +326,7 @@ def companions(db: Path) -> list[Path]:
 class BackendInfo(NamedTuple):
     """One row of `kaja config paths` about where the conversations are kept."""
 
-    name: str  # "mode", "database_url", "account", "schema"
+    name: str  # "mode", "database_url", "account", "schema", "read_url"
     value: str | None  # a URL with its password as ***
     source: str
 
@@ -339,6 +348,9 @@ def backend(paths: Paths) -> list[BackendInfo]:
             BackendInfo("account", account.value, account.source),
             BackendInfo("schema", schema.value, schema.source),
         ]
+        read = paths.server.read_url
+        if read.value:  # a read replica: shown only when one is set
+            rows.append(BackendInfo("read_url", mask(read.value), read.source))
     return rows
 
 

@@ -428,7 +428,7 @@ def plan_restore(
 
 def _account_rows(store: Store, owner: Owner) -> int:
     """How many rows of the account's (sessions, messages, notes, datasets) the server holds."""
-    with store.maybe_reader() as conn:
+    with store.maybe_reader(writing=True) as conn:  # what the restore replaces
         if conn is None:
             return 0
         conn.execute("BEGIN")
@@ -542,7 +542,8 @@ def _back_up_old(store: Store, plan: RestorePlan, progress: Progress | None) -> 
         out = state.parent / f"kaja-before-restore-{stamp}-{n}.tar.gz"
     markers.update(plan.marker, RESTORE, backup=str(out))
     try:
-        return backup(store, out, progress=progress).path
+        # the rows the restore replaces: the server's own, not a replica's
+        return backup(store.primary(), out, progress=progress).path
     except NotFound:
         return None
     except KajaError as e:

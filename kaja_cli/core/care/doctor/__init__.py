@@ -187,6 +187,11 @@ def _private(overrides: Overrides | None, environ: dict[str, str] | None) -> dic
 
         out[mask(server.url.value)] = "<database url>"
         out.update(_url_parts(server.url.value))
+    if server.read_url.value:
+        from kaja_cli.core.masking import mask
+
+        out[mask(server.read_url.value)] = "<read url>"
+        out.update(_url_parts(server.read_url.value))
     if server.account.value:
         out[server.account.value] = "<account>"
     return out

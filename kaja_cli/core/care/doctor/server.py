@@ -9,8 +9,10 @@ wipe` keeps: `kaja sync`'s shared ledger there is a warning),
 `server.extensions` (unaccent, which search needs), `server.tables` (rows per
 table), `server.search` (the search index: valid, its statistics in step with
 the messages, its folding still SQLite's), `server.encryption` (TLS or not)
-and `server.privileges` (what the role may do: a read-only role reads, and
-writes are refused). Locally there is nothing to check here.
+`server.privileges` (what the role may do: a read-only role reads, and
+writes are refused) and `server.replica` (a read replica's lag behind the
+server: `[memory] readUrl`'s, or the server's own when it is a replica, which
+reads but refuses writes). Locally there is nothing to check here.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ _G = Group.SERVER
     "server",
     _G,
     "cloud mode's PostgreSQL: reachable, version, kaja's schema, unaccent, rows per table,"
-    " the search index, encryption, the role's privileges",
+    " the search index, encryption, the role's privileges, a read replica's lag",
 )
 def check_server(ctx: Context) -> list[Check] | None:
     if ctx.store.server is None:  # a local store: no server to check
@@ -66,6 +68,7 @@ def check_server(ctx: Context) -> list[Check] | None:
                 _search,
                 _encryption,
                 _privileges,
+                _replica,
             ):
                 found = _safe(step, conn, ctx)
                 if found is not None:
@@ -295,3 +298,76 @@ def _privileges(conn, ctx: Context) -> Check | None:
                      [f"no INSERT, UPDATE or DELETE on {', '.join(read_only)}"],
                      fix="use a role that may write to delete, wipe or record")  # fmt: skip
     return Check("server.privileges", _G, OK, f"role {role} may read and write kaja's tables")
+
+
+LAG_WARN_S = 60  # a replica this far behind answers reads with a minute-old store
+
+
+def _replica(conn, ctx: Context) -> Check | None:
+    """The read replica's lag: `[memory] readUrl` against this server, or this
+    server's own when it is a replica (None: no replica in play)."""
+    from kaja_cli.core.engine import postgres as pg
+
+    if pg.in_recovery(conn.raw):
+        behind, ago = _replay(conn, None)
+        return Check("server.replica", _G, WARN,
+                     f"{conn.target.shown} is a read-only replica (in recovery):"
+                     " reads work, writes are refused",
+                     _lag_details(behind, ago, "received from its primary"),
+                     fix="point memory.databaseUrl at the primary"
+                         " (and memory.readUrl at this replica)")  # fmt: skip
+    read = ctx.store.read_target()
+    if read.url == conn.target.url:
+        return None
+    written = conn.execute("SELECT pg_catalog.pg_current_wal_lsn()::text").fetchone()[0]
+    try:
+        with pg.connect(read) as replica:
+            replica.set_statement_timeout(STATEMENT_TIMEOUT_MS)
+            if not pg.in_recovery(replica.raw):
+                return Check("server.replica", _G, OK,
+                             f"memory.readUrl ({read.shown}) is not a replica (not in recovery)",
+                             ["reads go to that server, writes to memory.databaseUrl"])  # fmt: skip
+            behind, ago = _replay(replica, written)
+    except KajaError as e:
+        return Check("server.replica", _G, ERROR,
+                     f"memory.readUrl: {e.message}", ["read commands fail while it does"],
+                     fix="check memory.readUrl, or unset it to read from memory.databaseUrl")  # fmt: skip
+    details = [f"replica {read.shown}", *_lag_details(behind, ago, "written on the server")]
+    if behind == 0:
+        return Check("server.replica", _G, OK,
+                     "the read replica has replayed everything the server wrote", details)  # fmt: skip
+    status = WARN if ago is not None and ago > LAG_WARN_S else OK
+    return Check("server.replica", _G, status,
+                 f"the read replica is {_bytes(behind)}{_seconds(ago)} behind the server",
+                 [*details, "reads may not show the latest writes yet"],
+                 fix="check the replica's replication" if status == WARN else None)  # fmt: skip
+
+
+def _replay(conn, written: str | None) -> tuple[int, float | None]:
+    """(bytes of WAL not replayed yet, seconds since the last transaction replayed:
+    None when none was); against `written` (the primary's LSN), else what the
+    replica has received."""
+    upto = "CAST(? AS pg_lsn)" if written is not None else "pg_catalog.pg_last_wal_receive_lsn()"
+    row = conn.execute(
+        f"SELECT pg_catalog.pg_wal_lsn_diff({upto}, pg_catalog.pg_last_wal_replay_lsn()),"
+        " EXTRACT(EPOCH FROM pg_catalog.clock_timestamp()"
+        " - pg_catalog.pg_last_xact_replay_timestamp())",
+        (written,) if written is not None else None,
+    ).fetchone()
+    behind = max(0, int(row[0] or 0))
+    return behind, (None if row[1] is None else max(0.0, float(row[1])))
+
+
+def _lag_details(behind: int, ago: float | None, what: str) -> list[str]:
+    out = [f"{_bytes(behind)} of WAL {what} not replayed yet"]
+    if ago is not None:
+        out.append(f"last transaction replayed {ago:.1f} s ago")
+    return out
+
+
+def _bytes(n: int) -> str:
+    return plural(n, "byte", commas=True)
+
+
+def _seconds(ago: float | None) -> str:
+    return f" ({ago:.0f} s)" if ago is not None else ""

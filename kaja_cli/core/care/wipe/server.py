@@ -57,7 +57,7 @@ def stored(store: Store) -> Stored:
     kept: list[Kept] = []
     refusals: list[Refusal] = []
     known: set[str] = set()
-    with pg.connect(where) as conn:
+    with pg.connect(where, primary=True) as conn:  # a wipe's plan: never a replica's
         state = schema.status(conn)
         if state.exists and not state.kajas:
             refusals.append(Refusal(Path(where.schema),

@@ -65,6 +65,21 @@ def target(server: Server | None) -> Target:
                   server.statement_timeout_s)  # fmt: skip
 
 
+def read_target(server: Server | None) -> Target:
+    """Where read-only commands read: `[memory] readUrl` (a read replica) when
+    it is set, else the server itself (`target`). Writes never go there."""
+    from kaja_cli.core.store.settings import keys as settings_keys
+
+    primary = target(server)
+    assert server is not None  # `target` raised otherwise
+    read = server.read_url
+    if not read.value:
+        return primary
+    if why := settings_keys.check(settings_keys.KEYS["memory.readUrl"], read.value):
+        raise Failed(f"{read.source}: {why}")
+    return primary._replace(url=str(read.value), url_source=read.source)
+
+
 def require_schema(conn: Connection, *, writing: bool = False) -> None:
     """NotFound (exit 3) when the server has no Kaja schema here, and not Kaja's
     (exit 5 for a command that would write it, else 1: `schema.Status`)."""
@@ -97,6 +112,9 @@ class ServerBackend:
 
     def target(self) -> Target:
         return target(self.server)
+
+    def read_target(self) -> Target:
+        return read_target(self.server)
 
     def _held(self, name: str) -> bool:
         """Whether the server holds this database's tables (the shared one
@@ -163,7 +181,9 @@ class ServerBackend:
             yield conn
 
     @contextmanager
-    def maybe_reader(self, name: str, *, timeout_ms: int | None = None) -> Iterator[Any]:
+    def maybe_reader(
+        self, name: str, *, timeout_ms: int | None = None, writing: bool = False
+    ) -> Iterator[Any]:
         from kaja_cli.core.engine import postgres as pg
         from kaja_cli.core.store.server import schema
 
@@ -171,7 +191,8 @@ class ServerBackend:
             with self._local().maybe_reader(name, timeout_ms=timeout_ms) as conn:
                 yield conn
             return
-        with pg.connect(self.target(), lock_timeout_ms=timeout_ms) as conn:
+        where = self.target() if writing else self.read_target()
+        with pg.connect(where, lock_timeout_ms=timeout_ms, primary=writing) as conn:
             state = schema.status(conn)
             if not state.exists:
                 yield None
@@ -208,7 +229,12 @@ class ServerBackend:
             raise Failed(
                 f"cloud mode keeps no {name} database: the server holds the conversations only",
             )
-        with pg.connect(self.target(), writable=writable, lock_timeout_ms=timeout_ms) as conn:
+        # A read reads the replica when there is one; the look a write takes
+        # first (`writing`), and the write, read and write the server itself.
+        where = self.target() if writable or writing else self.read_target()
+        with pg.connect(
+            where, writable=writable, lock_timeout_ms=timeout_ms, primary=writing
+        ) as conn:
             if not (writable and create):
                 require_schema(conn, writing=writable or writing)
             if writable:

@@ -111,6 +111,10 @@ KEYS: dict[str, Key] = {
         Key("memory.databaseUrl", URL,
             "Cloud mode: the PostgreSQL server holding the conversations.",
             choices=PG_SCHEMES, env="KAJA_DATABASE_URL", flag="--database-url", secret=True),
+        Key("memory.readUrl", URL,
+            "Cloud mode: a read replica of that server; read-only commands read from it,"
+            " every write goes to memory.databaseUrl.",
+            choices=PG_SCHEMES, env="KAJA_READ_URL", secret=True),
         Key("memory.account", STRING,
             "Cloud mode: your account on that server; your rows are kept under it.",
             env="KAJA_ACCOUNT"),
@@ -163,7 +167,7 @@ KEYS: dict[str, Key] = {
 # on, doctor warns, `config get` of that key fails.
 LOCATING: frozenset[str] = frozenset({
     "memory.dbPath", "memory.mode", "memory.artifactsPath", "memory.databaseUrl",
-    "memory.account", "memory.databaseSchema",
+    "memory.readUrl", "memory.account", "memory.databaseSchema",
 })  # fmt: skip
 
 # Every table that holds known keys, and every prefix of one: `memory`,
