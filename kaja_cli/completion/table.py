@@ -959,7 +959,7 @@ FIXED = {
         ('interrupted-demo', 'a `kaja demo` cut short (Ctrl-C, kill -9, a full disk): a partial sample store'),
         ('interrupted-restore', 'what an interrupted `kaja restore` left to finish'),
         ('settings', 'settings.toml parses (line and column of an error), its values are allowed, no unknown keys'),
-        ('server', "cloud mode's PostgreSQL: reachable, version, kaja's schema, unaccent, rows per table, the search index, encryption, the role's privileges"),
+        ('server', "cloud mode's PostgreSQL: reachable, version, kaja's schema, unaccent, rows per table, the search index, encryption, the role's privileges, a read replica's lag"),
         ('database', 'each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
         ('database.shared', 'shared: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),
         ('database.artifacts', 'artifacts: each database exists, is SQLite (not a folder, another file, empty or truncated), opens read-only, is in WAL mode'),

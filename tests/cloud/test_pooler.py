@@ -146,3 +146,18 @@ def test_a_backup_through_a_pool_of_one_reads_one_snapshot_without_waiting(poole
     with tarfile.open(out) as tar:
         assert any(m.name.endswith(".db") for m in tar.getmembers())
     agent_writes(url, "after the backup")
+
+
+def test_doctor_names_the_pooler(pooled):
+    kaja, url, fresh = pooled
+    r = kaja("doctor", "--json")
+    checks = {c["id"]: c for c in json.loads(r.out)["checks"]}
+    assert checks["server.pooler"]["status"] == "ok", checks.get("server.pooler")
+    assert "connection pooler" in checks["server.pooler"]["summary"]
+    assert server_state(url) == fresh
+    human = kaja("doctor")
+    assert "reached through a connection pooler" in human.out
+    # straight to the server: no pooler named
+    use_server(kaja, kaja.pg.url)
+    direct = {c["id"] for c in json.loads(kaja("doctor", "--json").out)["checks"]}
+    assert "server.pooler" not in direct and "server.reachable" in direct

@@ -9,7 +9,8 @@ wipe` keeps: `kaja sync`'s shared ledger there is a warning),
 `server.extensions` (unaccent, which search needs), `server.tables` (rows per
 table), `server.search` (the search index: valid, its statistics in step with
 the messages, its folding still SQLite's), `server.encryption` (TLS or not)
-`server.privileges` (what the role may do: a read-only role reads, and
+`server.pooler` (a connection pooler between kaja and the server, named
+when seen), `server.privileges` (what the role may do: a read-only role reads, and
 writes are refused) and `server.replica` (a read replica's lag behind the
 server: `[memory] readUrl`'s, or the server's own when it is a replica, which
 reads but refuses writes). Locally there is nothing to check here.
@@ -66,6 +67,7 @@ def check_server(ctx: Context) -> list[Check] | None:
                 _extensions,
                 _tables,
                 _search,
+                _pooler,
                 _encryption,
                 _privileges,
                 _replica,
@@ -252,6 +254,23 @@ def _recount(ctx: Context) -> Callable[[], str]:
                 f" {plural(words, 'word', commas=True)}")  # fmt: skip
 
     return run
+
+
+def _pooler(conn, ctx: Context) -> Check | None:
+    """A connection pooler between kaja and the server (None: none seen).
+    PgBouncer and its kind answer the login themselves, with a process id of
+    their own, then relay each transaction to a server connection of theirs."""
+    said = conn.raw.info.backend_pid
+    real = conn.execute("SELECT pg_catalog.pg_backend_pid()").fetchone()[0]
+    if not said or said == real:
+        return None
+    return Check("server.pooler", _G, OK,
+                 "reached through a connection pooler (PgBouncer or the like)",
+                 [f"the login was answered as process {said}, the statements by the server's"
+                  f" process {real}",
+                  "kaja keeps nothing on a server connection between transactions; `kaja backup`"
+                  " reads one snapshot, on one connection when the pool has none to spare",
+                  "server.encryption below is the pooler's own link to the server"])  # fmt: skip
 
 
 def _encryption(conn, ctx: Context) -> Check:
