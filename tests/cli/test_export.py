@@ -601,7 +601,8 @@ def test_html_texts_and_times_sqlite_writes_are_what_render_writes(kaja, monkeyp
         )  # fmt: skip
         times = {"r02": "2026-10-25T00:30:00.000Z", "r03": "2026-10-25T01:30:00.000Z",
                  "a02": "2026-10-25T00:59:59.999Z", "a03": "2020-01-01T00:00:00.000Z",
-                 "b00": "2026-10-25T01:00:00.000Z", "a04": "2031-01-01T00:00:00.000Z"}  # fmt: skip
+                 "b00": "2026-10-25T01:00:00.000Z", "a04": "2031-01-01T00:00:00.000Z",
+                 "a05": "2026-10-25T00:10:00.000Z\x00<x>", "r06": "2026-10-25T00:10:00.000Z\x00"}  # fmt: skip
         for mid, at in times.items():
             conn.execute('UPDATE messages SET "createdAt" = ? WHERE id = ?', (at, mid))
         conn.execute("UPDATE messages SET content = ? WHERE id = 'r02'", ("x\x00<y> & 'z'",))

@@ -56,7 +56,9 @@ def simple(have: Sequence[str], t_have: Sequence[str], view: str, utc: Span | No
         terms.append(f'NOT EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = {c["id"]})')
     # In HTML no NUL either: `piece` writes the values with printf(), whose %s
     # ends at one; render writes such a message.
-    terms += [_text_or_null(c[n], nul=view != "html" or n == "content")
+    # In HTML the text is not written by printf(), and the time holds no NUL
+    # where `_stored_time` holds.
+    terms += [_text_or_null(c[n], nul=view != "html" or n != "model")
               for n in _TEXTS if c[n] != "NULL"]  # fmt: skip
     if view == "html" and c["createdAt"] != "NULL":
         terms.append(_stored_time(c["createdAt"], utc))
@@ -108,7 +110,11 @@ def _stored_time(expr: str, utc: Span | None = None) -> str:
     """`expr` (text or NULL) is empty, NULL or a time as `_ISO` (in `utc`'s
     span when given: the others go to render)."""
     lo, hi = utc or ("1970-01-02", "2037-12-31")
-    return f"(ifnull({expr}, '') = '' OR {expr} GLOB {_ISO} AND {expr} BETWEEN '{lo}' AND '{hi}')"
+    # GLOB stops at a NUL: its 24 bytes, whole (a BLOB's length: no scan), hold none.
+    return (
+        f"(ifnull({expr}, '') = '' OR {expr} GLOB {_ISO} AND length(CAST({expr} AS BLOB)) = 24"
+        f" AND {expr} BETWEEN '{lo}' AND '{hi}')"
+    )
 
 
 def local_time(expr: str, utc: Span | None = None) -> tuple[str, list[str]]:
@@ -404,7 +410,7 @@ def calls_simple(
         terms.append(f"({c['reasoning']} IS NULL OR {c['reasoning']} = '')")
     if c["parts"] != "NULL":
         terms.append(f"{c['parts']} IS NULL")
-    terms += [_text_or_null(c[n], nul=view != "html" or n == "content")
+    terms += [_text_or_null(c[n], nul=view != "html" or n != "model")
               for n in _TEXTS if c[n] != "NULL"]  # fmt: skip
     if view == "html" and c["createdAt"] != "NULL":
         terms.append(_stored_time(c["createdAt"], utc))
