@@ -7,11 +7,15 @@ kaja's own query builders, from a script file, output to /dev/null.
 Goal: at most 1.3× its floor (issue 19).
 
 `sessions export ID` of the largest session (issue 29), Markdown, HTML and
-JSON, against the `sqlite3` command line printing that session's rows: the
-session, its summaries, timeline events and model calls, its messages and
-their tool calls, every column (`SELECT *`), output to /dev/null: what the
-data costs to read and print, whatever kaja makes of it. Goal: Markdown and
-HTML at most 3× that floor, JSON at most 2×.
+JSON, each against two floors, output to /dev/null: the `sqlite3` command
+line printing that session's rows (the session, its summaries, timeline
+events and model calls, its messages and their tool calls, every column,
+`SELECT *`): what the data costs to read and print, whatever kaja makes of
+it; and the `sqlite3` command line printing the session's messages with
+their tool calls as JSON (a `json_object` of every column per message, its
+calls a `json_group_array` of theirs, in kaja's order), what the heart of
+the JSON export costs in SQLite alone (issue 40). Goals, on both floors:
+Markdown and HTML at most 3×, JSON at most 2×.
 """
 
 from __future__ import annotations
@@ -41,21 +45,47 @@ def _rows_script(sid: str) -> str:
     ])  # fmt: skip
 
 
+def _object(alias: str, names: list[str]) -> str:
+    """`json_object()` of every column `names` of the row `alias`."""
+    return "json_object(" + ", ".join(f"'{n}', {alias}.\"{n}\"" for n in names) + ")"
+
+
+def _json_script(conn: sqlite3.Connection, sid: str) -> str:
+    """The sqlite3 CLI printing one session's messages with their tool calls as
+    JSON, every column, in kaja's order (the second floor of `sessions export
+    ID`, issue 40)."""
+    m = [r[1] for r in conn.execute("PRAGMA table_info(messages)")]
+    t = [r[1] for r in conn.execute("PRAGMA table_info(tool_calls)")]
+    calls = (f"(SELECT json_group_array({_object('t', t)}) FROM (SELECT * FROM tool_calls"
+             ' WHERE "messageId" = m.id ORDER BY position) AS t)')  # fmt: skip
+    obj = _object("m", m)[:-1] + f", 'tool_calls', json({calls}))"
+    return inline(f'SELECT {obj} FROM messages AS m WHERE m."sessionId" = ?'
+                  ' ORDER BY m.seq, m."createdAt", m.id', (sid,))  # fmt: skip
+
+
 def one_session(bench) -> None:
-    """`sessions export ID` of the largest session, each format, against its rows."""
+    """`sessions export ID` of the largest session, each format, against its
+    rows and against its messages as JSON."""
     with closing(sqlite3.connect(bench.db.as_uri() + "?mode=ro", uri=True)) as conn:
         sid, owner, count = conn.execute(
             "SELECT m.sessionId, s.owner, count(*) AS n FROM messages AS m"
             " JOIN sessions AS s ON s.id = m.sessionId GROUP BY m.sessionId ORDER BY n DESC LIMIT 1"
         ).fetchone()
-    floor = bench.sqlite(_rows_script(sid))
+        as_json = bench.sqlite(_json_script(conn, sid))
+    floors = [(bench.sqlite(_rows_script(sid)), "sqlite3 CLI: the session's rows"),
+              (as_json, "sqlite3 CLI: its messages and tool calls as JSON")]  # fmt: skip
     who = ["--owner", owner] if owner else []
     names = {"md": "Markdown", "html": "HTML", "json": "JSON"}
     for fmt, goal in ONE_GOALS.items():
         argv = bench.kaja("sessions", "export", sid, *who, "-f", fmt)
-        bench.process(f"sessions export ID -f {fmt} ({count:,} messages)", argv, floor,
-                      "sqlite3 CLI: the session's rows", goal=goal,
-                      note=f"{names[fmt]} of the largest session")  # fmt: skip
+        for n, (floor, what) in enumerate(floors):
+            case = (
+                f"sessions export ID -f {fmt} ({count:,} messages)"
+                if n == 0
+                else f"same -f {fmt}, against its JSON"
+            )
+            bench.process(case, argv, floor, what, goal=goal,
+                          note=f"{names[fmt]} of the largest session")  # fmt: skip
 
 
 def _export_script(conn: sqlite3.Connection, ids: list[str], images_dir) -> str:

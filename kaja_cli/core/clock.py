@@ -181,3 +181,47 @@ def iso_before(column: str, param: str = ":now") -> str:
         f"({column} < {param} AND typeof({column}) = 'text'"
         f" AND {column} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*')"
     )
+
+
+# --- where the local time is UTC (`utc_span`) -----------------------------------------------
+UTC_SPAN_DAYS = 800  # a longer span is not looked at: its times are worded one by one
+# (the zone, a UTC day as days since 1970) -> the local zone is UTC all that day
+_UTC_DAYS: dict[tuple[object, int], bool] = {}
+
+
+def _utc_all_day(zone: object, day: int) -> bool:
+    """Whether the local zone (TZ as the C library reads it) is UTC at every
+    hour of `day`: a change of offset in between would show at the next hour
+    (the offsets of the zone database last hours at least)."""
+    found = _UTC_DAYS.get((zone, day))
+    if found is None:
+        import time
+
+        start = day * 86400
+        found = all(time.localtime(start + h * 3600).tm_gmtoff == 0 for h in range(25))
+        _UTC_DAYS[zone, day] = found
+    return found
+
+
+def utc_span(first: object, last: object) -> tuple[str, str] | None:
+    """The stored times from a day before `first` to a day after `last` (a
+    session's creation and last update), within 1970-01-02 and 2037-12-31 as
+    SQLite words a local time: (first, last) as stored times, when the local
+    zone is UTC at every hour of them, so a time there is shown as its own
+    characters (`conversations.pieces.local_time`); else None."""
+    a, b = parse_stored(first), parse_stored(last)
+    if a is None or b is None or b < a:
+        return None
+    lo = max(a - timedelta(days=1), datetime(1970, 1, 2, tzinfo=UTC))
+    hi = min(b + timedelta(days=1), datetime(2037, 12, 31, tzinfo=UTC))
+    first_day, last_day = (int(x.timestamp()) // 86400 for x in (lo, hi))
+    if last_day < first_day or last_day - first_day > UTC_SPAN_DAYS:
+        return None
+    import os
+    import time
+
+    zone = (os.environ.get("TZ"), time.tzname)  # a process that changed its zone asks again
+    if not all(_utc_all_day(zone, d) for d in range(first_day, last_day + 1)):
+        return None
+    # As text, the bounds SQLite's own are (a time of 2037-12-31 sorts after it).
+    return max(iso(lo), "1970-01-02"), min(iso(hi), "2037-12-31")

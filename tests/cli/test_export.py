@@ -580,6 +580,56 @@ def test_tool_results_sqlite_writes_are_what_render_writes(kaja, monkeypatch, fm
     _as_render_writes(kaja, monkeypatch, argv, fast)
 
 
+@pytest.mark.parametrize("tz", ["UTC0", "CET-1CEST,M3.5.0,M10.5.0/3"])
+def test_html_texts_and_times_sqlite_writes_are_what_render_writes(kaja, monkeypatch, tz):
+    """The HTML SQLite writes with each text escaped in Python beside it (a NUL,
+    `&<>"'`, a text holding a NUL in a tool result, a tool's name holding
+    one) and each time worded from its own characters where the zone is UTC
+    (issue 40): in UTC and in a zone whose offset changes inside the
+    session, with times outside the session's span too, the same bytes as
+    render writing every message."""
+    import time
+
+    from tests.support import awkward_session as awkward
+
+    sid = _tool_results_store(kaja.state)
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:
+        conn.execute(
+            "UPDATE sessions SET \"createdAt\" = '2026-10-24T20:00:00.000Z',"
+            " \"updatedAt\" = '2026-11-03T10:00:00.000Z' WHERE id = ?", (sid,),
+        )  # fmt: skip
+        times = {"r02": "2026-10-25T00:30:00.000Z", "r03": "2026-10-25T01:30:00.000Z",
+                 "a02": "2026-10-25T00:59:59.999Z", "a03": "2020-01-01T00:00:00.000Z",
+                 "b00": "2026-10-25T01:00:00.000Z", "a04": "2031-01-01T00:00:00.000Z",
+                 "a05": "2026-10-25T00:10:00.000Z\x00<x>", "r06": "2026-10-25T00:10:00.000Z\x00"}  # fmt: skip
+        for mid, at in times.items():
+            conn.execute('UPDATE messages SET "createdAt" = ? WHERE id = ?', (at, mid))
+        conn.execute("UPDATE messages SET content = ? WHERE id = 'r02'", ("x\x00<y> & 'z'",))
+        conn.execute("UPDATE messages SET content = ? WHERE id = 'b00'", ('"a"\x00<b>',))
+        conn.execute("UPDATE tool_calls SET name = ? WHERE id = 't00'", ("rd\x00<x>",))
+        conn.execute(
+            'INSERT INTO messages (id, "sessionId", seq, role, content, model, "createdAt")'
+            " VALUES ('u1', ?, 5000, 'user', ?, NULL, '2026-10-25T00:10:00.000Z'),"
+            " ('u2', ?, 5001, 'assistant', ?, 'gpt <4>', '2026-10-25T02:10:00.000Z')",
+            (sid, "<b>bold</b> & \"q\" 'a' \x00 end", sid, "fine"),
+        )
+    conn.close()
+    monkeypatch.setenv("TZ", tz)
+    time.tzset()
+    try:
+        argv = ("sessions", "export", sid, "--owner", awkward.OWNER, "-f", "html")
+        fast = kaja(*argv)
+        assert fast.code == 0, fast
+        assert "&lt;b&gt;bold&lt;/b&gt; &amp; &quot;q&quot; &#x27;a&#x27; \\x00 end" in fast.out
+        assert "x\\x00&lt;y&gt; &amp; &#x27;z&#x27;" in fast.out
+        _as_render_writes(kaja, monkeypatch, argv, fast)
+    finally:
+        monkeypatch.delenv("TZ")
+        os.environ["TZ"] = "UTC"
+        time.tzset()
+
+
 def test_html_escapes_what_follows_a_nul(kaja, monkeypatch):
     """SQLite's GLOB stops at a NUL, and so does printf's %s: a `<` after one, in
     a message's text, its model or its time, a tool call's name or approval,

@@ -296,3 +296,65 @@ def test_scale_check_exits_0_when_every_goal_is_met(tmp_path, two_stores):
 def test_scale_stores_must_be_stores(tmp_path):
     p = _run_scale(tmp_path, _fake_kaja(tmp_path, "exit 0"), (tmp_path / "a", tmp_path / "b"))
     assert p.returncode == 2 and "--scale-stores: no store in" in p.stderr
+
+
+# --- `sessions export ID`'s second floor (issue 40) -----------------------------------------
+def test_export_one_session_is_timed_against_both_floors(tmp_path):
+    """Each format of `sessions export ID` gets two rows: against the session's
+    rows, and against the sqlite3 CLI printing its messages with their tool
+    calls as JSON, every column, in kaja's order (what that floor prints is
+    checked by running it)."""
+    import sqlite3
+    from contextlib import closing
+
+    import bench_export
+
+    db = tmp_path / "kaja.db"
+    with closing(sqlite3.connect(db)) as conn, conn:
+        conn.executescript(
+            'CREATE TABLE sessions (id TEXT PRIMARY KEY, owner TEXT, "createdAt" TEXT);'
+            'CREATE TABLE messages (id TEXT PRIMARY KEY, "sessionId" TEXT, seq INTEGER,'
+            ' role TEXT, content TEXT, "createdAt" TEXT);'
+            'CREATE TABLE tool_calls (id TEXT PRIMARY KEY, "messageId" TEXT, position INTEGER,'
+            " name TEXT, arguments TEXT);"
+            "INSERT INTO sessions VALUES ('s1', 'alice', 'x'), ('s2', NULL, 'y');"
+            "INSERT INTO messages VALUES ('m2', 's1', 2, 'assistant', NULL, 't2'),"
+            " ('m1', 's1', 1, 'user', 'hi', 't1'), ('m3', 's1', 3, 'tool', 'out', 't3'),"
+            " ('o1', 's2', 1, 'user', 'other', 't');"
+            "INSERT INTO tool_calls VALUES ('c2', 'm2', 1, 'second', '{}'),"
+            " ('c1', 'm2', 0, 'first', '{\"q\": 1}');"
+        )
+
+    class Recorder:
+        def __init__(self):
+            self.db, self.rows = db, []
+
+        def sqlite(self, sql, db=None, *, readonly=True):
+            return ["sqlite3", "-readonly", str(self.db), sql]
+
+        def kaja(self, *args):
+            return ["kaja", *args]
+
+        def process(self, case, kaja, floor, floor_what, **kw):
+            self.rows.append((case, kaja, floor, floor_what, kw["goal"]))
+
+    bench = Recorder()
+    bench_export.one_session(bench)
+    assert [(r[0], r[3], r[4]) for r in bench.rows] == [
+        ("sessions export ID -f md (3 messages)", "sqlite3 CLI: the session's rows", 3.0),
+        ("same -f md, against its JSON", "sqlite3 CLI: its messages and tool calls as JSON", 3.0),
+        ("sessions export ID -f html (3 messages)", "sqlite3 CLI: the session's rows", 3.0),
+        ("same -f html, against its JSON", "sqlite3 CLI: its messages and tool calls as JSON", 3.0),
+        ("sessions export ID -f json (3 messages)", "sqlite3 CLI: the session's rows", 2.0),
+        ("same -f json, against its JSON", "sqlite3 CLI: its messages and tool calls as JSON", 2.0),
+    ]
+    assert bench.rows[0][1] == ["kaja", "sessions", "export", "s1", "--owner", "alice", "-f", "md"]
+    printed = subprocess.run(bench.rows[1][2], capture_output=True, text=True, check=True).stdout
+    messages = [json.loads(line) for line in printed.splitlines()]
+    assert [m["id"] for m in messages] == ["m1", "m2", "m3"]
+    assert messages[0] == {"id": "m1", "sessionId": "s1", "seq": 1, "role": "user",
+                           "content": "hi", "createdAt": "t1", "tool_calls": []}  # fmt: skip
+    assert messages[1]["tool_calls"] == [
+        {"id": "c1", "messageId": "m2", "position": 0, "name": "first", "arguments": '{"q": 1}'},
+        {"id": "c2", "messageId": "m2", "position": 1, "name": "second", "arguments": "{}"},
+    ]

@@ -23,16 +23,19 @@ message comes as its JSON, in the same read. SQLite only
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import repeat
+from operator import itemgetter
 
 from kaja_cli.core.clock import SHOWN_MINUTE
 from kaja_cli.core.conversations.columns import col
 
 VIEWS = ("md", "html")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _TEXTS = ("content", "model", "createdAt")  # the values a plain piece shows
 _BREAKS = "('*[' || char(9) || '-' || char(13) || ']*')"  # \t \n \v \f \r
 
 
-def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
+def simple(have: Sequence[str], t_have: Sequence[str], view: str, utc: Span | None = None) -> str:
     """The condition for a message SQLite writes (for CASE WHEN: NULL is not
     true; read there, its terms are tried in turn and stop at the first that
     fails, where a value would be all of them, issue 29): a user's or the
@@ -53,9 +56,12 @@ def simple(have: Sequence[str], t_have: Sequence[str], view: str) -> str:
         terms.append(f'NOT EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = {c["id"]})')
     # In HTML no NUL either: `piece` writes the values with printf(), whose %s
     # ends at one; render writes such a message.
-    terms += [_text_or_null(c[n], nul=view != "html") for n in _TEXTS if c[n] != "NULL"]
+    # In HTML the text is not written by printf(), and the time holds no NUL
+    # where `_stored_time` holds.
+    terms += [_text_or_null(c[n], nul=view != "html" or n != "model")
+              for n in _TEXTS if c[n] != "NULL"]  # fmt: skip
     if view == "html" and c["createdAt"] != "NULL":
-        terms.append(_stored_time(c["createdAt"]))
+        terms.append(_stored_time(c["createdAt"], utc))
     return f"({' AND '.join(terms)})"
 
 
@@ -93,22 +99,64 @@ _ISO = (
 )
 
 
-def _stored_time(expr: str) -> str:
-    """`expr` (text or NULL) is empty, NULL or a time as `_ISO`."""
+# Where the local zone is UTC (`clock.utc_span`: a server's, a container's),
+# the local minute of a time `_ISO` holds for is its own first characters:
+# SQLite's strftime() of each (parsing the text, 0.05 s of a 76,000-message
+# page) is left out for the times of that span (issue 40).
+Span = tuple[str, str]  # the stored times, first and last, the local zone shows as UTC
+
+
+def _stored_time(expr: str, utc: Span | None = None) -> str:
+    """`expr` (text or NULL) is empty, NULL or a time as `_ISO` (in `utc`'s
+    span when given: the others go to render)."""
+    lo, hi = utc or ("1970-01-02", "2037-12-31")
+    # GLOB stops at a NUL: its 24 bytes, whole (a BLOB's length: no scan), hold none.
     return (
-        f"(ifnull({expr}, '') = '' OR {expr} GLOB {_ISO}"
-        f" AND {expr} BETWEEN '1970-01-02' AND '2037-12-31')"
+        f"(ifnull({expr}, '') = '' OR {expr} GLOB {_ISO} AND length(CAST({expr} AS BLOB)) = 24"
+        f" AND {expr} BETWEEN '{lo}' AND '{hi}')"
     )
 
 
-def local_time(expr: str) -> str:
+def local_time(expr: str, utc: Span | None = None) -> tuple[str, list[str]]:
     """HTML's `<time>` of a time `_stored_time` holds for, as `html._when`
     writes it: the local time (`render.local_time`), the exact value in its
-    attributes (no character to escape: `_ISO`)."""
-    return (
-        f"'<time datetime=\"' || {expr} || '\" title=\"' || {expr} || '\">'"
-        f" || strftime('{SHOWN_MINUTE}', {expr}, 'localtime') || '</time>'"
-    )
+    attributes (no character to escape: `_ISO`); as a printf() format and its
+    values (`utc`: the time's own characters, no strftime())."""
+    if utc is not None:
+        return ('<time datetime="%s" title="%s">%.10s %s</time>',
+                [expr, expr, expr, f"substr({expr}, 12, 5)"])  # fmt: skip
+    return ('<time datetime="%s" title="%s">%s</time>',
+            [expr, expr, f"strftime('{SHOWN_MINUTE}', {expr}, 'localtime')"])  # fmt: skip
+
+
+def _printf(formats: str, values: list[str]) -> str:
+    """printf() of `values` with the format `formats` (an SQL expression, a
+    CASE of literal formats) chooses: one call, where a chain of || copies
+    what it has so far at each step (issue 29); a value a format does not
+    show is read by `%.0s` (and shows nothing). The formats hold no quote."""
+    return f"printf({formats}, {', '.join(values)})"
+
+
+def _choose(tests: list[tuple[str, str, str]], make) -> str:
+    """A CASE over `tests` (condition, the part when true, when false), each
+    leaf the SQL literal of `make(parts)`: the format for that message."""
+
+    def choose(i: int, parts: tuple[str, ...]) -> str:
+        if i == len(tests):
+            return "'" + make(parts).replace("'", "''") + "'"
+        cond, yes, no = tests[i]
+        if cond == "1":
+            return choose(i + 1, (*parts, yes))
+        if cond == "0":
+            return choose(i + 1, (*parts, no))
+        return f"CASE WHEN {cond} THEN {choose(i + 1, (*parts, yes))} ELSE {choose(i + 1, (*parts, no))} END"
+
+    return choose(0, ())
+
+
+def _skip(fmt: str) -> str:
+    """`%.0s` for each value `fmt` would show: its values read, nothing shown."""
+    return "%.0s" * fmt.count("%")
 
 
 def _html(expr: str) -> str:
@@ -138,10 +186,10 @@ def _html_text(column: str, *, nul: bool = True) -> str:
     )
 
 
-def piece(have: Sequence[str], view: str, calls: str = "''") -> str:
+def piece(have: Sequence[str], view: str, calls: str = "''", utc: Span | None = None) -> str:
     """The message's piece, for a message `simple()` holds for: what
     `_message_md` or `_message` writes, before the escaping rule (in HTML,
-    `calls` before the section's end: `calls_piece`)."""
+    `calls` before the section's end: `calls_piece`; `utc` as `simple`'s)."""
     role, content, model, created = (col(have, "m", n) for n in ("role", *_TEXTS))
 
     def given(expr: str, then: str) -> str:  # Python's `if value:` for text or NULL
@@ -156,27 +204,75 @@ def piece(have: Sequence[str], view: str, calls: str = "''") -> str:
             f" ELSE 'Kaja' || {with_model} END || {when} || {text}"
         )
 
-    # Each value escaped on its own, as the text is (a GLOB of a class of
-    # characters over the two joined tried the class at every character:
-    # 0.03 s of this session's 0.2 s). One printf(): a chain of || copies
-    # what it has so far at each step (issue 29). Its %s ends at a NUL:
-    # `simple` leaves a message holding one to render.
+    # The model escaped on its own (a GLOB of a class of characters over
+    # the two joined tried the class at every character: 0.03 s of this
+    # session's 0.2 s); the text is not written here but marked (`TEXT_HERE`,
+    # `fill_texts`). One printf() whose format holds the markup, chosen by
+    # what the message shows (issue 40: building the `<time>` with || was
+    # 0.045 s of a 76,000-message page). Its %s ends at a NUL: `simple`
+    # leaves a model or time holding one to render.
     def esc(expr: str) -> str:
         return _html_text(expr, nul=False)
 
-    values = [
-        role,
-        f"CASE WHEN {role} = 'user' THEN 'You' ELSE 'Kaja' END",
-        "''" if model == "NULL"
-        else f"CASE WHEN {role} <> 'user' AND {model} <> '' THEN ' · ' || {esc(model)} ELSE '' END",
-        given(created, f"'<span class=\"when\">' || {local_time(created)} || '</span>'"),
-        given(content, "'<div class=\"text\">'"),
-        given(content, esc(content)),
-        given(content, "'</div>'"),
-        calls,
+    when, when_values = local_time(created, utc)
+    values = ["NULL" if model == "NULL" else esc(model)]
+    values += when_values if created != "NULL" else []
+    values += [TEXT_HERE, calls]
+    tests = [
+        (f"{role} = 'user'", "user", "assistant"),
+        ("0" if model == "NULL" else f"{model} <> ''", " · %s", "%.0s"),
+        ("0" if created == "NULL" else f"{created} <> ''", f'<span class="when">{when}</span>',
+         _skip(when) if created != "NULL" else ""),
+        ("0" if content == "NULL" else f"{content} <> ''", '<div class="text">%c</div>', "%.0s"),
     ]  # fmt: skip
-    page = '<section class="msg %s"><div class="who">%s%s%s</div>%s%s%s%s</section>\n'
-    return f"printf('{page}', {', '.join(values)})"
+
+    def page(parts: tuple[str, ...]) -> str:
+        who, with_model, shown, text = parts
+        if who == "user":  # `_message` shows no model for you
+            with_model = "%.0s"
+        name = "You" if who == "user" else "Kaja"
+        return (f'<section class="msg {who}"><div class="who">{name}{with_model}{shown}</div>'
+                f"{text}%s</section>\n")  # fmt: skip
+
+    return _printf(_choose(tests, page), values)
+
+
+# HTML's texts (a message's, a tool result's) are not escaped by SQLite: five
+# scans of each text (four GLOBs, an apostrophe's) and a NUL's (printf() ends
+# at one) were most of a plain message's cost, at some ns a character (issue
+# 40). A piece holds a NUL where its text goes (printf's `%c` of it: nothing
+# else in a piece is a NUL), the text comes beside it (`text_value`), and
+# `fill_texts` escapes the texts of a run of messages at once, as
+# `html.escape` does, with bytes.replace() in C, and puts each in its place.
+TEXT_HERE = "char(0)"
+
+
+def text_value(have: Sequence[str]) -> str:
+    """The column beside an HTML piece: the message's text, where it is text
+    (else empty: a piece only marks text `simple` or `tool_simple` found)."""
+    content = col(have, "m", "content")
+    if content == "NULL":
+        return "''"
+    return f"CASE WHEN +{content} >= '' AND +{content} < X'' THEN {content} ELSE '' END"
+
+
+def _escaped(data: bytes) -> bytes:
+    """`html.escape(text, quote=True)` of UTF-8 bytes (each a character of its own)."""
+    for raw, entity in ((b"&", b"&amp;"), (b"<", b"&lt;"), (b">", b"&gt;"),
+                        (b'"', b"&quot;"), (b"'", b"&#x27;")):  # fmt: skip
+        data = data.replace(raw, entity)
+    return data
+
+
+def fill_texts(rows: list[tuple]) -> list[tuple]:
+    """Rows of (piece, text, …) as SQLite wrote them in HTML: each piece with
+    its text escaped in its place (`TEXT_HERE`), the text's column dropped."""
+    texts = list(map(_SECOND, rows))
+    escaped = _escaped(b"\0".join(texts)).split(b"\0")  # one escaping of all
+    if len(escaped) != len(texts):  # a text holds a NUL
+        escaped = list(map(_escaped, texts))
+    filled = map(bytes.replace, map(_FIRST, rows), repeat(b"\0"), escaped)
+    return [(piece, *row[2:]) for piece, row in zip(filled, rows, strict=True)]
 
 
 def _one_line(expr: str) -> list[str]:
@@ -199,8 +295,9 @@ _CALL = (
 
 
 def tool_simple(
-    have: Sequence[str], t_have: Sequence[str], view: str, *, indexed: bool = True
-) -> str:
+    have: Sequence[str], t_have: Sequence[str], view: str, *, indexed: bool = True,
+    utc: Span | None = None,
+) -> str:  # fmt: skip
     """The condition (for CASE WHEN, as `simple`) for a tool result SQLite
     writes: no parts, no tool calls of its own, content text or NULL (in
     Markdown, with no fence inside it: its fence is three backticks), and its
@@ -231,13 +328,15 @@ def tool_simple(
         if c["createdAt"] != "NULL":
             terms += _one_line(c["createdAt"])
     elif c["createdAt"] != "NULL":
-        terms.append(_stored_time(c["createdAt"]))
+        terms.append(_stored_time(c["createdAt"], utc))
     name = 't."name"'
     found = ["typeof(t.\"resultMessageId\") = 'text'", f"tm.\"sessionId\" = {c['sessionId']}",
              "typeof(tm.seq) = 'integer'", f"tm.seq < {c['seq']}", f"typeof({name}) = 'text'",
              f"{name} <> ''", "ifnull(t.\"resultSummary\", '') = ''"]  # fmt: skip
     if view == "md":
         found += [f"instr({name}, '`') = 0", *_one_line(name)]
+    else:  # printf() writes it (`tool_piece`)
+        found.append(f"instr({name}, char(0)) = 0")
     terms += [
         # No call whose id, as render reads it (a BLOB as its hex, an infinity
         # as text), is this id where SQLite's = would not find it.
@@ -249,7 +348,7 @@ def tool_simple(
     return f"({' AND '.join(terms)})"
 
 
-def tool_piece(have: Sequence[str], view: str) -> str:
+def tool_piece(have: Sequence[str], view: str, utc: Span | None = None) -> str:
     """A tool result's piece, for a message `tool_simple()` holds for: what
     `_message_md` or `_message` writes, before the escaping rule."""
     content, created = col(have, "m", "content"), col(have, "m", "createdAt")
@@ -267,20 +366,31 @@ def tool_piece(have: Sequence[str], view: str) -> str:
         when = given(created, f"' · ' || {created}")
         text = present(content, f"char(10) || '```' || char(10) || {content} || char(10) || '```'")
         return f"char(10, 10) || '### Tool result · `' || {name} || '`' || {when} || char(10) || {text}"
-    text = present(content, f"'<pre>' || {_html_text(content)} || '</pre>'")
-    # The name is read once (replace() of it, short), the time escaped as a
-    # column (`_html_text`).
-    when = given(created, f"'<span class=\"when\">' || {local_time(created)} || '</span>'")
-    return (
-        '\'<section class="msg tool"><div class="who">Tool result · <code>\' || '
-        f"{_html(name)} || '</code>' || {when} || '</div>' || {text} || '</section>' || char(10)"
-    )
+    # The name is read once (replace() of it, short; `tool_simple` found no
+    # NUL in it), the text marked (`TEXT_HERE`); one printf(), as `piece`.
+    when, when_values = local_time(created, utc)
+    values = [_html(name)] + (when_values if created != "NULL" else [])
+    values.append(TEXT_HERE)
+    tests = [
+        ("0" if created == "NULL" else f"{created} <> ''", f'<span class="when">{when}</span>',
+         _skip(when) if created != "NULL" else ""),
+        ("0" if content == "NULL" else f"{content} IS NOT NULL", "<pre>%c</pre>", "%.0s"),
+    ]  # fmt: skip
+
+    def page(parts: tuple[str, ...]) -> str:
+        shown, text = parts
+        return (f'<section class="msg tool"><div class="who">Tool result · <code>%s</code>{shown}'
+                f"</div>{text}</section>\n")  # fmt: skip
+
+    return _printf(_choose(tests, page), values)
 
 
 _CALL_COLUMNS = ("messageId", "position", "name", "status", "durationMs", "approval", "arguments")
 
 
-def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -> str:
+def calls_simple(
+    have: Sequence[str], t_have: Sequence[str], view: str = "md", utc: Span | None = None
+) -> str:
     """The condition (for CASE WHEN, as `simple`) for an assistant's message
     with tool calls whose Markdown or HTML (`view`) SQLite writes
     (`calls_piece`): what `simple` asks but the calls, which must all be
@@ -300,9 +410,10 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -
         terms.append(f"({c['reasoning']} IS NULL OR {c['reasoning']} = '')")
     if c["parts"] != "NULL":
         terms.append(f"{c['parts']} IS NULL")
-    terms += [_text_or_null(c[n], nul=view != "html") for n in _TEXTS if c[n] != "NULL"]
+    terms += [_text_or_null(c[n], nul=view != "html" or n != "model")
+              for n in _TEXTS if c[n] != "NULL"]  # fmt: skip
     if view == "html" and c["createdAt"] != "NULL":
-        terms.append(_stored_time(c["createdAt"]))
+        terms.append(_stored_time(c["createdAt"], utc))
     d, args = 't."durationMs"', 't."arguments"'
     md = view == "md"
     plain = [
@@ -337,7 +448,7 @@ def calls_simple(have: Sequence[str], t_have: Sequence[str], view: str = "md") -
 STATUSES = ("ok", "error", "declined", "skipped")  # a status HTML colors (`html._call`)
 
 
-def calls_piece(have: Sequence[str], view: str = "md") -> str:
+def calls_piece(have: Sequence[str], view: str = "md", utc: Span | None = None) -> str:
     """The Markdown or HTML of a message `calls_simple()` holds for: its piece
     as a plain message's (`piece`), with each call as `_message_md` or
     `html._call` writes it."""
@@ -370,7 +481,7 @@ def calls_piece(have: Sequence[str], view: str = "md") -> str:
             f"</summary><pre>' || {_html(indented)} || '</pre></details>', '') END"
         )
         calls = f"(SELECT group_concat(x.s, '') FROM (SELECT {call} AS s {each}) AS x)"
-        return piece(have, "html", calls)
+        return piece(have, "html", calls, utc)
     approval = "CASE WHEN t.approval <> '' THEN ' · ' || t.approval ELSE '' END"
     arguments = (
         f"CASE WHEN {none} THEN ''"

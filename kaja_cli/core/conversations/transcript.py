@@ -38,7 +38,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kaja_cli.core import values
+from kaja_cli.core import clock, values
 from kaja_cli.core.conversations import images
 from kaja_cli.core.conversations.columns import col, columns
 from kaja_cli.core.conversations.sessions import (
@@ -422,24 +422,27 @@ class _Reader:
 
         m = self.have["messages"]
         t = self.have.get("tool_calls") or ()
-        simple = pieces.simple(m, t, view)
+        utc = self._utc_span() if view == "html" else None
+        simple = pieces.simple(m, t, view, utc)
         tool = pieces.tool_simple(
-            m, t, view, indexed=self._indexed("tool_calls", "resultMessageId")
+            m, t, view, indexed=self._indexed("tool_calls", "resultMessageId"), utc=utc
         )
         # An assistant's message with tool calls too, where render's `calls`
         # can be given what it has seen (`_calls_between`): by seq.
         with_calls = "0"
         if "seq" in m and "sessionId" in m and self._seq_unique():
-            with_calls = pieces.calls_simple(m, t, view) if self._seq_whole() else "0"
+            with_calls = pieces.calls_simple(m, t, view, utc) if self._seq_whole() else "0"
         sql = (
-            f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view)}"
-            + (f" WHEN {tool} THEN {pieces.tool_piece(m, view)}" if tool != "0" else "")
+            f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view, utc=utc)}"
+            + (f" WHEN {tool} THEN {pieces.tool_piece(m, view, utc)}" if tool != "0" else "")
             + (
-                f" WHEN {with_calls} THEN {pieces.calls_piece(m, view)}"
+                f" WHEN {with_calls} THEN {pieces.calls_piece(m, view, utc)}"
                 if with_calls != "0"
                 else ""
             )
-            + f" ELSE {self._message_object(False)} END, {col(m, 'm', 'seq')}, {pieces.kind(m)},"
+            + f" ELSE {self._message_object(False)} END,"
+            + (f" {pieces.text_value(m)}," if view == "html" else "")
+            + f" {col(m, 'm', 'seq')}, {pieces.kind(m)},"
             f" {col(m, 'm', 'parts')}"
             + (f", {pieces.heading_values(m)}" if view == "md" else "")
             + f' FROM messages AS m WHERE m."sessionId" = ? ORDER BY {self._message_order()}'
@@ -456,6 +459,8 @@ class _Reader:
             cur = self._execute(sql, (self.sid,))
             while rows := cur.fetchmany(RUN):
                 conn.text_factory = factory  # not while the caller runs
+                if view == "html":
+                    rows = pieces.fill_texts(rows)
                 # A piece begins with a line break or "<", JSON with "{", which
                 # sorts after both: a run of pieces alone is told by max(), in C.
                 if max(map(_FIRST, rows))[0] != 123:
@@ -478,6 +483,20 @@ class _Reader:
                 conn.text_factory = bytes
         finally:
             conn.text_factory = factory
+
+    def _utc_span(self) -> tuple[str, str] | None:
+        """The span of the session's times in which the local zone is UTC
+        (`clock.utc_span`, from the session's creation and last update), where
+        the HTML export words a time without strftime(); None: everywhere."""
+        if not self._has("sessions", "id", "createdAt", "updatedAt"):
+            return None
+        row = self.conn.execute(
+            'SELECT "createdAt", "updatedAt" FROM sessions WHERE id = ?', (self.sid,)
+        ).fetchone()
+        if row is None:
+            return None
+        first, last = (Pieces.decoded(v) if isinstance(v, bytes) else v for v in row)
+        return clock.utc_span(first, last)
 
     def _indexed(self, table: str, column: str) -> bool:
         """Whether an index of `table` (SQLite's) begins with `column`."""
