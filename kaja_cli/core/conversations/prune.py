@@ -297,6 +297,10 @@ def _delete_batch(
                     f"SELECT s.id FROM sessions AS s WHERE {listed} AND {cond}", (ids, *args)
                 )
             ]
+            if still:  # their vectors in kaja's semantic index go too
+                from kaja_cli.core.conversations.semantic import index
+
+                index.forget_sessions(paths.semantic_db, conn, still)
             counts = cascade.delete_session_rows(conn, still, known) if still else {}
             folders = [
                 str(d) for sid in still

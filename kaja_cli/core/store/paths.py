@@ -22,6 +22,7 @@ APP = "kaja"
 COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 
 DEFAULT = "default"
+SEMANTIC_FILE = "semantic.db"  # `Paths.semantic_db`
 FOLLOWS_STATE_DIR = "follows the state dir"
 FOLLOWS_SHARED_FILE = "follows the shared file"
 
@@ -123,6 +124,12 @@ class Paths(NamedTuple):
     @property
     def images_dir(self) -> Path:
         return self.files_dir / "images"
+
+    @property
+    def semantic_db(self) -> Path:
+        """kaja's own semantic index (`kaja search --semantic`): not the
+        agent's, so not in the registry; it follows the state dir."""
+        return self.state_dir.path / SEMANTIC_FILE
 
     def located(self, name: Database) -> Located | None:
         """Where a database's own file is; None when its tables live in its host's."""
