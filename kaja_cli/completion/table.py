@@ -72,6 +72,7 @@ COMMANDS = {
         'params': [
             ('argument', 'query', -1, None),
             ('option', 'fts', ('--fts',), (), 'QUERY is SQLite FTS4 query syntax: "a phrase", OR, NOT, NEAR, prefix*, ( ).', False, False, False, 1, None),
+            ('option', 'exact', ('--exact',), (), 'Only the words as typed: tomato no longer finds tomatoes (see search.language).', False, False, False, 1, None),
             ('option', 'recent', ('--recent',), (), 'Newest first instead of best match first.', False, False, False, 1, None),
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
             ('option', 'all_owners', ('--all-owners',), (), "Everyone's, with an owner column.", False, False, False, 1, None),
@@ -84,6 +85,7 @@ COMMANDS = {
             ('option', 'archived', ('--archived',), (), 'Search archived sessions too (left out otherwise).', False, False, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
             ('option', 'notes', ('--notes',), (), "Search the notes (the agent's memory) instead of messages.", False, False, False, 1, None),
+            ('option', 'semantic', ('--semantic',), (), "Closest in meaning, not in words (offline; needs `pip install 'kaja-cli'`).", False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
         ],

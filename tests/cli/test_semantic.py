@@ -212,3 +212,48 @@ def test_wipe_deletes_the_index(demo_store: Kaja) -> None:
     assert "semantic.db" in r.out + r.err
     assert demo_store("wipe", "--yes").code == 0
     assert not list(demo_store.state.glob("semantic.db*"))
+
+
+def test_the_evaluation_semantic_beats_words(_demo_template) -> None:
+    """tests/support/semantic_eval.py: questions sharing no word with their
+    session find it in the top 5 sessions (17 of 18 when this was written;
+    the floor leaves room for a model update), where word search finds none."""
+    import shutil
+    from contextlib import closing
+
+    from tests.support import semantic_eval as ev
+
+    with closing(sqlite3.connect(_demo_template / "kaja.db")) as conn:
+        for question, title in ev.QUESTIONS:
+            rows = conn.execute(
+                "SELECT m.content FROM messages m JOIN sessions s ON s.id = m.sessionId"
+                " WHERE s.title = ?",
+                (title,),
+            ).fetchall()
+            assert rows, title
+            text = " ".join(r[0] or "" for r in rows) + " " + title
+            assert not ev.shared_words(question, text), question
+    state = _demo_template.parent / "eval-state"
+    shutil.rmtree(state, ignore_errors=True)
+    shutil.copytree(_demo_template, state)
+    found = ev.recall(state)
+    assert found["semantic"] >= 15  # of 18: recall@5 ≥ 83 %
+    assert found["semantic"] > found["word"]
+
+
+def test_the_vectors_are_wordllamas_own(monkeypatch) -> None:
+    """kaja reads wordllama's files itself (model.py says why): its vectors are
+    the ones `WordLlama.load(...).embed(norm=True)` gives, told where its files are."""
+    from pathlib import Path
+
+    import numpy as np
+    from wordllama import WordLlama
+
+    from kaja_cli.core.conversations.semantic import model
+
+    monkeypatch.setattr(socket, "create_connection", None)  # no download either way
+    texts = ["my vegetables look unwell in hot weather", "Crème brûlée for eight", "x" * 3000]
+    weights, _ = model.files()
+    theirs = WordLlama.load(cache_dir=Path(weights).parent.parent, disable_download=True)
+    expected = theirs.embed([t[: model.MAX_CHARS] for t in texts], norm=True)
+    assert np.allclose(model.Embedder().embed(texts), expected, atol=1e-6)
