@@ -257,3 +257,25 @@ def test_the_vectors_are_wordllamas_own(monkeypatch) -> None:
     theirs = WordLlama.load(cache_dir=Path(weights).parent.parent, disable_download=True)
     expected = theirs.embed([t[: model.MAX_CHARS] for t in texts], norm=True)
     assert np.allclose(model.Embedder().embed(texts), expected, atol=1e-6)
+
+
+def test_doctor_and_config_paths_show_the_index(demo_store: Kaja) -> None:
+    r = demo_store("doctor", "--json")
+    assert "semantic-index" not in {c["id"] for c in json.loads(r.out)["checks"]}  # none built
+    found(demo_store, "x")
+    sql(
+        demo_store,
+        "INSERT INTO messages(id, sessionId, seq, role, content) VALUES ('late', ?, 99, 'user', 'hi')",
+        (TOMATO,),
+    )
+    checks = {c["id"]: c for c in json.loads(demo_store("doctor", "--json").out)["checks"]}
+    index = checks["semantic-index"]
+    assert index["status"] == "ok"
+    assert index["summary"].startswith("semantic.db: 77 messages embedded, ")
+    assert index["summary"].endswith(", 1 message behind (the next semantic search adds them)")
+    assert "model: wordllama l2_supercat 256" in index["details"]
+    assert checks["paths.semantic_db"]["status"] == "ok"  # 0600, kaja's
+    paths = json.loads(demo_store("config", "paths", "--json").out)["paths"]
+    assert paths["semantic_db"]["path"] == str(demo_store.state / "semantic.db")
+    assert paths["semantic_db"]["exists"] is True
+    assert (demo_store.state / "semantic.db").stat().st_mode & 0o777 == 0o600

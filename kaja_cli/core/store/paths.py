@@ -39,6 +39,7 @@ LABELS = {
     "settings": "settings file",
     "state_dir": "state dir",
     "images": "images",
+    "semantic_db": "semantic index",
     **{spec.location: spec.label for spec in DATABASES.values()},
 }
 
@@ -158,7 +159,8 @@ class Paths(NamedTuple):
 
     def locations(self) -> list[Location]:
         """Every row of SPEC §2: the settings, the state dir, the shared file and the
-        images that follow it, the side databases, then databases split from their host.
+        images that follow it, the side databases, then databases split from their host,
+        then kaja's own semantic index.
         In cloud mode the databases are the server's: the settings, the state dir and
         the images it keeps."""
         rows = [
@@ -172,6 +174,7 @@ class Paths(NamedTuple):
             rows.append(Location(f.spec.location, Located(f.path, f.source), "file"))
             if f.name is Database.SHARED:
                 rows.append(images)
+        rows.append(Location("semantic_db", Located(self.semantic_db, FOLLOWS_STATE_DIR), "file"))
         return rows
 
 

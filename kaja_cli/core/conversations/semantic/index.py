@@ -18,6 +18,7 @@ by the search, which joins every candidate back to the messages.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
@@ -74,6 +75,10 @@ def open_index(path: Path, *, create: bool) -> Iterator[sqlite3.Connection | Non
         return
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # the messages' vectors are as private as the messages: 0600
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
     with closing(sqlite3.connect(path, timeout=10, isolation_level=None)) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "semantic_meta" not in tables:
