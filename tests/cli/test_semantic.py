@@ -279,3 +279,22 @@ def test_doctor_and_config_paths_show_the_index(demo_store: Kaja) -> None:
     assert paths["semantic_db"]["path"] == str(demo_store.state / "semantic.db")
     assert paths["semantic_db"]["exists"] is True
     assert (demo_store.state / "semantic.db").stat().st_mode & 0o777 == 0o600
+
+
+def test_backup_leaves_the_index_out_and_says_so(demo_store: Kaja) -> None:
+    import tarfile
+
+    found(demo_store, "x")
+    out = demo_store.root / "b.tar"
+    r = demo_store("backup", "-o", str(out))
+    assert r.code == 0, r
+    assert (
+        f"left out: {demo_store.state / 'semantic.db'}: the semantic index, rebuilt by the next"
+        " `kaja search --semantic`" in r.err
+    )
+    with tarfile.open(out) as tar:
+        assert not [n for n in tar.getnames() if "semantic" in n]
+    r = demo_store("restore", str(out), "--force", "--yes")
+    assert r.code == 0, r
+    assert not (demo_store.state / "semantic.db").exists()  # of the messages it replaced
+    assert found(demo_store, *QUERY)["results"][0]["session_id"] == TOMATO  # built again
