@@ -1004,6 +1004,7 @@ FIXED = {
         ('side-data', 'expired cache entries and web sign-in sessions (counts only, never a secret)'),
         ('sync-outbox', 'changes waiting in sync_outbox to be pushed'),
         ('sync', 'ledger sync: changes going out while PostgreSQL answers, the lease, sync_map, import flags'),
+        ('semantic-index', "kaja's semantic index (`kaja search --semantic`): its size, model, and messages not yet in it"),
         ('tasks', 'background tasks still running past their timeout_seconds'),
         ('schedules', 'active schedules whose next run is more than a day overdue (is the scheduler running?)'),
         ('artifacts', 'artifacts whose file is gone (saved pages without a file are fine)'),
