@@ -43,9 +43,12 @@ def index_rowids(k: Kaja) -> list[int]:
     conn = sqlite3.connect(k.state / "semantic.db")
     try:
         blobs = [r[0] for r in conn.execute("SELECT rowids FROM semantic_chunks")]
+        vectors = [r[0] for r in conn.execute("SELECT rowid FROM semantic_vectors")]
     finally:
         conn.close()
-    return [int(x) for b in blobs for x in np.frombuffer(b, np.int64)]
+    scanned = [int(x) for b in blobs for x in np.frombuffer(b, np.int64)]
+    assert sorted(scanned) == vectors  # the two passes hold the same messages
+    return scanned
 
 
 def test_a_paraphrase_finds_the_session_words_do_not(demo_store: Kaja) -> None:
@@ -298,3 +301,31 @@ def test_backup_leaves_the_index_out_and_says_so(demo_store: Kaja) -> None:
     assert r.code == 0, r
     assert not (demo_store.state / "semantic.db").exists()  # of the messages it replaced
     assert found(demo_store, *QUERY)["results"][0]["session_id"] == TOMATO  # built again
+
+
+def test_an_interrupted_build_resumes_where_it_stopped(demo_store: Kaja, monkeypatch) -> None:
+    from kaja_cli.core.conversations.semantic import index, model
+
+    monkeypatch.setattr(index, "CHUNK", 16)  # 96 messages: six chunks, each committed
+    calls = []
+    embed = model.Embedder.embed
+
+    def stop_at_the_third(self, texts):
+        calls.append(len(texts))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return embed(self, texts)
+
+    monkeypatch.setattr(model.Embedder, "embed", stop_at_the_third)
+    r = demo_store("search", "--semantic", *QUERY)
+    assert r.code == 130, r  # interrupted
+    done = sql(demo_store, "SELECT rowid FROM messages ORDER BY rowid LIMIT 32")
+    first_two = {row[0] for row in done} & {
+        row[0] for row in sql(demo_store, "SELECT rowid FROM messages WHERE trim(content) != ''")
+    }
+    assert set(index_rowids(demo_store)) == first_two  # two chunks kept
+    monkeypatch.setattr(model.Embedder, "embed", embed)
+    calls.clear()
+    assert found(demo_store, *QUERY)["results"][0]["session_id"] == TOMATO
+    with_text = sql(demo_store, "SELECT rowid FROM messages WHERE trim(content) != ''")
+    assert sorted(index_rowids(demo_store)) == sorted(r[0] for r in with_text)  # each once

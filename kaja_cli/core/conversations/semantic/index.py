@@ -1,13 +1,17 @@
 """The semantic index: kaja's own side database of message vectors,
 `<state dir>/semantic.db` (`Paths.semantic_db`). The agent's files are only read.
 
-One row per chunk of up to `CHUNK` messages, in rowid order, each column a
-blob a search reads whole: the messages' rowids (int64), a key of each
-message's id (int64, `model.key`: a rowid the agent gave to another message
-no longer matches), each vector's signs (`DIMS / 8` bytes: the first,
-coarse pass compares them by Hamming distance) and the vector quantised to
-int8 with its scale (float32: the candidates are re-ranked by cosine on
-them). 1M messages: 32 MB of signs, 256 MB of int8.
+Two tables, for the two passes of a search:
+- `semantic_chunks`: one row per chunk of up to `CHUNK` messages in rowid
+  order, with their rowids (int64) and each vector's signs (`DIMS / 8`
+  bytes) as two blobs a search reads whole: the first pass ranks every
+  message by the Hamming distance of its signs to the query's;
+- `semantic_vectors`: one row per message (its rowid), the vector
+  quantised to int8 with its scale, and a key of the message's id
+  (`model.key`: a rowid the agent gave to another message no longer
+  matches): the best candidates are re-ranked by cosine on them, each
+  read by its rowid.
+1M messages: 40 MB of chunks, about 270 MB of vectors.
 
 Built incrementally: `update` embeds the messages whose rowid is above the
 high-water mark (`meta.high_water`), committing each chunk with the mark,
@@ -34,7 +38,7 @@ if TYPE_CHECKING:
 FILE_NAME = "semantic.db"
 CHUNK = 4096  # messages per row of `chunks`
 READ_BATCH = 512  # messages read from the store and embedded at a time
-VERSION = "1"
+VERSION = "2"
 BITS = model.DIMS // 8
 
 SCHEMA = """
@@ -44,8 +48,14 @@ CREATE TABLE IF NOT EXISTS semantic_chunks (
     first INTEGER NOT NULL,  -- the lowest messages.rowid in the chunk
     last INTEGER NOT NULL,   -- the highest
     n INTEGER NOT NULL,
-    rowids BLOB NOT NULL, keys BLOB NOT NULL, bits BLOB NOT NULL,
-    codes BLOB NOT NULL, scales BLOB NOT NULL
+    rowids BLOB NOT NULL,    -- n int64
+    bits BLOB NOT NULL       -- n × DIMS / 8 bytes: the signs
+);
+CREATE TABLE IF NOT EXISTS semantic_vectors (
+    rowid INTEGER PRIMARY KEY,  -- messages.rowid
+    key INTEGER NOT NULL,       -- model.key of messages.id
+    scale REAL NOT NULL,
+    code BLOB NOT NULL          -- DIMS int8: the vector is code × scale
 );
 """
 
@@ -107,6 +117,7 @@ def clear(conn: sqlite3.Connection, store: str) -> None:
     """Start again empty, for `store` (its path) and this model."""
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("DELETE FROM semantic_chunks")
+    conn.execute("DELETE FROM semantic_vectors")
     conn.execute("DELETE FROM semantic_meta")
     _set(conn, version=VERSION, model=model.NAME, store=store, high_water=0)
     conn.execute("COMMIT")
@@ -135,7 +146,6 @@ def settle(conn: sqlite3.Connection, store: sqlite3.Connection) -> None:
     the mark still there with its own id (`high_key`) proves nothing was
     renumbered; otherwise the highest indexed message still there with its
     own id does, the vectors above it go and the mark comes down to it."""
-    np = _np()
     m = meta(conn)
     high = int(m.get("high_water", 0))
     if not high:
@@ -143,22 +153,28 @@ def settle(conn: sqlite3.Connection, store: sqlite3.Connection) -> None:
     at = store.execute("SELECT id FROM main.messages WHERE rowid = ?", (high,)).fetchone()
     if at is not None and str(model.key(at[0] if at[0] is not None else high)) == m.get("high_key"):
         return
-    keep_to = 0
-    for rowids, keys in conn.execute("SELECT rowids, keys FROM semantic_chunks ORDER BY id DESC"):
-        rows, ks = np.frombuffer(rowids, np.int64), np.frombuffer(keys, np.int64)
+    keep_to, below = 0, high + 1
+    while True:  # the indexed messages from the top, a batch at a time
+        batch = conn.execute(
+            "SELECT rowid, key FROM semantic_vectors WHERE rowid < ? ORDER BY rowid DESC LIMIT 1000",
+            (below,),
+        ).fetchall()
+        if not batch:
+            break
         found = dict(
             store.execute(
                 "SELECT rowid, id FROM main.messages WHERE rowid BETWEEN ? AND ?",
-                (int(rows[0]), int(rows[-1])),
+                (batch[-1][0], batch[0][0]),
             ).fetchall()
         )
         same = [
-            r for r, k in zip(rows.tolist(), ks.tolist(), strict=True)
+            r for r, k in batch
             if r in found and model.key(found[r] if found[r] is not None else r) == k
         ]  # fmt: skip
         if same:
             keep_to = max(same)
             break
+        below = batch[-1][0]
     conn.execute("BEGIN IMMEDIATE")
     _drop_above(conn, keep_to)
     _set(conn, high_water=keep_to, high_key=_key_at(store, keep_to))
@@ -172,14 +188,13 @@ def _key_at(store: sqlite3.Connection, rowid: int) -> str:
 
 def _drop_above(conn: sqlite3.Connection, rowid: int) -> None:
     np = _np()
+    conn.execute("DELETE FROM semantic_vectors WHERE rowid > ?", (rowid,))
     conn.execute("DELETE FROM semantic_chunks WHERE first > ?", (rowid,))
     row = conn.execute(
-        "SELECT id, rowids, keys, bits, codes, scales FROM semantic_chunks WHERE last > ?",
-        (rowid,),
+        "SELECT id, rowids, bits FROM semantic_chunks WHERE last > ?", (rowid,)
     ).fetchone()
     if row is not None:
-        keep = np.frombuffer(row[1], np.int64) <= rowid
-        _rewrite(conn, row, keep)
+        _rewrite(conn, row, np.frombuffer(row[1], np.int64) <= rowid)
 
 
 def update(
@@ -224,53 +239,50 @@ def update(
     return done
 
 
-def quantise(vectors: np.ndarray) -> tuple[bytes, bytes, bytes]:
+def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(signs, int8 codes, scales) of unit vectors."""
     np = _np()
     bits = np.packbits(vectors > 0, axis=1)
     peak = np.abs(vectors).max(axis=1) if len(vectors) else np.zeros(0, np.float32)
     scales = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
     codes = np.rint(vectors / scales[:, None]).astype(np.int8)
-    return bits.tobytes(), codes.tobytes(), scales.tobytes()
+    return bits, codes, scales
 
 
 def _append(conn: sqlite3.Connection, rowids, keys, vectors) -> None:
     """Add vectors after the last chunk's, filling it up to CHUNK first."""
     np = _np()
     bits, codes, scales = quantise(vectors)
+    conn.executemany(
+        "INSERT OR REPLACE INTO semantic_vectors(rowid, key, scale, code) VALUES (?, ?, ?, ?)",
+        zip(rowids.tolist(), keys.tolist(), scales.tolist(), map(bytes, codes), strict=True),
+    )
+    bits = bits.tobytes()
     last = conn.execute(
-        "SELECT id, n, rowids, keys, bits, codes, scales FROM semantic_chunks"
-        " ORDER BY id DESC LIMIT 1"
+        "SELECT id, n, rowids, bits FROM semantic_chunks ORDER BY id DESC LIMIT 1"
     ).fetchone()
     start = 0
     if last is not None and last[1] < CHUNK and len(rowids):
         room = CHUNK - last[1]
-        take = slice(0, room)
-        merged = (
-            last[2] + rowids[take].tobytes(), last[3] + keys[take].tobytes(),
-            last[4] + bits[: room * BITS], last[5] + codes[: room * model.DIMS],
-            last[6] + scales[: room * 4],
-        )  # fmt: skip
-        n = len(merged[0]) // 8
+        merged_rows = last[2] + rowids[:room].tobytes()
+        n = len(merged_rows) // 8
         conn.execute(
-            "UPDATE semantic_chunks SET last = ?, n = ?, rowids = ?, keys = ?, bits = ?,"
-            " codes = ?, scales = ? WHERE id = ?",
-            (int(np.frombuffer(merged[0], np.int64)[-1]), n, *merged, last[0]),
-        )
+            "UPDATE semantic_chunks SET last = ?, n = ?, rowids = ?, bits = ? WHERE id = ?",
+            (int(np.frombuffer(merged_rows, np.int64)[-1]), n, merged_rows,
+             last[3] + bits[: room * BITS], last[0]),
+        )  # fmt: skip
         start = room
     for i in range(start, len(rowids), CHUNK):
         j = min(i + CHUNK, len(rowids))
         conn.execute(
-            "INSERT INTO semantic_chunks(first, last, n, rowids, keys, bits, codes, scales)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO semantic_chunks(first, last, n, rowids, bits) VALUES (?, ?, ?, ?, ?)",
             (int(rowids[i]), int(rowids[j - 1]), j - i, rowids[i:j].tobytes(),
-             keys[i:j].tobytes(), bits[i * BITS : j * BITS],
-             codes[i * model.DIMS : j * model.DIMS], scales[i * 4 : j * 4]),
+             bits[i * BITS : j * BITS]),
         )  # fmt: skip
 
 
 def _rewrite(conn: sqlite3.Connection, row: tuple, keep) -> None:
-    """Keep only the `keep` (a mask) of chunk `row` (id, rowids, keys, bits, codes, scales)."""
+    """Keep only the `keep` (a mask) of chunk `row` (id, rowids, bits)."""
     np = _np()
     if keep.all():
         return
@@ -278,16 +290,11 @@ def _rewrite(conn: sqlite3.Connection, row: tuple, keep) -> None:
         conn.execute("DELETE FROM semantic_chunks WHERE id = ?", (row[0],))
         return
     rowids = np.frombuffer(row[1], np.int64)[keep]
-    keys = np.frombuffer(row[2], np.int64)[keep]
-    bits = np.frombuffer(row[3], np.uint8).reshape(-1, BITS)[keep]
-    codes = np.frombuffer(row[4], np.int8).reshape(-1, model.DIMS)[keep]
-    scales = np.frombuffer(row[5], np.float32)[keep]
+    bits = np.frombuffer(row[2], np.uint8).reshape(-1, BITS)[keep]
     conn.execute(
-        "UPDATE semantic_chunks SET first = ?, last = ?, n = ?, rowids = ?, keys = ?, bits = ?,"
-        " codes = ?, scales = ? WHERE id = ?",
-        (int(rowids[0]), int(rowids[-1]), len(rowids), rowids.tobytes(), keys.tobytes(),
-         bits.tobytes(), codes.tobytes(), scales.tobytes(), row[0]),
-    )  # fmt: skip
+        "UPDATE semantic_chunks SET first = ?, last = ?, n = ?, rowids = ?, bits = ? WHERE id = ?",
+        (int(rowids[0]), int(rowids[-1]), len(rowids), rowids.tobytes(), bits.tobytes(), row[0]),
+    )
 
 
 # --- forgetting ----------------------------------------------------------------------
@@ -305,9 +312,12 @@ def forget(path: Path, rowids: list[int]) -> int:
     with open_index(path, create=False) as conn:
         assert conn is not None
         conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "DELETE FROM semantic_vectors WHERE rowid IN (SELECT value FROM json_each(?))",
+            ("[" + ",".join(map(str, gone.tolist())) + "]",),
+        )
         for row in conn.execute(
-            "SELECT id, rowids, keys, bits, codes, scales FROM semantic_chunks"
-            " WHERE last >= ? AND first <= ?",
+            "SELECT id, rowids, bits FROM semantic_chunks WHERE last >= ? AND first <= ?",
             (int(gone[0]), int(gone[-1])),
         ).fetchall():
             keep = ~np.isin(np.frombuffer(row[1], np.int64), gone)

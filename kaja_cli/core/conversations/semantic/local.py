@@ -154,77 +154,53 @@ def _up_to_date(
 
 # --- ranking -------------------------------------------------------------------------
 class _Scan:
-    """Every vector's Hamming distance to the query, with where it is."""
+    """Every vector's Hamming distance to the query, with its message's rowid."""
 
     def __init__(self, ix: sqlite3.Connection, q: np.ndarray, allowed: np.ndarray | None) -> None:
         import numpy as np
 
         query = np.packbits(q > 0).view(np.uint64)
-        dists, rowids, chunks, places = [], [], [], []
-        for cid, n, rows, bits in ix.execute(
-            "SELECT id, n, rowids, bits FROM semantic_chunks ORDER BY id"
-        ):
+        dists, rowids = [], []
+        for n, rows, bits in ix.execute("SELECT n, rowids, bits FROM semantic_chunks ORDER BY id"):
             r = np.frombuffer(rows, np.int64)
             d = np.bitwise_count(np.frombuffer(bits, np.uint64).reshape(n, -1) ^ query)
             d = d.sum(axis=1, dtype=np.uint16)
-            place = np.arange(n, dtype=np.int32)
             if allowed is not None:
                 mask = np.isin(r, allowed)
-                r, d, place = r[mask], d[mask], place[mask]
+                r, d = r[mask], d[mask]
             dists.append(d)
             rowids.append(r)
-            places.append(place)
-            chunks.append(np.full(len(r), cid, np.int64))
-        cat = np.concatenate
-        empty = [np.zeros(0, t) for t in (np.uint16, np.int64, np.int64, np.int32)]
-        self.dist, self.rowid, self.chunk, self.place = (
-            (cat(dists), cat(rowids), cat(chunks), cat(places)) if dists else empty
-        )
+        self.dist = np.concatenate(dists) if dists else np.zeros(0, np.uint16)
+        self.rowid = np.concatenate(rowids) if rowids else np.zeros(0, np.int64)
         self.np, self.ix, self.q = np, ix, q
 
     def __len__(self) -> int:
         return len(self.dist)
 
     def best(self, count: int) -> list[tuple[float, int, int]]:
-        """The `count` nearest by Hamming distance, re-ranked by cosine:
-        (score, rowid, key), best first (ties: the older message)."""
+        """The `count` nearest by Hamming distance, re-ranked by cosine on
+        their int8 vectors: (score, rowid, key), best first (ties: the older
+        message)."""
         np = self.np
         if count < len(self.dist):
             top = np.argpartition(self.dist, count)[:count]
         else:
             top = np.arange(len(self.dist))
-        scores, keys = self._cosine(top)
-        order = np.lexsort((self.rowid[top], -scores))
-        return [(float(scores[i]), int(self.rowid[top[i]]), int(keys[i])) for i in order]
-
-    def _cosine(self, top: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The int8 cosine and the message key of each of `top`, read from
-        their chunks' blobs (a few hundred bytes each, not the chunks)."""
-        np = self.np
-        scores = np.zeros(len(top), np.float32)
-        keys = np.zeros(len(top), np.int64)
-        dims = model.DIMS
-        by_chunk: dict[int, list[int]] = {}
-        for i, cid in enumerate(self.chunk[top].tolist()):
-            by_chunk.setdefault(cid, []).append(i)
-        for cid, members in by_chunk.items():
-            with (
-                self.ix.blobopen("semantic_chunks", "codes", cid, readonly=True) as codes,
-                self.ix.blobopen("semantic_chunks", "scales", cid, readonly=True) as scale,
-                self.ix.blobopen("semantic_chunks", "keys", cid, readonly=True) as key,
-            ):
-                rows = np.empty((len(members), dims), np.int8)
-                sc = np.empty(len(members), np.float32)
-                for j, i in enumerate(members):
-                    p = int(self.place[top[i]])
-                    codes.seek(p * dims)
-                    rows[j] = np.frombuffer(codes.read(dims), np.int8)
-                    scale.seek(p * 4)
-                    sc[j] = np.frombuffer(scale.read(4), np.float32)[0]
-                    key.seek(p * 8)
-                    keys[i] = np.frombuffer(key.read(8), np.int64)[0]
-                scores[members] = (rows.astype(np.float32) @ self.q) * sc
-        return scores, keys
+        wanted = self.rowid[top]
+        rows = self.ix.execute(
+            "SELECT rowid, key, scale, code FROM semantic_vectors"
+            " WHERE rowid IN (SELECT value FROM json_each(?))",
+            ("[" + ",".join(map(str, wanted.tolist())) + "]",),
+        ).fetchall()
+        if not rows:
+            return []
+        rowid = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+        keys = [r[1] for r in rows]
+        scale = np.fromiter((r[2] for r in rows), np.float32, len(rows))
+        codes = np.frombuffer(b"".join(r[3] for r in rows), np.int8).reshape(len(rows), -1)
+        scores = (codes.astype(np.float32) @ self.q) * scale
+        order = np.lexsort((rowid, -scores))
+        return [(float(scores[i]), int(rowid[i]), keys[i]) for i in order]
 
 
 def _best(
