@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 FILE_NAME = "semantic.db"
 CHUNK = 4096  # messages per row of `chunks`
-READ_BATCH = 512  # messages read from the store and embedded at a time
+READ_BATCH = 256  # messages embedded at a time (their tokens' rows are the build's memory)
 VERSION = "2"
 BITS = model.DIMS // 8
 

@@ -44,7 +44,7 @@ class Missing(UsageError):
 
 def files() -> tuple[Path, Path]:
     """(weights, tokenizer) inside the installed wordllama; Missing without it."""
-    for module in ("numpy", "tokenizers", "safetensors", "wordllama"):
+    for module in ("numpy", "tokenizers", "wordllama"):
         try:
             spec = find_spec(module)
         except (ImportError, ValueError):
@@ -70,11 +70,10 @@ class Embedder:
     def __init__(self) -> None:
         weights, tokenizer = files()
         import numpy as np
-        from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
         self.np = np
-        self.table = load_file(str(weights))[TENSOR]  # float16 (vocabulary × DIMS), 16 MB
+        self.table = _table(weights)  # float16 (vocabulary × DIMS), 16 MB, mapped
         self.tokenizer = Tokenizer.from_file(str(tokenizer))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
@@ -95,14 +94,35 @@ class Embedder:
             (i for e in encoded for i in e.ids), dtype=np.int64, count=int(lengths.sum())
         )
         np.clip(ids, 0, self.table.shape[0] - 1, out=ids)
-        rows = self.table[ids].astype(np.float32)
         some = lengths > 0
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[some]
-        sums = np.add.reduceat(rows, starts, axis=0)
+        sums = np.add.reduceat(self.table[ids], starts, axis=0, dtype=np.float32)
         out[some] = sums / lengths[some, None]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
+
+
+def _table(path: Path) -> np.ndarray:
+    """The embedding table of a safetensors file, mapped rather than read: a
+    query touches only its tokens' rows. The format (8-byte header length,
+    a JSON header of dtype, shape and offsets, then the data) is the
+    documented one; safetensors' own loader copies the whole 16 MB."""
+    import json
+
+    import numpy as np
+
+    with path.open("rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    tensor = header[TENSOR]
+    if tensor["dtype"] != "F16" or len(tensor["shape"]) != 2 or tensor["shape"][1] != DIMS:
+        raise Missing(f"semantic search: {path} is not the model kaja knows: {INSTALL}")
+    start, end = tensor["data_offsets"]
+    rows = tensor["shape"][0]
+    if end - start != rows * DIMS * 2:
+        raise Missing(f"semantic search: {path} is damaged: {INSTALL}")
+    return np.memmap(path, np.float16, "r", offset=8 + size + start, shape=(rows, DIMS))
 
 
 def key(message_id: object) -> int:
