@@ -329,3 +329,20 @@ def test_an_interrupted_build_resumes_where_it_stopped(demo_store: Kaja, monkeyp
     assert found(demo_store, *QUERY)["results"][0]["session_id"] == TOMATO
     with_text = sql(demo_store, "SELECT rowid FROM messages WHERE trim(content) != ''")
     assert sorted(index_rowids(demo_store)) == sorted(r[0] for r in with_text)  # each once
+
+
+def test_an_index_kaja_cannot_write_or_did_not_make(demo_store: Kaja) -> None:
+    path = demo_store.state / "semantic.db"
+    sql_path = sqlite3.connect(path)
+    sql_path.execute("CREATE TABLE notes (x)")
+    sql_path.commit()
+    sql_path.close()
+    r = demo_store("search", "--semantic", "x")
+    assert r.code == 5, r
+    assert r.err.startswith(f"kaja: {path} is not kaja's semantic index: kaja leaves it alone")
+    path.unlink()
+    path.mkdir()  # a folder where the file goes
+    r = demo_store("search", "--semantic", "x")
+    assert r.code == 1, r
+    assert r.err.startswith(f"kaja: cannot open the semantic index {path}: ")
+    assert len(r.err.strip().splitlines()) == 1

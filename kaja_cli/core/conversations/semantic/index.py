@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from kaja_cli.core.conversations.semantic import model
-from kaja_cli.errors import Refused
+from kaja_cli.errors import Failed, Refused
 
 if TYPE_CHECKING:
     import numpy as np
@@ -79,17 +79,31 @@ def path_of(state_dir: Path) -> Path:
 @contextmanager
 def open_index(path: Path, *, create: bool) -> Iterator[sqlite3.Connection | None]:
     """The index's connection (None when it does not exist and not `create`).
-    A file of that name that is not kaja's index is refused (exit 5)."""
+    A file of that name that is not kaja's index is refused (exit 5); one
+    kaja cannot create or write is a one-line failure (exit 1)."""
     if not create and not path.exists():
         yield None
         return
+    try:
+        conn = _connect(path, create)
+    except (OSError, sqlite3.Error) as e:
+        raise Failed(
+            f"cannot open the semantic index {path}: {getattr(e, 'strerror', None) or e}",
+            hint="kaja keeps it in the state dir: make that writable, or use another --state-dir",
+        ) from None
+    with closing(conn):
+        yield conn
+
+
+def _connect(path: Path, create: bool) -> sqlite3.Connection:
     if create:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:  # the messages' vectors are as private as the messages: 0600
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         except FileExistsError:
             pass
-    with closing(sqlite3.connect(path, timeout=10, isolation_level=None)) as conn:
+    conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+    try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "semantic_meta" not in tables:
             raise Refused(
@@ -99,7 +113,10 @@ def open_index(path: Path, *, create: bool) -> Iterator[sqlite3.Connection | Non
         if create:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.executescript(SCHEMA)
-        yield conn
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def meta(conn: sqlite3.Connection) -> dict[str, str]:
@@ -305,12 +322,22 @@ def forget(path: Path, rowids: list[int]) -> int:
         return 0
     np = _np() if _has_numpy() else None
     if np is None:  # the extra is gone but its index stayed: it goes whole
-        path.unlink()
+        if path.is_file():
+            remove(path)
         return len(rowids)
     gone = np.unique(np.array(rowids, np.int64))
+    try:
+        return _forget(path, gone)
+    except (Failed, Refused):  # no index of kaja's there (`doctor` says so): nothing of theirs
+        return 0
+
+
+def _forget(path: Path, gone) -> int:
+    np = _np()
     removed = 0
     with open_index(path, create=False) as conn:
-        assert conn is not None
+        if conn is None:
+            return 0
         conn.execute("BEGIN IMMEDIATE")
         conn.execute(
             "DELETE FROM semantic_vectors WHERE rowid IN (SELECT value FROM json_each(?))",
