@@ -332,6 +332,8 @@ def test_an_interrupted_build_resumes_where_it_stopped(demo_store: Kaja, monkeyp
 
 
 def test_an_index_kaja_cannot_write_or_did_not_make(demo_store: Kaja) -> None:
+    from contextlib import closing
+
     path = demo_store.state / "semantic.db"
     sql_path = sqlite3.connect(path)
     sql_path.execute("CREATE TABLE notes (x)")
@@ -340,6 +342,10 @@ def test_an_index_kaja_cannot_write_or_did_not_make(demo_store: Kaja) -> None:
     r = demo_store("search", "--semantic", "x")
     assert r.code == 5, r
     assert r.err.startswith(f"kaja: {path} is not kaja's semantic index: kaja leaves it alone")
+    r = demo_store("sessions", "delete", TOMATO, "--yes")  # not stopped by it, nor touching it
+    assert r.code == 0, r
+    with closing(sqlite3.connect(path)) as conn:
+        assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master")] == ["notes"]
     path.unlink()
     path.mkdir()  # a folder where the file goes
     r = demo_store("search", "--semantic", "x")
