@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 EXAMPLE = "kaja search --semantic my plants wilt in the heat"
 _FIRST_CANDIDATES = 1000  # re-ranked by cosine at first (then ×8 while too few pass)
+_HAMMING, _HAMMING_MIN = 30, 30_000  # nearest by Hamming distance, scored with the query's values
 _SNIPPET_WORDS = 24
 
 
@@ -154,39 +155,60 @@ def _up_to_date(
 
 # --- ranking -------------------------------------------------------------------------
 class _Scan:
-    """Every vector's Hamming distance to the query, with its message's rowid."""
+    """Every vector's signs and Hamming distance to the query, with its
+    message's rowid: one array each, filled chunk by chunk (no second copy)."""
 
     def __init__(self, ix: sqlite3.Connection, q: np.ndarray, allowed: np.ndarray | None) -> None:
         import numpy as np
 
+        total = ix.execute("SELECT ifnull(sum(n), 0) FROM semantic_chunks").fetchone()[0]
         query = np.packbits(q > 0).view(np.uint64)
-        dists, rowids = [], []
+        self.bits = np.empty((total, index.BITS), np.uint8)
+        self.rowid = np.empty(total, np.int64)
+        self.dist = np.empty(total, np.uint16)
+        at = 0
         for n, rows, bits in ix.execute("SELECT n, rowids, bits FROM semantic_chunks ORDER BY id"):
             r = np.frombuffer(rows, np.int64)
-            d = np.bitwise_count(np.frombuffer(bits, np.uint64).reshape(n, -1) ^ query)
-            d = d.sum(axis=1, dtype=np.uint16)
+            b = np.frombuffer(bits, np.uint8).reshape(n, index.BITS)
             if allowed is not None:
                 mask = np.isin(r, allowed)
-                r, d = r[mask], d[mask]
-            dists.append(d)
-            rowids.append(r)
-        self.dist = np.concatenate(dists) if dists else np.zeros(0, np.uint16)
-        self.rowid = np.concatenate(rowids) if rowids else np.zeros(0, np.int64)
+                r, b = r[mask], b[mask]
+            end = at + len(r)
+            self.rowid[at:end], self.bits[at:end] = r, b
+            self.dist[at:end] = np.bitwise_count(b.view(np.uint64) ^ query).sum(
+                axis=1, dtype=np.uint16
+            )
+            at = end
+        self.bits, self.rowid, self.dist = self.bits[:at], self.rowid[:at], self.dist[:at]
         self.np, self.ix, self.q = np, ix, q
 
     def __len__(self) -> int:
         return len(self.dist)
+
+    def _nearest(self, count: int) -> np.ndarray:
+        """The `count` best by the query's own values summed with each
+        vector's signs (asymmetric: the query is not reduced to signs), among
+        the `_HAMMING` × `count` nearest by Hamming distance."""
+        np = self.np
+        first = max(count * _HAMMING, _HAMMING_MIN)
+        pre = (
+            np.argpartition(self.dist, first)[:first] if first < len(self) else np.arange(len(self))
+        )
+        if count >= len(pre):
+            return pre
+        # Per byte of the signs, what each of its 256 values adds: 32 × 256.
+        signs = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1)
+        signs = signs.astype(np.float32) * 2 - 1  # each byte's 8 signs, first bit first
+        table = (signs @ self.q.reshape(-1, 8).T).T
+        score = table[np.arange(index.BITS), self.bits[pre]].sum(axis=1)
+        return pre[np.argpartition(-score, count)[:count]]
 
     def best(self, count: int) -> list[tuple[float, int, int]]:
         """The `count` nearest by Hamming distance, re-ranked by cosine on
         their int8 vectors: (score, rowid, key), best first (ties: the older
         message)."""
         np = self.np
-        if count < len(self.dist):
-            top = np.argpartition(self.dist, count)[:count]
-        else:
-            top = np.arange(len(self.dist))
-        wanted = self.rowid[top]
+        wanted = self.rowid[self._nearest(count)]
         rows = self.ix.execute(
             "SELECT rowid, key, scale, code FROM semantic_vectors"
             " WHERE rowid IN (SELECT value FROM json_each(?))",
