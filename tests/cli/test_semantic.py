@@ -260,6 +260,9 @@ def test_the_vectors_are_wordllamas_own(monkeypatch) -> None:
     theirs = WordLlama.load(cache_dir=Path(weights).parent.parent, disable_download=True)
     expected = theirs.embed([t[: model.MAX_CHARS] for t in texts], norm=True)
     assert np.allclose(model.Embedder().embed(texts), expected, atol=1e-6)
+    for_a_build = model.Embedder()
+    for_a_build.for_many()  # its tokenizer made again, without a cache
+    assert np.allclose(for_a_build.embed(texts), expected, atol=1e-6)
 
 
 def test_doctor_and_config_paths_show_the_index(demo_store: Kaja) -> None:

@@ -229,6 +229,8 @@ def update(
     if not total:
         return 0
     embed = embedder()
+    if total > CHUNK:
+        embed.for_many()
     done = 0
     progress(0, total)
     while True:

@@ -36,6 +36,9 @@ TOKENIZER = ("tokenizers", "l2_supercat_tokenizer_config.json")
 TENSOR = "embedding.weight"
 MAX_CHARS = 2000  # of a message embedded: its start says what it is about; tokenising is the cost
 INSTALL = "pip install 'kaja-cli[semantic]'"
+# What the tokenizer file says of its BPE model, passed on as it says it (`for_many`).
+_BPE_OPTIONS = ("dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix",
+                "fuse_unk", "byte_fallback", "ignore_merges")  # fmt: skip
 
 
 class Missing(UsageError):
@@ -77,6 +80,25 @@ class Embedder:
         self.tokenizer = Tokenizer.from_file(str(tokenizer))
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
+
+    def for_many(self) -> None:
+        """Ready for a build: the tokenizer's model made again, the same but
+        without its cache of whole texts (10,000 of them, ~50 MB that a build
+        never hits: each message is tokenised once), and one thread (on two
+        cores beside the agent, threads cost more than they give;
+        TOKENIZERS_PARALLELISM set by the user wins)."""
+        import json
+        import os
+
+        from tokenizers.models import BPE
+
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        spec = json.loads(files()[1].read_text(encoding="utf-8"))["model"]
+        merges = [
+            tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in spec["merges"]
+        ]
+        given = {k: spec[k] for k in _BPE_OPTIONS if spec.get(k) is not None}
+        self.tokenizer.model = BPE(spec["vocab"], merges, cache_capacity=0, **given)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One normalised row per text (a text without tokens: a zero row)."""
