@@ -73,6 +73,13 @@ def search(
         bool,
         typer.Option("--notes", help="Search the notes (the agent's memory) instead of messages."),
     ] = False,
+    semantic: Annotated[
+        bool,
+        typer.Option(
+            "--semantic",
+            help="Closest in meaning, not in words (offline; needs `pip install 'kaja-cli[semantic]'`).",
+        ),
+    ] = False,
     as_json: Json = False,
 ) -> None:
     """Find messages across every past conversation, best match first.
@@ -88,7 +95,9 @@ def search(
     builds it when it may write the store, and otherwise scans the messages
     and says so. --since and --until bound when a message was written (a
     note: when it was last used). --notes searches the notes' keys, tags and
-    content instead.
+    content instead. --semantic finds messages by what they are about
+    (my plants wilt in the heat finds "Tomato leaves curling"), from an
+    index kept beside the store and brought up to date first.
     """
     from kaja_cli import render
     from kaja_cli.core.conversations import search as core
@@ -97,7 +106,12 @@ def search(
 
     text = " ".join(query or [])
     if notes:
-        for name, given in (("--session", session), ("--role", role), ("--reindex", reindex)):
+        for name, given in (
+            ("--session", session),
+            ("--role", role),
+            ("--reindex", reindex),
+            ("--semantic", semantic),
+        ):
             if given:
                 raise UsageError(f"{name} is for messages: it does not go with --notes")
         _notes(ctx, text, fts=fts, exact=exact, recent=recent, owner=owner, all_owners=all_owners,
@@ -105,6 +119,12 @@ def search(
                as_json=as_json)  # fmt: skip
         return
     store = store_of(ctx)
+    if semantic:
+        _semantic(store, text, fts=fts, exact=exact, recent=recent, reindex=reindex,
+                  owner=owner, all_owners=all_owners, session=session, roles=role or (),
+                  since=since, until=until, limit=limit, archived=archived, no_pager=no_pager,
+                  as_json=as_json)  # fmt: skip
+        return
     if reindex:
         count = core.reindex(store, progress=render.progress)
         render.note(f"reindexed {render.plural(count, 'message')} in {store.where()}")
@@ -120,6 +140,29 @@ def search(
         roles=role or (), since=since, until=until, limit=limit, recent=recent,
         progress=render.progress, archived=archived, exact=exact,
     )  # fmt: skip
+    render.emit(result, as_json, view.hits, pager=not no_pager)
+    view.remarks(result, text)
+
+
+def _semantic(store, text: str, *, reindex: bool, no_pager: bool, as_json: bool, **how) -> None:
+    """`kaja search --semantic`: the messages closest in meaning to `text`."""
+    from kaja_cli import render
+    from kaja_cli.core.conversations import semantic as core
+    from kaja_cli.errors import UsageError
+    from kaja_cli.render import search as view
+
+    for name in ("fts", "exact", "recent"):
+        if how.pop(name):
+            raise UsageError(f"--{name} is for word search: it does not go with --semantic")
+    core.require(store)
+    if reindex:
+        count = core.reindex(store, progress=render.progress)
+        render.note(f"rebuilt the semantic index: {render.plural(count, 'message')} embedded")
+        if not text.strip():
+            render.emit({"reindexed": {"path": str(store.paths.semantic_db), "messages": count}},
+                        as_json)  # fmt: skip
+            return
+    result = core.search(store, text, progress=render.progress, **how)
     render.emit(result, as_json, view.hits, pager=not no_pager)
     view.remarks(result, text)
 

@@ -175,7 +175,8 @@ def test_json_shape(present_demo: Kaja) -> None:
         assert isinstance(c["details"], list)
     expected = {
         "versions", "disk-space", "paths.settings", "paths.state_dir", "paths.shared_db",
-        "paths.images", "paths.cache_db", "paths.stats_db", "paths.auth_db", "legacy-files",
+        "paths.images", "paths.cache_db", "paths.stats_db", "paths.auth_db", "paths.semantic_db",
+        "legacy-files",
         "settings", "database.shared", "in-use.shared", "integrity.shared", "schema.shared",
         "space.shared", "orphans.messages", "orphans.tool_calls", "orphans.tool_results",
         "orphans.summaries", "orphans.events", "orphans.model_calls", "search-index",

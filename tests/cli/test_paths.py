@@ -151,7 +151,7 @@ def test_existing_store_sizes_and_plain_output(demo_store):
     lines = [line.split("\t") for line in r.out.splitlines()]
     assert [row[0] for row in lines] == [
         "mode", "settings", "state_dir", "shared_db", "images", "cache_db", "stats_db", "auth_db",
-        "artifacts_db",
+        "semantic_db", "artifacts_db",
     ]  # fmt: skip
     assert lines[0] == ["mode", "local", "default", "", ""]
     shared = lines[3]

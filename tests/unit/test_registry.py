@@ -67,7 +67,7 @@ def test_artifacts_live_in_the_shared_file_unless_a_setting_splits_them(tmp_path
     # `config paths` lists a split database after the side databases.
     assert [row.name for row in split.locations()] == [
         "settings", "state_dir", "shared_db", "images", "cache_db", "stats_db", "auth_db",
-        "artifacts_db",
+        "artifacts_db", "semantic_db",
     ]  # fmt: skip
 
 

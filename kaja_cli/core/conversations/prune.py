@@ -381,6 +381,10 @@ def _delete_batch(
                         f" WHERE {held}",
                         (arg,),
                     ).fetchone()[0]
+            if still:  # their vectors in kaja's semantic index go too
+                from kaja_cli.core.conversations.semantic import index
+
+                index.forget_sessions(paths.semantic_db, conn, still)
             counts = cascade.delete_session_rows(conn, still, known) if still else {}
             folders = [
                 str(d) for sid in still

@@ -494,7 +494,11 @@ def _count_rows(conn: sqlite3.Connection, ids: list[str], cascade: Any) -> dict[
 
 
 def delete_sessions(
-    conn: sqlite3.Connection, plan: DeletePlan, owner: Owner, images_dir: Path
+    conn: sqlite3.Connection,
+    plan: DeletePlan,
+    owner: Owner,
+    images_dir: Path,
+    semantic_db: Path | None = None,
 ) -> DeleteResult:
     """Delete the planned sessions and what hangs off them in one transaction,
     then their image folders (only once the rows are committed)."""
@@ -518,6 +522,10 @@ def delete_sessions(
             if s.id in now and not owner.owns(now[s.id]):
                 raise Refused(f"session {s.id} now belongs to {label(now[s.id])}")
         keep = [s for s in plan.sessions if s.id in now]
+        if semantic_db is not None:  # their vectors in kaja's semantic index go too
+            from kaja_cli.core.conversations.semantic import index
+
+            index.forget_sessions(semantic_db, conn, [s.id for s in keep])
         rows = cascade.delete_session_rows(conn, [s.id for s in keep])
     gone = [s.id for s in plan.sessions] + [p.name for p in plan.left_over]
     removed = cascade.remove_image_folders(images_dir, gone)
@@ -532,4 +540,4 @@ def plan_deletion(store: Store, refs: Iterable[str], owner: Owner) -> DeletePlan
 
 def delete(store: Store, plan: DeletePlan, owner: Owner) -> DeleteResult:
     with store.writer() as conn:
-        return delete_sessions(conn, plan, owner, store.paths.images_dir)
+        return delete_sessions(conn, plan, owner, store.paths.images_dir, store.paths.semantic_db)

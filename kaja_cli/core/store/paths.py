@@ -22,6 +22,7 @@ APP = "kaja"
 COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
 
 DEFAULT = "default"
+SEMANTIC_FILE = "semantic.db"  # `Paths.semantic_db`
 FOLLOWS_STATE_DIR = "follows the state dir"
 FOLLOWS_SHARED_FILE = "follows the shared file"
 
@@ -38,6 +39,7 @@ LABELS = {
     "settings": "settings file",
     "state_dir": "state dir",
     "images": "images",
+    "semantic_db": "semantic index",
     **{spec.location: spec.label for spec in DATABASES.values()},
 }
 
@@ -128,6 +130,12 @@ class Paths(NamedTuple):
     def images_dir(self) -> Path:
         return self.files_dir / "images"
 
+    @property
+    def semantic_db(self) -> Path:
+        """kaja's own semantic index (`kaja search --semantic`): not the
+        agent's, so not in the registry; it follows the state dir."""
+        return self.state_dir.path / SEMANTIC_FILE
+
     def located(self, name: Database) -> Located | None:
         """Where a database's own file is; None when its tables live in its host's."""
         spec = DATABASES[name]
@@ -155,7 +163,8 @@ class Paths(NamedTuple):
 
     def locations(self) -> list[Location]:
         """Every row of SPEC §2: the settings, the state dir, the shared file and the
-        images that follow it, the side databases, then databases split from their host.
+        images that follow it, the side databases, then databases split from their host,
+        then kaja's own semantic index.
         In cloud mode the databases are the server's: the settings, the state dir and
         the images it keeps."""
         rows = [
@@ -169,6 +178,7 @@ class Paths(NamedTuple):
             rows.append(Location(f.spec.location, Located(f.path, f.source), "file"))
             if f.name is Database.SHARED:
                 rows.append(images)
+        rows.append(Location("semantic_db", Located(self.semantic_db, FOLLOWS_STATE_DIR), "file"))
         return rows
 
 

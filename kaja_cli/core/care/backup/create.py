@@ -128,6 +128,11 @@ def backup(
         staging.mkdir(mode=fs.DIR_MODE)
         copies = [_copy(f, staging) for f in files]
         pictures, skipped = _pictures(paths.images_dir, _session_ids(copies))
+        if paths.semantic_db.exists():  # kaja's, not the agent's: made again from the messages
+            skipped.append(
+                f"{paths.semantic_db}: the semantic index, rebuilt by the next"
+                " `kaja search --semantic`"
+            )
         manifest = _manifest(paths, copies, moment)
         total = sum(c.entry.bytes for c in copies) + sum(p.size for p in pictures)
         _write_archive(tmp, target.name, copies, pictures, manifest, _bytes(progress, total))

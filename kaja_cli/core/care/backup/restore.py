@@ -292,6 +292,11 @@ def execute(
         raise
     try:
         with markers.sigint_held():
+            # kaja's semantic index is of the messages being replaced: the
+            # next `kaja search --semantic` builds it from the restored ones.
+            from kaja_cli.core.conversations.semantic import index
+
+            index.remove(store.paths.semantic_db)
             _mark(plan, Phase.SWAP, moves)
             swap(moves)
             markers.checkpoint("cleanup")

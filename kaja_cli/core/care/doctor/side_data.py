@@ -117,3 +117,46 @@ def check_sync(ctx: Context) -> Check | list[Check] | None:
                 for cid, status, summary, details in found]  # fmt: skip
 
     return safe(look, "sync", Group.SYNC, "sync")
+
+
+@check(
+    "semantic-index",
+    Group.SIDE_DATABASES,
+    "kaja's semantic index (`kaja search --semantic`): its size, model, and messages not yet in it",
+)
+def check_semantic_index(ctx: Context) -> Check | None:
+    """Only where one was built: nothing to say otherwise."""
+    from kaja_cli.core.conversations.semantic import index
+    from kaja_cli.core.engine.fs import human_size
+
+    path = ctx.paths.semantic_db
+    if not ctx.local or not path.exists():
+        return None
+
+    def look() -> Check:
+        st = index.status(path)
+        if st.model is None:
+            return Check("semantic-index", Group.SIDE_DATABASES, WARN,
+                         f"{index.FILE_NAME}: not a semantic index kaja can read",
+                         [str(path)], fix="kaja search --semantic --reindex")  # fmt: skip
+        shared = ctx.conn("shared")
+        behind = None
+        if shared is not None and "messages" in db.table_names(shared):
+            behind = shared.execute(
+                "SELECT count(*) FROM messages WHERE rowid > ?", (st.high_water,)
+            ).fetchone()[0]
+        details = [
+            f"file: {path} ({human_size(st.size)})",
+            f"model: {st.model}",
+            f"for the store: {st.store}",
+            "rebuilt by `kaja search --semantic --reindex`; deleting the file turns it off",
+        ]
+        late = "" if behind is None else f", {plural(behind, 'message')} behind"
+        return Check("semantic-index", Group.SIDE_DATABASES, OK,
+                     f"{index.FILE_NAME}: {plural(st.vectors, 'message')} embedded,"
+                     f" {human_size(st.size)}{late} (the next semantic search adds them)"
+                     if behind else
+                     f"{index.FILE_NAME}: {plural(st.vectors, 'message')} embedded,"
+                     f" {human_size(st.size)}{late}", details)  # fmt: skip
+
+    return safe(look, "semantic-index", Group.SIDE_DATABASES, index.FILE_NAME)

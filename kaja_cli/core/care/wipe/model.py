@@ -37,6 +37,7 @@ class Part(StrEnum):
     FILES = "files"  # files/ and images/ once empty (or a symlinked files/)
     SETTINGS = "settings"
     PARENTS = "parents"  # folders removed after the marker: the state dir, the settings'
+    SEMANTIC = "semantic"  # kaja's semantic index (`kaja search --semantic`), with its companions
 
 
 class Stage(IntEnum):
@@ -48,7 +49,7 @@ class Stage(IntEnum):
     PARENTS = 3
 
 
-_STAGE_OF = {Part.IMAGES: Stage.FILES, Part.FILES: Stage.FILES,
+_STAGE_OF = {Part.SEMANTIC: Stage.DATABASES, Part.IMAGES: Stage.FILES, Part.FILES: Stage.FILES,
              Part.SETTINGS: Stage.SETTINGS, Part.PARENTS: Stage.PARENTS}  # fmt: skip
 
 

@@ -195,6 +195,9 @@ def execute_owner(
             part.before_erasing(conn)
             with db.transaction(conn):
                 ids = _session_ids(conn, owner)
+                from kaja_cli.core.conversations.semantic import index
+
+                index.forget_sessions(paths.semantic_db, conn, ids)  # their vectors, too
                 rows = _owner_rows(conn, owner, ids, delete=True)
                 # An earlier run's folders whose sessions are gone count too.
                 found = markers.of(marker, Operation.OWNER)

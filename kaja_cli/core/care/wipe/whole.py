@@ -115,7 +115,7 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
         listed_names |= _image_folder_names(paths)
     leftover_markers = [m.path for m in found] + markers.temporaries(paths, *_FINISHED)
     file_items, file_kept = _files_items(paths, stored.known, listed_names)
-    items += file_items
+    items += _semantic_items(paths) + file_items
     kept += file_kept
     items, more_kept, more_refusals = _settings_items(paths, items, settings, listed)
     kept += more_kept
@@ -124,6 +124,20 @@ def plan(store: Store, *, settings: bool = False) -> WipePlan:
     items.sort(key=lambda i: i.stage)
     return WipePlan(items, kept, refusals, marker_path(paths), interrupted(paths, live),
                     leftover_markers, needs_yes=part.NEEDS_YES)  # fmt: skip
+
+
+def _semantic_items(paths: Paths) -> list[Item]:
+    """kaja's semantic index and its companions: vectors of the messages that go."""
+    from kaja_cli.core.store.paths import companions
+
+    out = []
+    for p in (paths.semantic_db, *companions(paths.semantic_db)):
+        st = lstat_or_none(p)
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            what = "semantic index" + ("" if p == paths.semantic_db else f" {p.name[11:]}")
+            kind = Kind.LINK if stat.S_ISLNK(st.st_mode) else Kind.FILE
+            out.append(Item(p, what, kind, Part.SEMANTIC, st.st_size, 1))
+    return out
 
 
 def _settings_items(
