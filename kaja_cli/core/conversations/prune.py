@@ -171,7 +171,7 @@ def selected(store: Store, flt: SessionFilter, *, include_pending: bool = False)
     path = store.location()
     leftovers = _leftovers(store)
     flt = flt._replace(limit=0, pending=None if include_pending else False)
-    with store.maybe_reader() as conn:
+    with store.maybe_reader(writing=True) as conn:  # on the server the deletes will read
         if conn is None:
             return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path, store_exists=False)
         have = columns(conn, *FILTER_TABLES)
