@@ -204,7 +204,11 @@ def _stem_rows(bench, store: Path, floor_db: Path) -> None:
     is half of the whole command, so the goals are on the in-process rows."""
     from kaja_cli.core.conversations import search
 
-    word, forms = _stemmed_word(store)
+    found = _stemmed_word(store)
+    if found is None:
+        bench.echo("(no word of this store's index has another form: no stemmed rows)")
+        return
+    word, forms = found
     p = subprocess.run(bench.kaja("search", word, "--all-owners", "--json"), env=bench.env,
                        capture_output=True, check=True, text=True)  # fmt: skip
     match = json.loads(p.stdout)["match"]
@@ -246,23 +250,28 @@ def _stem_rows(bench, store: Path, floor_db: Path) -> None:
                   note="the forms looked up among the index's words, and their matches ranked")  # fmt: skip
 
 
-def _stemmed_word(store: Path) -> tuple[str, list[tuple[str, int]]]:
-    """The common word with other forms (each in 1,000 messages or more) whose
-    forms are in nearest 100,000 messages, and its forms with their counts."""
+def _stemmed_word(store: Path) -> tuple[str, list[tuple[str, int]]] | None:
+    """The common word with other forms whose forms are in nearest 100,000
+    messages, preferring forms each in 1,000 messages or more (a small store
+    may have none: then the words with the most frequent rarest form), and its
+    forms with their counts; None when no word of the index has another form."""
     import Stemmer
 
     stem = Stemmer.Stemmer("english").stemWord
     with sqlite3.connect(store.as_uri() + "?mode=ro", uri=True) as conn:
         conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
         rows = conn.execute(
-            "SELECT term, documents FROM temp.terms WHERE col = '*' AND documents >= 1000"
+            "SELECT term, documents FROM temp.terms WHERE col = '*'"
             " AND term GLOB '[a-z][a-z][a-z]*'"
         ).fetchall()
     groups: dict[str, list[tuple[str, int]]] = {}
     for term, n in rows:
         groups.setdefault(stem(term), []).append((term, n))
     many = [g for g in groups.values() if len(g) > 1]
-    best = min(many, key=lambda g: (abs(sum(n for _, n in g) - 100_000), g[0][0]))
+    if not many:
+        return None
+    best = min(many, key=lambda g: (-min(1000, min(n for _, n in g)),
+                                    abs(sum(n for _, n in g) - 100_000), g[0][0]))  # fmt: skip
     best.sort(key=lambda f: -f[1])
     return best[0][0], best
 
