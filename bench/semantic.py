@@ -1,7 +1,8 @@
 """`kaja search --semantic` on the benchmark store (issue 41): the rows the
 issue asks for, each kaja's whole process, wall and CPU (user + system, the
 kernel's count: on this shared machine it moves less with the load) and
-peak RSS from `wait4` (harness.run_process):
+peak RSS from `wait4` (harness.run_process). A script of its own, not a
+`bench_*.py` module of `bench/run.py`: its build alone takes minutes.
 
 - build: `kaja search --semantic --reindex` from nothing (goal ≤ 10 min);
 - query: a search of an up-to-date index, median of `--repeat` (goal ≤ 300 ms);
@@ -10,7 +11,7 @@ peak RSS from `wait4` (harness.run_process):
   (goal ≤ 1 s); the store itself is only read, so it needs no copy;
 - peak RSS of a search (goal ≤ 150 MB), and the index's size on disk.
 
-    python bench/bench_semantic.py [--store DIR] [--repeat N] [--state DIR] [--rebuild]
+    python bench/semantic.py [--store DIR] [--repeat N] [--state DIR] [--rebuild]
 
 --store DIR holds the store (`kaja.db`, read only); the index is built in
 --state DIR (reused when it exists, unless --rebuild), or in a temporary one.
