@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-from harness import PROCESS, Row
+from harness import PROCESS, Row, search_words
 
 FIRST_SCREEN_MS = 400.0
 KEYSTROKE_MS = 100.0
@@ -139,14 +139,13 @@ def keystroke(bench, common: str) -> None:
 
 
 def cases(bench) -> None:
-    from bench_search import _words
 
     from kaja_cli.browse import data
     from kaja_cli.core.conversations import search
     from kaja_cli.core.conversations.filter import SessionFilter
 
     store = bench.store()
-    _, (common, count) = _words(bench.db)
+    _, (common, count) = search_words(bench.db)
 
     newest = json.loads(subprocess.run([bench.kaja_command, "sessions", "-n", "1", "--json"], env=bench.env,
                                        capture_output=True, text=True, check=True).stdout)  # fmt: skip

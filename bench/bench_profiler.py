@@ -21,8 +21,7 @@ from __future__ import annotations
 import sqlite3
 from contextlib import closing
 
-from bench_search import _words
-from harness import PROCESS, Row, interleave
+from harness import PROCESS, Row, interleave, search_words
 
 GOAL = 1.03
 
@@ -41,7 +40,7 @@ def cases(bench) -> None:
             "SELECT m.sessionId, s.owner, count(*) AS n FROM messages AS m"
             " JOIN sessions AS s ON s.id = m.sessionId GROUP BY m.sessionId ORDER BY n DESC LIMIT 1"
         ).fetchone()
-    common, hits = _words(bench.db)[1]
+    common, hits = search_words(bench.db)[1]
     floor = "same command, profiling off"
     commands = [
         ("sessions", ["sessions"]),

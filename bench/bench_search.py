@@ -34,7 +34,7 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from harness import PROCESS, Row, interleave
+from harness import PROCESS, Row, interleave, search_words
 
 GOAL = 1.5
 INSERTS = 500  # messages per insert run
@@ -94,7 +94,7 @@ def cases(bench) -> None:
         bench.echo(f"(the store's search index predated this kaja: rebuilt {messages:,} messages "
                    f"in {took:.1f} s with `kaja search --reindex`)")  # fmt: skip
 
-    selective, common = _words(store)
+    selective, common = search_words(store)
     floor_db = bench.state_dir.parent / "search-floor-fts5.db"
     built_ms = _build_fts5(store, floor_db)
 
@@ -274,18 +274,6 @@ def _stemmed_word(store: Path) -> tuple[str, list[tuple[str, int]]] | None:
                                     abs(sum(n for _, n in g) - 100_000), g[0][0]))  # fmt: skip
     best.sort(key=lambda f: -f[1])
     return best[0][0], best
-
-
-def _words(store: Path) -> tuple[tuple[str, int], tuple[str, int]]:
-    """The terms whose document counts are nearest 100 and 100,000."""
-    with sqlite3.connect(store.as_uri() + "?mode=ro", uri=True) as conn:
-        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
-        rows = conn.execute(
-            "SELECT term, documents FROM temp.terms WHERE col = '*' AND term GLOB '[a-z]*'"
-        ).fetchall()
-    selective = min(rows, key=lambda r: (abs(r[1] - 100), r[0]))
-    common = min(rows, key=lambda r: (abs(r[1] - 100_000), r[0]))
-    return (selective[0], selective[1]), (common[0], common[1])
 
 
 def _build_fts5(store: Path, floor_db: Path) -> float:

@@ -341,3 +341,18 @@ def _ratio(ratio: float) -> str:
     while ratio < 10**-decimals and decimals < 9:
         decimals += 1
     return f"{ratio:.{decimals}f}"
+
+
+def search_words(store: Path) -> tuple[tuple[str, int], tuple[str, int]]:
+    """The terms of the store's search index whose document counts are nearest
+    100 and 100,000: the selective and the common word of the search rows."""
+    import sqlite3
+
+    with sqlite3.connect(store.as_uri() + "?mode=ro", uri=True) as conn:
+        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
+        rows = conn.execute(
+            "SELECT term, documents FROM temp.terms WHERE col = '*' AND term GLOB '[a-z]*'"
+        ).fetchall()
+    selective = min(rows, key=lambda r: (abs(r[1] - 100), r[0]))
+    common = min(rows, key=lambda r: (abs(r[1] - 100_000), r[0]))
+    return (selective[0], selective[1]), (common[0], common[1])

@@ -137,37 +137,19 @@ class PruneResult(NamedTuple):
 # --- the plan ---------------------------------------------------------------------------
 def plan(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> PrunePlan:
     """What prune would delete; reads, never writes. A missing store plans nothing."""
-    path = store.location()
-    leftovers = _leftovers(store)
-    flt = flt._replace(limit=0, pending=None if include_pending else False)
-    with store.maybe_reader(writing=True) as conn:  # on the server the deletes will read
-        if conn is None:
-            return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path, store_exists=False)
-        have = columns(conn, *FILTER_TABLES)
-        s = have.get("sessions")
-        if not s or "id" not in s:
-            return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path)
-        sessions, text = _candidates(conn, have, flt)
-        pending_kept = 0
-        if not include_pending:
-            cond, args = where(have, flt._replace(pending=True), d=dialect.of(conn))
-            pending_kept = conn.execute(
-                f"SELECT count(*) FROM sessions AS s WHERE {cond}", args
-            ).fetchone()[0]
-        rows = _count_rows(conn, sessions, "sessionId" in (have.get("messages") or []))
-    files = size = 0
-    for c in sessions:
-        folder = images.session_dir(store.paths.images_dir, c.id)
-        if folder is not None and folder.is_dir() and not folder.is_symlink():
-            b, n = fs.tree_size(folder)
-            size, files = size + b, files + n
-    return PrunePlan(flt, sessions, rows, text, files, size, pending_kept, leftovers, path)
+    return _read(store, flt, include_pending=include_pending, counted=True)
 
 
 def selected(store: Store, flt: SessionFilter, *, include_pending: bool = False) -> PrunePlan:
     """The sessions prune would delete, each with its messages counted through
     the index on their session, and nothing else: what `--yes` reads before it
     deletes in one pass (`execute(measure=True)` then counts what went)."""
+    return _read(store, flt, include_pending=include_pending, counted=False)
+
+
+def _read(store: Store, flt: SessionFilter, *, include_pending: bool, counted: bool) -> PrunePlan:
+    """The sessions the filter selects and the pending ones kept; `counted`:
+    with their rows per table, the bytes of their text and their image files."""
     path = store.location()
     leftovers = _leftovers(store)
     flt = flt._replace(limit=0, pending=None if include_pending else False)
@@ -178,14 +160,30 @@ def selected(store: Store, flt: SessionFilter, *, include_pending: bool = False)
         s = have.get("sessions")
         if not s or "id" not in s:
             return PrunePlan(flt, [], {}, 0, 0, 0, 0, leftovers, path)
-        sessions, _ = _candidates(conn, have, flt, text=False)
+        sessions, text = _candidates(conn, have, flt, text=counted)
         pending_kept = 0
         if not include_pending:
             cond, args = where(have, flt._replace(pending=True), d=dialect.of(conn))
             pending_kept = conn.execute(
                 f"SELECT count(*) FROM sessions AS s WHERE {cond}", args
             ).fetchone()[0]
-    return PrunePlan(flt, sessions, {}, 0, 0, 0, pending_kept, leftovers, path)
+        rows = {}
+        if counted:
+            rows = _count_rows(conn, sessions, "sessionId" in (have.get("messages") or []))
+    files, size = _image_sizes(store.paths, [c.id for c in sessions]) if counted else (0, 0)
+    return PrunePlan(flt, sessions, rows, text, files, size, pending_kept, leftovers, path)
+
+
+def _image_sizes(paths: Paths, session_ids: list[str]) -> tuple[int, int]:
+    """The image files of these sessions' folders and their bytes (a linked
+    folder counts nothing: prune removes only the link)."""
+    files = size = 0
+    for sid in session_ids:
+        folder = images.session_dir(paths.images_dir, sid)
+        if folder is not None and folder.is_dir() and not folder.is_symlink():
+            b, n = fs.tree_size(folder)
+            size, files = size + b, files + n
+    return files, size
 
 
 def _candidates(
@@ -302,11 +300,8 @@ def execute(
             if measure:
                 ids.update(gone)
                 text += bytes_
-                for sid in gone:
-                    folder = images.session_dir(paths.images_dir, sid)
-                    if folder is not None and folder.is_dir() and not folder.is_symlink():
-                        b, n = fs.tree_size(folder)
-                        size, files = size + b, files + n
+                n, b = _image_sizes(paths, gone)
+                files, size = files + n, size + b
             try:
                 markers.checkpoint("prune-images")
                 r, k = remove_folders(paths, gone)

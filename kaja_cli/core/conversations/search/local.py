@@ -67,7 +67,6 @@ if TYPE_CHECKING:
 
 SCAN_TABLE = "kaja_scan"
 _HITS_TABLE = "kaja_hits"
-_TERMS_TABLE = "kaja_terms"  # fts4aux over the index: its words, for stemming
 _SMALL_MATCH = 5000  # up to this many rows per phrase, snippets come from the index itself
 _FIRST_RANKED = 512  # with filters, ranked candidates asked for at first (then all)
 # Ranking a match (its matchinfo, length and score) costs about six times what
@@ -211,28 +210,17 @@ def _build(store: Store, path: Path, progress: ProgressFactory | None) -> tuple[
 
 
 def _vocabulary(conn: sqlite3.Connection, ix: Index) -> stems.Vocabulary:
-    """The index's words in a range: read from its segments (`words`), or, in
-    a shape that reader does not know, from fts4aux (which also reads every
-    doclist of the range)."""
+    """The index's words in a range: read from its segments (`words.terms`),
+    or, in a shape that reader does not know, from fts4aux (`words.aux_terms`,
+    which also reads every doclist of the range)."""
     from kaja_cli.core.conversations.search import words
 
     def vocabulary(low: str, high: str, inclusive: bool) -> list[tuple[str, int | None]]:
         try:
-            return [
-                (t, None) for t, _ in words.terms(conn, ix.schema, ix.name, low, high, inclusive)
-            ]
+            found = words.terms(conn, ix.schema, ix.name, low, high, inclusive)
         except words.Unreadable:
-            pass
-        conn.execute(f"DROP TABLE IF EXISTS temp.{_TERMS_TABLE}")
-        conn.execute(
-            f"CREATE VIRTUAL TABLE temp.{_TERMS_TABLE} USING fts4aux({ix.schema}, {ix.name})"
-        )
-        rows = conn.execute(
-            f"SELECT term, NULL FROM temp.{_TERMS_TABLE} WHERE col = '*'"
-            f" AND term {'>=' if inclusive else '>'} ? AND term < ?",
-            (low, high),
-        )
-        return rows.fetchall()
+            found = words.aux_terms(conn, ix.schema, ix.name, low, high, inclusive)
+        return [(t, None) for t, _ in found]
 
     return vocabulary
 

@@ -36,51 +36,43 @@ def _varint(data: bytes, i: int) -> tuple[int, int]:
     return found
 
 
+def _terms(node: bytes, i: int, *, doclists: bool):
+    """A node's terms from offset `i`, in order, as FTS4 writes them (the first
+    whole, the others as the length of the prefix they share with the one
+    before and the rest), each with its doclist's bytes, which a leaf holds
+    after each term (`doclists`) and an interior node does not (0)."""
+    term = b""
+    first = True
+    while i < len(node):
+        if first:
+            size, i = _varint(node, i)
+            term = node[i : i + size]
+            first = False
+        else:
+            prefix, i = _varint(node, i)
+            size, i = _varint(node, i)
+            term = term[:prefix] + node[i : i + size]
+        i += size
+        doclist = 0
+        if doclists:
+            doclist, i = _varint(node, i)
+            i += doclist
+        if i > len(node):
+            raise Unreadable("a term or its doclist runs past its node")
+        yield term, doclist
+
+
 def _child(node: bytes, i: int, low: bytes) -> int:
     """The child of an interior node (its height read, up to `i`) whose terms
     reach `low`: the first child's number plus the separating terms up to
     `low` (each the shortest prefix of its child's first term; they are in
     order, so reading stops at the first past `low`)."""
     child, i = _varint(node, i)
-    term = b""
-    first = True
-    while i < len(node):
-        if first:
-            size, i = _varint(node, i)
-            term = node[i : i + size]
-            first = False
-        else:
-            prefix, i = _varint(node, i)
-            size, i = _varint(node, i)
-            term = term[:prefix] + node[i : i + size]
-        i += size
-        if i > len(node):
-            raise Unreadable("a term runs past its node")
+    for term, _ in _terms(node, i, doclists=False):
         if term > low:
             break
         child += 1
     return child
-
-
-def _leaf(node: bytes, i: int):
-    """A leaf's (term, doclist bytes), in order (after the height at `i`)."""
-    term = b""
-    first = True
-    while i < len(node):
-        if first:
-            size, i = _varint(node, i)
-            term = node[i : i + size]
-            first = False
-        else:
-            prefix, i = _varint(node, i)
-            size, i = _varint(node, i)
-            term = term[:prefix] + node[i : i + size]
-        i += size
-        doclist, i = _varint(node, i)
-        i += doclist
-        if i > len(node):
-            raise Unreadable("a doclist runs past its leaf")
-        yield term, doclist
 
 
 def terms(
@@ -118,7 +110,7 @@ def terms(
             blockid = child
         leaf_id = blockid if node is not root else None
         while True:
-            for term, size in _leaf(node, i):
+            for term, size in _terms(node, i, doclists=True):
                 if term >= hi:
                     break
                 if term > lo or (inclusive and term == lo):
@@ -140,3 +132,19 @@ def terms(
         except UnicodeDecodeError as e:
             raise Unreadable("a term is not UTF-8") from e
     return out
+
+
+def aux_terms(
+    conn: sqlite3.Connection, schema: str, table: str, low: str, high: str, inclusive: bool
+) -> list[tuple[str, int]]:
+    """The same words as `terms` by FTS4's own fts4aux, each with how many
+    rows hold it: it decodes every doclist of the range (a small table's, or
+    an index in a shape `terms` does not know). A temporary table of the
+    connection, `<table>_terms`, made once."""
+    aux = f'temp."{table}_terms"'
+    conn.execute(f'CREATE VIRTUAL TABLE IF NOT EXISTS {aux} USING fts4aux({schema}, "{table}")')
+    return conn.execute(
+        f"SELECT term, documents FROM {aux} WHERE col = '*'"
+        f" AND term {'>=' if inclusive else '>'} ? AND term < ?",
+        (low, high),
+    ).fetchall()

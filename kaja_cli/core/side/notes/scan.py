@@ -105,17 +105,10 @@ def _load_scan(
 
 
 def _vocabulary(conn: sqlite3.Connection):
-    """The candidates' words in a range, with how many notes hold each (fts4aux)."""
-    conn.execute(f"CREATE VIRTUAL TABLE temp.{_SCAN}_terms USING fts4aux(temp, {_SCAN})")
+    """The candidates' words in a range, with how many notes hold each."""
+    from kaja_cli.core.conversations.search import words
 
-    def words(low: str, high: str, inclusive: bool) -> list[tuple[str, int | None]]:
-        return conn.execute(
-            f"SELECT term, documents FROM temp.{_SCAN}_terms WHERE col = '*'"
-            f" AND term {'>=' if inclusive else '>'} ? AND term < ?",
-            (low, high),
-        ).fetchall()
-
-    return words
+    return lambda low, high, inclusive: words.aux_terms(conn, "temp", _SCAN, low, high, inclusive)
 
 
 def _ranked(
