@@ -40,6 +40,13 @@ QUERIES = [
     "splitting a long function into smaller ones",
     "a train journey with a view of the lake",
 ]
+MORE_QUERIES = [  # for the ranking's agreement only
+    "the dog keeps barking at night",
+    "which wine goes with fish",
+    "my code throws an error when the list is empty",
+    "planning a birthday party for my daughter",
+    "the heating bill went up this winter",
+]
 GOALS = {"build": 600_000, "query": 300, "new": 1_000, "rss": 150}
 
 
@@ -51,28 +58,45 @@ def kaja(state: Path, store: Path, *args: str) -> list[str]:
 def set_back(index: Path, count: int) -> int:
     """Remove the newest `count` vectors and lower the mark below them
     (as if the agent had written them since the last search); returns the new mark."""
-    import numpy as np
+    from kaja_cli.core.conversations.semantic import index as semantic_index
 
-    with closing(sqlite3.connect(index)) as conn, conn:
+    with closing(sqlite3.connect(index, isolation_level=None)) as conn:
         rows = [r[0] for r in conn.execute(
             "SELECT rowid FROM semantic_vectors ORDER BY rowid DESC LIMIT ?", (count,))]  # fmt: skip
         mark = rows[-1] - 1
-        conn.execute("DELETE FROM semantic_vectors WHERE rowid > ?", (mark,))
-        conn.execute("DELETE FROM semantic_chunks WHERE first > ?", (mark,))
-        row = conn.execute(
-            "SELECT id, rowids, bits FROM semantic_chunks WHERE last > ?", (mark,)
-        ).fetchone()
-        if row is not None:
-            ids = np.frombuffer(row[1], np.int64)
-            keep = ids <= mark
-            bits = np.frombuffer(row[2], np.uint8).reshape(len(ids), -1)[keep]
-            conn.execute(
-                "UPDATE semantic_chunks SET last = ?, n = ?, rowids = ?, bits = ? WHERE id = ?",
-                (int(ids[keep][-1]), int(keep.sum()), ids[keep].tobytes(), bits.tobytes(), row[0]),
-            )
+        conn.execute("BEGIN IMMEDIATE")
+        semantic_index._drop_above(conn, mark)
         conn.execute("UPDATE semantic_meta SET value = ? WHERE key = 'high_water'", (mark,))
         conn.execute("UPDATE semantic_meta SET value = '' WHERE key = 'high_key'")
+        conn.execute("COMMIT")
     return mark
+
+
+def agreement(index: Path, queries: list[str], top: int = 20) -> float:
+    """How much of the exhaustive ranking's top 20 (every int8 vector scored
+    by cosine, numpy) a search's top 20 holds (kaja's passes, in-process),
+    over `queries`, all owners."""
+    import numpy as np
+
+    from kaja_cli.core.conversations.semantic import model, rank
+
+    with closing(sqlite3.connect(index)) as conn:
+        rowids, scores = [], []
+        vectors = [model.query_vector(conn, q) for q in queries]
+        qs = np.array(vectors, np.float32)
+        batch = conn.execute("SELECT rowid, scale, code FROM semantic_vectors")
+        while rows := batch.fetchmany(65536):
+            codes = np.frombuffer(b"".join(r[2] for r in rows), np.int8).reshape(len(rows), -1)
+            scale = np.array([r[1] for r in rows], np.float32)
+            scores.append((codes.astype(np.float32) @ qs.T) * scale[:, None])
+            rowids.append(np.array([r[0] for r in rows], np.int64))
+        everyone, every_score = np.concatenate(rowids), np.concatenate(scores)
+        same = 0
+        for i, q in enumerate(vectors):
+            best = set(everyone[np.argsort(-every_score[:, i])[:top]].tolist())
+            ours = {r for _, r, _ in rank.Ranker(conn, q).best(1000)[:top]}
+            same += len(best & ours)
+    return same / (top * len(queries))
 
 
 def row(case: str, wall: float, cpu: float, rss: float, goal: str, ok: bool) -> None:
@@ -103,6 +127,9 @@ def main() -> None:
     print(
         f"index size: {size / 1e6:.0f} MB for {vectors:,} vectors ({size / max(vectors, 1):.0f} B each)"
     )
+    share = agreement(index, QUERIES + MORE_QUERIES)
+    print(f"{'top 20 against every vector scored':<34} {share:>9.0%}"
+          f"{'':>38} printed (all owners, {len(QUERIES + MORE_QUERIES)} questions)")  # fmt: skip
     runs = [run_process(kaja(state, args.store, "search", "--semantic", q, "-n", "20"))
             for _ in range(args.repeat) for q in QUERIES]  # fmt: skip
     wall, rss, cpu = (statistics.median(x) for x in zip(*runs, strict=True))

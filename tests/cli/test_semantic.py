@@ -355,3 +355,124 @@ def test_an_index_kaja_cannot_write_or_did_not_make(demo_store: Kaja) -> None:
     assert r.code == 1, r
     assert r.err.startswith(f"kaja: cannot open the semantic index {path}: ")
     assert len(r.err.strip().splitlines()) == 1
+
+
+def _clusters(k: Kaja) -> dict[int, int]:
+    """Vectors per cluster of the index (-1: not yet placed)."""
+    conn = sqlite3.connect(k.state / "semantic.db")
+    try:
+        return dict(conn.execute("SELECT cluster, sum(n) FROM semantic_chunks GROUP BY cluster"))
+    finally:
+        conn.close()
+
+
+def test_a_clustered_index_finds_what_a_flat_one_does(demo_store: Kaja, monkeypatch) -> None:
+    """At 1M messages a search reads only the clusters nearest the query
+    (index.py): clustered early here, every vector is in one cluster; read
+    whole it ranks exactly as the flat index; read in part it still finds the
+    session; new vectors wait unplaced, then go to their clusters."""
+    from kaja_cli.core.conversations.semantic import index, rank
+
+    flat = found(demo_store, *QUERY, "-n", "0")["results"]
+    assert set(_clusters(demo_store)) == {index.PENDING}  # 77 vectors: too few to cluster
+    monkeypatch.setattr(index, "TRAIN_AT", 40)
+    monkeypatch.setattr(index, "PENDING_MAX", 3)
+    assert demo_store("search", "--semantic", "--reindex").code == 0
+    sizes = _clusters(demo_store)
+    assert index.PENDING not in sizes and len(sizes) >= 5  # √77 clusters, each vector placed
+    assert sorted(index_rowids(demo_store)) == sorted(set(index_rowids(demo_store)))
+    assert found(demo_store, *QUERY, "-n", "0")["results"] == flat  # read whole: the same
+    monkeypatch.setattr(rank, "PROBE_MIN", 1)
+    monkeypatch.setattr(rank, "PROBE_PER", 0)
+    assert found(demo_store, *QUERY, "-n", "1")["results"][0]["session_id"] == TOMATO
+    add = "INSERT INTO messages(id, sessionId, seq, role, content) VALUES (?, ?, ?, 'user', ?)"
+    for seq, text in enumerate(["the chain of my bicycle slips", "oil for a squeaky chain"]):
+        sql(demo_store, add, (f"m-{seq}", TOMATO, 100 + seq, text))
+    assert found(demo_store, "cycling", "repair", "-n", "1")["results"][0]["message_id"] == "m-0"
+    assert _clusters(demo_store)[index.PENDING] == 2  # waiting: fewer than PENDING_MAX
+    sql(demo_store, add, ("m-2", TOMATO, 102, "new tyres for the bike"))
+    monkeypatch.setattr(rank, "PROBE_MIN", 10_000)  # every cluster read
+    top = found(demo_store, "cycling", "repair", "-n", "2")["results"]
+    assert {h["message_id"] for h in top} == {"m-0", "m-2"}  # chain, tyres
+    assert index.PENDING not in _clusters(demo_store)  # three: placed
+    assert sorted(index_rowids(demo_store)) == sorted(set(index_rowids(demo_store)))
+    theirs = _rowids_of(demo_store, "s.owner = ?", (ANA,))
+    assert demo_store("wipe", "--owner", ANA, "--yes").code == 0
+    assert not theirs & set(index_rowids(demo_store))
+
+
+def test_a_query_tokenises_as_the_tokenizer_does(demo_store: Kaja) -> None:
+    """A query is tokenised from the index's tables (bpe.py), not by
+    `tokenizers`: the same ids for the demo's messages and random text, and
+    the vector `Embedder` gives."""
+    import random
+
+    import numpy as np
+    from tokenizers import Tokenizer as Reference
+
+    from kaja_cli.core.conversations.semantic import bpe, model
+
+    found(demo_store, "x")
+    ix = sqlite3.connect(demo_store.state / "semantic.db")
+    try:
+        ours = bpe.Tokenizer(ix)
+        theirs = Reference.from_file(str(model.files()[1]))
+        theirs.no_truncation()
+        rnd = random.Random(7)
+        alphabet = "abcxyz ABC  éüß日本語🍅\n\t.,'-<>/s0189▁"
+        texts = [r[0] for r in sql(demo_store, "SELECT content FROM messages") if r[0]]
+        texts += ["", " ", "  two  spaces ", "a <s> b</s>c<unk>", "x" * 3000]
+        texts += [
+            "".join(rnd.choice(alphabet) for _ in range(rnd.randint(0, 60))) for _ in range(500)
+        ]
+        for text in texts:
+            assert ours.encode(text) == theirs.encode(text, add_special_tokens=False).ids, text
+        for text in ("my vegetables look unwell in hot weather", "Crème brûlée 🍅", ""):
+            expected = model.Embedder().embed([text])[0]
+            assert np.allclose(model.query_vector(ix, text), expected, atol=1e-6)
+    finally:
+        ix.close()
+
+
+def test_a_query_on_an_index_up_to_date_imports_no_numpy(demo_store: Kaja) -> None:
+    """numpy and `tokenizers` cost a query 200 ms of its 300: a whole process
+    searching an index that is up to date imports neither."""
+    import subprocess
+
+    found(demo_store, "x")
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "kaja_cli", "--state-dir", str(demo_store.state),
+         "--db", str(demo_store.db), "search", "--semantic", *QUERY, "-n", "1"],
+        capture_output=True, text=True, timeout=60, env=demo_store.env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert TOMATO_TITLE in r.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if "|" in line}
+    assert "kaja_cli.core.conversations.semantic.rank" in imported
+    assert not {"numpy", "tokenizers", "wordllama"} & imported
+
+
+def test_clustering_beside_a_forget_keeps_the_forgotten_out(demo_store: Kaja, monkeypatch) -> None:
+    """A search clusters the index from what it read; a `sessions delete` in
+    another process that commits meanwhile wins: the clustering is rolled
+    back (the next search does it), and no forgotten vector comes back."""
+    from kaja_cli.core.conversations.semantic import index
+
+    found(demo_store, "x")  # built, flat
+    monkeypatch.setattr(index, "TRAIN_AT", 40)
+    tomato = _rowids_of(demo_store, "s.id = ?", (TOMATO,))
+    read = index._all_signs
+
+    def forget_meanwhile(conn):
+        out = read(conn)
+        index.forget(demo_store.state / "semantic.db", sorted(tomato))  # its own connection
+        return out
+
+    monkeypatch.setattr(index, "_all_signs", forget_meanwhile)
+    assert demo_store("search", "--semantic", *QUERY).code == 0
+    assert set(_clusters(demo_store)) == {index.PENDING}  # rolled back: not clustered
+    assert not tomato & set(index_rowids(demo_store))  # and the two tables agree
+    monkeypatch.setattr(index, "_all_signs", read)
+    assert demo_store("search", "--semantic", *QUERY).code == 0
+    assert index.PENDING not in _clusters(demo_store)
+    assert not tomato & set(index_rowids(demo_store))

@@ -4,13 +4,16 @@ given, offline (issue 41; docs/guides/semantic-search.md).
 - `model`: the embedding model (wordllama's bundled one, read without a
   download), and `Missing` when the `semantic` extra is not installed;
 - `index`: kaja's side database of vectors (`<state dir>/semantic.db`),
-  brought up to date before each search, and what deleting forgets.
+  brought up to date before each search, and what deleting forgets;
+- `bpe`: the tokenizer for a query, from tables in the index;
+- `rank`: the ranking, plain Python: the clusters nearest the query (all
+  vectors on a small index), their vectors by the Hamming distance of their
+  signs, the nearest scored with the query's own values, the best
+  `_FIRST_CANDIDATES` re-ranked by cosine on their int8 vectors.
 
-A search ranks every vector by the Hamming distance of its signs to the
-query's, re-ranks the best `_FIRST_CANDIDATES` by cosine on their int8
-vectors, then keeps, best first, those whose message is still there with
-the same id and passes the filters (the word search's, `search.local`);
-with too few it looks again at eight times as many. The answer is the word
+A search keeps, best first, those whose message is still there with the
+same id and passes the filters (the word search's, `search.local`); with
+too few it looks again at eight times as many. The answer is the word
 search's `SearchResult` (score: the cosine similarity), shown the same way.
 Local stores only: cloud mode is refused in one line.
 """

@@ -1,23 +1,32 @@
 """The semantic index: kaja's own side database of message vectors,
 `<state dir>/semantic.db` (`Paths.semantic_db`). The agent's files are only read.
 
-Two tables, for the two passes of a search:
-- `semantic_chunks`: one row per chunk of up to `CHUNK` messages in rowid
-  order, with their rowids (int64) and each vector's signs (`DIMS / 8`
-  bytes) as two blobs a search reads whole: the first pass ranks every
-  message by the Hamming distance of its signs to the query's;
+The tables, for the passes of a search (`rank` reads them):
+- `semantic_centroids`: once the index holds `TRAIN_AT` vectors, it is cut
+  into clusters of similar vectors (spherical k-means, about √n of them);
+  each cluster's centre, float32. A search looks only at the clusters whose
+  centres are nearest the query (an inverted-file index);
+- `semantic_chunks`: the vectors of a cluster, up to `CHUNK` a row, with
+  their rowids (int64) and signs (`DIMS / 8` bytes) as two blobs read whole:
+  the candidates are ranked by the Hamming distance of their signs to the
+  query's. Cluster `PENDING` holds the vectors not yet placed (all of them
+  before the first clustering); every search reads it whole;
 - `semantic_vectors`: one row per message (its rowid), the vector
   quantised to int8 with its scale, and a key of the message's id
   (`model.key`: a rowid the agent gave to another message no longer
   matches): the best candidates are re-ranked by cosine on them, each
-  read by its rowid.
+  read by its rowid;
+- `semantic_vocab`, `semantic_merges`: the tokenizer's, for a query (`bpe`).
 1M messages: 40 MB of chunks, about 270 MB of vectors.
 
 Built incrementally: `update` embeds the messages whose rowid is above the
-high-water mark (`meta.high_water`), committing each chunk with the mark,
-so an interrupted build resumes where it stopped. A message kaja deletes
-takes its vector along (`forget`); one the agent deleted itself is dropped
-by the search, which joins every candidate back to the messages.
+high-water mark (`meta.high_water`) into `PENDING`, committing each chunk
+with the mark, so an interrupted build resumes where it stopped; then
+`organise` clusters the index (first at `TRAIN_AT` vectors, again each time
+it has grown `GROW` times) or places the pending vectors in their clusters
+once there are `PENDING_MAX` of them, each in one transaction. A message kaja
+deletes takes its vector along (`forget`); one the agent deleted itself is
+dropped by the search, which joins every candidate back to the messages.
 """
 
 from __future__ import annotations
@@ -29,22 +38,30 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kaja_cli.core.conversations.semantic import model
+from kaja_cli.core.conversations.semantic import bpe, model
 from kaja_cli.errors import Failed, Refused
 
 if TYPE_CHECKING:
     import numpy as np
 
 FILE_NAME = "semantic.db"
-CHUNK = 4096  # messages per row of `chunks`
+CHUNK = 4096  # vectors per row of `chunks`
 READ_BATCH = 256  # messages embedded at a time (their tokens' rows are the build's memory)
-VERSION = "2"
+VERSION = "3"
 BITS = model.DIMS // 8
+PENDING = -1  # the cluster of vectors not yet placed in one
+TRAIN_AT = 32_768  # vectors: below, a search reads every sign (1 MB); above, the nearest clusters
+GROW = 4  # clustered again when the index is this many times the size it was clustered at
+PENDING_MAX = 16_384  # vectors waiting to be placed in their clusters
+TRAIN_SAMPLE = 40  # vectors per cluster the centres are learnt from
+TRAIN_ROUNDS = 10
+ASSIGN_BATCH = 8192  # vectors compared with every centre at a time (their scores are the memory)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS semantic_meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS semantic_chunks (
     id INTEGER PRIMARY KEY,
+    cluster INTEGER NOT NULL,  -- semantic_centroids.cluster, or PENDING (-1)
     first INTEGER NOT NULL,  -- the lowest messages.rowid in the chunk
     last INTEGER NOT NULL,   -- the highest
     n INTEGER NOT NULL,
@@ -56,6 +73,11 @@ CREATE TABLE IF NOT EXISTS semantic_vectors (
     key INTEGER NOT NULL,       -- model.key of messages.id
     scale REAL NOT NULL,
     code BLOB NOT NULL          -- DIMS int8: the vector is code × scale
+);
+CREATE INDEX IF NOT EXISTS semantic_chunks_cluster ON semantic_chunks(cluster, id);
+CREATE TABLE IF NOT EXISTS semantic_centroids (
+    cluster INTEGER PRIMARY KEY,
+    vector BLOB NOT NULL        -- DIMS float32, unit length
 );
 """
 
@@ -112,7 +134,9 @@ def _connect(path: Path, create: bool) -> sqlite3.Connection:
             )
         if create:
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.executescript(SCHEMA)
+            if tables and meta(conn).get("version") != VERSION:  # another layout: built again
+                conn.executescript("".join(f"DROP TABLE IF EXISTS {t};" for t in sorted(tables)))
+            conn.executescript(SCHEMA + bpe.SCHEMA)
     except BaseException:
         conn.close()
         raise
@@ -135,8 +159,10 @@ def clear(conn: sqlite3.Connection, store: str) -> None:
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("DELETE FROM semantic_chunks")
     conn.execute("DELETE FROM semantic_vectors")
+    conn.execute("DELETE FROM semantic_centroids")
     conn.execute("DELETE FROM semantic_meta")
-    _set(conn, version=VERSION, model=model.NAME, store=store, high_water=0)
+    bpe.store_tables(conn, model.files()[1])
+    _set(conn, version=VERSION, model=model.NAME, store=store, high_water=0, trained_at=0)
     conn.execute("COMMIT")
 
 
@@ -207,10 +233,9 @@ def _drop_above(conn: sqlite3.Connection, rowid: int) -> None:
     np = _np()
     conn.execute("DELETE FROM semantic_vectors WHERE rowid > ?", (rowid,))
     conn.execute("DELETE FROM semantic_chunks WHERE first > ?", (rowid,))
-    row = conn.execute(
+    for row in conn.execute(
         "SELECT id, rowids, bits FROM semantic_chunks WHERE last > ?", (rowid,)
-    ).fetchone()
-    if row is not None:
+    ).fetchall():
         _rewrite(conn, row, np.frombuffer(row[1], np.int64) <= rowid)
 
 
@@ -221,13 +246,13 @@ def update(
     progress: Callable[[int, int | None], None],
 ) -> int:
     """Embed the store's messages above the high-water mark, a chunk per
-    transaction; returns how many messages were read."""
-    np = _np()
+    transaction; returns how many messages were read (`organise` comes after)."""
     settle(conn, store)
     high = int(meta(conn).get("high_water", 0))
     total = behind(conn, store)
     if not total:
         return 0
+    np = _np()
     embed = embedder()
     if total > CHUNK:
         embed.for_many()
@@ -269,35 +294,192 @@ def quantise(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def _append(conn: sqlite3.Connection, rowids, keys, vectors) -> None:
-    """Add vectors after the last chunk's, filling it up to CHUNK first."""
-    np = _np()
+    """Add vectors to the index, not yet placed in a cluster (`PENDING`)."""
     bits, codes, scales = quantise(vectors)
     conn.executemany(
         "INSERT OR REPLACE INTO semantic_vectors(rowid, key, scale, code) VALUES (?, ?, ?, ?)",
         zip(rowids.tolist(), keys.tolist(), scales.tolist(), map(bytes, codes), strict=True),
     )
+    _add(conn, PENDING, rowids, bits)
+
+
+def _add(conn: sqlite3.Connection, cluster: int, rowids, bits) -> None:
+    """Add signs to a cluster's chunks, filling its last one up to CHUNK first."""
+    np = _np()
     bits = bits.tobytes()
     last = conn.execute(
-        "SELECT id, n, rowids, bits FROM semantic_chunks ORDER BY id DESC LIMIT 1"
+        "SELECT id, n, rowids, bits FROM semantic_chunks WHERE cluster = ? ORDER BY id DESC LIMIT 1",
+        (cluster,),
     ).fetchone()
     start = 0
     if last is not None and last[1] < CHUNK and len(rowids):
         room = CHUNK - last[1]
-        merged_rows = last[2] + rowids[:room].tobytes()
-        n = len(merged_rows) // 8
+        merged = np.concatenate((np.frombuffer(last[2], np.int64), rowids[:room]))
         conn.execute(
-            "UPDATE semantic_chunks SET last = ?, n = ?, rowids = ?, bits = ? WHERE id = ?",
-            (int(np.frombuffer(merged_rows, np.int64)[-1]), n, merged_rows,
+            "UPDATE semantic_chunks SET first = ?, last = ?, n = ?, rowids = ?, bits = ? WHERE id = ?",
+            (int(merged.min()), int(merged.max()), len(merged), merged.tobytes(),
              last[3] + bits[: room * BITS], last[0]),
         )  # fmt: skip
         start = room
     for i in range(start, len(rowids), CHUNK):
-        j = min(i + CHUNK, len(rowids))
+        part = rowids[i : i + CHUNK]
         conn.execute(
-            "INSERT INTO semantic_chunks(first, last, n, rowids, bits) VALUES (?, ?, ?, ?, ?)",
-            (int(rowids[i]), int(rowids[j - 1]), j - i, rowids[i:j].tobytes(),
-             bits[i * BITS : j * BITS]),
+            "INSERT INTO semantic_chunks(cluster, first, last, n, rowids, bits)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (cluster, int(part.min()), int(part.max()), len(part), part.tobytes(),
+             bits[i * BITS : (i + len(part)) * BITS]),
         )  # fmt: skip
+
+
+# --- clustering ----------------------------------------------------------------------
+def organise(conn: sqlite3.Connection) -> None:
+    """Cluster the index when it reached `TRAIN_AT` vectors or grew `GROW`
+    times since it was clustered; otherwise place the pending vectors in
+    their clusters once there are `PENDING_MAX` of them. Without either,
+    nothing (and numpy is not imported: a search of an index up to date
+    needs none)."""
+    counts = dict(conn.execute(
+        "SELECT cluster = ?, ifnull(sum(n), 0) FROM semantic_chunks GROUP BY cluster = ?",
+        (PENDING, PENDING),
+    ).fetchall())  # fmt: skip
+    pending, placed = counts.get(1, 0), counts.get(0, 0)
+    trained = int(meta(conn).get("trained_at", 0) or 0)
+    total = pending + placed
+    if (not trained and total >= TRAIN_AT) or (trained and total >= GROW * trained):
+        train(conn)
+    elif trained and pending >= PENDING_MAX:
+        _place(conn)
+
+
+def train(conn: sqlite3.Connection, seed: int = 0) -> None:
+    """Learn √n cluster centres from a sample and put every vector in the
+    cluster of its nearest centre, in one transaction."""
+    np = _np()
+    before = _version(conn)
+    rowids, bits = _all_signs(conn)
+    if not len(rowids):
+        return
+    k = int(min(4096, max(1, round(len(rowids) ** 0.5))))
+    rng = np.random.default_rng(seed)
+    sample = np.sort(rng.choice(rowids, size=min(len(rowids), k * TRAIN_SAMPLE), replace=False))
+    points = _vectors_of(conn, sample)
+    centres = points[rng.choice(len(points), size=k, replace=False)]
+    for _ in range(TRAIN_ROUNDS):
+        nearest = _nearest_centre(points, centres)
+        sums = np.zeros_like(centres)
+        np.add.at(sums, nearest, points)
+        norms = np.linalg.norm(sums, axis=1)
+        empty = norms == 0  # a centre nobody chose starts again at a random point
+        sums[empty] = points[rng.choice(len(points), size=int(empty.sum()))]
+        centres = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+    clusters = np.empty(len(rowids), np.int32)
+    for start in range(0, len(rowids), ASSIGN_BATCH):
+        part = rowids[start : start + ASSIGN_BATCH]
+        clusters[start : start + len(part)] = _nearest_centre(_vectors_of(conn, part), centres)
+    conn.execute("BEGIN IMMEDIATE")
+    if _changed(conn, before):
+        return
+    conn.execute("DELETE FROM semantic_chunks")
+    conn.execute("DELETE FROM semantic_centroids")
+    conn.executemany(
+        "INSERT INTO semantic_centroids(cluster, vector) VALUES (?, ?)",
+        ((i, c.astype(np.float32).tobytes()) for i, c in enumerate(centres)),
+    )
+    order = np.argsort(clusters, kind="stable")  # by cluster, then by rowid
+    bounds = np.flatnonzero(np.diff(clusters[order])) + 1
+    for group in np.split(order, bounds):
+        _add(conn, int(clusters[group[0]]), rowids[group], bits[group])
+    _set(conn, trained_at=len(rowids))
+    conn.execute("COMMIT")
+
+
+def _place(conn: sqlite3.Connection) -> None:
+    """Move the pending vectors into the clusters of their nearest centres."""
+    np = _np()
+    before = _version(conn)
+    centres = _centres(conn)
+    if centres is None:
+        return
+    rows = conn.execute(
+        "SELECT rowids, bits FROM semantic_chunks WHERE cluster = ?", (PENDING,)
+    ).fetchall()
+    rowids = np.concatenate([np.frombuffer(r[0], np.int64) for r in rows])
+    bits = np.concatenate([np.frombuffer(r[1], np.uint8).reshape(-1, BITS) for r in rows])
+    clusters = np.concatenate([
+        _nearest_centre(_vectors_of(conn, rowids[i : i + ASSIGN_BATCH]), centres)
+        for i in range(0, len(rowids), ASSIGN_BATCH)
+    ])  # fmt: skip
+    conn.execute("BEGIN IMMEDIATE")
+    if _changed(conn, before):
+        return
+    conn.execute("DELETE FROM semantic_chunks WHERE cluster = ?", (PENDING,))
+    order = np.argsort(clusters, kind="stable")
+    for group in np.split(order, np.flatnonzero(np.diff(clusters[order])) + 1):
+        _add(conn, int(clusters[group[0]]), rowids[group], bits[group])
+    conn.execute("COMMIT")
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    """SQLite's count of other connections' commits to the index, as this one sees it."""
+    return conn.execute("PRAGMA data_version").fetchone()[0]
+
+
+def _changed(conn: sqlite3.Connection, before: int) -> bool:
+    """In the write transaction: whether another kaja committed to the index
+    since `before` (it added or forgot vectors this one read): then this one
+    rolls back, and the next search does the work on what is there."""
+    if _version(conn) != before:
+        conn.execute("ROLLBACK")
+        return True
+    return False
+
+
+def _centres(conn: sqlite3.Connection):
+    np = _np()
+    rows = conn.execute("SELECT vector FROM semantic_centroids ORDER BY cluster").fetchall()
+    if not rows:
+        return None
+    return np.frombuffer(b"".join(r[0] for r in rows), np.float32).reshape(len(rows), -1)
+
+
+def _nearest_centre(points, centres):
+    np = _np()
+    out = np.empty(len(points), np.int32)
+    for start in range(0, len(points), ASSIGN_BATCH):
+        out[start : start + ASSIGN_BATCH] = np.argmax(
+            points[start : start + ASSIGN_BATCH] @ centres.T, axis=1
+        )
+    return out
+
+
+def _all_signs(conn: sqlite3.Connection):
+    """Every vector's rowid and signs, in rowid order."""
+    np = _np()
+    total = conn.execute("SELECT ifnull(sum(n), 0) FROM semantic_chunks").fetchone()[0]
+    rowids = np.empty(total, np.int64)
+    bits = np.empty((total, BITS), np.uint8)
+    at = 0
+    for n, r, b in conn.execute("SELECT n, rowids, bits FROM semantic_chunks"):
+        rowids[at : at + n] = np.frombuffer(r, np.int64)
+        bits[at : at + n] = np.frombuffer(b, np.uint8).reshape(n, BITS)
+        at += n
+    order = np.argsort(rowids[:at], kind="stable")
+    return rowids[:at][order], bits[:at][order]
+
+
+def _vectors_of(conn: sqlite3.Connection, rowids):
+    """The unit vectors (float32, from their int8 codes) of these rowids, in their order."""
+    np = _np()
+    found = dict(conn.execute(
+        "SELECT rowid, code FROM semantic_vectors WHERE rowid IN (SELECT value FROM json_each(?))",
+        ("[" + ",".join(map(str, rowids.tolist())) + "]",),
+    ).fetchall())  # fmt: skip
+    none = bytes(model.DIMS)  # forgotten since its signs were read: `_changed` rolls back
+    codes = np.frombuffer(b"".join(found.get(r, none) for r in rowids.tolist()), np.int8)
+    out = codes.reshape(len(rowids), model.DIMS).astype(np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.divide(out, norms, out=out, where=norms > 0)
+    return out
 
 
 def _rewrite(conn: sqlite3.Connection, row: tuple, keep) -> None:
@@ -312,8 +494,9 @@ def _rewrite(conn: sqlite3.Connection, row: tuple, keep) -> None:
     bits = np.frombuffer(row[2], np.uint8).reshape(-1, BITS)[keep]
     conn.execute(
         "UPDATE semantic_chunks SET first = ?, last = ?, n = ?, rowids = ?, bits = ? WHERE id = ?",
-        (int(rowids[0]), int(rowids[-1]), len(rowids), rowids.tobytes(), bits.tobytes(), row[0]),
-    )
+        (int(rowids.min()), int(rowids.max()), len(rowids), rowids.tobytes(), bits.tobytes(),
+         row[0]),
+    )  # fmt: skip
 
 
 # --- forgetting ----------------------------------------------------------------------

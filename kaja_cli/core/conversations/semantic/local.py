@@ -16,18 +16,15 @@ from kaja_cli.core.conversations.search.model import (
     parse_roles,
 )
 from kaja_cli.core.conversations.search.model import progress as progress_of
-from kaja_cli.core.conversations.semantic import index, model
+from kaja_cli.core.conversations.semantic import index, model, rank
 
 if TYPE_CHECKING:
     import sqlite3
-
-    import numpy as np
 
     from kaja_cli.core.store import Store
 
 EXAMPLE = "kaja search --semantic my plants wilt in the heat"
 _FIRST_CANDIDATES = 1000  # re-ranked by cosine at first (then ×8 while too few pass)
-_HAMMING, _HAMMING_MIN = 30, 30_000  # nearest by Hamming distance, scored with the query's values
 _SNIPPET_WORDS = 24
 
 
@@ -90,7 +87,7 @@ def search(
             fresh = _up_to_date(ix, conn, str(path), embedder, progress)
             if fresh:
                 result.notes.append(fresh)
-            q = embedder().embed([query])[0]
+            q = model.query_vector(ix, query)
             conn.execute("BEGIN")  # one snapshot of the store for the checks below
             picked = _best(ix, conn, q, filters, limit)
             conn.execute("COMMIT")
@@ -146,6 +143,7 @@ def _up_to_date(
     total = index.behind(ix, store)
     with progress_of(progress, "embedding messages", total or None) as bar:
         done = index.update(ix, store, embedder, bar)
+    index.organise(ix)
     if new and done:
         from kaja_cli.core.wording import plural
 
@@ -153,101 +151,26 @@ def _up_to_date(
     return None
 
 
-# --- ranking -------------------------------------------------------------------------
-class _Scan:
-    """Every vector's signs and Hamming distance to the query, with its
-    message's rowid: one array each, filled chunk by chunk (no second copy)."""
-
-    def __init__(self, ix: sqlite3.Connection, q: np.ndarray, allowed: np.ndarray | None) -> None:
-        import numpy as np
-
-        total = ix.execute("SELECT ifnull(sum(n), 0) FROM semantic_chunks").fetchone()[0]
-        query = np.packbits(q > 0).view(np.uint64)
-        self.bits = np.empty((total, index.BITS), np.uint8)
-        self.rowid = np.empty(total, np.int64)
-        self.dist = np.empty(total, np.uint16)
-        at = 0
-        for n, rows, bits in ix.execute("SELECT n, rowids, bits FROM semantic_chunks ORDER BY id"):
-            r = np.frombuffer(rows, np.int64)
-            b = np.frombuffer(bits, np.uint8).reshape(n, index.BITS)
-            if allowed is not None:
-                mask = np.isin(r, allowed)
-                r, b = r[mask], b[mask]
-            end = at + len(r)
-            self.rowid[at:end], self.bits[at:end] = r, b
-            self.dist[at:end] = np.bitwise_count(b.view(np.uint64) ^ query).sum(
-                axis=1, dtype=np.uint16
-            )
-            at = end
-        self.bits, self.rowid, self.dist = self.bits[:at], self.rowid[:at], self.dist[:at]
-        self.np, self.ix, self.q = np, ix, q
-
-    def __len__(self) -> int:
-        return len(self.dist)
-
-    def _nearest(self, count: int) -> np.ndarray:
-        """The `count` best by the query's own values summed with each
-        vector's signs (asymmetric: the query is not reduced to signs), among
-        the `_HAMMING` × `count` nearest by Hamming distance."""
-        np = self.np
-        first = max(count * _HAMMING, _HAMMING_MIN)
-        pre = (
-            np.argpartition(self.dist, first)[:first] if first < len(self) else np.arange(len(self))
-        )
-        if count >= len(pre):
-            return pre
-        # Per byte of the signs, what each of its 256 values adds: 32 × 256.
-        signs = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1)
-        signs = signs.astype(np.float32) * 2 - 1  # each byte's 8 signs, first bit first
-        table = (signs @ self.q.reshape(-1, 8).T).T
-        score = table[np.arange(index.BITS), self.bits[pre]].sum(axis=1)
-        return pre[np.argpartition(-score, count)[:count]]
-
-    def best(self, count: int) -> list[tuple[float, int, int]]:
-        """The `count` nearest by Hamming distance, re-ranked by cosine on
-        their int8 vectors: (score, rowid, key), best first (ties: the older
-        message)."""
-        np = self.np
-        wanted = self.rowid[self._nearest(count)]
-        rows = self.ix.execute(
-            "SELECT rowid, key, scale, code FROM semantic_vectors"
-            " WHERE rowid IN (SELECT value FROM json_each(?))",
-            ("[" + ",".join(map(str, wanted.tolist())) + "]",),
-        ).fetchall()
-        if not rows:
-            return []
-        rowid = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-        keys = [r[1] for r in rows]
-        scale = np.fromiter((r[2] for r in rows), np.float32, len(rows))
-        codes = np.frombuffer(b"".join(r[3] for r in rows), np.int8).reshape(len(rows), -1)
-        scores = (codes.astype(np.float32) @ self.q) * scale
-        order = np.lexsort((rowid, -scores))
-        return [(float(scores[i]), int(rowid[i]), keys[i]) for i in order]
-
-
+# --- ranking (`rank`) ---------------------------------------------------------------
 def _best(
-    ix: sqlite3.Connection, store: sqlite3.Connection, q, filters, limit: int
+    ix: sqlite3.Connection, store: sqlite3.Connection, q: list[float], filters, limit: int
 ) -> list[tuple[float, int]]:
     """The best `limit + 1` (all with 0) messages that pass the filters and
     are still there with the id they were embedded with, as (score, rowid)."""
     from kaja_cli.core.conversations.search import local
 
-    allowed = None
-    if filters.session_id:  # one session: rank only its messages
-        import numpy as np
-
-        allowed = np.array(
-            [r[0] for r in store.execute(
-                'SELECT rowid FROM main.messages WHERE "sessionId" = ?', (filters.session_id,)
-            )],
-            np.int64,
-        )  # fmt: skip
-    scan = _Scan(ix, q, allowed)
+    ranker = rank.Ranker(ix, q)
+    session = None
+    if filters.session_id:  # one session: rank only its messages, each by cosine
+        session = ranker.cosine([r[0] for r in store.execute(
+            'SELECT rowid FROM main.messages WHERE "sessionId" = ?', (filters.session_id,)
+        )])  # fmt: skip
+    total = len(session) if session is not None else ranker.total
     want = limit + 1 if limit else None
     count = _FIRST_CANDIDATES if want is None else max(_FIRST_CANDIDATES, want * 20)
     where, params = filters.where()
     while True:
-        ranked = scan.best(min(count, len(scan)))
+        ranked = session if session is not None else ranker.best(min(count, total))
         kept: list[tuple[float, int]] = []
         for start in range(0, len(ranked), 256):
             batch = ranked[start : start + 256]
@@ -265,7 +188,7 @@ def _best(
             ]  # fmt: skip
             if want is not None and len(kept) >= want:
                 return kept[:want]
-        if count >= len(scan):
+        if session is not None or count >= total:
             return kept
         count *= 8
 
