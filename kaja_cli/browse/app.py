@@ -4,8 +4,11 @@ line and the keys in a footer.
 
 Every read runs in a worker thread (`data.load`, `data.preview`): one search
 at a time per kind (exclusive: a newer keystroke cancels the older search,
-whose answer is then dropped), so typing never waits on SQLite. Values from
-the store reach the screen as Rich `Text`, never as markup.
+whose answer is then dropped), so typing never waits on SQLite. A search by
+meaning (Ctrl-S) runs there too, one at a time: the first one brings the
+semantic index up to date, its progress on the status line, and stops after
+a chunk once cancelled. Values from the store reach the screen as Rich
+`Text`, never as markup.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ import gc
 import itertools
 import os
 import sys
+import threading
 import time
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.style import Style
@@ -31,8 +37,12 @@ from kaja_cli.browse import data
 from kaja_cli.browse.rowlist import RowList
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from concurrent.futures import Future
 
+    from textual.worker import Worker
+
+    from kaja_cli.core.conversations.search.model import Progress, ProgressFactory
     from kaja_cli.core.store import Store
 
 DEBOUNCE_S = 0.04  # a search waits this long for the next keystroke before it starts
@@ -53,6 +63,7 @@ HELP_KEYS: tuple[tuple[str, str], ...] = (
     ("r", "rename it"),
     ("d", "delete it (asks first, naming what goes with it)"),
     ("Ctrl-O", "everyone's sessions, and back to yours"),
+    ("Ctrl-S", "search by meaning, and back to words"),
     ("y n", "answer a question (Esc: no)"),
     ("? F1", "this help (F1 in the search box)"),
     ("Esc Ctrl-C", "quit, printing nothing (Ctrl-Q too)"),
@@ -400,6 +411,7 @@ class BrowseApp(App[str | None]):
         Binding("r", "rename", "rename"),
         Binding("o", "open", "open"),
         Binding("ctrl+o", "toggle_owners", "everyone", priority=True),
+        Binding("ctrl+s", "toggle_semantic", "meaning", priority=True),
         Binding("question_mark", "help", "help", key_display="?"),
         Binding("f1", "help", "help", priority=True),  # the search box takes `?`
     ]
@@ -422,6 +434,9 @@ class BrowseApp(App[str | None]):
         self.started = time.perf_counter()
         self.timings: list[tuple[str, float, float, float]] = []
         self._asked: dict[int, float] = {}
+        # One search by meaning at a time: the first brings the index up to
+        # date (long on a big store), the next one waits for it, not beside it.
+        self._semantic_lock = threading.Lock()
 
     # -- layout -------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -449,8 +464,11 @@ class BrowseApp(App[str | None]):
         from kaja_cli.core.owners import label
 
         who = "everyone" if self.opts.all_owners else label(self.opts.filter.owner.id)
-        self.query_one("#list", RowList).border_title = render_text(f"sessions · {who}")
+        how = " · by meaning" if self.opts.semantic else ""
+        self.query_one("#list", RowList).border_title = render_text(f"sessions · {who}{how}")
         self.query_one("#preview").border_title = "preview"
+        search = self.query_one("#search", SearchBox)
+        search.placeholder = "search by meaning…" if self.opts.semantic else "search every message…"
 
     # -- the rows -----------------------------------------------------------------------
     @on(Input.Changed, "#search")
@@ -469,7 +487,10 @@ class BrowseApp(App[str | None]):
             page, ready = early.result()
             self._show(page, self.generation, ready)
             return
-        self._status("searching…" if query.strip() else "loading…")
+        if not query.strip():
+            self._status("loading…")
+        else:
+            self._status("searching by meaning…" if self.opts.semantic else "searching…")
         self._load(query, self.generation, self.opts)
 
     @work(exclusive=True, thread=True, group="rows")
@@ -484,10 +505,40 @@ class BrowseApp(App[str | None]):
             time.sleep(DEBOUNCE_S)  # the next keystroke cancels this one before it starts
             if worker.is_cancelled:
                 return
-        page = data.load(self.store, opts, query)
+        if opts.semantic and query.strip():
+            with self._semantic_lock:
+                if worker.is_cancelled:
+                    return
+                try:
+                    page = data.load(self.store, opts, query, self._index_progress(worker))
+                except _Stopped:
+                    return
+        else:
+            page = data.load(self.store, opts, query)
         if worker.is_cancelled:
             return
         self.call_from_thread(self._show, page, generation, time.perf_counter())
+
+    def _index_progress(self, worker: Worker) -> ProgressFactory:
+        """The semantic index catching up, on the status line (a `ProgressFactory`).
+        A search cancelled meanwhile (a newer keystroke, quitting) stops there:
+        the index keeps each chunk it committed, and the next search goes on."""
+        from kaja_cli.core.wording import plural
+
+        def bar(done: int, total: int | None = None) -> None:
+            if worker.is_cancelled:
+                raise _Stopped
+            of = f" of {plural(total, 'message', commas=True)}" if total else " messages"
+            try:
+                self.call_from_thread(self._status, f"building the semantic index… {done:,}{of}")
+            except Exception:  # the screen is closing: nothing to say it on, stop here
+                raise _Stopped from None
+
+        @contextmanager
+        def factory(description: str, total: int | None) -> Iterator[Progress]:
+            yield bar
+
+        return factory
 
     def _show(self, page: data.Page, generation: int, ready: float) -> None:
         if generation != self.generation:
@@ -526,7 +577,8 @@ class BrowseApp(App[str | None]):
             return page.error
         n = len(page.rows)
         if page.query.strip():
-            text = f"{plural(n, 'session')} matching" + (" (the best shown)" if page.more else "")
+            how = "closest in meaning" if self.opts.semantic else "matching"
+            text = f"{plural(n, 'session')} {how}" + (" (the best shown)" if page.more else "")
         elif page.total is not None and page.more:
             text = f"the newest {n} of {plural(page.total, 'session')}"
         else:
@@ -626,10 +678,25 @@ class BrowseApp(App[str | None]):
         owner = self.mine if flt.owner is None else None
         if owner is None and flt.owner is None:
             return
-        self.opts = data.Options(flt._replace(owner=owner), self.opts.owner_arg, self.opts.fts,
-                                 self.opts.limit)  # fmt: skip
+        self.opts = replace(self.opts, filter=flt._replace(owner=owner))
         self._title_bar()
         self._ask(self.query_one("#search", SearchBox).value)
+
+    def action_toggle_semantic(self) -> None:
+        """Words ⇄ meaning (`kaja search --semantic`) for the query in the box.
+        Where semantic search cannot run (cloud mode, the extra not installed)
+        the status line says why and how to install it, and words stay."""
+        if not self.opts.semantic:
+            from kaja_cli.core.conversations import semantic
+
+            try:
+                semantic.require(self.store)
+            except Exception as e:
+                return self._fail(e)
+        self.opts = replace(self.opts, semantic=not self.opts.semantic)
+        self._title_bar()
+        self._said = "search by meaning" if self.opts.semantic else "search by words"
+        self._reload()
 
     def action_help(self) -> None:
         self.push_screen(Help())
@@ -742,6 +809,10 @@ class BrowseApp(App[str | None]):
             if not isinstance(e, SuspendNotSupported):
                 raise
             self.notify("the pager needs a terminal", severity="warning")
+
+
+class _Stopped(Exception):
+    """A search by meaning cancelled while its index was catching up."""
 
 
 class _stdout_on_terminal:

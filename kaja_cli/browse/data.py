@@ -1,7 +1,8 @@
 """What `kaja browse` shows and does, without a screen: the rows of the list
-(the listing of `kaja sessions`, or a `kaja search` grouped by session), a
-session's preview (the `kaja resume` replay), and the actions (delete,
-archive, rename, export) through the same core calls as their commands.
+(the listing of `kaja sessions`, or a `kaja search` by words or by meaning
+grouped by session), a session's preview (the `kaja resume` replay), and the
+actions (delete, archive, rename, export) through the same core calls as
+their commands.
 
 Plain functions over a `Store`: the screen (`browse.app`) calls them from its
 worker threads, and the tests and the benchmark call them directly. Nothing
@@ -10,6 +11,7 @@ here imports Textual.
 
 from __future__ import annotations
 
+import sqlite3
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kaja_cli.core.conversations.filter import Archived, SessionFilter
 
 if TYPE_CHECKING:
+    from kaja_cli.core.conversations.search.model import ProgressFactory
     from kaja_cli.core.conversations.transcript import Replay
     from kaja_cli.core.owners import Owner
     from kaja_cli.core.store import Store
@@ -34,12 +37,14 @@ SEARCH_HITS = 20  # as `kaja search`: a common word costs what it does there (be
 class Options:
     """What `kaja browse` was asked for: the filters of `kaja sessions` (the
     core's `SessionFilter`, its owner the acting owner or None for everyone),
-    --owner as typed (who acts on a session), and the search's --fts."""
+    --owner as typed (who acts on a session), the search's --fts, and
+    whether words are searched by meaning (Ctrl-S: `kaja search --semantic`)."""
 
     filter: SessionFilter
     owner_arg: str | None = None
     fts: bool = False
     limit: int = LIST_LIMIT
+    semantic: bool = False
 
     @property
     def all_owners(self) -> bool:
@@ -82,16 +87,21 @@ def acting(store: Store, opts: Options) -> Owner:
     return store.owner(opts.owner_arg)
 
 
-def load(store: Store, opts: Options, query: str) -> Page:
-    """The rows for `query`: the listing when it is blank, else a search."""
+def load(store: Store, opts: Options, query: str, progress: ProgressFactory | None = None) -> Page:
+    """The rows for `query`: the listing when it is blank, else a search (by
+    meaning with `opts.semantic`; `progress` shows its index catching up)."""
     from kaja_cli.errors import KajaError
 
     try:
         if not query.strip():
             return _listing(store, opts)
-        return _search(store, opts, query)
+        return _search(store, opts, query, progress)
     except KajaError as e:
         return Page(query, [], error=str(e))
+    except sqlite3.Error as e:  # the semantic index held too long by another search (a shell's)
+        if not opts.semantic:
+            raise
+        return Page(query, [], error=f"semantic search: {e}")
 
 
 def _listing(store: Store, opts: Options) -> Page:
@@ -121,17 +131,23 @@ def _listing(store: Store, opts: Options) -> Page:
     return page
 
 
-def _search(store: Store, opts: Options, query: str) -> Page:
+def _search(
+    store: Store, opts: Options, query: str, progress: ProgressFactory | None = None
+) -> Page:
     from kaja_cli import render
     from kaja_cli.core.conversations import search
 
     flt = opts.filter
     allowed = _allowed_ids(store, flt)
     hits = SEARCH_HITS if allowed is None else max(SEARCH_HITS, 4 * opts.limit)
-    result = search.search(
-        store, query, fts=opts.fts, owner=None if opts.all_owners else opts.owner_arg,
-        all_owners=opts.all_owners, limit=hits, archived=flt.archived is not Archived.HIDE,
-    )  # fmt: skip
+    how = dict(owner=None if opts.all_owners else opts.owner_arg, all_owners=opts.all_owners,
+               limit=hits, archived=flt.archived is not Archived.HIDE)  # fmt: skip
+    if opts.semantic:  # the same hits, best first by meaning (no highlights: a message's start)
+        from kaja_cli.core.conversations import semantic
+
+        result = semantic.search(store, query, progress=progress, **how)
+    else:
+        result = search.search(store, query, fts=opts.fts, **how)
     page = Page(query, [], more=result.more, notes=list(result.notes))
     seen: set[str] = set()
     for h in result.hits:
@@ -211,20 +227,33 @@ HEADER = 2  # the replay's first lines: the title and the facts (render.replay.h
 
 def _find(lines: Sequence[Line], row: Row) -> int | None:
     """The first line showing the matched words of `row`'s snippet (the
-    longest run around the first highlight), ignoring accents and case."""
-    if not row.snippet or not row.highlights:
+    longest run around the first highlight), ignoring accents and case; for
+    a match by meaning (no highlights: the snippet is the message's start),
+    the first line showing its first words."""
+    if not row.snippet:
         return None
+    if not row.highlights:
+        first = fold(row.snippet).split()
+        words = [" ".join(first[:n]) for n in (8, 4, 2) if len(first) >= n]
+        return _first(lines, words, spaces=True)
     start, end = row.highlights[0]
     words = [fold(row.snippet[start:end])]
     # The snippet's own words around the match, then the match alone.
     around = fold(row.snippet.strip(" …."))
     if len(around) > 12:
         words.insert(0, around[:40])
+    return _first(lines, words)
+
+
+def _first(lines: Sequence[Line], words: list[str], *, spaces: bool = False) -> int | None:
+    """The first line after the header holding one of `words`, the first
+    found first (`spaces`: runs of white space in a line count as one)."""
     for needle in words:
         if not needle.strip():
             continue
         for n, line in enumerate(lines[HEADER:], start=HEADER):
-            if needle in fold("".join(t for t, _ in line)):
+            text = fold("".join(t for t, _ in line))
+            if needle in (" ".join(text.split()) if spaces else text):
                 return n
     return None
 

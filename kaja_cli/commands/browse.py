@@ -45,7 +45,8 @@ def browse(
     session's replay is shown beside the list. Enter prints its id and exits
     0, so `kaja resume "$(kaja browse)"` works; Esc or Ctrl-C print nothing,
     exit 1. Keys: o replay in the pager, e export (Markdown), a archive, r
-    rename, d delete (asks first), Ctrl-O everyone's sessions, ? or F1 help.
+    rename, d delete (asks first), Ctrl-O everyone's sessions, Ctrl-S search
+    by meaning (`kaja search --semantic`) and back, ? or F1 help.
     Needs a terminal (exit 2 otherwise: use `kaja search` or `kaja sessions`).
     """
     _browse(ctx, filters, " ".join(query or []), fts, limit)
