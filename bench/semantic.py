@@ -78,6 +78,7 @@ def agreement(index: Path, queries: list[str], top: int = 20) -> float:
     over `queries`, all owners."""
     import numpy as np
 
+    from kaja_cli.core.conversations.semantic import local as semantic_local
     from kaja_cli.core.conversations.semantic import model, rank
 
     with closing(sqlite3.connect(index)) as conn:
@@ -94,7 +95,9 @@ def agreement(index: Path, queries: list[str], top: int = 20) -> float:
         same = 0
         for i, q in enumerate(vectors):
             best = set(everyone[np.argsort(-every_score[:, i])[:top]].tolist())
-            ours = {r for _, r, _ in rank.Ranker(conn, q).best(1000)[:top]}
+            ours = {
+                r for _, r, _ in rank.Ranker(conn, q).best(semantic_local._FIRST_CANDIDATES)[:top]
+            }
             same += len(best & ours)
     return same / (top * len(queries))
 
@@ -127,9 +130,6 @@ def main() -> None:
     print(
         f"index size: {size / 1e6:.0f} MB for {vectors:,} vectors ({size / max(vectors, 1):.0f} B each)"
     )
-    share = agreement(index, QUERIES + MORE_QUERIES)
-    print(f"{'top 20 against every vector scored':<34} {share:>9.0%}"
-          f"{'':>38} printed (all owners, {len(QUERIES + MORE_QUERIES)} questions)")  # fmt: skip
     runs = [run_process(kaja(state, args.store, "search", "--semantic", q, "-n", "20"))
             for _ in range(args.repeat) for q in QUERIES]  # fmt: skip
     wall, rss, cpu = (statistics.median(x) for x in zip(*runs, strict=True))
@@ -142,6 +142,11 @@ def main() -> None:
         news.append(run_process(kaja(state, args.store, "search", "--semantic", q, "-n", "20")))
     wall, rss, cpu = (statistics.median(x) for x in zip(*news, strict=True))
     row("1,000 new messages, then the query", wall, cpu, rss, "≤ 1 s", wall <= GOALS["new"])
+    # Last: it reads every vector into this process, whose size a child forked later would
+    # start with (wait4's peak RSS counts it).
+    share = agreement(index, QUERIES + MORE_QUERIES)
+    print(f"{'top 20 against every vector scored':<34} {share:>9.0%}"
+          f"{'':>38} printed (all owners, {len(QUERIES + MORE_QUERIES)} questions)")  # fmt: skip
     if not args.state:
         shutil.rmtree(state, ignore_errors=True)
 

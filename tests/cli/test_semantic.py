@@ -476,3 +476,34 @@ def test_clustering_beside_a_forget_keeps_the_forgotten_out(demo_store: Kaja, mo
     assert demo_store("search", "--semantic", *QUERY).code == 0
     assert index.PENDING not in _clusters(demo_store)
     assert not tomato & set(index_rowids(demo_store))
+
+
+def test_the_passes_in_plain_python_count_what_numpy_counts() -> None:
+    """rank.py's Python-integer arithmetic against numpy on random signs:
+    Hamming distances (256 included: every sign differs), the weighted
+    distance, and the positions of the smallest."""
+    import numpy as np
+
+    from kaja_cli.core.conversations.semantic import rank
+
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal(256).astype(np.float32)
+    bits = rng.integers(0, 256, size=(3000, 32), dtype=np.uint8)
+    query = np.packbits(q > 0)
+    bits[7] = ~query  # at 256
+    bits[8] = query  # at 0
+    assert rank.signs(q.tolist()) == query.tobytes()
+    differ = np.unpackbits(bits ^ query, axis=1)
+    assert list(rank.hamming(bits.tobytes(), query.tobytes())) == differ.sum(axis=1).tolist()
+    weight = np.rint(np.abs(q) / np.abs(q).max() * (2**rank.WEIGHT_BITS - 1)).astype(int)
+    assert list(rank.weighted(bits.tobytes(), q.tolist())) == (differ @ weight).tolist()
+    some = bits[:2000].copy()
+    some[7] = some[9]  # no 256: the distances come back as bytes, counted by value
+    distances = rank.hamming(some.tobytes(), query.tobytes())
+    assert isinstance(distances, bytes)
+    for count in (0, 1, 150, 1999, 2000, 5000):
+        picked = rank.nearest(distances, count)
+        assert len(picked) == min(count, 2000) == len(set(picked))
+        if picked and count < 2000:
+            outside = set(range(2000)) - set(picked)
+            assert max(distances[i] for i in picked) <= min(distances[i] for i in outside)

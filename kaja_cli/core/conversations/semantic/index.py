@@ -55,7 +55,7 @@ GROW = 4  # clustered again when the index is this many times the size it was cl
 PENDING_MAX = 16_384  # vectors waiting to be placed in their clusters
 TRAIN_SAMPLE = 40  # vectors per cluster the centres are learnt from
 TRAIN_ROUNDS = 10
-ASSIGN_BATCH = 8192  # vectors compared with every centre at a time (their scores are the memory)
+ASSIGN_BATCH = 2048  # vectors compared with every centre at a time (their scores are the memory)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS semantic_meta (key TEXT PRIMARY KEY, value TEXT);
@@ -362,7 +362,11 @@ def train(conn: sqlite3.Connection, seed: int = 0) -> None:
     k = int(min(4096, max(1, round(len(rowids) ** 0.5))))
     rng = np.random.default_rng(seed)
     sample = np.sort(rng.choice(rowids, size=min(len(rowids), k * TRAIN_SAMPLE), replace=False))
-    points = _vectors_of(conn, sample)
+    points = np.empty((len(sample), model.DIMS), np.float32)  # filled a batch at a time
+    for start in range(0, len(sample), ASSIGN_BATCH):
+        points[start : start + ASSIGN_BATCH] = _vectors_of(
+            conn, sample[start : start + ASSIGN_BATCH]
+        )
     centres = points[rng.choice(len(points), size=k, replace=False)]
     for _ in range(TRAIN_ROUNDS):
         nearest = _nearest_centre(points, centres)
@@ -385,7 +389,7 @@ def train(conn: sqlite3.Connection, seed: int = 0) -> None:
         "INSERT INTO semantic_centroids(cluster, vector) VALUES (?, ?)",
         ((i, c.astype(np.float32).tobytes()) for i, c in enumerate(centres)),
     )
-    order = np.argsort(clusters, kind="stable")  # by cluster, then by rowid
+    order = np.argsort(clusters, kind="stable")  # by cluster, then as read
     bounds = np.flatnonzero(np.diff(clusters[order])) + 1
     for group in np.split(order, bounds):
         _add(conn, int(clusters[group[0]]), rowids[group], bits[group])
@@ -453,7 +457,8 @@ def _nearest_centre(points, centres):
 
 
 def _all_signs(conn: sqlite3.Connection):
-    """Every vector's rowid and signs, in rowid order."""
+    """Every vector's rowid and signs, in the chunks' order (rowid order
+    before the first clustering; no copy sorted otherwise: 40 MB at 1M)."""
     np = _np()
     total = conn.execute("SELECT ifnull(sum(n), 0) FROM semantic_chunks").fetchone()[0]
     rowids = np.empty(total, np.int64)
@@ -463,8 +468,7 @@ def _all_signs(conn: sqlite3.Connection):
         rowids[at : at + n] = np.frombuffer(r, np.int64)
         bits[at : at + n] = np.frombuffer(b, np.uint8).reshape(n, BITS)
         at += n
-    order = np.argsort(rowids[:at], kind="stable")
-    return rowids[:at][order], bits[:at][order]
+    return rowids[:at], bits[:at]
 
 
 def _vectors_of(conn: sqlite3.Connection, rowids):
@@ -477,7 +481,7 @@ def _vectors_of(conn: sqlite3.Connection, rowids):
     none = bytes(model.DIMS)  # forgotten since its signs were read: `_changed` rolls back
     codes = np.frombuffer(b"".join(found.get(r, none) for r in rowids.tolist()), np.int8)
     out = codes.reshape(len(rowids), model.DIMS).astype(np.float32)
-    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms = np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]  # no temporary of out's size
     np.divide(out, norms, out=out, where=norms > 0)
     return out
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kaja_cli.core.store import Store
 
 EXAMPLE = "kaja search --semantic my plants wilt in the heat"
-_FIRST_CANDIDATES = 1000  # re-ranked by cosine at first (then ×8 while too few pass)
+_FIRST_CANDIDATES = 2000  # re-ranked by cosine at first (then ×8 while too few pass)
 _SNIPPET_WORDS = 24
 
 

@@ -2,50 +2,61 @@
 that is up to date imports no numpy (140 ms of a 300 ms budget) and no
 `tokenizers` (`bpe`, `model.query_vector`).
 
-Three passes over fewer and fewer vectors (`index` describes the tables):
+Four passes over fewer and fewer vectors (`index` describes the tables):
 
 1. which: the clusters whose centres are nearest the query, until they
-   hold `PROBE_MIN` vectors (or `count` × `PROBE_PER`), and every vector not
+   hold `PROBE_MIN` vectors (or `PROBE_PER` × `count`), and every vector not
    yet placed in one; on an index too small to be clustered, all of them;
 2. Hamming: each candidate's signs against the query's, all at once as
-   Python integers (XOR, a byte table of bit counts, the two-byte lanes of
-   each vector summed by one multiplication: ~10 ms a megabyte); the
-   `HAMMING_KEEP` × `count` nearest are scored by the query's own values
-   summed over their signs (a table of 256 sums per byte of signs), and the
-   best `count` kept;
-3. cosine: those `count` re-ranked by their int8 vectors.
+   Python integers (XOR, a byte table of bit counts, each vector's
+   two-byte lanes summed by one multiplication: ~10 ms a megabyte); the
+   `HAMMING_KEEP` × `count` nearest go on;
+3. weighted: the same sum with each differing sign weighed by the query's
+   value there (`WEIGHT_BITS` bits of it, a bit plane at a time), which
+   ranks as the query's values summed over the vector's signs; the best
+   `count` go on;
+4. cosine: those re-ranked by their int8 vectors.
 
 `Ranker.best` answers (score, rowid, key), best first, ties to the older
-message. bench/semantic.py prints how often its top 20 is the exhaustive
-int8 ranking's.
+message. bench/semantic.py prints how much of the exhaustive int8
+ranking's top 20 it finds.
 """
 
 from __future__ import annotations
 
-import heapq
 import json
 import sqlite3
+import sys
 from array import array
 from collections.abc import Sequence
-from operator import getitem, mul
+from itertools import compress
+from operator import mul
 
 from kaja_cli.core.conversations.semantic import index
 
-PROBE_MIN = 16_384  # vectors of the nearest clusters read at least
-PROBE_PER = 16  # or this many per vector asked for, when more are asked
-HAMMING_KEEP = 4  # × count nearest by Hamming distance, scored with the query's values
+PROBE_MIN = 65_536  # vectors of the nearest clusters read at least
+PROBE_PER = 32  # or this many per vector asked for, when more are asked
+HAMMING_KEEP = 8  # × count nearest by Hamming distance go on to the weighted distance
+WEIGHT_BITS = 4  # of each of the query's values, in the weighted distance
 _BITS = index.BITS
 _POPCOUNT = bytes(bin(i).count("1") for i in range(256))
 _LANES = sum(1 << (16 * j) for j in range(_BITS // 2))  # sums a vector's 16 two-byte lanes
 
 
 def signs(q: Sequence[float]) -> bytes:
-    """The query's signs packed as the index packs them (first value: top bit)."""
+    """The signs packed as the index packs them (first value: top bit)."""
     out = bytearray(len(q) // 8)
     for i, v in enumerate(q):
         if v > 0:
             out[i >> 3] |= 0x80 >> (i & 7)
     return bytes(out)
+
+
+def _lanes(differ: int, size: int) -> int:
+    """Each vector's 16 two-byte lanes, each holding the set bits of its two bytes."""
+    per_byte = int.from_bytes(differ.to_bytes(size, "little").translate(_POPCOUNT), "little")
+    even = int.from_bytes(b"\xff\x00" * (size // 2), "little")
+    return (per_byte & even) + ((per_byte >> 8) & even)
 
 
 def hamming(bits: bytes, query: bytes) -> Sequence[int]:
@@ -54,41 +65,49 @@ def hamming(bits: bytes, query: bytes) -> Sequence[int]:
     if not n:
         return b""
     differ = int.from_bytes(bits, "little") ^ int.from_bytes(query * n, "little")
-    per_byte = int.from_bytes(differ.to_bytes(len(bits), "little").translate(_POPCOUNT), "little")
-    even = int.from_bytes(b"\xff\x00" * (len(bits) // 2), "little")
-    lanes = (per_byte & even) + ((per_byte >> 8) & even)  # 16 two-byte lanes a vector, ≤ 16 each
-    sums = (lanes * _LANES).to_bytes(len(bits) + _BITS, "little")  # a vector's sum: its top lane
-    low, high = sums[_BITS - 2 :: _BITS][:n], sums[_BITS - 1 :: _BITS][:n]
+    sums = (_lanes(differ, len(bits)) * _LANES).to_bytes(len(bits) + _BITS, "little")
+    low, high = sums[_BITS - 2 :: _BITS][:n], sums[_BITS - 1 :: _BITS][:n]  # the top lane's
     if high.count(0) == n:
         return low
     return [lo + 256 * hi for lo, hi in zip(low, high, strict=True)]  # 256: every sign differs
 
 
+def weighted(bits: bytes, q: Sequence[float]) -> Sequence[int]:
+    """Each vector's differing signs, each weighed by |q| there (in
+    `WEIGHT_BITS` bits): the smaller, the larger q summed over its signs."""
+    n = len(bits) // _BITS
+    if not n:
+        return []
+    top = max(map(abs, q)) or 1.0
+    levels = (1 << WEIGHT_BITS) - 1
+    weight = [round(abs(v) / top * levels) for v in q]
+    differ = int.from_bytes(bits, "little") ^ int.from_bytes(signs(q) * n, "little")
+    total = 0
+    for bit in range(WEIGHT_BITS):  # a lane holds at most 2 × 8 × 15 = 240: no carry
+        plane = signs([1.0 if w >> bit & 1 else 0.0 for w in weight])
+        total += _lanes(differ & int.from_bytes(plane * n, "little"), len(bits)) << bit
+    lanes = array("H", (total * _LANES).to_bytes(len(bits) + _BITS, "little"))
+    if sys.byteorder == "big":
+        lanes.byteswap()
+    return lanes[_BITS // 2 - 1 :: _BITS // 2][:n]
+
+
 def nearest(distances: Sequence[int], count: int) -> list[int]:
     """The positions of the `count` smallest distances (ties: the first ones)."""
-    if count >= len(distances):
-        return list(range(len(distances)))
+    n = len(distances)
+    if count >= n:
+        return list(range(n))
     if not isinstance(distances, bytes):
-        return sorted(range(len(distances)), key=distances.__getitem__)[:count]
+        return sorted(range(n), key=distances.__getitem__)[:count]
     seen = 0
     for limit in range(256):  # counted by value, a C loop each: no sort
         seen += distances.count(limit)
         if seen >= count:
             break
-    picked = [i for i, d in enumerate(distances) if d < limit]
-    return picked + [i for i, d in enumerate(distances) if d == limit][: count - len(picked)]
-
-
-def byte_sums(q: Sequence[float]) -> list[list[float]]:
-    """Per byte of signs, what each of its 256 values adds to the query's
-    values summed with those signs (+v for a set bit, -v otherwise)."""
-    tables = []
-    for start in range(0, len(q), 8):
-        sums = [0.0]
-        for v in reversed(q[start : start + 8]):  # the last value ends as the lowest bit
-            sums = [s - v for s in sums] + [s + v for s in sums]
-        tables.append(sums)
-    return tables
+    below = bytes(int(d < limit) for d in range(256))
+    at = bytes(int(d == limit) for d in range(256))
+    picked = list(compress(range(n), distances.translate(below)))
+    return picked + list(compress(range(n), distances.translate(at)))[: count - len(picked)]
 
 
 class Ranker:
@@ -115,7 +134,7 @@ class Ranker:
             self._order = [(c, sizes[c]) for _, c in scored]
         return self._order
 
-    def candidates(self, count: int) -> tuple[list[int], bytes]:
+    def candidates(self, count: int) -> tuple[array, bytes]:
         """The rowids and signs of the vectors pass 1 reads."""
         want = max(PROBE_MIN, count * PROBE_PER)
         picked = [index.PENDING]
@@ -125,15 +144,17 @@ class Ranker:
                 break
             picked.append(cluster)
             held += size
-        rowids: list[int] = []
+        rowids = array("q")
         bits: list[bytes] = []
         for r, b in self.ix.execute(
             "SELECT rowids, bits FROM semantic_chunks WHERE cluster IN"
             " (SELECT value FROM json_each(?))",
             (json.dumps(picked),),
         ):
-            rowids += array("q", r)
+            rowids.frombytes(r)
             bits.append(b)
+        if sys.byteorder == "big":
+            rowids.byteswap()
         return rowids, b"".join(bits)
 
     def best(self, count: int) -> list[tuple[float, int, int]]:
@@ -141,11 +162,9 @@ class Ranker:
         rowids, bits = self.candidates(count)
         close = nearest(hamming(bits, signs(self.q)), count * HAMMING_KEEP)
         if len(close) > count:
-            tables = byte_sums(self.q)
             view = memoryview(bits)
-            scored = [(sum(map(getitem, tables, view[i * _BITS : (i + 1) * _BITS])), i)
-                      for i in close]  # fmt: skip
-            close = [i for _, i in heapq.nlargest(count, scored)]
+            kept = b"".join([view[i * _BITS : (i + 1) * _BITS] for i in close])
+            close = [close[i] for i in nearest(weighted(kept, self.q), count)]
         return self.cosine([rowids[i] for i in close])
 
     def cosine(self, rowids: list[int]) -> list[tuple[float, int, int]]:
