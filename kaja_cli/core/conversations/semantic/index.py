@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 FILE_NAME = "semantic.db"
 CHUNK = 4096  # vectors per row of `chunks`
 READ_BATCH = 256  # messages embedded at a time (their tokens' rows are the build's memory)
-VERSION = "3"
+VERSION = "4"
 BITS = model.DIMS // 8
 PENDING = -1  # the cluster of vectors not yet placed in one
 TRAIN_AT = 32_768  # vectors: below, a search reads every sign (1 MB); above, the nearest clusters
@@ -74,7 +74,7 @@ CREATE TABLE IF NOT EXISTS semantic_vectors (
     scale REAL NOT NULL,
     code BLOB NOT NULL          -- DIMS int8: the vector is code × scale
 );
-CREATE INDEX IF NOT EXISTS semantic_chunks_cluster ON semantic_chunks(cluster, id);
+CREATE INDEX IF NOT EXISTS semantic_chunks_cluster ON semantic_chunks(cluster, n);  -- sizes, read alone
 CREATE TABLE IF NOT EXISTS semantic_centroids (
     cluster INTEGER PRIMARY KEY,
     vector BLOB NOT NULL        -- DIMS float32, unit length

@@ -9,7 +9,7 @@ Four passes over fewer and fewer vectors (`index` describes the tables):
    yet placed in one; on an index too small to be clustered, all of them;
 2. Hamming: each candidate's signs against the query's, all at once as
    Python integers (XOR, a byte table of bit counts, each vector's
-   two-byte lanes summed by one multiplication: ~10 ms a megabyte); the
+   byte lanes summed by one multiplication: ~10 ms a megabyte); the
    `HAMMING_KEEP` × `count` nearest go on;
 3. weighted: the same sum with each differing sign weighed by the query's
    value there (`WEIGHT_BITS` bits of it, a bit plane at a time), which
@@ -40,7 +40,6 @@ HAMMING_KEEP = 8  # × count nearest by Hamming distance go on to the weighted d
 WEIGHT_BITS = 4  # of each of the query's values, in the weighted distance
 _BITS = index.BITS
 _POPCOUNT = bytes(bin(i).count("1") for i in range(256))
-_LANES = sum(1 << (16 * j) for j in range(_BITS // 2))  # sums a vector's 16 two-byte lanes
 
 
 def signs(q: Sequence[float]) -> bytes:
@@ -52,24 +51,34 @@ def signs(q: Sequence[float]) -> bytes:
     return bytes(out)
 
 
-def _lanes(differ: int, size: int) -> int:
-    """Each vector's 16 two-byte lanes, each holding the set bits of its two bytes."""
-    per_byte = int.from_bytes(differ.to_bytes(size, "little").translate(_POPCOUNT), "little")
-    even = int.from_bytes(b"\xff\x00" * (size // 2), "little")
-    return (per_byte & even) + ((per_byte >> 8) & even)
+def _per_byte(differ: int, size: int) -> int:
+    """`differ` with each byte replaced by its count of set bits (0 to 8)."""
+    return int.from_bytes(differ.to_bytes(size, "little").translate(_POPCOUNT), "little")
+
+
+def _top_lanes(total: int, size: int, lane: str) -> array:
+    """Each vector's sum of its `lane`-wide lanes: the top lane of `total` × a
+    one in each lane of a vector (a lane of the product sums the lanes at and
+    below it within the vector's width)."""
+    width = array(lane).itemsize
+    ones = sum(1 << (8 * width * j) for j in range(_BITS // width))
+    lanes = array(lane, (total * ones).to_bytes(size + _BITS, "little"))
+    if sys.byteorder == "big":
+        lanes.byteswap()
+    return lanes[_BITS // width - 1 :: _BITS // width][: size // _BITS]
 
 
 def hamming(bits: bytes, query: bytes) -> Sequence[int]:
-    """Each vector's Hamming distance to `query`, in their order."""
+    """Each vector's Hamming distance to `query`, in their order: its bytes'
+    bit counts summed in byte-wide lanes. A sum reaches 256 only where a
+    vector is the query's opposite (and one byte-wide window of 32 bytes
+    across two vectors, every bit of it differing, adds 1 to the next): such
+    a vector reads as near, the later passes put it last."""
     n = len(bits) // _BITS
     if not n:
         return b""
     differ = int.from_bytes(bits, "little") ^ int.from_bytes(query * n, "little")
-    sums = (_lanes(differ, len(bits)) * _LANES).to_bytes(len(bits) + _BITS, "little")
-    low, high = sums[_BITS - 2 :: _BITS][:n], sums[_BITS - 1 :: _BITS][:n]  # the top lane's
-    if high.count(0) == n:
-        return low
-    return [lo + 256 * hi for lo, hi in zip(low, high, strict=True)]  # 256: every sign differs
+    return _top_lanes(_per_byte(differ, len(bits)), len(bits), "B").tobytes()
 
 
 def weighted(bits: bytes, q: Sequence[float]) -> Sequence[int]:
@@ -82,14 +91,13 @@ def weighted(bits: bytes, q: Sequence[float]) -> Sequence[int]:
     levels = (1 << WEIGHT_BITS) - 1
     weight = [round(abs(v) / top * levels) for v in q]
     differ = int.from_bytes(bits, "little") ^ int.from_bytes(signs(q) * n, "little")
-    total = 0
-    for bit in range(WEIGHT_BITS):  # a lane holds at most 2 × 8 × 15 = 240: no carry
+    per_byte = 0
+    for bit in range(WEIGHT_BITS):  # a byte: at most 8 × 15 = 120, no carry
         plane = signs([1.0 if w >> bit & 1 else 0.0 for w in weight])
-        total += _lanes(differ & int.from_bytes(plane * n, "little"), len(bits)) << bit
-    lanes = array("H", (total * _LANES).to_bytes(len(bits) + _BITS, "little"))
-    if sys.byteorder == "big":
-        lanes.byteswap()
-    return lanes[_BITS // 2 - 1 :: _BITS // 2][:n]
+        per_byte += _per_byte(differ & int.from_bytes(plane * n, "little"), len(bits)) << bit
+    even = int.from_bytes(b"\xff\x00" * (len(bits) // 2), "little")
+    pairs = (per_byte & even) + ((per_byte >> 8) & even)  # two-byte lanes: ≤ 240, a vector ≤ 3,840
+    return _top_lanes(pairs, len(bits), "H")
 
 
 def nearest(distances: Sequence[int], count: int) -> list[int]:
