@@ -97,3 +97,42 @@ def test_two_writers_of_one_run_number_its_events_without_failing(cloud):
         (1, "WorkflowExecutionStarted"),
         (2, "ActivityTaskScheduled"),
     ]
+
+
+def _bench():
+    """bench/bench_cloud_clients.py, whose run this test makes short."""
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    import bench_cloud_clients
+
+    return bench_cloud_clients
+
+
+def test_readers_and_writers_at_once_through_the_pooler_lose_nothing(cloud_demo, pgbouncer):
+    """4 readers (whole `kaja` processes) and 2 writers (the write API) for 5 s,
+    through PgBouncer's pool of one server connection: every command exits 0,
+    every row a writer committed is on the server once, and every session,
+    the one both writers add to included, is numbered 1..n."""
+    from tests.conftest import KAJA
+
+    clients = _bench()
+    reads = [
+        ("sessions", ["sessions"]),
+        ("search", ["search", "tomato", "--all-owners"]),
+        ("resume --json", ["resume", "--json"]),
+        ("usage", ["usage"]),
+        ("notes", ["notes", "--all-owners"]),
+        ("doctor --quick", ["doctor", "--quick"]),
+    ]
+    env = cloud_demo.env | {"KAJA_ACCOUNT": clients.ACCOUNT}
+    result = clients.run(pgbouncer.url(cloud_demo.pg.name), cloud_demo.pg.url, reads, kaja=KAJA,
+                         env=env, readers=4, writers=2, seconds=5, pool=1)  # fmt: skip
+    assert result.errors == []
+    ran = {s.command for s in result.samples}
+    assert {name for name, _ in reads} <= ran, ran
+    checks = {c.what: c for c in result.checks}
+    assert checks["messages"].found > 2 and checks["run events"].found > 0, checks
+    assert all(c.ok for c in result.checks), result.checks
+    table = "\n".join(clients.format_rows(result))
+    assert "MISSED" not in table and "sessions numbered 1..n" in table, table
