@@ -26,7 +26,10 @@ Then, for DURATION_S seconds:
 After: what the writers say they committed is on the server, by id, exactly
 (none lost, none there twice or unknown), each session's messages numbered
 1..n, the shared one's too, and the search index's count of messages is the
-table's. Printed per command: runs, p50, p99, the slowest, errors; a row with
+table's. Printed per command: runs, p50, p99, the slowest (wall time), errors,
+and a reader's own CPU (its process's user + system time, the kernel's count
+from `wait4`, the median: the rest of its wall time it waited for a core, the
+pooler or the server); a row with
 an error, or a count that differs, is MISSED, in a smoke run too (a lost row
 is lost at any size; only the ratios' goals wait for the benchmark store).
 The load average before, at its highest (sampled every 2 s) and after: on two
@@ -71,6 +74,7 @@ class Sample:
     command: str
     ms: float
     error: str = ""  # empty: exit 0, no traceback
+    cpu_ms: float | None = None  # a reader's: its process's user + system time (wait4)
 
 
 @dataclass
@@ -173,16 +177,22 @@ def _read(
         name, argv = reads[k % len(reads)]
         k += 1
         start = time.perf_counter()
-        try:
-            p = subprocess.run([kaja, "--database-url", url, *argv], env=env, text=True,
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, timeout=WAIT_S)  # fmt: skip
-        except subprocess.TimeoutExpired:
-            out.append(Sample(name, WAIT_S * 1000, f"still running after {WAIT_S} s: killed"))
-            continue
+        p = subprocess.Popen([kaja, "--database-url", url, *argv], env=env, text=True,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)  # fmt: skip
+        killer = threading.Timer(WAIT_S, p.kill)
+        killer.start()
+        err = p.stderr.read() if p.stderr else ""
+        _, status, usage = os.wait4(p.pid, 0)  # the kernel's count of its CPU
+        killer.cancel()
         took = (time.perf_counter() - start) * 1000
-        bad = p.returncode != 0 or "Traceback" in p.stderr
-        out.append(Sample(name, took, _one_line(p.stderr, p.returncode) if bad else ""))
+        p.returncode = code = os.waitstatus_to_exitcode(status)
+        if p.stderr:
+            p.stderr.close()
+        bad = code != 0 or "Traceback" in err
+        why = _one_line(err, code) if code != -9 else f"still running after {WAIT_S} s: killed"
+        cpu = (usage.ru_utime + usage.ru_stime) * 1000
+        out.append(Sample(name, took, why if bad else "", cpu))
 
 
 def _one_line(err: str, code: int) -> str:
@@ -379,6 +389,7 @@ class ClientsRow:
     slowest: float | None
     errors: int
     note: str = ""
+    cpu_p50: float | None = None  # a reader's own CPU (its process's), the median
     timed: str = "clients"  # "count": a count of rows, no latency
     goal: float | None = None
 
@@ -404,9 +415,11 @@ def rows(result: Result) -> list[ClientsRow]:
         if not mine:
             continue
         ms = sorted(s.ms for s in mine if not s.error)
+        cpu = sorted(s.cpu_ms for s in mine if not s.error and s.cpu_ms is not None)
         errors = [s.error for s in mine if s.error]
         out.append(ClientsRow(name, len(mine), _pct(ms, 50), _pct(ms, 99), ms[-1] if ms else None,
-                              len(errors), "; ".join(sorted(set(errors))[:2])))  # fmt: skip
+                              len(errors), "; ".join(sorted(set(errors))[:2]),
+                              cpu_p50=_pct(cpu, 50)))  # fmt: skip
     for c in result.checks:
         out.append(ClientsRow(c.what, c.reported, None, None, None, 0 if c.ok else 1,
                               f"said {c.reported:,}, found {c.found:,}: lost {c.lost},"
@@ -438,18 +451,20 @@ def format_rows(result: Result) -> list[str]:
         f" writers (the write API) through PgBouncer (transaction pooling, {result.pool} server"
         f" connection{'s' if result.pool != 1 else ''}) for {result.seconds:.0f} s; load average"
         f" {before:.1f} before, {highest:.1f} at most, {after:.1f} after",
-        f"{'command':<46} {'runs':>6} {'p50':>9} {'p99':>9} {'slowest':>9} {'errors':>6}",
+        f"{'command':<46} {'runs':>6} {'p50':>9} {'p99':>9} {'slowest':>9} {'errors':>6}"
+        f" {'CPU p50':>9}",
     ]
     table = rows(result)
     for r in table:
         if r.timed != "count":
             lines.append(f"{r.case:<46} {r.runs:>6,} {_ms(r.p50):>9} {_ms(r.p99):>9}"
-                         f" {_ms(r.slowest):>9} {r.errors:>6}  {r.verdict:<6} {r.note}")  # fmt: skip
+                         f" {_ms(r.slowest):>9} {r.errors:>6} {_ms(r.cpu_p50):>9}"
+                         f"  {r.verdict:<6} {r.note}")  # fmt: skip
     lines.append(f"{'what the writers committed':<46} {'said':>6} {'found':>9} {'lost':>9}"
                  f" {'extra':>9}")  # fmt: skip
     for r, c in zip((r for r in table if r.timed == "count"), result.checks, strict=True):
         lines.append(f"{r.case:<46} {c.reported:>6,} {c.found:>9,} {c.lost:>9,} {c.extra:>9,}"
-                     f"  {'':>6}  {r.verdict:<6} {c.note}")  # fmt: skip
+                     f" {'':>6} {'':>9}  {r.verdict:<6} {c.note}")  # fmt: skip
     return lines
 
 
