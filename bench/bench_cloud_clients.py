@@ -55,6 +55,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -101,6 +102,9 @@ class Result:
     seconds: float
     pool: int  # PgBouncer's server connections (for the heading)
     order: list[str] = field(default_factory=list)  # the commands' names, as the table lists them
+    # PgBouncer's count over the run: transactions, and the seconds clients
+    # waited for a server connection in all (None: not asked)
+    pooled: tuple[int, float] | None = None
     samples: list[Sample] = field(default_factory=list)
     checks: list[Check] = field(default_factory=list)
     load: tuple[float, float, float] = (0.0, 0.0, 0.0)  # 1-min load: before, highest, after
@@ -118,13 +122,16 @@ class Result:
 def run(
     url: str, direct: str, reads: list[tuple[str, list[str]]], *, kaja: str, env: dict[str, str],
     readers: int = READERS, writers: int = WRITERS, seconds: float = DURATION_S, pool: int = POOL,
+    pool_stats: Callable[[], dict[str, int]] | None = None,
 ) -> Result:  # fmt: skip
     """Readers and writers through `url` (the pooler, of `pool` server
     connections) for `seconds`; then the writers' rows counted on the server
     (`direct`, without the pooler). `env` names the state dir and the account
-    (KAJA_ACCOUNT) of every client."""
+    (KAJA_ACCOUNT) of every client; `pool_stats`, PgBouncer's `SHOW STATS` of
+    the database (`Bouncer.stats`), says how long they waited for the pool."""
     result = Result(readers, writers, seconds, pool, [name for name, _ in reads])
     shared, first = _shared_session(url, env)
+    pooled = pool_stats() if pool_stats else {}
     scratch = Path(tempfile.mkdtemp(prefix="kaja-bench-clients-"))
     load = Load()
     try:
@@ -160,6 +167,12 @@ def run(
             for name, ms in doc.get("took", []):
                 result.samples.append(Sample(name, ms))
         result.load = load.stop()
+        if pool_stats:
+            after = pool_stats()
+            result.pooled = (
+                after.get("total_xact_count", 0) - pooled.get("total_xact_count", 0),
+                (after.get("total_wait_time", 0) - pooled.get("total_wait_time", 0)) / 1e6,
+            )
         result.checks = _count(direct, shared, first, wrote)
     finally:
         load.stop()
@@ -446,11 +459,16 @@ def _ms(value: float | None) -> str:
 def format_rows(result: Result) -> list[str]:
     """The latencies' table, then the counts'."""
     before, highest, after = result.load
+    pooled = ""
+    if result.pooled:
+        n, waited = result.pooled
+        pooled = (f"; PgBouncer: {n:,} transactions, whose clients waited {waited:.1f} s in all"
+                  f" for a server connection ({waited * 1000 / max(n, 1):.0f} ms a transaction)")  # fmt: skip
     lines = [
         f"cloud, many clients: {result.readers} readers (kaja processes) and {result.writers}"
         f" writers (the write API) through PgBouncer (transaction pooling, {result.pool} server"
         f" connection{'s' if result.pool != 1 else ''}) for {result.seconds:.0f} s; load average"
-        f" {before:.1f} before, {highest:.1f} at most, {after:.1f} after",
+        f" {before:.1f} before, {highest:.1f} at most, {after:.1f} after{pooled}",
         f"{'command':<46} {'runs':>6} {'p50':>9} {'p99':>9} {'slowest':>9} {'errors':>6}"
         f" {'CPU p50':>9}",
     ]
@@ -498,7 +516,8 @@ def cases(bench) -> None:
             DURATION_S if bench.judged else SMOKE_S
         )
         result = run(bouncer.url(database.name), database.url, reads(bench.db.resolve()),
-                     kaja=bench.kaja_command, env=env, seconds=seconds)  # fmt: skip
+                     kaja=bench.kaja_command, env=env, seconds=seconds,
+                     pool_stats=lambda: bouncer.stats(database.name))  # fmt: skip
         for line in format_rows(result):
             bench.echo(line)
         bench.rows.extend(rows(result))

@@ -127,7 +127,8 @@ def test_readers_and_writers_at_once_through_the_pooler_lose_nothing(cloud_demo,
     ]
     env = cloud_demo.env | {"KAJA_ACCOUNT": clients.ACCOUNT}
     result = clients.run(pgbouncer.url(cloud_demo.pg.name), cloud_demo.pg.url, reads, kaja=KAJA,
-                         env=env, readers=4, writers=2, seconds=5, pool=1)  # fmt: skip
+                         env=env, readers=4, writers=2, seconds=5, pool=1,
+                         pool_stats=lambda: pgbouncer.stats(cloud_demo.pg.name))  # fmt: skip
     assert result.errors == []
     ran = {s.command for s in result.samples}
     assert {name for name, _ in reads} <= ran, ran
@@ -136,3 +137,4 @@ def test_readers_and_writers_at_once_through_the_pooler_lose_nothing(cloud_demo,
     assert all(c.ok for c in result.checks), result.checks
     table = "\n".join(clients.format_rows(result))
     assert "MISSED" not in table and "sessions numbered 1..n" in table, table
+    assert result.pooled is not None and result.pooled[0] > len(result.samples), table

@@ -62,6 +62,7 @@ class Bouncer:
             "auth_type = trust\n"
             f"auth_file = {self.root / 'users.txt'}\n"
             "pool_mode = transaction\n"
+            "stats_users = postgres\n"
             f"default_pool_size = {self.pool_size}\n"
             "max_client_conn = 200\n"
             f"query_wait_timeout = {self.query_wait_s}\n"
@@ -90,6 +91,21 @@ class Bouncer:
                 self.stop()
                 raise RuntimeError(f"pgbouncer did not start: {err}\n{log}")
             time.sleep(0.05)
+
+    def stats(self, dbname: str) -> dict[str, int]:
+        """PgBouncer's own counts for a database (its console's `SHOW STATS`:
+        transactions, `total_wait_time`, the microseconds clients waited for a
+        server connection, …)."""
+        import psycopg
+
+        with psycopg.connect(self.url("pgbouncer"), autocommit=True,
+                             cursor_factory=psycopg.ClientCursor) as conn:  # fmt: skip
+            cur = conn.execute("SHOW STATS")  # the console speaks the simple protocol only
+            names = [d.name for d in cur.description or []]
+            for row in cur.fetchall():
+                if row[0] == dbname:
+                    return {n: int(v) for n, v in zip(names[1:], row[1:], strict=True)}
+        return {}
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
