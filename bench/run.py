@@ -141,6 +141,10 @@ def _load(name: str):
     path = HERE / f"bench_{name}.py"
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
+    # Registered under its name, as an import would: a dataclass (with postponed
+    # annotations) looks its module up there, and a module that imports
+    # another (bench_cloud imports bench_prune) gets the one loaded here.
+    sys.modules.setdefault(path.stem, module)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
 

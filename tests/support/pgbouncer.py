@@ -32,8 +32,16 @@ QUERY_WAIT_S = 20
 
 
 class Bouncer:
-    def __init__(self, server: PgServer) -> None:
+    """`pool_size` server connections per database and user (the tests' one;
+    the bench's many clients, bench/bench_cloud_clients.py, a hosted pool's
+    ten or so), a client waiting `query_wait_s` at most for one of them."""
+
+    def __init__(
+        self, server: PgServer, *, pool_size: int = 1, query_wait_s: int = QUERY_WAIT_S
+    ) -> None:
         self.server = server
+        self.pool_size = pool_size
+        self.query_wait_s = query_wait_s
         self.root = Path(tempfile.mkdtemp(prefix="kaja-pgbouncer-"))
         self.log = self.root / "pgbouncer.log"
         self.process: subprocess.Popen | None = None
@@ -54,9 +62,10 @@ class Bouncer:
             "auth_type = trust\n"
             f"auth_file = {self.root / 'users.txt'}\n"
             "pool_mode = transaction\n"
-            "default_pool_size = 1\n"
+            "stats_users = postgres\n"
+            f"default_pool_size = {self.pool_size}\n"
             "max_client_conn = 200\n"
-            f"query_wait_timeout = {QUERY_WAIT_S}\n"
+            f"query_wait_timeout = {self.query_wait_s}\n"
             f"logfile = {self.log}\n"
             f"pidfile = {self.root / 'pgbouncer.pid'}\n"
         )
@@ -82,6 +91,21 @@ class Bouncer:
                 self.stop()
                 raise RuntimeError(f"pgbouncer did not start: {err}\n{log}")
             time.sleep(0.05)
+
+    def stats(self, dbname: str) -> dict[str, int]:
+        """PgBouncer's own counts for a database (its console's `SHOW STATS`:
+        transactions, `total_wait_time`, the microseconds clients waited for a
+        server connection, …)."""
+        import psycopg
+
+        with psycopg.connect(self.url("pgbouncer"), autocommit=True,
+                             cursor_factory=psycopg.ClientCursor) as conn:  # fmt: skip
+            cur = conn.execute("SHOW STATS")  # the console speaks the simple protocol only
+            names = [d.name for d in cur.description or []]
+            for row in cur.fetchall():
+                if row[0] == dbname:
+                    return {n: int(v) for n, v in zip(names[1:], row[1:], strict=True)}
+        return {}
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

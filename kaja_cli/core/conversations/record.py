@@ -133,6 +133,19 @@ class Recorder:
         finally:
             self._depth[name] = 0
 
+    def _next(self, conn: sqlite3.Connection, table: str, column: str, key: str, value: str) -> int:
+        """The next number of `value`'s rows in `table` (a session's messages or
+        events, a run's events), kept this writer's until its transaction ends:
+        on a server, another writer of the same session waits for it
+        (`Store.hold_numbering`) instead of writing the same number. A session's
+        messages and events share one lock, so a writer that numbers both, in
+        either order, never waits on one who holds the other."""
+        owner = "run" if key == "run_id" else "session"
+        self.store.hold_numbering(conn, f"{owner} {value}")
+        return conn.execute(
+            f'SELECT COALESCE(MAX("{column}"), 0) + 1 FROM {table} WHERE "{key}" = ?', (value,)
+        ).fetchone()[0]
+
     def _now(self, at: datetime | None) -> datetime:
         return at or self.clock()
 
@@ -225,10 +238,7 @@ class Recorder:
         mid = self.new_id(now)
         with self.transaction() as conn:
             if seq is None:
-                seq = conn.execute(
-                    'SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE "sessionId" = ?',
-                    (session_id,),
-                ).fetchone()[0]
+                seq = self._next(conn, "messages", "seq", "sessionId", session_id)
             conn.execute(
                 'INSERT INTO messages (id, "sessionId", seq, role, content, parts, reasoning,'
                 ' "toolCallId", persona, model, "promptTokens", "completionTokens", "latencyMs",'
@@ -319,10 +329,7 @@ class Recorder:
     def add_event(self, session_id: str, type: str, payload: dict | None = None) -> int:
         """Append to the terminal timeline; returns the event's `seq`."""
         with self.transaction() as conn:
-            seq = conn.execute(
-                'SELECT COALESCE(MAX(seq), 0) + 1 FROM session_events WHERE "sessionId" = ?',
-                (session_id,),
-            ).fetchone()[0]
+            seq = self._next(conn, "session_events", "seq", "sessionId", session_id)
             conn.execute(
                 'INSERT INTO session_events ("sessionId", seq, type, payload) VALUES (?, ?, ?, ?)',
                 (session_id, seq, type, _json(payload or {})),
@@ -460,9 +467,7 @@ class Recorder:
     ) -> int:
         """The next step of a run's event history; returns its `event_id`."""
         with self.transaction() as conn:
-            event_id = conn.execute(
-                "SELECT COALESCE(MAX(event_id), 0) + 1 FROM events WHERE run_id = ?", (run_id,)
-            ).fetchone()[0]
+            event_id = self._next(conn, "events", "event_id", "run_id", run_id)
             conn.execute(
                 "INSERT INTO events (run_id, event_id, at, type, attributes) VALUES (?, ?, ?, ?, ?)",
                 (run_id, event_id, iso(self._now(at)), type, _json(attributes or {})),

@@ -229,3 +229,11 @@ class Store:
         """One row into one of the schema's tables, as this engine writes it
         (`INSERT OR REPLACE` is an upsert on the server); its rowid (0: none)."""
         return self.backend.insert(conn, table, names, values, or_replace=or_replace)
+
+    def hold_numbering(self, conn: Any, of: str) -> None:
+        """Inside a write transaction: until it ends, no other writer numbers
+        the rows of `of` (a session's messages and events, a run's events), so
+        the next number this one reads (`MAX(seq) + 1`) stays its own. Locally
+        BEGIN IMMEDIATE already holds the file's one write lock; a server runs
+        writers beside each other, and holds a lock on `of` alone."""
+        self.backend.hold_numbering(conn, of)

@@ -141,6 +141,9 @@ class LocalBackend:
     ) -> int:  # fmt: skip
         return insert(conn, table, names, values, or_replace=or_replace)
 
+    def hold_numbering(self, conn: sqlite3.Connection, of: str) -> None:
+        """Nothing more to hold: BEGIN IMMEDIATE holds the file's one write lock."""
+
 
 def ensure_schema(
     file: DatabaseFile, conn: sqlite3.Connection, *, progress: Progress | None = None

@@ -273,3 +273,8 @@ class ServerBackend:
         from kaja_cli.core.store.server import ddl
 
         return ddl.insert(conn, table, names, values, or_replace=or_replace)
+
+    def hold_numbering(self, conn: Connection, of: str) -> None:
+        from kaja_cli.core.store.server import ddl
+
+        ddl.hold_numbering(conn, of)

@@ -156,3 +156,22 @@ def insert(conn, table: Table, names: list[str], values: list, *, or_replace: bo
             (quote(table.name), rowid),
         )
     return int(row[0]) if row else 0
+
+
+# The advisory locks' key space of `hold_numbering` (the two-integer form: apart
+# from the schema's own lock, one bigint); the second integer is the hash of
+# what is numbered.
+NUMBERING_LOCK = 0x6B6A6E00
+
+
+def hold_numbering(conn, of: str) -> None:
+    """Until the transaction ends, no other writer numbers `of`'s rows: writers
+    run beside each other here (READ COMMITTED), and two reading `MAX(seq) + 1`
+    at once would both write the same number. A transaction-scoped advisory
+    lock (nothing outlives the transaction: a pooler's next client finds none),
+    waited for as long as any lock (`lock_timeout`: busy, exit 4). Two names of
+    one hash share a lock: they wait for each other, and number as before."""
+    conn.execute(
+        "SELECT pg_catalog.pg_advisory_xact_lock(?::integer, pg_catalog.hashtext(?))",
+        (NUMBERING_LOCK, of),
+    )
