@@ -133,11 +133,10 @@ class Ranker:
                 "SELECT cluster, sum(n) FROM semantic_chunks WHERE cluster != ? GROUP BY cluster",
                 (index.PENDING,),
             ).fetchall())  # fmt: skip
-            q = self.q
-            scored = []
-            for cluster, blob in self.ix.execute("SELECT cluster, vector FROM semantic_centroids"):
-                if cluster in sizes:
-                    scored.append((-sum(map(mul, array("f", blob), q)), cluster))
+            rows = self.ix.execute("SELECT cluster, vector FROM semantic_centroids").fetchall()
+            centres = _joined("f", [r[1] for r in rows])
+            scored = [(-score, cluster) for (cluster, _), score in
+                      zip(rows, _dots(centres, self.q), strict=True) if cluster in sizes]  # fmt: skip
             scored.sort()
             self._order = [(c, sizes[c]) for _, c in scored]
         return self._order
@@ -177,14 +176,29 @@ class Ranker:
 
     def cosine(self, rowids: list[int]) -> list[tuple[float, int, int]]:
         """These vectors by cosine to the query: (score, rowid, key), best first."""
-        q = self.q
         out = []
         for start in range(0, len(rowids), 10_000):
-            for rowid, key, scale, code in self.ix.execute(
+            rows = self.ix.execute(
                 "SELECT rowid, key, scale, code FROM semantic_vectors"
                 " WHERE rowid IN (SELECT value FROM json_each(?))",
-                (json.dumps(rowids[start : start + 10_000]),),
-            ):
-                out.append((sum(map(mul, memoryview(code).cast("b"), q)) * scale, rowid, key))
+                (json.dumps(sorted(rowids[start : start + 10_000])),),
+            ).fetchall()
+            dots = _dots(_joined("b", [r[3] for r in rows]), self.q)
+            out += [(dot * scale, rowid, key)
+                    for (rowid, key, scale, _), dot in zip(rows, dots, strict=True)]  # fmt: skip
         out.sort(key=lambda r: (-r[0], r[1]))
         return out
+
+
+def _joined(kind: str, blobs: list[bytes]) -> array:
+    """Blobs of numbers as one array (sliced, it is read faster than each blob made one)."""
+    out = array(kind, b"".join(blobs))
+    if sys.byteorder == "big" and out.itemsize > 1:
+        out.byteswap()
+    return out
+
+
+def _dots(vectors: array, q: Sequence[float]) -> list[float]:
+    """Each DIMS-wide row of `vectors` times q."""
+    width = len(q)
+    return [sum(map(mul, vectors[i : i + width], q)) for i in range(0, len(vectors), width)]
