@@ -362,20 +362,18 @@ def train(conn: sqlite3.Connection, seed: int = 0) -> None:
     k = int(min(4096, max(1, round(len(rowids) ** 0.5))))
     rng = np.random.default_rng(seed)
     sample = np.sort(rng.choice(rowids, size=min(len(rowids), k * TRAIN_SAMPLE), replace=False))
-    points = np.empty((len(sample), model.DIMS), np.float32)  # filled a batch at a time
+    codes = np.empty((len(sample), model.DIMS), np.int8)  # int8 kept: a quarter of float32
     for start in range(0, len(sample), ASSIGN_BATCH):
-        points[start : start + ASSIGN_BATCH] = _vectors_of(
-            conn, sample[start : start + ASSIGN_BATCH]
-        )
-    centres = points[rng.choice(len(points), size=k, replace=False)]
+        codes[start : start + ASSIGN_BATCH] = _codes_of(conn, sample[start : start + ASSIGN_BATCH])
+    centres = _unit(codes[rng.choice(len(codes), size=k, replace=False)])
     for _ in range(TRAIN_ROUNDS):
-        nearest = _nearest_centre(points, centres)
         sums = np.zeros_like(centres)
-        np.add.at(sums, nearest, points)
-        norms = np.linalg.norm(sums, axis=1)
-        empty = norms == 0  # a centre nobody chose starts again at a random point
-        sums[empty] = points[rng.choice(len(points), size=int(empty.sum()))]
-        centres = sums / np.linalg.norm(sums, axis=1, keepdims=True)
+        for start in range(0, len(codes), ASSIGN_BATCH):
+            points = _unit(codes[start : start + ASSIGN_BATCH])
+            np.add.at(sums, _nearest_centre(points, centres), points)
+        empty = ~sums.any(axis=1)  # a centre nobody chose starts again at a random point
+        sums[empty] = _unit(codes[rng.choice(len(codes), size=int(empty.sum()))])
+        centres = _unit(sums)
     clusters = np.empty(len(rowids), np.int32)
     for start in range(0, len(rowids), ASSIGN_BATCH):
         part = rowids[start : start + ASSIGN_BATCH]
@@ -473,14 +471,26 @@ def _all_signs(conn: sqlite3.Connection):
 
 def _vectors_of(conn: sqlite3.Connection, rowids):
     """The unit vectors (float32, from their int8 codes) of these rowids, in their order."""
+    return _unit(_codes_of(conn, rowids))
+
+
+def _codes_of(conn: sqlite3.Connection, rowids):
+    """The int8 codes of these rowids, in their order (zeros for one forgotten
+    since its signs were read: `_changed` then rolls the work back)."""
     np = _np()
     found = dict(conn.execute(
         "SELECT rowid, code FROM semantic_vectors WHERE rowid IN (SELECT value FROM json_each(?))",
         ("[" + ",".join(map(str, rowids.tolist())) + "]",),
     ).fetchall())  # fmt: skip
-    none = bytes(model.DIMS)  # forgotten since its signs were read: `_changed` rolls back
+    none = bytes(model.DIMS)
     codes = np.frombuffer(b"".join(found.get(r, none) for r in rowids.tolist()), np.int8)
-    out = codes.reshape(len(rowids), model.DIMS).astype(np.float32)
+    return codes.reshape(len(rowids), model.DIMS)
+
+
+def _unit(rows):
+    """Rows as float32 of length 1 (a zero row stays zero)."""
+    np = _np()
+    out = rows.astype(np.float32)
     norms = np.sqrt(np.einsum("ij,ij->i", out, out))[:, None]  # no temporary of out's size
     np.divide(out, norms, out=out, where=norms > 0)
     return out

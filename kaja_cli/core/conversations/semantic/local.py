@@ -143,6 +143,7 @@ def _up_to_date(
     total = index.behind(ix, store)
     with progress_of(progress, "embedding messages", total or None) as bar:
         done = index.update(ix, store, embedder, bar)
+    embedder.model = None  # its tokenizer and table, freed before a clustering's arrays
     index.organise(ix)
     if new and done:
         from kaja_cli.core.wording import plural
