@@ -508,3 +508,21 @@ def test_the_passes_in_plain_python_count_what_numpy_counts() -> None:
         if picked and count < 3000:
             outside = set(range(3000)) - set(picked)
             assert max(distances[i] for i in picked) <= min(distances[i] for i in outside)
+
+
+def test_a_tokenizer_bpe_does_not_implement_falls_back(demo_store: Kaja, monkeypatch) -> None:
+    """A wordllama whose tokenizer file describes something else than bpe.py
+    implements: the index holds no tables, and a query is tokenised by
+    `tokenizers`, finding what the tables find."""
+    from kaja_cli.core.conversations.semantic import bpe
+
+    expected = found(demo_store, *QUERY, "-n", "5")["results"]
+    monkeypatch.setattr(bpe, "supported", lambda spec: False)
+    assert demo_store("search", "--semantic", "--reindex").code == 0
+    conn = sqlite3.connect(demo_store.state / "semantic.db")
+    try:
+        assert conn.execute("SELECT count(*) FROM semantic_merges").fetchone()[0] == 0
+    finally:
+        conn.close()
+    got = found(demo_store, *QUERY, "-n", "5")["results"]
+    assert [h["message_id"] for h in got] == [h["message_id"] for h in expected]
