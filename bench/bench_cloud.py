@@ -251,7 +251,7 @@ def _prune(bench, server, loaded: str, psql: str) -> None:
                       "psql -1: the same DELETEs, one transaction", goal=PRUNE_GOAL,
                       setup=fresh, repeat=min(bench.repeat, 3), env=env,
                       note=f"{pruned:,} messages deleted, fresh copy each run")  # fmt: skip
-        bench.in_process("cloud sessions prune: core plan() + execute()",
+        bench.in_process("cloud sessions prune: core selected() + execute()",
                          _core_prune(url, env, before), _psycopg_script(url, script),
                          "psycopg: the same DELETEs, one transaction", setup=fresh,
                          repeat=min(bench.repeat, 3),
@@ -262,7 +262,8 @@ def _prune(bench, server, loaded: str, psql: str) -> None:
 
 
 def _core_prune(url: str, env: dict, before: str):
-    """kaja's core prune, as `sessions prune --all-owners --before WHEN --yes` calls it."""
+    """kaja's core prune, as `sessions prune --all-owners --before WHEN --yes` calls it:
+    the sessions selected, then deleted in one pass that measures what went."""
     from kaja_cli.core.conversations import prune
     from kaja_cli.core.conversations.filter import SessionFilter
     from kaja_cli.core.store import Store
@@ -270,7 +271,8 @@ def _core_prune(url: str, env: dict, before: str):
 
     def run() -> None:
         store = Store.locate(Overrides(database_url=url), environ=env)
-        prune.execute(store, prune.plan(store, SessionFilter(None, limit=0, before=before)))
+        flt = SessionFilter(None, limit=0, before=before)
+        prune.execute(store, prune.selected(store, flt), measure=True)
 
     return run
 
