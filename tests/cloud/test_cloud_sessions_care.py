@@ -227,34 +227,3 @@ def test_a_server_stopped_between_batches_says_what_was_committed(
     r = kaja(*PRUNE)
     assert r.code == 0, r
     assert _state(kaja)["sessions"] == [] and json.loads(r.out)["deleted"] == BULK - gone
-
-
-def test_a_cloud_prune_deletes_ten_times_the_messages_a_transaction(cloud_demo):
-    """A server locks only the rows a batch deletes: a cloud prune's
-    transaction holds up to 20,000 messages (BATCH_MESSAGES_SERVER) where a
-    local one holds 2,000, so 6 sessions of 1,000 messages go in one."""
-    with cloud_demo.pg.connect() as conn:
-        conn.execute("SET search_path = kaja")
-        conn.execute(
-            'INSERT INTO sessions (id, "createdAt", "updatedAt", owner, title)'
-            " SELECT 'long-' || i, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z',"
-            " 'terminal', 'long ' || i FROM generate_series(1, 6) AS i"
-        )
-        conn.execute(
-            'INSERT INTO messages (id, "sessionId", seq, role, content, "createdAt")'
-            " SELECT 'long-m-' || i || '-' || j, 'long-' || i, j, 'user', 'word ' || j,"
-            " '2026-01-01T00:00:00.000Z' FROM generate_series(1, 6) AS i,"
-            " generate_series(1, 1000) AS j"
-        )
-    r = cloud_demo("sessions", "prune", "--title", "long *", "--yes", "--json")
-    assert r.code == 0, r
-    doc = json.loads(r.out)
-    assert (doc["deleted"], doc["batches"]) == (6, 1), doc
-    assert doc["rows"]["messages"] == 6000
-    assert cloud_demo.pg.query("SELECT count(*) FROM kaja.messages WHERE id LIKE 'long-%'") == [
-        (0,)
-    ]
-    local = core_prune.batches(
-        [core_prune.Candidate(f"s{i}", None, None, None, 1000) for i in range(6)]
-    )
-    assert len(local) == 3  # the same sessions in a local store: 2,000 messages a transaction

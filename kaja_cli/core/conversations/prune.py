@@ -55,13 +55,8 @@ SAMPLE = 5  # sessions shown in the plan: the oldest and the newest
 # One transaction deletes at most this many sessions, or messages (each
 # message also leaves the search index): about 0.1 s of the write lock on a
 # busy 2-core machine, so the agent's writes never wait longer than that.
-# A server locks only the rows a transaction deletes (`lock_rows`), never the
-# agent's other sessions: there a batch holds ten times the messages, and a
-# prune pays a tenth of the commits and statements (a tenth of the benchmark
-# store: 10 transactions, not 42).
 BATCH_SESSIONS = 100
 BATCH_MESSAGES = 2000
-BATCH_MESSAGES_SERVER = 20_000
 
 
 class Candidate(NamedTuple):
@@ -247,14 +242,14 @@ def _count_rows(
 
 
 # --- the execution ----------------------------------------------------------------------
-def batches(sessions: list[Candidate], most: int = BATCH_MESSAGES) -> list[list[Candidate]]:
+def batches(sessions: list[Candidate]) -> list[list[Candidate]]:
     """The plan's sessions in transactions of at most BATCH_SESSIONS sessions
-    or `most` messages (a bigger session is a batch of its own)."""
+    or BATCH_MESSAGES messages (a bigger session is a batch of its own)."""
     out: list[list[Candidate]] = []
     current: list[Candidate] = []
     messages = 0
     for c in sessions:
-        if current and (len(current) >= BATCH_SESSIONS or messages + c.messages > most):
+        if current and (len(current) >= BATCH_SESSIONS or messages + c.messages > BATCH_MESSAGES):
             out.append(current)
             current, messages = [], 0
         current.append(c)
@@ -280,9 +275,7 @@ def execute(
     deleted = skipped = done = 0
     text = files = size = 0
     ids: set[str] = set()
-    groups = batches(
-        pruning.sessions, BATCH_MESSAGES_SERVER if store.dialect.lock_rows else BATCH_MESSAGES
-    )
+    groups = batches(pruning.sessions)
     report(0, total)
     with store.writer() as conn:
         have = columns(conn, *FILTER_TABLES)
