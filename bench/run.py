@@ -52,6 +52,9 @@ MODULES = sorted(
     key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name),
 )
 NEEDS_NO_STORE = {"startup"}
+OWN_STORES = {
+    "cloud_accounts"
+}  # builds the stores of its --accounts-step (a smoke run: the small one)
 BENCHMARK_STORE = (10_000, 1_000_000)  # the store the goals are set for
 
 
@@ -109,6 +112,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--scale-stores", default="", metavar="DIRS",
                     help="with --scale: comma-separated state dirs of stores already built, "
                          "smallest first (read only: the rows that write use copies)")  # fmt: skip
+    ap.add_argument("--accounts-step", choices=("1M", "10M"), default="1M",
+                    help="cloud_accounts: your account's 100k messages on a server of 1M "
+                         "(default), or the benchmark store's 1M on a server of 10M")  # fmt: skip
     args = ap.parse_args(argv)
     if args.smoke:
         given = set(argv if argv is not None else sys.argv[1:])
@@ -186,12 +192,19 @@ def run(args: argparse.Namespace) -> Bench:
     args.out.mkdir(parents=True, exist_ok=True)
     _compile_as_pip_does()
     state = args.out / "no-store"
-    if set(args.only) - NEEDS_NO_STORE:
+    if set(args.only) - NEEDS_NO_STORE - (set() if args.smoke else OWN_STORES):
         state = build_store(args.kaja, args.sessions, args.messages, args.out)
         if (args.sessions, args.messages) != BENCHMARK_STORE:
             print("The goals are set for the benchmark store (10,000 sessions, 1,000,000 messages): "
                   "on this one kaja's start-up weighs more in the whole-process rows.")  # fmt: skip
-    bench = Bench(state, args.repeat, args.kaja, sqlite3_command, judged=not args.smoke)
+    bench = Bench(
+        state,
+        args.repeat,
+        args.kaja,
+        sqlite3_command,
+        judged=not args.smoke,
+        accounts_step=args.accounts_step,
+    )
     print(f"{os.cpu_count()} CPUs, load average {_load_average()}; medians of {args.repeat} "
           f"interleaved runs; store: {state.name}")  # fmt: skip
     print(HEADER, flush=True)
