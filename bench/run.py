@@ -6,6 +6,7 @@
     python bench/run.py --smoke              # every row once on a small store, nothing judged (CI)
     python bench/run.py --scale              # each command on 100k, 1M and 10M messages (bench/scale.py)
     python bench/run.py --scale --scale-stores A,B,C   # on stores built already (smallest first)
+    python bench/run.py --only cloud_accounts [--accounts-step 10M]   # yours among 99 accounts
 
 Each row is timed one of two ways, never a difference of the two:
   process     kaja's whole process against the floor's whole process, runs
