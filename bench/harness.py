@@ -257,6 +257,8 @@ class Bench:
     # False: a smoke run (`run.py --smoke`): every row runs, none is judged (a
     # small store's ratios say nothing of the goals, set for the benchmark store).
     judged: bool = True
+    # bench_cloud_accounts' step (`run.py --accounts-step`): "1M" or "10M" messages in all.
+    accounts_step: str = "1M"
 
     def __post_init__(self) -> None:
         self.rows: list[Row] = []

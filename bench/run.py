@@ -6,6 +6,7 @@
     python bench/run.py --smoke              # every row once on a small store, nothing judged (CI)
     python bench/run.py --scale              # each command on 100k, 1M and 10M messages (bench/scale.py)
     python bench/run.py --scale --scale-stores A,B,C   # on stores built already (smallest first)
+    python bench/run.py --only cloud_accounts [--accounts-step 10M]   # yours among 99 accounts
 
 Each row is timed one of two ways, never a difference of the two:
   process     kaja's whole process against the floor's whole process, runs
@@ -52,6 +53,9 @@ MODULES = sorted(
     key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name),
 )
 NEEDS_NO_STORE = {"startup"}
+OWN_STORES = {
+    "cloud_accounts"
+}  # builds the stores of its --accounts-step (a smoke run: the small one)
 BENCHMARK_STORE = (10_000, 1_000_000)  # the store the goals are set for
 
 
@@ -109,6 +113,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--scale-stores", default="", metavar="DIRS",
                     help="with --scale: comma-separated state dirs of stores already built, "
                          "smallest first (read only: the rows that write use copies)")  # fmt: skip
+    ap.add_argument("--accounts-step", choices=("1M", "10M"), default="1M",
+                    help="cloud_accounts: your account's 100k messages on a server of 1M "
+                         "(default), or the benchmark store's 1M on a server of 10M")  # fmt: skip
     args = ap.parse_args(argv)
     if args.smoke:
         given = set(argv if argv is not None else sys.argv[1:])
@@ -190,12 +197,19 @@ def run(args: argparse.Namespace) -> Bench:
     args.out.mkdir(parents=True, exist_ok=True)
     _compile_as_pip_does()
     state = args.out / "no-store"
-    if set(args.only) - NEEDS_NO_STORE:
+    if set(args.only) - NEEDS_NO_STORE - (set() if args.smoke else OWN_STORES):
         state = build_store(args.kaja, args.sessions, args.messages, args.out)
         if (args.sessions, args.messages) != BENCHMARK_STORE:
             print("The goals are set for the benchmark store (10,000 sessions, 1,000,000 messages): "
                   "on this one kaja's start-up weighs more in the whole-process rows.")  # fmt: skip
-    bench = Bench(state, args.repeat, args.kaja, sqlite3_command, judged=not args.smoke)
+    bench = Bench(
+        state,
+        args.repeat,
+        args.kaja,
+        sqlite3_command,
+        judged=not args.smoke,
+        accounts_step=args.accounts_step,
+    )
     print(f"{os.cpu_count()} CPUs, load average {_load_average()}; medians of {args.repeat} "
           f"interleaved runs; store: {state.name}")  # fmt: skip
     print(HEADER, flush=True)

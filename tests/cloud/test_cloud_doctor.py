@@ -119,3 +119,36 @@ def test_the_shared_ledger_in_kajas_schema_is_a_warning(legacy_ledger):
         "sequence kaja.andromeda_ledger_seq", "table kaja.andromeda_origins",
     ]  # fmt: skip
     assert check["fix"].startswith('move it while no sync runs: BEGIN; ALTER TABLE "kaja"')
+
+
+def test_quick_reads_nothing_in_proportion_to_the_server(cloud_demo, monkeypatch):
+    """--quick on a server of many accounts (issue 42): the rows per table and the
+    count of the messages against the search statistics read every account's rows,
+    so --quick leaves them out and says so, as locally."""
+    import psycopg
+
+    sent: list[str] = []
+    execute = psycopg.Connection.execute
+
+    def recorded(self, query, params=None, **kw):
+        sent.append(str(query))
+        return execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Connection, "execute", recorded)
+    r = cloud_demo("doctor", "--quick", "--json")
+    monkeypatch.undo()
+    assert r.code == 0, r
+    report = json.loads(r.out)
+    checks = {c["id"]: c for c in report["checks"]}
+    assert "server.tables" not in checks
+    assert checks["server.search"]["status"] == "ok"
+    assert checks["server.search"]["summary"] == "the search index is valid"
+    (details,) = checks["server.search"]["details"]
+    assert details.startswith("96 messages, ") and details.endswith(" words in its statistics")
+    skipped = {s["check"]: s["what"] for s in report["skipped"]}
+    assert "every account's rows" in skipped["server.tables"]
+    assert "every account's messages" in skipped["server.search"]
+    scans = [q for q in sent if "count(*)" in q.lower() and ".messages" in q]
+    assert scans == []
+    r = cloud_demo("doctor", "--quick")
+    assert "skipped by --quick" in r.out and "server.tables" in r.out
