@@ -37,35 +37,24 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 from contextlib import closing, contextmanager
 from pathlib import Path
 
 GOAL = 1.5
-ROOT = Path(__file__).resolve().parents[1]
 # The conversation tables, with the columns COPY fills (the search columns are generated).
 TABLES = ("sessions", "messages", "tool_calls", "session_summaries", "model_calls",
           "session_events", "notes", "dataset_answers", "dataset_versions")  # fmt: skip
 
 
 def cases(bench) -> None:
-    try:
-        import psycopg  # noqa: F401
+    from harness import postgres
 
-        sys.path.insert(0, str(ROOT))
-        from tests.support.pg import PgServer, find_bindir
-    except ImportError as e:
-        bench.echo(f"(cloud rows skipped: {e}; pip install -e '.[test]')")
+    pg = postgres(bench, "cloud")
+    if pg is None:
         return
-    bindir = find_bindir()
-    psql = shutil.which("psql") or (str(bindir / "psql") if bindir else None)
-    if bindir is None or psql is None:
-        bench.echo(
-            "(cloud rows skipped: PostgreSQL's initdb and psql are needed: apt-get install postgresql)"
-        )
-        return
-    server = PgServer.start_new(bindir)
+    psql = pg.psql
+    server = pg.server.start_new(pg.bindir)
     try:
         database = server.create_database("kaja_bench")
         _rows(bench, database.url, psql)

@@ -47,14 +47,12 @@ import json
 import re
 import shutil
 import sqlite3
-import sys
 import tempfile
 import time
 import zlib
 from contextlib import closing, contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 ACCOUNT = "you@example.org"
 COPIES = 9  # others' rows: this many copies of yours
 PER_COPY = 11  # accounts sharing each copy's sessions: 99 other accounts
@@ -77,19 +75,12 @@ GROWING = frozenset(TEXT_IDS) | set(OWNED) | {"kaja_search_terms", "kaja_archive
 
 
 def cases(bench) -> None:
-    try:
-        import psycopg  # noqa: F401
+    from harness import postgres
 
-        sys.path.insert(0, str(ROOT))
-        from tests.support.pg import PgServer, find_bindir
-    except ImportError as e:
-        bench.echo(f"(cloud accounts rows skipped: {e}; pip install -e '.[test]')")
+    pg = postgres(bench, "cloud accounts")
+    if pg is None:
         return
-    bindir = find_bindir()
-    psql = shutil.which("psql") or (str(bindir / "psql") if bindir else None)
-    if bindir is None or psql is None:
-        bench.echo("(cloud accounts rows skipped: PostgreSQL's initdb and psql are needed)")
-        return
+    psql = pg.psql
     step = bench.accounts_step
     if bench.judged:
         from run import build_store
@@ -100,7 +91,7 @@ def cases(bench) -> None:
     else:  # a smoke run: the small store, two copies
         yours, copies = bench.state_dir, 2
     scratch = Path(tempfile.mkdtemp(prefix="kaja-bench-accounts-"))
-    server = PgServer.start_new(bindir)
+    server = pg.server.start_new(pg.bindir)
     try:
         alone = server.create_database("kaja_alone").url
         crowded = server.create_database("kaja_crowded").url

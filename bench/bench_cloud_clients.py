@@ -60,7 +60,6 @@ from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 READERS, WRITERS = 20, 4
 DURATION_S, SMOKE_S = 60.0, 5.0
 POOL = 10  # server connections in PgBouncer's pool: fewer than the clients, as hosted
@@ -488,22 +487,14 @@ def format_rows(result: Result) -> list[str]:
 
 # --- the store and the server -----------------------------------------------------------------------
 def cases(bench) -> None:
-    try:
-        import psycopg  # noqa: F401
+    from harness import postgres
 
-        sys.path.insert(0, str(ROOT))
-        from tests.support.pg import PgServer, find_bindir
-        from tests.support.pgbouncer import Bouncer
-        from tests.support.tools import find
-    except ImportError as e:
-        bench.echo(f"(cloud clients rows skipped: {e}; pip install -e '.[test]')")
+    pg = postgres(bench, "cloud clients", pgbouncer=True)
+    if pg is None:
         return
-    bindir = find_bindir()
-    if bindir is None or not find("pgbouncer"):
-        bench.echo("(cloud clients rows skipped: PostgreSQL's initdb and PgBouncer are needed:"
-                   " apt-get install postgresql pgbouncer)")  # fmt: skip
-        return
-    server = PgServer.start_new(bindir)
+    from tests.support.pgbouncer import Bouncer
+
+    server = pg.server.start_new(pg.bindir)
     bouncer = Bouncer(server, pool_size=POOL, query_wait_s=120)  # PgBouncer's own default wait
     scratch = Path(tempfile.mkdtemp(prefix="kaja-bench-clients-state-"))
     try:

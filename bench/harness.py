@@ -358,3 +358,39 @@ def search_words(store: Path) -> tuple[tuple[str, int], tuple[str, int]]:
     selective = min(rows, key=lambda r: (abs(r[1] - 100), r[0]))
     common = min(rows, key=lambda r: (abs(r[1] - 100_000), r[0]))
     return (selective[0], selective[1]), (common[0], common[1])
+
+
+@dataclass(frozen=True)
+class Postgres:
+    """What a cloud bench module starts its throwaway server with
+    (tests/support/pg.py): `PgServer.start_new(bindir)`, and psql's path."""
+
+    server: type
+    bindir: Path
+    psql: str
+
+
+def postgres(bench, rows: str, *, pgbouncer: bool = False) -> Postgres | None:
+    """The tests' PostgreSQL for a cloud bench module's `rows`, or None after
+    saying why they are skipped (no psycopg, no initdb or psql, no PgBouncer
+    when asked for)."""
+    import shutil
+
+    try:
+        import psycopg  # noqa: F401
+
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from tests.support.pg import PgServer, find_bindir
+        from tests.support.tools import find
+    except ImportError as e:
+        bench.echo(f"({rows} rows skipped: {e}; pip install -e '.[test]')")
+        return None
+    bindir = find_bindir()
+    psql = shutil.which("psql") or (str(bindir / "psql") if bindir else None)
+    if bindir is None or psql is None or (pgbouncer and not find("pgbouncer")):
+        needed = "initdb, psql and PgBouncer" if pgbouncer else "initdb and psql"
+        packages = "postgresql pgbouncer" if pgbouncer else "postgresql"
+        bench.echo(f"({rows} rows skipped: PostgreSQL's {needed} are needed:"
+                   f" apt-get install {packages})")  # fmt: skip
+        return None
+    return Postgres(PgServer, bindir, psql)
