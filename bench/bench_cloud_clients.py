@@ -124,7 +124,8 @@ def run(
     pool_stats: Callable[[], dict[str, int]] | None = None,
 ) -> Result:  # fmt: skip
     """Readers and writers through `url` (the pooler, of `pool` server
-    connections) for `seconds`; then the writers' rows counted on the server
+    connections) for `seconds` (the readers until each command ran once, if
+    that takes longer); then the writers' rows counted on the server
     (`direct`, without the pooler). `env` names the state dir and the account
     (KAJA_ACCOUNT) of every client; `pool_stats`, PgBouncer's `SHOW STATS` of
     the database (`Bouncer.stats`), says how long they waited for the pool."""
@@ -135,6 +136,7 @@ def run(
     load = Load()
     try:
         until = time.time() + seconds
+        begun: set[str] = set()  # the commands some reader started
         procs = []
         for i in range(writers):
             out = scratch / f"writer-{i}.json"
@@ -142,7 +144,9 @@ def run(
             procs.append((subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.PIPE, text=True), out))  # fmt: skip
         threads = [
-            threading.Thread(target=_read, args=(i, reads, url, until, kaja, env, result.samples))
+            threading.Thread(
+                target=_read, args=(i, reads, url, until, kaja, env, result.samples, begun)
+            )
             for i in range(readers)
         ]
         for t in threads:
@@ -179,15 +183,28 @@ def run(
     return result
 
 
+_BEGUN_LOCK = threading.Lock()
+
+
 def _read(
     i: int, reads: list[tuple[str, list[str]]], url: str, until: float, kaja: str,
-    env: dict[str, str], out: list[Sample],
+    env: dict[str, str], out: list[Sample], begun: set[str],
 ) -> None:  # fmt: skip
-    """One reader: one whole `kaja` process after another until `until`."""
+    """One reader: one whole `kaja` process after another until `until`, and
+    past it while a command has not been started by any reader (`begun`): on
+    a loaded machine a short run would otherwise leave the last ones out."""
     k = i
-    while time.time() < until:
-        name, argv = reads[k % len(reads)]
-        k += 1
+    while True:
+        with _BEGUN_LOCK:
+            left = [r for r in reads if r[0] not in begun]
+            if time.time() < until:
+                name, argv = reads[k % len(reads)]
+                k += 1
+            elif left:
+                name, argv = left[0]
+            else:
+                break
+            begun.add(name)
         start = time.perf_counter()
         p = subprocess.Popen([kaja, "--database-url", url, *argv], env=env, text=True,
                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -206,9 +206,7 @@ def test_quitting_while_the_index_catches_up_stops_the_build_at_a_chunk(demo_sto
         assert status(app).startswith("building the semantic index…"), status(app)
         await pilot.press("escape")
 
-    started = time.perf_counter()
-    assert drive(app, steps) is None
-    assert time.perf_counter() - started < 12 * 0.3  # not the whole build
+    assert drive(app, steps) is None  # the app exited, with the index not whole (below)
     store = sqlite3.connect(demo_store.db)
     ix = sqlite3.connect(demo_store.state / "semantic.db")
     try:
