@@ -97,7 +97,9 @@ def _rows(bench, url: str, psql: str) -> None:
                      lambda: list(transcript.load_context_json(store, sid, who).items),
                      _psycopg(url, sql), PSYCOPG)  # fmt: skip
 
-    selective, common = _words(bench.db)
+    from harness import search_words
+
+    selective, common = search_words(bench.db)
     word, n = selective
     sql = _recorded(lambda: search(store, word, all_owners=True))
     bench.process(f"cloud search: selective word ({n} matches)", kaja("search", word, "--all-owners"),
@@ -287,6 +289,8 @@ PSYCOPG = "psycopg: the same statements"
 # --- the store on the server ---------------------------------------------------------------------
 def _load(bench, url: str):
     """kaja's schema on the server, then the benchmark store's conversation tables by COPY."""
+    from harness import copy_into
+
     from kaja_cli.core.store import Store
     from kaja_cli.core.store.paths import Overrides
     from kaja_cli.core.store.server import schema
@@ -306,13 +310,7 @@ def _load(bench, url: str):
             for table in TABLES:
                 columns = next(t for t in schema.CLOUD_TABLES if t.name == table).column_names
                 names = ", ".join(f'"{c}"' for c in columns)
-                with (
-                    raw.cursor() as cur,
-                    cur.copy(f"COPY kaja.{table} ({names}) FROM STDIN") as copy,
-                ):
-                    for row in src.execute(f"SELECT {names} FROM {table}"):
-                        copy.write_row(row)
-                        rows += 1
+                rows += copy_into(raw, table, columns, src.execute(f"SELECT {names} FROM {table}"))
         raw.execute("ANALYZE")
     took = time.perf_counter() - start
     bench.echo(f"(cloud: loaded {rows:,} rows of the benchmark store into PostgreSQL with COPY in"
@@ -326,18 +324,6 @@ def _largest(db: Path) -> tuple[str, str | None, int]:
             "SELECT m.sessionId, s.owner, count(*) AS n FROM messages AS m"
             " JOIN sessions AS s ON s.id = m.sessionId GROUP BY m.sessionId ORDER BY n DESC LIMIT 1"
         ).fetchone()
-
-
-def _words(db: Path) -> tuple[tuple[str, int], tuple[str, int]]:
-    """The terms whose document counts are nearest 100 and 100,000 (as bench_search)."""
-    with closing(sqlite3.connect(db.as_uri() + "?mode=ro", uri=True)) as conn:
-        conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
-        rows = conn.execute(
-            "SELECT term, documents FROM temp.terms WHERE col = '*' AND term GLOB '[a-z]*'"
-        ).fetchall()
-    selective = min(rows, key=lambda r: (abs(r[1] - 100), r[0]))
-    common = min(rows, key=lambda r: (abs(r[1] - 100_000), r[0]))
-    return (selective[0], selective[1]), (common[0], common[1])
 
 
 # --- the same statements -------------------------------------------------------------------------

@@ -373,6 +373,8 @@ def _index_table(plan: dict, index: str) -> str | None:
 def _load(bench, url: str, db: Path, copies: int) -> int:
     """kaja's schema, then the store's conversations and ledger by COPY: your rows,
     each followed by its `copies` for the other accounts; ANALYZE. Returns messages."""
+    from harness import copy_into
+
     from kaja_cli.core.store import Store
     from kaja_cli.core.store.paths import Overrides
     from kaja_cli.core.store.server import ddl, schema
@@ -392,16 +394,10 @@ def _load(bench, url: str, db: Path, copies: int) -> int:
                 names = ", ".join(ddl.quote(c) for c in columns)
                 n_copies = copies if table.name in TEXT_IDS or table.name in OWNED else 0
                 rewrite = _rewriter(table.name, columns, ddl.primary_key(table))
-                with (
-                    raw.cursor() as cur,
-                    cur.copy(f"COPY kaja.{table.name} ({names}) FROM STDIN") as copy,
-                ):
-                    for row in src.execute(f"SELECT {names} FROM {table.name}"):
-                        for c in range(n_copies + 1):
-                            out = rewrite(row, c)
-                            if out is not None:
-                                copy.write_row(out)
-                                messages += table.name == "messages"
+                rows = (out for row in src.execute(f"SELECT {names} FROM {table.name}")
+                        for c in range(n_copies + 1) if (out := rewrite(row, c)) is not None)  # fmt: skip
+                copied = copy_into(raw, table.name, columns, rows)
+                messages += copied if table.name == "messages" else 0
         raw.execute("ANALYZE")
     bench.echo(f"(cloud accounts: {messages:,} messages and their sessions, tool calls, ledger…"
                f" loaded with COPY in {time.perf_counter() - start:.0f} s)")  # fmt: skip

@@ -562,6 +562,8 @@ def _load(bench, url: str) -> None:
     """kaja's schema on the server, then the benchmark store's tables of it by
     COPY (the conversations and the usage ledger), identities moved past the
     ids copied, as a writer's next row needs."""
+    from harness import copy_into
+
     from kaja_cli.core.store import Store
     from kaja_cli.core.store.paths import Overrides
     from kaja_cli.core.store.server import ddl, schema
@@ -582,13 +584,8 @@ def _load(bench, url: str) -> None:
                 if not columns:
                     continue
                 names = ", ".join(f'"{c}"' for c in columns)
-                with (
-                    raw.cursor() as cur,
-                    cur.copy(f"COPY kaja.{ddl.quote(table.name)} ({names}) FROM STDIN") as copy,
-                ):
-                    for row in src.execute(f'SELECT {names} FROM "{table.name}"'):
-                        copy.write_row(row)
-                        count += 1
+                selected = src.execute(f'SELECT {names} FROM "{table.name}"')
+                count += copy_into(raw, table.name, columns, selected)
                 rowid = next((c.name for c in table.columns if ddl.is_rowid(c)), None)
                 if rowid in columns:
                     raw.execute(

@@ -349,8 +349,9 @@ def search_words(store: Path) -> tuple[tuple[str, int], tuple[str, int]]:
     """The terms of the store's search index whose document counts are nearest
     100 and 100,000: the selective and the common word of the search rows."""
     import sqlite3
+    from contextlib import closing
 
-    with sqlite3.connect(store.as_uri() + "?mode=ro", uri=True) as conn:
+    with closing(sqlite3.connect(store.as_uri() + "?mode=ro", uri=True)) as conn:
         conn.execute("CREATE VIRTUAL TABLE temp.terms USING fts4aux(main, conversation_text)")
         rows = conn.execute(
             "SELECT term, documents FROM temp.terms WHERE col = '*' AND term GLOB '[a-z]*'"
@@ -394,3 +395,15 @@ def postgres(bench, rows: str, *, pgbouncer: bool = False) -> Postgres | None:
                    f" apt-get install {packages})")  # fmt: skip
         return None
     return Postgres(PgServer, bindir, psql)
+
+
+def copy_into(raw, table: str, columns: list[str], rows) -> int:
+    """COPY `rows` (tuples of `columns`) into kaja's `table` on a server, on
+    psycopg connection `raw`; how many went."""
+    names = ", ".join(f'"{c}"' for c in columns)
+    count = 0
+    with raw.cursor() as cur, cur.copy(f'COPY kaja."{table}" ({names}) FROM STDIN') as copy:
+        for row in rows:
+            copy.write_row(row)
+            count += 1
+    return count

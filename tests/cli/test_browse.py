@@ -472,42 +472,16 @@ def test_the_preview_is_scrolled_to_the_match(shared_demo_store):
 @pytest.mark.process
 @pytest.mark.needs("tmux")
 def test_in_tmux_typing_changes_the_list_and_enter_prints_the_id(shared_demo_store, tmp_path):
-    k = shared_demo_store
-    sock = str(tmp_path / "tmux.sock")
-    tmux = ["tmux", "-S", sock]
-    out, rc = tmp_path / "out", tmp_path / "rc"
-    env = dict(k.env, TERM="xterm-256color", PATH=f"{Path(KAJA).parent}:{os.environ['PATH']}")
-    env.pop("NO_COLOR")
-    env.pop("COLUMNS")  # the screen is the pane's size, not the tests' wide 200 columns
-    script = f"{KAJA} browse > {out}; echo $? > {rc}"
-    subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "30",
-                    "sh", "-c", script], env=env, check=True)  # fmt: skip
+    from tests.support.tmux_browse import BrowseInTmux
 
-    def screen() -> str:
-        p = subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True)
-        return p.stdout
-
-    def wait_for(cond, what: str) -> str:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            text = screen()
-            if cond(text):
-                return text
-            time.sleep(0.1)
-        raise AssertionError(f"{what} never showed:\n{screen()}")
-
-    try:
-        wait_for(lambda s: "Nightly backup" in s and "Tomato leaves" in s, "the listing")
-        subprocess.run([*tmux, "send-keys", "-l", "tomato"], check=True)
-        wait_for(lambda s: "1 session matching" in s and "Nightly backup" not in s, "the search")
-        subprocess.run([*tmux, "send-keys", "Enter"], check=True)
-        deadline = time.monotonic() + 30
-        while not rc.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert rc.read_text().strip() == "0"
-        assert out.read_text() == TOMATO + "\n"
-    finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    with BrowseInTmux(shared_demo_store, tmp_path) as term:
+        term.wait_for(lambda s: "Nightly backup" in s and "Tomato leaves" in s, "the listing")
+        term.type("tomato")
+        term.wait_for(
+            lambda s: "1 session matching" in s and "Nightly backup" not in s, "the search"
+        )
+        term.keys("Enter")
+        assert term.result() == ("0", TOMATO + "\n")
 
 
 # --- escapes from the data never reach the terminal -----------------------------------------

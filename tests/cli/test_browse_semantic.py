@@ -230,45 +230,15 @@ def test_quitting_while_the_index_catches_up_stops_the_build_at_a_chunk(demo_sto
 def test_in_tmux_ctrl_s_reaches_the_screen_and_enter_prints_the_match(demo_store, tmp_path):
     """In a real terminal Ctrl-S is a key, not flow control (XOFF): the query
     is searched by meaning, and Enter prints the session found."""
-    import os
-    import subprocess
-    import time
-    from pathlib import Path
+    from tests.support.tmux_browse import BrowseInTmux
 
-    from tests.conftest import KAJA
-
-    k = demo_store
-    tmux = ["tmux", "-S", str(tmp_path / "tmux.sock")]
-    out, rc = tmp_path / "out", tmp_path / "rc"
-    env = dict(k.env, TERM="xterm-256color", PATH=f"{Path(KAJA).parent}:{os.environ['PATH']}")
-    env.pop("NO_COLOR")
-    env.pop("COLUMNS")
-    script = f"{KAJA} browse > {out}; echo $? > {rc}"
-    subprocess.run([*tmux, "-f", "/dev/null", "new-session", "-d", "-x", "100", "-y", "30",
-                    "sh", "-c", script], env=env, check=True)  # fmt: skip
-
-    def screen() -> str:
-        return subprocess.run([*tmux, "capture-pane", "-p"], capture_output=True, text=True).stdout
-
-    def wait_for(cond, what: str) -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if cond(screen()):
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"{what} never showed:\n{screen()}")
-
-    try:
-        wait_for(lambda s: "Tomato leaves" in s, "the listing")
-        subprocess.run([*tmux, "send-keys", "-l", QUERY], check=True)
-        wait_for(lambda s: "0 sessions matching" in s, "the word search")
-        subprocess.run([*tmux, "send-keys", "C-s"], check=True)
-        wait_for(lambda s: "by meaning" in s and "closest in meaning" in s, "the search by meaning")
-        subprocess.run([*tmux, "send-keys", "Enter"], check=True)
-        deadline = time.monotonic() + 30
-        while not rc.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert rc.read_text().strip() == "0"
-        assert out.read_text() == TOMATO + "\n"
-    finally:
-        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    with BrowseInTmux(demo_store, tmp_path) as term:
+        term.wait_for(lambda s: "Tomato leaves" in s, "the listing")
+        term.type(QUERY)
+        term.wait_for(lambda s: "0 sessions matching" in s, "the word search")
+        term.keys("C-s")
+        term.wait_for(
+            lambda s: "by meaning" in s and "closest in meaning" in s, "the search by meaning"
+        )
+        term.keys("Enter")
+        assert term.result() == ("0", TOMATO + "\n")

@@ -113,7 +113,6 @@ class Tokenizer:
         self.added: dict[str, int] = json.loads(row[0]) if row else {}
         self._pieces: dict[str, int | None] = {}
         self._merges: dict[str, tuple[int, int] | None] = {}
-        self._names: dict[int, str] = {}
 
     def encode(self, text: str) -> list[int]:
         ids: list[int] = []

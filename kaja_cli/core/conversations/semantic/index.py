@@ -387,10 +387,7 @@ def train(conn: sqlite3.Connection, seed: int = 0) -> None:
         "INSERT INTO semantic_centroids(cluster, vector) VALUES (?, ?)",
         ((i, c.astype(np.float32).tobytes()) for i, c in enumerate(centres)),
     )
-    order = np.argsort(clusters, kind="stable")  # by cluster, then as read
-    bounds = np.flatnonzero(np.diff(clusters[order])) + 1
-    for group in np.split(order, bounds):
-        _add(conn, int(clusters[group[0]]), rowids[group], bits[group])
+    _add_each(conn, clusters, rowids, bits)
     _set(conn, trained_at=len(rowids))
     conn.execute("COMMIT")
 
@@ -415,10 +412,18 @@ def _place(conn: sqlite3.Connection) -> None:
     if _changed(conn, before):
         return
     conn.execute("DELETE FROM semantic_chunks WHERE cluster = ?", (PENDING,))
+    _add_each(conn, clusters, rowids, bits)
+    conn.execute("COMMIT")
+
+
+def _add_each(conn: sqlite3.Connection, clusters, rowids, bits) -> None:
+    """Add each vector to its cluster's chunks (`clusters[i]` is vector i's),
+    a cluster at a time, in the order they were read."""
+    np = _np()
     order = np.argsort(clusters, kind="stable")
     for group in np.split(order, np.flatnonzero(np.diff(clusters[order])) + 1):
-        _add(conn, int(clusters[group[0]]), rowids[group], bits[group])
-    conn.execute("COMMIT")
+        if len(group):
+            _add(conn, int(clusters[group[0]]), rowids[group], bits[group])
 
 
 def _version(conn: sqlite3.Connection) -> int:

@@ -19,10 +19,7 @@ Without the `semantic` extra, `Missing` (exit 2) says how to install it.
 
 from __future__ import annotations
 
-try:  # BLAKE2 alone: `hashlib` loads OpenSSL first (3 ms of a query's start)
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - a Python built without it
-    from hashlib import blake2b
+import hashlib
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -186,5 +183,5 @@ def query_vector(ix: sqlite3.Connection, text: str) -> list[float]:
 def key(message_id: object) -> int:
     """A message id as the signed 64-bit number stored beside its vector: a
     rowid the agent reused for another message no longer matches."""
-    digest = blake2b(str(message_id).encode(), digest_size=8).digest()
+    digest = hashlib.blake2b(str(message_id).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)

@@ -151,18 +151,12 @@ class Ranker:
                 break
             picked.append(cluster)
             held += size
-        rowids = array("q")
-        bits: list[bytes] = []
-        for r, b in self.ix.execute(
+        rows = self.ix.execute(
             "SELECT rowids, bits FROM semantic_chunks WHERE cluster IN"
             " (SELECT value FROM json_each(?))",
             (json.dumps(picked),),
-        ):
-            rowids.frombytes(r)
-            bits.append(b)
-        if sys.byteorder == "big":
-            rowids.byteswap()
-        return rowids, b"".join(bits)
+        ).fetchall()
+        return _joined("q", [r[0] for r in rows]), b"".join(r[1] for r in rows)
 
     def best(self, count: int) -> list[tuple[float, int, int]]:
         """The `count` best, re-ranked by cosine: (score, rowid, key), best first."""
