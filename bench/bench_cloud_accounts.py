@@ -19,7 +19,9 @@ all. A smoke run (`run.py --smoke`) uses the small store and 2 copies.
 
 For each read (`sessions`, `resume --json` and `sessions export -f md|json` of
 your largest session, `search` of a selective and a common word, `usage`,
-`runs`, `notes`, `doctor --quick`), two process rows:
+`runs` (and `--subagents`, and `runs show` of your newest), `reviews`,
+`notes`, `doctor --quick`; the usage ledger is the account's, `KAJA_ACCOUNT`
+being set: core/store/whose.py), two process rows:
 
 - kaja on CROWDED against kaja on ALONE (interleaved): goal ≤ 1.1×;
 - kaja on CROWDED against `psql` running exactly the statements kaja sent
@@ -111,6 +113,7 @@ def _reads(bench, psql: str, alone: str, crowded: str, db: Path, scratch: Path) 
     from harness import search_words
 
     sid, count = _largest(db)
+    run_id = _newest_run(db)
     (selective, sn), (common, cn) = search_words(db)
     state = scratch / "state"
     state.mkdir()
@@ -126,6 +129,9 @@ def _reads(bench, psql: str, alone: str, crowded: str, db: Path, scratch: Path) 
         ("sessions export -f json (the largest)", ("sessions", "export", sid, "-f", "json")),
         ("usage", ("usage",)),
         ("runs", ("runs",)),
+        ("runs --subagents", ("runs", "--subagents")),
+        ("runs show (your newest)", ("runs", "show", run_id)),
+        ("reviews", ("reviews",)),
         ("notes", ("notes",)),
         ("doctor --quick", ("doctor", "--quick")),
     ]
@@ -137,7 +143,8 @@ def _reads(bench, psql: str, alone: str, crowded: str, db: Path, scratch: Path) 
         bench.process(f"accounts {name}: crowded/alone", on_crowded,
                       bench.kaja("--database-url", alone, *argv), "kaja on ALONE", goal=ALONE_GOAL,
                       env=env)  # fmt: skip
-        bench.process(f"accounts {name}: vs psql", on_crowded, _psql(psql, crowded, sent),
+        floor = _psql(psql, crowded, sent, scratch / f"psql-{len(report)}.sql")
+        bench.process(f"accounts {name}: vs psql", on_crowded, floor,
                       "psql: the same statements, CROWDED", goal=PSQL_GOAL, env=env)  # fmt: skip
         bench.in_process(f"accounts {name}: in-process", _in_process(crowded, argv, env, scratch),
                          _psycopg(crowded, sent), "psycopg: the same statements, CROWDED",
@@ -255,14 +262,16 @@ def _psycopg(url: str, statements: list[Statement]):
     return run
 
 
-def _psql(psql: str, url: str, statements: list[Statement]) -> list[str]:
-    """psql running the statements, parameters as literals, one -c each, rows to stdout."""
+def _psql(psql: str, url: str, statements: list[Statement], script: Path) -> list[str]:
+    """psql running the statements, parameters as literals, from a script (`-f`: one
+    account's run ids as an array literal outgrow an argument's 128 kB), rows to stdout."""
     import psycopg
 
     with psycopg.connect(url) as conn:
         cur = psycopg.ClientCursor(conn)
-        commands = [c for q, p in statements for c in ("-c", _literal(cur, q, p))]
-    return [psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, *commands]
+        script.write_text("".join(_literal(cur, q, p).rstrip().rstrip(";") + ";\n"
+                                  for q, p in statements))  # fmt: skip
+    return [psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-f", str(script)]
 
 
 def _literal(cur, query: str, params) -> str:
@@ -439,6 +448,14 @@ def _account(c: int, spread_by: str) -> str:
     if c == 0:
         return ACCOUNT
     return f"user{(c - 1) * PER_COPY + zlib.crc32(spread_by.encode()) % PER_COPY}@example.org"
+
+
+def _newest_run(db: Path) -> str:
+    """Your newest turn (its id is the same on ALONE and CROWDED: copies rewrite theirs)."""
+    with closing(sqlite3.connect(db.as_uri() + "?mode=ro", uri=True)) as conn:
+        return conn.execute(
+            "SELECT id FROM runs WHERE parent_id IS NULL ORDER BY started_at DESC LIMIT 1"
+        ).fetchone()[0]
 
 
 def _largest(db: Path) -> tuple[str, int]:

@@ -17,9 +17,12 @@ from kaja_cli.commands.options import (
     Limit,
     NoPager,
     OldUrl,
+    RunsAllOwners,
+    RunsOwner,
     Since,
     Until,
     either,
+    no_owner_on_shared,
     parse_since,
     parse_until,
 )
@@ -81,6 +84,8 @@ def runs(
                          help="Subagents' runs too, not only top-level ones.")] = False,
     all_runs: Annotated[bool, typer.Option("--all", hidden=True, help=OLD % "--subagents")] = False,  # the old --subagents
     limit: Limit = 20,
+    owner: RunsOwner = None,
+    all_owners: RunsAllOwners = False,
     all_machines: AllMachines = False,
     ledger: LedgerUrl = None,
     url: OldUrl = None,
@@ -98,16 +103,22 @@ def runs(
     tokens, tool_calls and the subtree's subagents, total_model_calls,
     total_tokens, total_tool_calls. Reads the store read-only. --all-machines
     lists the runs every machine pushed to the shared ledger on PostgreSQL
-    (see `kaja sync`), each with the machine it ran on (`machine`).
+    (see `kaja sync`), each with the machine it ran on (`machine`). --owner
+    lists one owner's runs (those of their sessions, and their subagents'); in
+    cloud mode with `\\[memory] account` set, only the account's are listed
+    unless --all-owners.
     """
     if subcommand_runs(ctx):
         return
     from kaja_cli.core.audit import runs as core
+    from kaja_cli.core.store.whose import acting
     from kaja_cli.render import audit as view
 
     flt = core.RunFilter(status=status, source=source, agent=agent,
                          since=parse_since(since), until=parse_until(until=until, before=before),
                          thread=thread, subagents=subagents or all_runs, limit=limit)  # fmt: skip
+    if all_machines:
+        no_owner_on_shared(owner)
     target = _url(ctx, all_machines, ledger, url)
     if target is not None:
         from kaja_cli.core.ledger import sync
@@ -118,12 +129,14 @@ def runs(
         from kaja_cli.core.ledger import usage
 
         store = store_of(ctx)
+        flt.owner = acting(store, owner, all_owners)
         result = core.listing(store, flt, lambda conn, table: usage.counted(store, conn, table))
     _emit(result, as_json, view.runs, no_pager)
 
 
 @runs_app.command("show")
-def runs_show(ctx: typer.Context, run_id: RunId, all_machines: AllMachines = False,
+def runs_show(ctx: typer.Context, run_id: RunId, owner: RunsOwner = None,
+              all_owners: RunsAllOwners = False, all_machines: AllMachines = False,
               ledger: LedgerUrl = None, url: OldUrl = None, no_pager: NoPager = False,
               as_json: Json = False) -> None:  # fmt: skip
     """Show one run as a tree: its prompt, result or error, model calls,
@@ -135,11 +148,16 @@ def runs_show(ctx: typer.Context, run_id: RunId, all_machines: AllMachines = Fal
     (`subagents` nested). An unknown id: exit 3; an ambiguous prefix: exit 2.
     --all-machines reads the run from the shared ledger on PostgreSQL, so a
     run made on another machine can be inspected here (`machine` on each run).
+    --owner finds it among one owner's runs only; in cloud mode with
+    `\\[memory] account` set, among the account's unless --all-owners.
     """
     from kaja_cli import render
     from kaja_cli.core.audit import runs as core
+    from kaja_cli.core.store.whose import acting
     from kaja_cli.render import audit as view
 
+    if all_machines:
+        no_owner_on_shared(owner)
     target = _url(ctx, all_machines, ledger, url)
     if target is not None:
         from kaja_cli.core.ledger import sync
@@ -154,7 +172,8 @@ def runs_show(ctx: typer.Context, run_id: RunId, all_machines: AllMachines = Fal
         ids = set(core.subtree_on(shared.runs, chosen[0]))
         node = core.tree_on(chosen[0], [r for r in shared.runs if r["id"] in ids], shared.tagged)
     else:
-        node = core.show(store_of(ctx), run_id)
+        store = store_of(ctx)
+        node = core.show(store, run_id, acting(store, owner, all_owners))
     render.emit(node, as_json, view.run_tree, pager=not no_pager)
 
 
@@ -171,6 +190,8 @@ def reviews(
     status: Annotated[str | None, typer.Option(metavar="STATUS",
                       help="Only reviews with this status: needs-review, complete.")] = None,
     limit: Limit = 0,
+    owner: RunsOwner = None,
+    all_owners: RunsAllOwners = False,
     no_pager: NoPager = False,
     as_json: Json = False,
 ) -> None:  # fmt: skip
@@ -178,14 +199,20 @@ def reviews(
 
     Each review: the run, its status and reason (manual, feedback), when it
     was flagged, the run's agent and prompt, and the note. --json:
-    {"reviews": [...]}.
+    {"reviews": [...]}. --owner lists the reviews of one owner's runs; in
+    cloud mode with `\\[memory] account` set, of the account's unless
+    --all-owners.
     """
     if subcommand_runs(ctx):
         return
     from kaja_cli.core.audit import reviews as core
+    from kaja_cli.core.store.whose import acting
     from kaja_cli.render import audit as view
 
-    _emit(core.listing(store_of(ctx), status=status, limit=limit), as_json, view.reviews, no_pager)
+    store = store_of(ctx)
+    result = core.listing(store, status=status, limit=limit,
+                          owner=acting(store, owner, all_owners))  # fmt: skip
+    _emit(result, as_json, view.reviews, no_pager)
 
 
 @reviews_app.command("done")
@@ -194,6 +221,8 @@ def reviews_done(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", autocompletion=hook("review"),
                       help="The run whose review is done (an id or a unique prefix).")],
     note: Annotated[str | None, typer.Option(metavar="TEXT", help="Keep this note with the review.")] = None,
+    owner: RunsOwner = None,
+    all_owners: RunsAllOwners = False,
     dry_run: DryRun = False,
     as_json: JsonDone = False,
 ) -> None:  # fmt: skip
@@ -201,12 +230,16 @@ def reviews_done(
 
     Written with ordinary SQL in one transaction, so the agent's sync
     triggers share the change like any other. A run not in the queue: exit 3.
+    --owner finds the run among one owner's only; in cloud mode with
+    `\\[memory] account` set, among the account's unless --all-owners.
     """
     from kaja_cli import render
     from kaja_cli.core.audit import reviews as core
+    from kaja_cli.core.store.whose import acting
     from kaja_cli.render import audit as view
 
-    done = core.done(store_of(ctx), run_id, note, dry_run=dry_run)
+    store = store_of(ctx)
+    done = core.done(store, run_id, note, dry_run=dry_run, owner=acting(store, owner, all_owners))
     render.emit(done, as_json, view.review_done, dry_run=dry_run)
 
 

@@ -57,6 +57,30 @@ OwnerOpt = Annotated[
 AllOwners = Annotated[
     bool, typer.Option("--all-owners", help="Everyone's, with an owner column.")
 ]  # fmt: skip
+# The usage ledger's: whose runs (`core/ledger/whose.py`); everyone's unless an account is set.
+RunsOwner = Annotated[
+    str | None,
+    typer.Option("--owner", metavar="ID", autocompletion=hook("owner"),
+                 help='Act as this owner ("telegram:123"): only the runs of their sessions,'
+                 " and their subagents'."),
+]  # fmt: skip
+
+
+def no_owner_on_shared(owner: str | None) -> None:
+    """--all-machines reads the shared ledger, which holds no sessions to tell
+    owners apart: --owner there is a usage error (exit 2)."""
+    if owner is not None:
+        from kaja_cli.errors import UsageError
+
+        raise UsageError("--owner goes without --all-machines: the shared ledger holds no"
+                         " sessions to tell owners apart")  # fmt: skip
+
+
+RunsAllOwners = Annotated[
+    bool,
+    typer.Option("--all-owners", help="Everyone's runs: the default, but in cloud mode with an"
+                 " account, where only the account's are read."),
+]  # fmt: skip
 
 # An option's old name stays, hidden from --help, so that scripts written for it do not
 # break; its help says which name replaced it (the manual's command reference lists them).
@@ -188,7 +212,8 @@ class SessionFilters(NamedTuple):
         """The core's filter; usage errors (exit 2) for what does not go together.
 
         `store` says who "you" is (`Store.owner`: the account in cloud mode).
-        `everyone_by_default`: without --owner, every owner's sessions (stats)."""
+        `everyone_by_default`: without --owner, every owner's sessions (stats),
+        but for the account in cloud mode when one is set (`Store.account`)."""
         from kaja_cli.core.conversations.filter import Archived, SessionFilter
         from kaja_cli.core.owners import Owner, one_of
         from kaja_cli.errors import UsageError
@@ -199,7 +224,9 @@ class SessionFilters(NamedTuple):
             raise UsageError("--empty is --max-messages 0: give one")
         if self.title is not None and not self.title.strip():
             raise UsageError("--title is empty", hint="use '*' for any title")
-        everyone = self.all_owners or (everyone_by_default and self.owner is None)
+        everyone = self.all_owners or (
+            everyone_by_default and self.owner is None and (store is None or store.account is None)
+        )
         acting = None if everyone else store.owner(self.owner) if store else Owner.parse(self.owner)
         since = parse_since(self.since)
         return SessionFilter(

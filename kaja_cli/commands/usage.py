@@ -13,10 +13,13 @@ from kaja_cli.commands.options import (
     LedgerUrl,
     NoPager,
     OldUrl,
+    RunsAllOwners,
+    RunsOwner,
     Since,
     Until,
     Yes,
     either,
+    no_owner_on_shared,
     parse_since,
     parse_until,
 )
@@ -50,6 +53,8 @@ def usage(
             help="Show the N tools that fail most (0 = all).",
         ),
     ] = 10,
+    owner: RunsOwner = None,
+    all_owners: RunsAllOwners = False,
     no_pager: NoPager = False,
     all_machines: Annotated[
         bool,
@@ -70,19 +75,24 @@ def usage(
     kept in the shared file (the first run builds them; a ledger row is never
     changed). `kaja usage reset` clears the ledger. --all-machines asks the shared ledger on PostgreSQL
     instead (what every machine has pushed, see `kaja sync`), with the calls
-    of each machine.
+    of each machine. --owner counts one owner's runs (those of their sessions
+    and their subagents') and the calls and tools made in them; in cloud mode
+    with `\\[memory] account` set, only the account's are read unless
+    --all-owners.
     """
     if ctx.invoked_subcommand is not None:
         return
     from kaja_cli.core.ledger import usage as core
+    from kaja_cli.core.store.whose import acting
 
     start, end = parse_since(since), parse_until(until=until, before=before)
     url = either(ledger_url=ledger, url=url)
     machines = None
+    store = store_of(ctx)
     if all_machines:
         from kaja_cli.core.ledger import sync
 
-        store = store_of(ctx)
+        no_owner_on_shared(owner)
         target = sync.require_url(store, url)
         result, machines = sync.all_machines_report(store, target, by.value, start, end)
     else:
@@ -90,7 +100,8 @@ def usage(
             from kaja_cli.errors import UsageError
 
             raise UsageError("--ledger-url goes with --all-machines")
-        result = core.report(store_of(ctx), by=by.value, since=start, until=end)
+        result = core.report(store, by=by.value, since=start, until=end,
+                             owner=acting(store, owner, all_owners))  # fmt: skip
     from kaja_cli import render
     from kaja_cli.render import usage as view
 

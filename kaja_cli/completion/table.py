@@ -431,6 +431,7 @@ COMMANDS = {
         ],
         'params': [
             ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123", "widget:ab12"); default: the terminal.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's sessions, with an owner column.", False, False, False, 1, None),
             ('option', 'since', ('--since',), (), 'From then on: a date (2026-11-01), an ISO time (2026-11-01T08:00) or an age (3d, 12h).', False, True, False, 1, None),
             ('option', 'until', ('--until',), (), 'Before then (not included); the same forms as --since.', False, True, False, 1, None),
             ('option', 'before', ('--before',), (), 'The old name of --until, still accepted.', True, True, False, 1, None),
@@ -548,6 +549,8 @@ COMMANDS = {
             ('option', 'subagents', ('--subagents',), (), "Subagents' runs too, not only top-level ones.", False, False, False, 1, None),
             ('option', 'all_runs', ('--all',), (), 'The old name of --subagents, still accepted.', True, False, False, 1, None),
             ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123"): only the runs of their sessions, and their subagents\'.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's runs: the default, but in cloud mode with an account, where only the account's are read.", False, False, False, 1, None),
             ('option', 'all_machines', ('--all-machines',), (), "Read the shared ledger on PostgreSQL: every machine's runs.", False, False, False, 1, None),
             ('option', 'ledger', ('--ledger-url',), (), "The shared ledger's PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).", False, True, False, 1, None),
             ('option', 'url', ('--url',), (), 'The old name of --ledger-url, still accepted.', True, True, False, 1, None),
@@ -562,6 +565,8 @@ COMMANDS = {
         ],
         'params': [
             ('argument', 'run_id', 1, ('kaja', 'run')),
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123"): only the runs of their sessions, and their subagents\'.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's runs: the default, but in cloud mode with an account, where only the account's are read.", False, False, False, 1, None),
             ('option', 'all_machines', ('--all-machines',), (), "Read the shared ledger on PostgreSQL: every machine's runs.", False, False, False, 1, None),
             ('option', 'ledger', ('--ledger-url',), (), "The shared ledger's PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).", False, True, False, 1, None),
             ('option', 'url', ('--url',), (), 'The old name of --ledger-url, still accepted.', True, True, False, 1, None),
@@ -578,6 +583,8 @@ COMMANDS = {
         'params': [
             ('option', 'status', ('--status',), (), 'Only reviews with this status: needs-review, complete.', False, True, False, 1, None),
             ('option', 'limit', ('--limit', '-n'), (), 'Show at most this many; 0 shows all.', False, True, False, 1, None),
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123"): only the runs of their sessions, and their subagents\'.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's runs: the default, but in cloud mode with an account, where only the account's are read.", False, False, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print one JSON document on stdout instead of a table.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
@@ -590,6 +597,8 @@ COMMANDS = {
         'params': [
             ('argument', 'run_id', 1, ('kaja', 'review')),
             ('option', 'note', ('--note',), (), 'Keep this note with the review.', False, True, False, 1, None),
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123"): only the runs of their sessions, and their subagents\'.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's runs: the default, but in cloud mode with an account, where only the account's are read.", False, False, False, 1, None),
             ('option', 'dry_run', ('--dry-run',), (), 'Show what would be done; change nothing.', False, False, False, 1, None),
             ('option', 'as_json', ('--json',), (), 'Print what was done as one JSON document.', False, False, False, 1, None),
             ('option', 'help', ('-h', '--help'), (), 'Show this message and exit.', False, False, False, 1, None),
@@ -655,6 +664,8 @@ COMMANDS = {
             ('option', 'until', ('--until',), (), 'Before then (not included); the same forms as --since.', False, True, False, 1, None),
             ('option', 'before', ('--before',), (), 'The old name of --until, still accepted.', True, True, False, 1, None),
             ('option', 'tools', ('--tools',), (), 'Show the N tools that fail most (0 = all).', False, True, False, 1, None),
+            ('option', 'owner', ('--owner',), (), 'Act as this owner ("telegram:123"): only the runs of their sessions, and their subagents\'.', False, True, False, 1, ('kaja', 'owner')),
+            ('option', 'all_owners', ('--all-owners',), (), "Everyone's runs: the default, but in cloud mode with an account, where only the account's are read.", False, False, False, 1, None),
             ('option', 'no_pager', ('--no-pager',), (), 'Never page long output on a terminal.', False, False, False, 1, None),
             ('option', 'all_machines', ('--all-machines',), (), "Report the shared ledger on PostgreSQL: every machine's usage.", False, False, False, 1, None),
             ('option', 'ledger', ('--ledger-url',), (), "The shared ledger's PostgreSQL URL (default: USAGE_POSTGRES_URL, then [usage] postgres_url).", False, True, False, 1, None),

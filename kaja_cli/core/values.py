@@ -43,7 +43,8 @@ def text(value: Any) -> str | None:
 
 def whole(value: Any) -> int | None:
     """A count or a duration as an int; None for NULL, text that is not a
-    number ('slow'), NaN or an infinity."""
+    number ('slow'), NaN or an infinity. A server's sum of integers (a
+    Decimal: PostgreSQL's numeric) is a number like any other."""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, int):
@@ -53,6 +54,8 @@ def whole(value: Any) -> int | None:
             value = float(value.strip())
         except ValueError:
             return None
+    elif not isinstance(value, float) and hasattr(value, "__float__"):
+        value = float(value)
     if isinstance(value, float) and math.isfinite(value):
         return int(value)
     return None

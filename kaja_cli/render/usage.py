@@ -132,13 +132,15 @@ def _with_empty_days(groups: list) -> list:
 
 
 def _period(result: UsageReport) -> str:
+    """Whose runs (when one owner's) and when: the title's and the note's words."""
+    whose = "" if result.whose is None else f" in {result.whose}'s runs"
     if result.since and result.until:
-        return f" from {result.since} until {result.until}"
+        return f"{whose} from {result.since} until {result.until}"
     if result.since:
-        return f" since {result.since}"
+        return f"{whose} since {result.since}"
     if result.until:
-        return f" until {result.until}"
-    return ""
+        return f"{whose} until {result.until}"
+    return whose
 
 
 # --- reset ------------------------------------------------------------------------------------

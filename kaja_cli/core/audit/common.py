@@ -76,24 +76,36 @@ def usable(listing: Listing, have: dict[str, list[str]], table: str, *keys: str)
     return True
 
 
-def find_id(conn: Any, table: str, key: str, ref: str, what: str, hint: str) -> Any:
+def find_id(
+    conn: Any,
+    table: str,
+    key: str,
+    ref: str,
+    what: str,
+    hint: str,
+    among: tuple[str, tuple] = ("1 = 1", ()),
+) -> Any:
     """The `key` of the `table` row whose key is `ref` or starts with it, as
     stored (the agent may have written a number: `42` finds the INTEGER 42,
     which the listing shows as 42), for the caller's own `WHERE key = ?`.
 
+    `among`: a condition (and its parameters) the row must meet too, such as
+    one owner's runs: a row outside it is not found, and no candidate named.
     None: NotFound (exit 3); several: UsageError (exit 2) naming them."""
     ref = ref.strip()
     if not ref:
         raise UsageError(f"empty {what} id")
     k = quote(key)
-    exact = conn.execute(f"SELECT {k} FROM {table} WHERE {k} = ?", (ref,)).fetchall()
+    cond, args = among
+    exact_sql = f"SELECT {k} FROM {table} WHERE {k} = ? AND {cond}"
+    exact = conn.execute(exact_sql, (ref, *args)).fetchall()
     if not exact and _number(ref) is not None:
-        exact = conn.execute(f"SELECT {k} FROM {table} WHERE {k} = ?", (_number(ref),)).fetchall()
+        exact = conn.execute(exact_sql, (_number(ref), *args)).fetchall()
     if exact:
         return exact[0][0]
     rows = conn.execute(
-        f"SELECT {k} FROM {table} WHERE {k} >= ? AND {k} < ? ORDER BY {k} LIMIT ?",
-        (ref, ref + "\U0010ffff", MAX_CANDIDATES + 1),
+        f"SELECT {k} FROM {table} WHERE {k} >= ? AND {k} < ? AND {cond} ORDER BY {k} LIMIT ?",
+        (ref, ref + "\U0010ffff", *args, MAX_CANDIDATES + 1),
     ).fetchall()
     if not rows:
         raise NotFound(f"no {what} {ref!r}", hint=hint)

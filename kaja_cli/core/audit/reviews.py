@@ -14,7 +14,9 @@ from typing import Any
 
 from kaja_cli.core import clock
 from kaja_cli.core.audit.common import Listing, col, columns, find_id, select, usable
-from kaja_cli.core.store import Store
+from kaja_cli.core.engine import dialect
+from kaja_cli.core.owners import Owner, label
+from kaja_cli.core.store import Store, whose
 
 REVIEW_COLUMNS = ("run_id", "status", "reason", "tags", "note", "flagged_at", "reviewed_at",
                   "updated_at")  # fmt: skip
@@ -39,14 +41,17 @@ class Review:
         return asdict(self)
 
 
-def listing(store: Store, *, status: str | None = None, limit: int = 0) -> Listing:
-    """The review queue: needs-review first, then the newest flagged."""
+def listing(
+    store: Store, *, status: str | None = None, limit: int = 0, owner: Owner | None = None
+) -> Listing:
+    """The review queue: needs-review first, then the newest flagged; of
+    `owner`'s runs only (`store.whose`), or everyone's (None)."""
     out = Listing("reviews", store.where())
     with store.maybe_reader() as conn:
         if conn is None:
             out.exists = False
             return out
-        have = columns(conn, "reviews", "runs")
+        have = columns(conn, "reviews", "runs", "sessions")
         if not usable(out, have, "reviews", "run_id"):
             return out
         rv, runs = have["reviews"], have.get("runs")
@@ -57,9 +62,10 @@ def listing(store: Store, *, status: str | None = None, limit: int = 0) -> Listi
             else "NULL, NULL, NULL"
         )
         join = " LEFT JOIN runs r ON r.id = v.run_id" if joined else ""
-        where, args = "", []
+        mine, args = whose.tagged("v.run_id", owner, have, dialect.of(conn))
+        where = f" WHERE {mine}"
         if status is not None:
-            where, args = f" WHERE {col(rv, 'v', 'status')} = ?", [status]
+            where, args = f"{where} AND {col(rv, 'v', 'status')} = ?", [*args, status]
         rows = conn.execute(
             f"SELECT {select(rv, 'v', REVIEW_COLUMNS)}, {extra} FROM reviews v{join}{where}"
             f" ORDER BY CASE WHEN {col(rv, 'v', 'status')} = '{NEEDS_REVIEW}' THEN 0 ELSE 1 END,"
@@ -85,11 +91,19 @@ class Done:
                 "completed": self.completed}  # fmt: skip
 
 
-def done(store: Store, ref: str, note: str | None = None, *, dry_run: bool = False) -> Done:
+def done(
+    store: Store,
+    ref: str,
+    note: str | None = None,
+    *,
+    dry_run: bool = False,
+    owner: Owner | None = None,
+) -> Done:
     """Mark the review of run `ref` (an id or unique prefix) complete; one
-    transaction. NotFound (exit 3) when the run is not in the queue. An
-    already complete review is left as it is, unless a note is given.
-    `dry_run`: the same lookup read only, and the review as it would be."""
+    transaction. NotFound (exit 3) when the run is not in the queue (or not
+    one of `owner`'s runs, when given). An already complete review is left as
+    it is, unless a note is given. `dry_run`: the same lookup read only, and
+    the review as it would be."""
     from kaja_cli.errors import NotFound
 
     with store.maybe_reader() as conn:
@@ -103,8 +117,12 @@ def done(store: Store, ref: str, note: str | None = None, *, dry_run: bool = Fal
 
     opened = store.reader(writing=True) if dry_run else store.writer()
     with opened as conn, contextlib.nullcontext() if dry_run else db.transaction(conn):
-        run_id = find_id(conn, "reviews", "run_id", ref, "review of run",
-                         "`kaja reviews` lists the queue")  # fmt: skip
+        hint, among = "`kaja reviews` lists the queue", ("1 = 1", ())
+        if owner is not None:
+            have = columns(conn, "runs", "sessions")
+            among = whose.owns("reviews.run_id", owner, have)
+            hint = f"not among {label(owner.id)}'s runs; --all-owners looks at everyone's"
+        run_id = find_id(conn, "reviews", "run_id", ref, "review of run", hint, among)
         before = after = _one(conn, run_id)
         changed = before.status != COMPLETE or (note is not None and note != before.note)
         if changed:

@@ -16,10 +16,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from kaja_cli.core import clock
+from kaja_cli.core import clock, values
 from kaja_cli.core.audit.common import Listing, col, columns, find_id, select, usable
+from kaja_cli.core.engine import dialect
 from kaja_cli.core.ids import short_id
-from kaja_cli.core.store import Store
+from kaja_cli.core.owners import Owner, label
+from kaja_cli.core.store import Store, whose
 
 RUN_COLUMNS = ("id", "parent_id", "agent", "source", "thread_id", "prompt", "started_at",
                "ended_at", "status", "error", "result", "pid", "host")  # fmt: skip
@@ -53,6 +55,7 @@ class RunFilter:
     thread: str | None = None
     subagents: bool = False  # --subagents: subagents' runs too
     limit: int = 20  # 0: all
+    owner: Owner | None = None  # one owner's runs (`store.whose`); None: everyone's
 
 
 @dataclass
@@ -149,11 +152,21 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
         if conn is None:
             out.exists = False
             return out
-        have = columns(conn, "runs", "calls", "tools")
+        have = columns(conn, "runs", "calls", "tools", "sessions")
         if not usable(out, have, "runs", "id"):
             return out
         runs = have["runs"]
         where, args = [], []
+        top = None  # the owner's top-level runs, as a set: to count them
+        if flt.owner is not None:
+            d = dialect.of(conn)
+            if flt.subagents or "parent_id" not in runs:
+                mine, mine_args = whose.tagged("r.id", flt.owner, have, d)
+            else:
+                top = whose.top_level("r", flt.owner, have, d)
+                mine, mine_args = whose.top_level("r", flt.owner, have, d, each=True)
+            where.append(mine)
+            args.extend(mine_args)
         if not flt.subagents:
             where.append(f"{col(runs, 'r', 'parent_id')} IS NULL")
         for name, value in (("status", flt.status), ("source", flt.source),
@@ -181,25 +194,42 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
         n = len(shown)
         out.rows = [
             RunRow(**dict(zip(shown, r[:n], strict=True)), model_calls=r[n] or 0,
-                   tokens=r[n + 1] or 0, tool_calls=r[n + 2] or 0)
+                   tokens=values.whole(r[n + 1]) or 0, tool_calls=r[n + 2] or 0)
             for r in rows
         ]  # fmt: skip
         _shorten(conn, out.rows)
         if flt.limit and len(rows) == flt.limit:
-            out.more = max(0, _how_many(conn, flt, runs, clause, args, counted) - len(rows))
+            out.more = max(0, _how_many(conn, flt, runs, clause, args, counted, top) - len(rows))
         _add_subtrees(conn, have, out.rows)
     return out
 
 
 def _how_many(
-    conn: Any, flt: RunFilter, runs: list[str], clause: str, args: list, counted: Counter | None
+    conn: Any,
+    flt: RunFilter,
+    runs: list[str],
+    clause: str,
+    args: list,
+    counted: Counter | None,
+    top: tuple[str, tuple] | None = None,
 ) -> int:
     """How many runs the listing selects, for "N more not shown". Unfiltered, all
     runs as `counted` has them (kaja's rollups: tens of rows) less the subagents'
     runs (an index range): counting millions of top-level runs grew with the
-    ledger. Filtered, or where `counted` cannot say, the selection is counted."""
+    ledger. One owner's top-level runs (`top`: by their threads), the same way:
+    their runs by thread, counted in the thread index alone, less those of
+    them below another run; the heap of a shared server holds one owner's runs
+    one page in many. Filtered, or where `counted` cannot say, the selection
+    is counted."""
     filtered = (flt.status, flt.source, flt.agent, flt.thread, flt.since, flt.until)
-    if counted is not None and all(v is None for v in filtered):
+    if top is not None and all(v is None for v in filtered):
+        cond, top_args = top
+        return conn.execute(
+            f"SELECT (SELECT COUNT(*) FROM runs r WHERE {cond}) - (SELECT COUNT(*) FROM runs r"
+            f' WHERE r."parent_id" IS NOT NULL AND {cond})',
+            (*top_args, *top_args),
+        ).fetchone()[0]
+    if counted is not None and flt.owner is None and all(v is None for v in filtered):
         total = counted(conn, "runs")
         if total is not None:
             if not flt.subagents and "parent_id" in runs:
@@ -298,19 +328,25 @@ def _rows(conn: Any, sql: str, args: list[Any], names: tuple[str, ...]) -> list[
     return [dict(zip(names, r, strict=True)) for r in rows]
 
 
-def show(store: Store, ref: str) -> RunNode:
+def show(store: Store, ref: str, owner: Owner | None = None) -> RunNode:
     """The run `ref` (an id or a unique prefix) as a tree; NotFound (exit 3) when
-    there is no such run (or no runs at all)."""
+    there is no such run (or no runs at all), or it is not one of `owner`'s
+    (`store.whose`; None: anyone's)."""
     from kaja_cli.errors import NotFound
 
     with store.maybe_reader() as conn:
         if conn is None:
             raise NotFound(f"no run {ref.strip()!r}: there is no Kaja store at {store.where()}")
-        tables = ("runs", "calls", "tools", "events", "feedback", "reviews")
+        tables = ("runs", "calls", "tools", "events", "feedback", "reviews", "sessions")
         have = columns(conn, *tables)
         if "id" not in (have.get("runs") or []):
             raise NotFound(f"no run {ref.strip()!r}: no runs recorded in {store.where()}")
-        run_id = find_id(conn, "runs", "id", ref, "run", HINT)
+        if owner is None:
+            run_id = find_id(conn, "runs", "id", ref, "run", HINT)
+        else:
+            among = whose.owns("runs.id", owner, have)
+            hint = f"not among {label(owner.id)}'s runs; --all-owners looks at everyone's"
+            run_id = find_id(conn, "runs", "id", ref, "run", hint, among)
         cte = "WITH RECURSIVE " + _subtree_cte(have, "id = ?")
         runs = _rows(conn, f"{cte} SELECT {select(have['runs'], 'r', RUN_COLUMNS)} FROM runs r"
                      f" WHERE r.id IN (SELECT id FROM tree) ORDER BY"

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kaja_cli.core import clock, values
 from kaja_cli.core.engine import dialect
+from kaja_cli.core.owners import Owner, label
+from kaja_cli.core.store import whose
 
 GROUPINGS = ("model", "day", "source", "engine")
 
@@ -83,6 +86,12 @@ class UsageReport:
     tools: list[ToolStats] = field(default_factory=list)  # most failures first
     runs: dict[str, int] = field(default_factory=dict)  # status -> runs
     missing: list[str] = field(default_factory=list)  # "table media", "column calls.engine"
+    owner: Owner | None = None  # one owner's runs (`store.whose`); None: everyone's
+
+    @property
+    def whose(self) -> str | None:
+        """Whose runs the report counts, as an owner is shown; None: everyone's."""
+        return None if self.owner is None else label(self.owner.id)
 
     def to_json(self, tools: int = 0, machines: list | None = None) -> dict:
         """`kaja usage --json`: the `tools` that fail most (0: all of them); with
@@ -95,6 +104,7 @@ class UsageReport:
             "by": self.by,
             "since": self.since,
             "until": self.until,
+            "owner": self.whose,
             "groups": [{self.by: g.key, **g.to_json()} for g in self.groups],
             "total": self.total.to_json(),
             "tools": [t.to_json() for t in shown],
@@ -111,7 +121,7 @@ class Query:
 
     name: str
     sql: str
-    params: tuple[str, ...]
+    params: tuple
 
 
 def require_grouping(by: str) -> None:
@@ -123,20 +133,28 @@ def require_grouping(by: str) -> None:
 
 
 # --- the SQL of `kaja usage` ------------------------------------------------------------
-def _window(column: str | None, since: str | None, until: str | None) -> tuple[str, list[str]]:
-    """A WHERE clause for since <= column < until (an undatable table matches nothing)."""
-    if since is None and until is None:
-        return "", []
-    if column is None:
-        return " WHERE 0", []
-    parts, params = [], []
-    if since is not None:
-        parts.append(f'"{column}" >= ?')
-        params.append(since)
-    if until is not None:
-        parts.append(f'"{column}" < ?')
-        params.append(until)
-    return " WHERE " + " AND ".join(parts), params
+def _window(
+    column: str | None, since: str | None, until: str | None, mine: tuple[str, tuple] | None = None
+) -> tuple[str, list]:
+    """A WHERE clause for since <= column < until (an undatable table matches
+    nothing) and, given, the condition `mine` (one owner's rows). The column
+    is quoted unless it is a CTE's (`c1`, `c2`: `owned_runs`)."""
+    parts: list[str] = [] if mine is None else [mine[0]]
+    params: list = [] if mine is None else list(mine[1])
+    if since is not None or until is not None:
+        if column is None:
+            return " WHERE 0 = 1", []
+        if since is not None:
+            parts.append(f"{_name(column)} >= ?")
+            params.append(since)
+        if until is not None:
+            parts.append(f"{_name(column)} < ?")
+            params.append(until)
+    return (" WHERE " + " AND ".join(parts) if parts else ""), params
+
+
+def _name(column: str) -> str:
+    return column if column in ("c1", "c2") else f'"{column}"'
 
 
 def _sum(
@@ -152,13 +170,25 @@ def report_queries(
     since: str | None = None,
     until: str | None = None,
     d: dialect.Dialect = dialect.SQLITE,
+    runs: tuple[str, tuple] | None = None,
 ) -> tuple[list[Query], list[str]]:
     """The SQL `kaja usage` runs on a store with these tables and columns, and what is missing.
 
     The calls aggregate, the seed's "which tools fail most" query (grouped by
     tool and outcome), and runs by status; `d` spells what the engines spell
-    differently.
+    differently. `runs`: only the rows of these runs (one owner's, `store.whose`):
+    a membership test written after a run id (`IN (…)`, `= ANY(…)`) and its
+    parameters, and no query of the runs by status (`owned_runs` counted them
+    as it found them); None: every row.
     """
+
+    def mine(table: str, column: str) -> tuple[str, tuple] | None:
+        if runs is None:
+            return None
+        if column not in have.get(table, ()):
+            return "0 = 1", ()  # not tied to a run: nobody's
+        return f'"{column}" {runs[0]}', runs[1]
+
     queries: list[Query] = []
     missing = [f"table {t}" for t in ("calls", "tools", "runs") if t not in have]
     cols = have.get("calls")
@@ -169,7 +199,7 @@ def report_queries(
         else:
             key = f'"{by}"' if by in cols else "NULL"
         missing += [f"column calls.{c}" for c in _wanted(by) if c not in cols]
-        where, params = _window(at, since, until)
+        where, params = _window(at, since, until, mine("calls", "run_id"))
         failed = d.as_number("ok = 0")
         sql = (
             f"SELECT {key} AS k, COUNT(*), {_sum(cols, 'ok', failed, d)},"
@@ -183,7 +213,8 @@ def report_queries(
         missing += [f"column tools.{c}" for c in ("at", "tool", "outcome") if c not in cols]
         tool = '"tool"' if "tool" in cols else "NULL"
         outcome = '"outcome"' if "outcome" in cols else "NULL"
-        where, params = _window("at" if "at" in cols else None, since, until)
+        where, params = _window("at" if "at" in cols else None, since, until,
+                                mine("tools", "run_id"))  # fmt: skip
         ms = (
             f"{_sum(cols, 'duration_ms', d=d)}, COUNT(duration_ms)"
             if "duration_ms" in cols
@@ -199,12 +230,40 @@ def report_queries(
         missing += [f"column runs.{c}" for c in ("started_at", "status") if c not in cols]
         status = '"status"' if "status" in cols else "NULL"
         where, params = _window("started_at" if "started_at" in cols else None, since, until)
-        queries.append(
-            Query(
-                "runs", f"SELECT {status} AS s, COUNT(*) FROM runs{where} GROUP BY s", tuple(params)
+        if runs is None:
+            queries.append(
+                Query(
+                    "runs",
+                    f"SELECT {status} AS s, COUNT(*) FROM runs{where} GROUP BY s",
+                    tuple(params),
+                )
             )
-        )
     return queries, missing
+
+
+def owned_runs(
+    conn: Any,
+    owner: Owner,
+    have: dict[str, set[str]],
+    since: str | None = None,
+    until: str | None = None,
+) -> tuple[list, list[tuple]]:
+    """One owner's runs (`store.whose`) read once, in the caller's snapshot: their
+    ids (for `report_queries(runs=…)`), and the rows of the runs-by-status
+    query over them (status, runs started from `since` to `until`), counted
+    as they were found rather than by reading each run again."""
+    d = dialect.of(conn)
+    started = "c2" if "started_at" in have.get("runs", ()) else None
+    window, params = _window(started, since, until)
+    within = "1" if not window else f"CASE WHEN {window.removeprefix(' WHERE ')} THEN 1 ELSE 0 END"
+    sql, args = whose.runs_of(owner, have, d, carry=("status", "started_at"),
+                              select=f"id, c1, {within}")  # fmt: skip
+    ids, by_status = [], {}
+    for run_id, status, counted in conn.execute(sql, (*args, *params)).fetchall():
+        ids.append(run_id)
+        if counted:
+            by_status[status] = by_status.get(status, 0) + 1
+    return ids, list(by_status.items())
 
 
 def _wanted(by: str) -> list[str]:

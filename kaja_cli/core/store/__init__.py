@@ -145,6 +145,17 @@ class Store:
         `[memory] account` in cloud mode (the terminal when no account is set)."""
         return self.backend.owner(value)
 
+    @property
+    def account(self) -> Owner | None:
+        """The account whose rows are "yours" by default even where a local
+        store shows everyone's (the usage ledger, `sessions stats`): cloud mode
+        with `[memory] account` set, where the server holds other accounts;
+        None otherwise."""
+        server = self.server
+        if self.cloud and server is not None and server.account.value:
+            return self.owner(None)
+        return None
+
     # -- its files --------------------------------------------------------------------
     def file_of(self, name: str) -> Database:
         """The database whose file holds a database's tables: the artifacts are in

@@ -40,6 +40,7 @@ from kaja_cli.core.ledger.usage.plan import (
     reset_queries,
     selections,
 )
+from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store
 
 __all__ = [
@@ -69,12 +70,18 @@ def _part(store: Store) -> ModuleType:
 
 
 def report(
-    store: Store, by: str = "model", since: str | None = None, until: str | None = None
+    store: Store,
+    by: str = "model",
+    since: str | None = None,
+    until: str | None = None,
+    owner: Owner | None = None,
 ) -> UsageReport:
-    """Token and call totals grouped `by`, the tools that fail most, runs by status."""
+    """Token and call totals grouped `by`, the tools that fail most, runs by
+    status; of `owner`'s runs only (`store.whose`), or everyone's (None)."""
     require_grouping(by)
-    result = UsageReport(location=store.where(), exists=True, by=by, since=since, until=until)
-    found = _part(store).report_rows(store, by, since, until)
+    result = UsageReport(location=store.where(), exists=True, by=by, since=since, until=until,
+                         owner=owner)  # fmt: skip
+    found = _part(store).report_rows(store, by, since, until, owner)
     if found is None:
         result.exists = False
         return result

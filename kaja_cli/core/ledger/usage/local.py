@@ -28,6 +28,7 @@ from kaja_cli.core.ledger.usage.plan import (
     reset_queries,
     selections,
 )
+from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store, schema
 from kaja_cli.errors import Busy
 
@@ -38,19 +39,35 @@ def columns(conn: sqlite3.Connection) -> dict[str, set[str]]:
 
 
 def report_rows(
-    store: Store, by: str, since: str | None, until: str | None
+    store: Store, by: str, since: str | None, until: str | None, owner: Owner | None = None
 ) -> tuple[dict[str, list[tuple]], list[str]] | None:
     """The rows of the report's three queries (`report.fill`) and what the ledger lacks;
     None when there is no file.
 
-    From kaja's rollups (`rollups`): brought up to date first when they lag (a
-    short write; a file kaja may not write, or an agent holding the lock past
-    `rollups.WAIT_MS`, is read as it is), then read with the raw rows they do
-    not cover, in one snapshot.
+    Everyone's (`owner` None) from kaja's rollups (`rollups`): brought up to
+    date first when they lag (a short write; a file kaja may not write, or an
+    agent holding the lock past `rollups.WAIT_MS`, is read as it is), then read
+    with the raw rows they do not cover, in one snapshot. One owner's from the
+    ledger's rows (the rollups are everyone's), by their runs (`store.whose`).
     """
-    from kaja_cli.core.ledger.report import report_queries
+    from kaja_cli.core.engine import dialect
+    from kaja_cli.core.ledger.report import owned_runs, report_queries
     from kaja_cli.core.ledger.usage import rollups
 
+    if owner is not None:
+        with store.maybe_reader() as conn:
+            if conn is None:
+                return None
+            conn.execute("BEGIN")  # one snapshot for every query
+            have = schema.present_columns(conn)
+            ids, owned = owned_runs(conn, owner, have, since, until)
+            runs = dialect.SQLITE.in_ids(conn, ids)
+            queries, missing = report_queries(have, by, since, until, runs=runs)
+            rows = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
+            if "runs" in have:
+                rows["runs"] = owned
+            conn.execute("COMMIT")
+            return rows, missing
     for attempt in (1, 2):
         with store.maybe_reader() as conn:
             if conn is None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from kaja_cli.core.engine import dialect
-from kaja_cli.core.ledger.report import report_queries
+from kaja_cli.core.ledger.report import owned_runs, report_queries
+from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import Store, schema
 from kaja_cli.errors import Refused
 
@@ -26,17 +27,27 @@ def columns(conn: Any) -> dict[str, set[str]]:
 
 
 def report_rows(
-    store: Store, by: str, since: str | None, until: str | None
+    store: Store, by: str, since: str | None, until: str | None, owner: Owner | None = None
 ) -> tuple[dict[str, list[tuple]], list[str]] | None:
     """The rows of the report's three queries, read raw on the server (no rollups there:
-    the server's ledger is the agent's, and kaja keeps no tables of its own beside it);
-    None when there is nothing to read."""
+    the server's ledger is the agent's, and kaja keeps no tables of its own beside it),
+    of `owner`'s runs or everyone's; None when there is nothing to read."""
+    from kaja_cli.core.store.server import schema as server_schema
+
     with store.maybe_reader() as conn:
         if conn is None:
             return None
         conn.execute("BEGIN")  # one snapshot for every query
-        queries, missing = report_queries(columns(conn), by, since, until, dialect.of(conn))
+        have: dict[str, Any] = columns(conn)
+        d, runs, owned = dialect.of(conn), None, None
+        if owner is not None:  # whose runs: by their sessions, read once
+            have["sessions"] = set(server_schema.present_columns(conn).get("sessions", ()))
+            ids, owned = owned_runs(conn, owner, have, since, until)
+            runs = d.in_ids(conn, ids)
+        queries, missing = report_queries(have, by, since, until, d, runs)
         rows = {q.name: conn.execute(q.sql, q.params).fetchall() for q in queries}
+        if owned is not None and "runs" in have:
+            rows["runs"] = owned
         conn.execute("COMMIT")
     return rows, missing
 

@@ -1,0 +1,175 @@
+"""Whose ledger rows: one owner's runs, and the rows tagged with them.
+
+The usage ledger (the seed's `runs`, `calls`, `tools`, `events`, `feedback`,
+`reviews`, …) has no owner column. A run is the owner's of the session it
+ran in (`runs.thread_id` is a `sessions.id`); a subagent's run is its
+parent's owner's (`runs.parent_id`, at any depth); a row with a `run_id` is
+its run's owner's. A run in no session (a scheduled job with no thread, a
+session deleted since) is nobody's: only everyone's ledger shows it.
+
+`kaja usage --owner`, `kaja runs --owner` and `kaja reviews --owner` read
+one owner's rows. In cloud
+mode with `[memory] account` set, the account's are the default (`acting`, `Store.account`): a
+hosted server's ledger holds every account's runs, and one account must not
+read another's. Locally, and on a server without an account, the ledger is
+the machine's (or the server's) and the default is everyone's.
+
+The conditions are one statement's SQL on both engines, with `?` placeholders:
+the owner's sessions by their owner index, their runs by `runs.thread_id`'s,
+the subagents by `runs.parent_id`'s, and a run's rows by their `run_id`
+index, so reading one owner's ledger costs what their runs cost, whatever
+the others hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING
+
+from kaja_cli.core.engine import dialect
+from kaja_cli.core.owners import Owner
+
+if TYPE_CHECKING:
+    from kaja_cli.core.store import Store
+
+
+def acting(store: Store, owner: str | None, all_owners: bool) -> Owner | None:
+    """Whose ledger a command reads: `--owner` as typed, everyone's with
+    `--all-owners`; by default the account's in cloud mode when `[memory]
+    account` is set, else everyone's (None)."""
+    from kaja_cli.core.owners import one_of
+
+    one_of(owner, all_owners)
+    if all_owners:
+        return None
+    if owner is not None:
+        return store.owner(owner)
+    return store.account
+
+
+def _sessions_of(owner: Owner, sessions: set[str]) -> tuple[str, tuple]:
+    """A SELECT of the owner's session ids; a store whose sessions have no
+    `owner` is the terminal's alone."""
+    if "owner" in sessions:
+        theirs, args = owner.sessions_where("s.owner")
+    else:
+        theirs, args = ("1 = 1" if owner.id is None else "1 = 0"), ()
+    return f"SELECT s.id FROM sessions s WHERE {theirs}", args
+
+
+def _ties(have: Mapping[str, Collection[str]]) -> bool:
+    """Whether the store ties runs to sessions at all: without `runs.thread_id`
+    (or the ids) every run is nobody's."""
+    return {"id", "thread_id"} <= set(have.get("runs", ())) and "id" in set(
+        have.get("sessions", ())
+    )
+
+
+def runs_of(
+    owner: Owner,
+    have: Mapping[str, Collection[str]],
+    d: dialect.Dialect = dialect.SQLITE,
+    *,
+    carry: tuple[str, ...] = (),
+    select: str = "id",
+) -> tuple[str, tuple]:
+    """A SELECT of the owner's runs and its parameters: `mine(id, c1, c2, …)`,
+    each run's id and the columns of `carry` (NULL where the store lacks one),
+    of which it selects `select` (the ids alone by default).
+
+    `have`: each table's columns. A store whose runs have no `thread_id`
+    (or no `id`) ties no run to a session: nobody's, so the owner has none.
+    """
+    names = ", ".join(["id", *(f"c{i}" for i in range(1, len(carry) + 1))])
+    if not _ties(have):
+        nulls = ", ".join(["NULL"] * (len(carry) + 1))
+        return f"WITH mine({names}) AS (SELECT {nulls} WHERE 1 = 0) SELECT {select} FROM mine", ()
+    runs = set(have["runs"])
+
+    def row(t: str) -> str:
+        return ", ".join([f"{t}.id", *(f'{t}."{c}"' if c in runs else "NULL" for c in carry)])
+
+    sessions, args = _sessions_of(owner, set(have["sessions"]))
+    roots = f"SELECT {row('r')} FROM runs r WHERE " + d.in_subquery("r.thread_id", sessions)
+    if "parent_id" not in runs:
+        return f"WITH mine({names}) AS ({roots}) SELECT {select} FROM mine", args
+    # UNION, not UNION ALL: a parent cycle written by a confused writer ends.
+    return (
+        f"WITH RECURSIVE mine({names}) AS ({roots}"
+        f" UNION SELECT {row('c')} FROM runs c JOIN mine m ON c.parent_id = m.id)"
+        f" SELECT {select} FROM mine",
+        args,
+    )
+
+
+def tagged(
+    column: str,
+    owner: Owner | None,
+    have: Mapping[str, Collection[str]],
+    d: dialect.Dialect = dialect.SQLITE,
+) -> tuple[str, tuple]:
+    """The condition that `column` (a run id: `runs.id`, `calls.run_id`, …)
+    is one of the owner's runs, and its parameters; everyone's: always true."""
+    if owner is None:
+        return "1 = 1", ()
+    sql, args = runs_of(owner, have, d)
+    return d.in_subquery(column, sql), args
+
+
+def owns(column: str, owner: Owner, have: Mapping[str, Collection[str]]) -> tuple[str, tuple]:
+    """The condition that the run whose id is `column` is the owner's, asked
+    of that run alone: up its parents (`parent_id`) to one whose thread is one
+    of the owner's sessions. For a run or a few (`runs show`, `reviews done`),
+    where reading every run of the owner would cost far more."""
+    if not _ties(have):
+        return "0 = 1", ()
+    if "owner" in have["sessions"]:
+        theirs, args = owner.sessions_where("s.owner")
+    else:
+        theirs, args = ("1 = 1" if owner.id is None else "1 = 0"), ()
+    if "parent_id" not in have["runs"]:
+        return (
+            f"EXISTS (SELECT 1 FROM runs u JOIN sessions s ON s.id = u.thread_id"
+            f" WHERE u.id = {column} AND {theirs})",
+            args,
+        )
+    # UNION: a parent cycle written by a confused writer ends.
+    return (
+        "EXISTS (WITH RECURSIVE up(id, parent_id, thread_id) AS ("
+        f"SELECT u.id, u.parent_id, u.thread_id FROM runs u WHERE u.id = {column}"
+        " UNION SELECT p.id, p.parent_id, p.thread_id FROM runs p JOIN up ON p.id = up.parent_id)"
+        f" SELECT 1 FROM up JOIN sessions s ON s.id = up.thread_id WHERE {theirs})",
+        args,
+    )
+
+
+def top_level(
+    alias: str,
+    owner: Owner | None,
+    have: Mapping[str, Collection[str]],
+    d: dialect.Dialect = dialect.SQLITE,
+    *,
+    each: bool = False,
+) -> tuple[str, tuple]:
+    """`tagged` for top-level runs (`alias.parent_id IS NULL`, which the caller
+    tests): such a run is the owner's when its thread is one of their
+    sessions, without walking any subagent. As a set (the sessions' owner
+    index, then the runs' thread index: to count them), or `each` run asked
+    on its own (its thread's session by the primary key: for the newest few,
+    where the server's planner then weighs walking the runs by time against
+    reading all of the owner's, with true estimates of both)."""
+    if owner is None:
+        return "1 = 1", ()
+    if not _ties(have):
+        return "0 = 1", ()
+    if each:
+        if "owner" in have["sessions"]:
+            theirs, args = owner.sessions_where("s.owner")
+        else:
+            theirs, args = ("1 = 1" if owner.id is None else "1 = 0"), ()
+        return (
+            f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = {alias}.thread_id AND {theirs})",
+            args,
+        )
+    sessions, args = _sessions_of(owner, set(have["sessions"]))
+    return d.in_subquery(f"{alias}.thread_id", sessions), args

@@ -1,0 +1,207 @@
+"""One owner's usage ledger (`--owner` on `usage`, `runs`, `runs show`,
+`reviews`, `reviews done`; core/store/whose.py): the runs of their sessions,
+their subagents' runs at any depth, and the calls, tools and reviews of those
+runs; a run in no session is nobody's. Through the real command on the demo
+store, against the same answer worked out here from the rows themselves."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from kaja_cli.core.conversations.record import Recorder
+from tests.support.sync_support import store_of
+
+OWNERS = ("terminal", "telegram:482913", "telegram:771204", "widget:ab12")
+
+
+@contextmanager
+def _open(db) -> Iterator[sqlite3.Connection]:
+    """The test's own look at the file, committed and closed before kaja runs."""
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+def _theirs(db, owner: str) -> set[str]:
+    """The owner's run ids, from the rows: a run of one of their sessions, and
+    every run below one (by parent_id), worked out in Python."""
+    with _open(db) as conn:
+        sessions = {
+            sid for sid, o in conn.execute("SELECT id, owner FROM sessions")
+            if (o or "terminal") == owner
+        }  # fmt: skip
+        runs = conn.execute("SELECT id, parent_id, thread_id FROM runs").fetchall()
+    mine = {rid for rid, _, thread in runs if thread in sessions}
+    while True:
+        below = {rid for rid, parent, _ in runs if parent in mine} - mine
+        if not below:
+            return mine
+        mine |= below
+
+
+def _expected(db, owner: str) -> dict:
+    mine = _theirs(db, owner)
+    with _open(db) as conn:
+        calls = [r for r in conn.execute("SELECT run_id, prompt_tokens, completion_tokens FROM calls")
+                 if r[0] in mine]  # fmt: skip
+        tools = [r for r in conn.execute("SELECT run_id, tool FROM tools") if r[0] in mine]
+        statuses = [s for rid, s in conn.execute("SELECT id, status FROM runs") if rid in mine]
+    return {
+        "calls": len(calls),
+        "tokens": sum((p or 0) + (c or 0) for _, p, c in calls),
+        "tools": sum(1 for _ in tools),
+        "runs": {s: statuses.count(s) for s in set(statuses)},
+    }
+
+
+def _usage(kaja, *args: str) -> dict:
+    r = kaja("usage", "--tools", "0", "--json", *args)
+    assert r.code == 0, r
+    return json.loads(r.out)
+
+
+@pytest.mark.parametrize("owner", OWNERS)
+def test_usage_of_one_owner_counts_their_runs_and_what_was_done_in_them(demo_store, owner):
+    doc = _usage(demo_store, "--owner", owner)
+    want = _expected(demo_store.db, owner)
+    assert doc["owner"] == owner
+    assert doc["total"]["calls"] == want["calls"] and doc["total"]["tokens"] == want["tokens"]
+    assert sum(t["calls"] for t in doc["tools"]) == want["tools"]
+    assert doc["runs"] == want["runs"]
+    assert want["calls"]  # every demo owner has spent something
+
+
+def test_the_owners_and_nobodys_add_up_to_everyones(demo_store):
+    everyone = _usage(demo_store)
+    assert everyone["owner"] is None
+    parts = [_usage(demo_store, "--owner", o) for o in OWNERS]
+    mine = set().union(*(_theirs(demo_store.db, o) for o in OWNERS))
+    with _open(demo_store.db) as conn:
+        nobodys = conn.execute("SELECT count(*) FROM calls").fetchone()[0] - sum(
+            1 for (rid,) in conn.execute("SELECT run_id FROM calls") if rid in mine
+        )
+    assert nobodys > 0  # the demo has work outside any session: a scheduled run's calls
+    assert sum(p["total"]["calls"] for p in parts) + nobodys == everyone["total"]["calls"]
+    assert _usage(demo_store, "--all-owners") == everyone  # the local default, said out loud
+
+
+def test_a_window_and_an_owner_together(demo_store):
+    mine = _theirs(demo_store.db, "terminal")
+    with _open(demo_store.db) as conn:
+        times = sorted(
+            at for rid, at in conn.execute("SELECT run_id, at FROM calls") if rid in mine
+        )
+        starts = [at for rid, at in conn.execute("SELECT id, started_at FROM runs") if rid in mine]
+    since = times[len(times) // 2]
+    doc = _usage(demo_store, "--owner", "terminal", "--since", since)
+    assert doc["total"]["calls"] == sum(1 for at in times if at >= since) < len(times)
+    assert sum(doc["runs"].values()) == sum(1 for at in starts if at >= since)
+    r = demo_store("usage", "--owner", "telegram:482913", "--since", "2999-01-01")
+    assert r.code == 0 and "no model calls recorded in telegram:482913's runs since" in r.err
+
+
+def test_a_subagents_run_is_its_parents_owners(demo_store):
+    # run_91c0 (the researcher) has no thread: it is the terminal's through run_7f3a.
+    r = demo_store("runs", "--owner", "terminal", "--subagents", "-n", "0", "--json")
+    ids = {run["id"] for run in json.loads(r.out)["runs"]}
+    assert "run_91c0" in ids and ids == _theirs(demo_store.db, "terminal")
+    r = demo_store("runs", "--owner", "telegram:482913", "--subagents", "-n", "0", "--json")
+    assert "run_91c0" not in {run["id"] for run in json.loads(r.out)["runs"]}
+    r = demo_store("runs", "show", "run_91c0", "--owner", "terminal", "--json")
+    assert r.code == 0 and json.loads(r.out)["id"] == "run_91c0"
+
+
+@pytest.mark.parametrize("owner", OWNERS)
+def test_runs_of_one_owner_list_exactly_theirs_and_count_the_rest(demo_store, owner):
+    mine = _theirs(demo_store.db, owner)
+    with _open(demo_store.db) as conn:
+        top = {rid for rid, parent in conn.execute("SELECT id, parent_id FROM runs")
+               if parent is None and rid in mine}  # fmt: skip
+    r = demo_store("runs", "--owner", owner, "-n", "2", "--json")
+    assert r.code == 0, r
+    doc = json.loads(r.out)
+    assert {run["id"] for run in doc["runs"]} <= top
+    assert len(doc["runs"]) + doc["left_out"] == len(top)
+    whole = json.loads(demo_store("runs", "--owner", owner, "-n", "0", "--json").out)
+    assert {run["id"] for run in whole["runs"]} == top
+
+
+def test_another_owners_run_is_not_found_and_no_id_of_theirs_is_named(demo_store):
+    theirs = sorted(_theirs(demo_store.db, "telegram:482913"))[0]
+    r = demo_store("runs", "show", theirs, "--owner", "terminal")
+    assert r.code == 3 and r.out == ""
+    assert r.err.strip() == (
+        f"kaja: no run {theirs!r}: not among terminal's runs; --all-owners looks at everyone's"
+    )
+    # A prefix every run shares: ambiguous among the owner's alone.
+    r = demo_store("runs", "show", "run_", "--owner", "widget:ab12")
+    assert r.code == 2 and "ambiguous" in r.err
+    named = r.err.split("ambiguous: ")[1].split(":")[0].replace(" …", "").split(", ")
+    assert set(named) <= _theirs(demo_store.db, "widget:ab12")
+    assert demo_store("runs", "show", theirs, "--all-owners").code == 0
+
+
+def test_reviews_of_one_owner(demo_store):
+    with _open(demo_store.db) as conn:
+        reviewed = {rid for (rid,) in conn.execute("SELECT run_id FROM reviews")}
+    for owner in OWNERS:
+        r = demo_store("reviews", "--owner", owner, "--json")
+        assert r.code == 0, r
+        got = {v["run_id"] for v in json.loads(r.out)["reviews"]}
+        assert got == reviewed & _theirs(demo_store.db, owner)
+    terminal = reviewed & _theirs(demo_store.db, "terminal")
+    assert terminal  # the demo's thumbs-down review is on a terminal's run
+    run = sorted(terminal)[0]
+    r = demo_store("reviews", "done", run, "--owner", "telegram:482913")
+    assert r.code == 3 and "not among telegram:482913's runs" in r.err
+    with _open(demo_store.db) as conn:
+        assert conn.execute("SELECT status FROM reviews WHERE run_id = ?", (run,)).fetchone()[
+            0
+        ] == "needs-review"  # fmt: skip
+    assert demo_store("reviews", "done", run, "--owner", "terminal").code == 0
+
+
+def test_a_parent_cycle_ends_and_a_ledger_without_threads_is_nobodys(kaja):
+    """A confused writer's runs that are each other's parents: the walk ends.
+    A ledger whose runs have no thread_id ties no run to anyone."""
+    with Recorder(store_of(kaja)) as rec:
+        sid = rec.start_session(title="mine")
+        a = rec.start_run(thread_id=sid, run_id="run_a")
+        b = rec.start_run(parent_id="run_c", run_id="run_b")
+        c = rec.start_run(parent_id="run_b", run_id="run_c")
+        for run in (a, b, c):
+            rec.add_call(run, model="m", prompt_tokens=1, completion_tokens=1)
+    doc = _usage(kaja, "--owner", "terminal")
+    assert doc["total"]["calls"] == 1 and doc["runs"] == {"running": 1}
+    with _open(kaja.db) as conn:
+        conn.execute("UPDATE runs SET parent_id = 'run_a' WHERE id = 'run_b'")
+    assert _usage(kaja, "--owner", "terminal")["total"]["calls"] == 3  # a, and b and c below it
+    r = kaja("runs", "show", "run_c", "--owner", "terminal", "--json")
+    assert r.code == 0, r
+    with _open(kaja.db) as conn:
+        conn.execute("DROP INDEX runs_thread")
+        conn.execute("ALTER TABLE runs DROP COLUMN thread_id")
+    assert _usage(kaja, "--owner", "terminal")["total"]["calls"] == 0
+    assert _usage(kaja)["total"]["calls"] == 3
+
+
+def test_owner_goes_neither_with_all_owners_nor_with_the_shared_ledger(demo_store):
+    for args in (("usage", "--owner", "terminal", "--all-owners"),
+                 ("runs", "--owner", "terminal", "--all-owners")):  # fmt: skip
+        r = demo_store(*args)
+        assert r.code == 2 and r.err.strip() == "kaja: --owner and --all-owners can't be combined"
+    for args in (("usage", "--owner", "terminal", "--all-machines"),
+                 ("runs", "--owner", "terminal", "--all-machines")):  # fmt: skip
+        r = demo_store(*args)
+        assert r.code == 2, r
+        assert "--owner goes without --all-machines" in r.err and "Traceback" not in r.err
+    r = demo_store("usage", "--owner", "")
+    assert r.code == 2 and "Traceback" not in r.err
