@@ -21,7 +21,8 @@ cleared:
   waited for, and the descriptors of the "in use" probe are taken out of its
   cache (`kaja_cli.core.engine.db._probe_fds`: a process never closes them, since
   closing one drops the process's own SQLite locks) and closed when the test
-  ends, when no connection of the test is open any more.
+  ends, when no connection of the test is open any more; what search kept of
+  the stores' schemas, told by those files' inodes, goes with them.
 
 What only a process shows, and this cannot: a lock the test itself holds
 (POSIX locks never conflict within one process), signals, pipes, terminals,
@@ -249,6 +250,7 @@ def _as_a_fresh_process(argv, env, stdin, out, err):
                 signal.signal(sig, handler)
         signal.pthread_sigmask(signal.SIG_SETMASK, saved_mask)
         _take_probe_descriptors(probes_before)
+        _forget_schemas()
 
 
 def _python_default_warnings() -> None:
@@ -330,6 +332,22 @@ def _probe_cache() -> dict | None:
             " 'in use' probe keeps its descriptors"
         )
     return cache
+
+
+def _forget_schemas() -> None:
+    """A new process has read no store's schema yet: forget what search kept
+    of them (`search.local._SCHEMAS`, told by device and inode, which only the
+    probe descriptors taken here kept from being reused by another file)."""
+    local = sys.modules.get("kaja_cli.core.conversations.search.local")
+    if local is None:
+        return
+    schemas = getattr(local, "_SCHEMAS", None)
+    if not isinstance(schemas, dict):
+        raise AssertionError(
+            "kaja_cli.core.conversations.search.local._SCHEMAS is gone: teach"
+            " tests/support/inprocess.py what search keeps of a store per process"
+        )
+    schemas.clear()
 
 
 def _take_probe_descriptors(before: set) -> None:

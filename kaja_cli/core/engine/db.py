@@ -93,19 +93,28 @@ def require_database(path: Path, *, writing: bool = False) -> None:
     Writing into something else is refused (exit 5: an unsafe path); reading
     it is a failure (exit 1) with a pointer to doctor.
     """
+    _required(path, writing)
+
+
+def _required(path: Path, writing: bool) -> tuple[Path, list[Path]]:
+    """`require_database`; then the file SQLite opens (a symlinked database:
+    its target) and its -wal, -shm and -journal (`_journals`)."""
     kind = classify(path)
     if kind == "missing":
         raise NotFound(f"no database at {path}")
     if kind in ("dir", "other", "special"):
         what = {"dir": "a folder", "other": "a file"}.get(kind) or _what(path)
         raise _unusable(f"{path} is {what}, not a SQLite database", writing)
-    for companion in _journals(path):
+    real = Path(os.path.realpath(path))
+    journals = _journals(real)
+    for companion in journals:
         what = fs.regular_or_missing(companion)
         if what is not None:
             raise _unusable(
                 f"{companion} is {what}, where SQLite keeps one of the database's own files", writing,
                 hint="kaja opens only regular files; move it aside",
             )  # fmt: skip
+    return real, journals
 
 
 def _what(path: Path) -> str:
@@ -121,10 +130,10 @@ def _unusable(message: str, writing: bool, hint: str | None = None) -> KajaError
     return Failed(message, hint=hint or NOT_A_DATABASE_HINT)
 
 
-def _journals(path: Path) -> list[Path]:
-    """The -wal, -shm and -journal SQLite keeps beside a database (a symlinked
-    database: beside its target, where SQLite looks for them)."""
-    real = Path(os.path.realpath(path))
+def _journals(real: Path) -> list[Path]:
+    """The -wal, -shm and -journal SQLite keeps beside a database (`real`: its
+    real path; a symlinked database's are beside its target, where SQLite
+    looks for them)."""
     return [fs.beside(real, s) for s in ("-wal", "-shm", "-journal")]
 
 
@@ -195,10 +204,10 @@ def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
     from kaja_cli.core.engine import timing  # not on a TAB press's path (open_glance)
 
     # Timed for whoever listens (kaja's query profile: side/profiler.py).
+    # `timeout` is SQLite's busy_timeout (sqlite3_busy_timeout): no PRAGMA needed.
     conn = sqlite3.connect(
         uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None, factory=timing.factory()
     )
-    conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     conn.text_factory = _text
     return conn
 
@@ -234,11 +243,9 @@ def open_read(
     says the file is Kaja's; otherwise, and always `as_found`, it raises
     `NeedsRecovery` saying what is left and how to finish it.
     """
-    require_database(path)
     # SQLite follows a symlinked database and keeps its -wal/-shm beside the
     # target: look for them there.
-    real = Path(os.path.realpath(path))
-    wal, shm, journal = _journals(path)
+    real, (wal, shm, journal) = _required(path, writing=False)
     had = wal.exists(), shm.exists()
     uri = path.as_uri() + "?mode=ro"
     tidy = not had[0]  # a read of a closed WAL file leaves a -wal/-shm pair: remove it

@@ -102,8 +102,21 @@ def fill_state(conn: sqlite3.Connection) -> tuple[int, int] | None:
         return 0, 0  # unreadable: start again from the beginning
 
 
-def state(conn: sqlite3.Connection) -> str:
-    """READY, MISSING, FILLING or FOREIGN (works on a read-only connection)."""
+def state(conn: sqlite3.Connection, known_shape: str | None = None) -> str:
+    """READY, MISSING, FILLING or FOREIGN (works on a read-only connection);
+    `known_shape`: `shape(conn)`, when the caller has it already."""
+    found = shape(conn) if known_shape is None else known_shape
+    if found != READY:
+        return found
+    if fill_state(conn) is not None:
+        return FILLING
+    return READY
+
+
+def shape(conn: sqlite3.Connection) -> str:
+    """What the schema alone says of the index: READY (kaja's table and its
+    triggers are there), MISSING or FOREIGN. The same for as long as the
+    file's schema is (its schema cookie: `PRAGMA schema_version`)."""
     objects = _objects(conn)
     if FTS_TABLE not in objects:
         return MISSING
@@ -111,8 +124,6 @@ def state(conn: sqlite3.Connection) -> str:
         return FOREIGN
     if any(name not in objects for name in FTS_TRIGGERS):
         return MISSING
-    if fill_state(conn) is not None:
-        return FILLING
     return READY
 
 

@@ -33,6 +33,7 @@ The engine part of `search` for a local store: the same functions as
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from array import array
 from collections.abc import Iterable
@@ -56,6 +57,7 @@ from kaja_cli.core.conversations.search.model import progress as progress_of
 from kaja_cli.core.conversations.search.rank import Bm25, counts, stats
 from kaja_cli.core.conversations.search.tables import NOT_KAJAS, Index, add_index
 from kaja_cli.core.engine import db
+from kaja_cli.core.ids import SHORT_ID_MIN, short_id
 from kaja_cli.core.owners import Owner
 from kaja_cli.core.store import search_index
 from kaja_cli.core.wording import plural
@@ -96,7 +98,10 @@ def search(
     """`search.search` on the store's file (options already checked there;
     `owner` None: every owner's; `languages` the stemmers of a plain query,
     none for the exact words)."""
-    path = store.path()
+    from kaja_cli.core.store import guard  # as `store.recognise` imports it
+
+    file = store.paths.file_of("shared")  # looked up once: the path and the guard's
+    path = file.path
     result = SearchResult(
         query=query, match=query if fts else "", fts=fts, recent=recent,
         owner=owner.id if owner else None, all_owners=owner is None, limit=limit,
@@ -107,8 +112,9 @@ def search(
         result.notes.append(f"no Kaja store at {path}: nothing to search")
         return result
 
-    with db.open_read(path, recover=store.recognise()) as conn:
-        have = _columns(conn)
+    identity = _identity(path)
+    with db.open_read(path, recover=guard.may_recover(file)) as conn:
+        have, shape = _schema(conn, path, identity)
         if "content" not in have.get("messages", ()):
             result.source = "none"
             result.notes.append(f"{path} holds no messages: nothing to search")
@@ -121,7 +127,10 @@ def search(
 
             ix, terms = cjk_search.choose(store, path, conn, progress, result)
         if ix is None:
-            ix = _main_index(store, path, conn, progress, result)
+            ix = _main_index(store, path, conn, progress, result, shape)
+        # One snapshot for every query below (an index built above is in it);
+        # each statement outside one would take and drop a read lock of its own.
+        conn.execute("BEGIN")
         plan = None
         if not fts and ix.cjk is False and languages:
             plan = stems.plan(plain_words(query), _vocabulary(conn, ix), languages)
@@ -133,7 +142,6 @@ def search(
         elif not archived:
             filters.hide_archived = result.archived_hidden = _any_archived(conn)
         try:
-            conn.execute("BEGIN")  # one snapshot for every query below
             _run(conn, ix, result, filters, terms, plan=plan)
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
@@ -152,9 +160,11 @@ def _main_index(
     conn: sqlite3.Connection,
     progress: ProgressFactory | None,
     result: SearchResult,
+    shape: str | None = None,
 ) -> Index:
-    """The main index, built first if the store may be written; else a scan."""
-    state = search_index.state(conn)
+    """The main index, built first if the store may be written; else a scan
+    (`shape`: `search_index.shape`, when known)."""
+    state = search_index.state(conn, shape)
     built, why_not = False, None
     if state in (search_index.MISSING, search_index.FILLING):
         # In WAL this reader does not stand in the builder's way, and it
@@ -376,14 +386,15 @@ def _run(
     if not found:  # an empty index, or nothing matches
         return
     bm25 = Bm25(found, n, avgdl, groups)
+    shown: dict[int, tuple] = {}  # the rows the filters read, as the hits show them
     if result.recent:
         picked = [(None, docid) for docid in _recent(conn, ix, result.match, filters, want)]
     else:
-        picked = _best(conn, ix, result.match, filters, bm25, want)
+        picked = _best(conn, ix, result.match, filters, bm25, want, shown)
     if want is not None and len(picked) >= want:
         result.more = True
         picked = picked[: result.limit]
-    result.hits = _details(conn, ix, result.match, picked, bm25, filters.have, terms)
+    result.hits = _details(conn, ix, result.match, picked, bm25, filters.have, terms, shown)
 
 
 def _messages(conn: sqlite3.Connection) -> int:
@@ -406,8 +417,10 @@ def _best(
     filters: _Filters,
     bm25: Bm25,
     want: int | None,
+    shown: dict[int, tuple],
 ) -> list[tuple[float | None, int]]:
-    """The best `want` matches that pass the filters, as (score, docid).
+    """The best `want` matches that pass the filters, as (score, docid); the
+    rows of those that passed go into `shown` (`_passing`).
 
     `--session` narrows the ranking query itself, and so does the owner when
     ranking every owner's matches would cost more than listing the owner's
@@ -432,14 +445,14 @@ def _best(
     params["match"] = match
     if want is None:
         params["n"] = -1
-        return _keep(conn, conn.execute(sql, params).fetchall(), filters, None)
+        return _keep(conn, conn.execute(sql, params).fetchall(), filters, None, shown)
     params["n"] = max(want * 8, _FIRST_RANKED) if filters.narrows else want
     ranked = conn.execute(sql, params).fetchall()
-    kept = _keep(conn, ranked, filters, want)
+    kept = _keep(conn, ranked, filters, want, shown)
     if len(kept) >= want or len(ranked) < params["n"]:
         return kept
     params["n"] = -1  # too few passed: rank them all, once
-    return _keep(conn, conn.execute(sql, params).fetchall(), filters, want)
+    return _keep(conn, conn.execute(sql, params).fetchall(), filters, want, shown)
 
 
 def _owner_first(conn: sqlite3.Connection, filters: _Filters, bm25: Bm25) -> bool:
@@ -474,31 +487,79 @@ def _keep(
     ranked: list[tuple[int, float]],
     filters: _Filters,
     want: int | None,
+    shown: dict[int, tuple],
 ) -> list[tuple[float | None, int]]:
     """The first `want` of `ranked` (all with None) whose message passes the
     filters, as (score, docid), checked a batch at a time. Every candidate
     is checked, filters or not: a message another program deleted without
-    the triggers may linger in the index."""
+    the triggers may linger in the index. The rows read go into `shown`."""
     kept: list[tuple[float | None, int]] = []
     size = _FIRST_BATCH if want is None else max(want * 3, _FIRST_BATCH)
     start = 0
     while start < len(ranked) and (want is None or len(kept) < want):
         batch = ranked[start : start + size]
-        passing = _passing(conn, [docid for docid, _ in batch], filters)
+        # When nothing narrows, every message that passes is shown: what its
+        # hit shows is read with it, its session's neighbours too (`_short_ids`).
+        passing = _passing(conn, [docid for docid, _ in batch], filters, show=not filters.narrows)
+        shown.update((docid, row) for docid, row in passing.items() if row is not None)
         kept.extend((score, docid) for docid, score in batch if docid in passing)
         start += size
         size *= 4
     return kept[:want] if want is not None else kept
 
 
-def _passing(conn: sqlite3.Connection, docids: list[int], filters: _Filters) -> set[int]:
+def _passing(
+    conn: sqlite3.Connection, docids: list[int], filters: _Filters, *, show: bool = False
+) -> dict[int, tuple | None]:
+    """Those of `docids` whose message passes the filters; with `show`, each
+    with what its hit shows (`_shown`, its session's neighbours included), so
+    the rows the filters read are not read again for the hits. Without, the
+    candidates the filters reject cost no more than the filters' columns (a
+    message's `createdAt` lies past its text: a long one's overflow pages)."""
     where, params = filters.where()
+    near = show and "sessions" in filters.have
+    columns = f", {_shown(filters, near)}" if show else ""
     rows = conn.execute(
-        f"SELECT m.rowid FROM main.messages AS m {filters.joins()}"
+        f"SELECT m.rowid{columns} FROM main.messages AS m {filters.joins()}"
         f" WHERE m.rowid IN (SELECT value FROM json_each(?)) AND {where}",
         (_int_array(docids), *params),
     )
-    return {r[0] for r in rows}
+    if not show:
+        return {r[0]: None for r in rows}
+    return {r[0]: _shown_row(r, near) for r in rows}
+
+
+def _shown(f: _Filters, near: bool = False) -> str:
+    """What a hit shows of its message and session (`_shown_row`), as SQL
+    over messages `m` and sessions `s` (`_Filters.joins`); with `near`, the
+    ids before and after its session's (`_short_ids`)."""
+    sid = f.col("m", "messages", "sessionId")
+    return (
+        f"{f.col('m', 'messages', 'id')}, {sid},"
+        f" {f.col('m', 'messages', 'seq')}, {f.col('m', 'messages', 'role')},"
+        f" {f.col('m', 'messages', 'createdAt')}, {f.col('s', 'sessions', 'title')},"
+        f" {f.col('s', 'sessions', 'owner')}"
+    ) + (
+        # `+`: compared as `_short_ids` compares its JSON text, with no affinity.
+        f', (SELECT max("id") FROM main.sessions WHERE "id" < +{sid}),'
+        f' (SELECT min("id") FROM main.sessions WHERE "id" > +{sid})'
+        if near
+        else ""
+    )
+
+
+def _shown_row(r: tuple, near: bool = False) -> tuple:
+    """A row of `m.rowid, _shown(…)` as the hit shows it: ids and names of any
+    type another program stored (an INTEGER id) as text; with `near`, then
+    the session's short id (`_short_ids`), or None where that must be asked
+    for as `_short_ids` asks (a session id that is not text as stored)."""
+    row = (*map(values.text, r[1:3]), values.json_safe(r[3]), *map(values.text, r[4:8]))
+    if not near:
+        return row
+    sid = r[2]
+    if not sid or not isinstance(sid, str) or "\ufffd" in sid:
+        return (*row, None)  # an id of another type, or not UTF-8 as stored
+    return (*row, _short_id(sid, r[8], r[9]))
 
 
 def _recent(
@@ -524,26 +585,25 @@ def _details(
     bm25: Bm25,
     have: dict[str, set[str]],
     terms: list[Term] | None = None,
+    shown: dict[int, tuple] | None = None,
 ) -> list[Hit]:
     """The hits to show, in `picked` order, with their sessions and snippets
-    (for the CJK index, made from the messages' own text with `terms`)."""
+    (for the CJK index, made from the messages' own text with `terms`);
+    `shown`: the messages' rows as `_passing` read them, when it read every
+    one picked."""
     if not picked:
         return []
     wanted = _int_array([docid for _, docid in picked])
-    f = _Filters(None, (), None, None, have)
-    rows = conn.execute(
-        f"SELECT m.rowid, {f.col('m', 'messages', 'id')}, {f.col('m', 'messages', 'sessionId')},"
-        f" {f.col('m', 'messages', 'seq')}, {f.col('m', 'messages', 'role')},"
-        f" {f.col('m', 'messages', 'createdAt')}, {f.col('s', 'sessions', 'title')},"
-        f" {f.col('s', 'sessions', 'owner')} FROM main.messages AS m {f.joins()}"
-        " WHERE m.rowid IN (SELECT value FROM json_each(?))",
-        (wanted,),
-    )
-    # Ids and names of any type another program stored (an INTEGER id): text.
-    messages = {
-        r[0]: (*map(values.text, r[1:3]), values.json_safe(r[3]), *map(values.text, r[4:]))
-        for r in rows
-    }
+    if shown and all(docid in shown for _, docid in picked):
+        messages = {docid: shown[docid] for _, docid in picked}
+    else:
+        f = _Filters(None, (), None, None, have)
+        rows = conn.execute(
+            f"SELECT m.rowid, {_shown(f)} FROM main.messages AS m {f.joins()}"
+            " WHERE m.rowid IN (SELECT value FROM json_each(?))",
+            (wanted,),
+        )
+        messages = {r[0]: _shown_row(r) for r in rows}
     if bm25.rows <= _SMALL_MATCH:
         # Few matches: asking the index again for just these is cheap.
         name, table = ix.name, ix.table
@@ -565,26 +625,33 @@ def _details(
     p = bm25.phrases
     # The CJK index holds bigrams: its snippets are cut from the text below.
     snip = "''" if ix.cjk else f"snippet({name}, char(2), char(3), '…', -1, {SNIPPET_TOKENS})"
+    # A hit's own score only where the ranking gave none (--recent).
+    mi = f"matchinfo({name}, 'yl')" if any(s is None for s, _ in picked) else "NULL"
     for docid, snippet, info in conn.execute(
-        f"SELECT docid, {snip},"
-        f" matchinfo({name}, 'yl') FROM {table} WHERE {name} MATCH ?"
+        f"SELECT docid, {snip}, {mi} FROM {table} WHERE {name} MATCH ?"
         " AND docid IN (SELECT value FROM json_each(?))",
         (match, wanted),
     ):
-        numbers = array("I")
-        numbers.frombytes(info)
-        found[docid] = (snippet or "", bm25.score(numbers[:p], numbers[p]))
+        own_score = 0.0
+        if info is not None:
+            numbers = array("I")
+            numbers.frombytes(info)
+            own_score = bm25.score(numbers[:p], numbers[p])
+        found[docid] = (snippet or "", own_score)
     own = {}
     if ix.cjk and terms is not None:
         from kaja_cli.core.conversations.search import cjk_search
 
         own = cjk_search.snippets(conn, wanted, terms)
-    short = _short_ids(conn, [m[1] for m in messages.values() if m[1]], have)
+    short = {m[1]: m[7] for m in messages.values() if len(m) > 7 and m[7] is not None}
+    rest = [m[1] for m in messages.values() if m[1] and m[1] not in short]
+    if rest:
+        short.update(_short_ids(conn, rest, have))
     hits = []
     for score, docid in picked:
         if docid not in messages or docid not in found:
             continue
-        mid, sid, seq, role, created, title, owner = messages[docid]
+        mid, sid, seq, role, created, title, owner = messages[docid][:7]
         raw, own_score = found[docid]
         text, spans = own[docid] if docid in own else parse_snippet(raw)
         hit = Hit(
@@ -601,8 +668,6 @@ def _short_ids(
     conn: sqlite3.Connection, ids: list[str], have: dict[str, set[str]]
 ) -> dict[str, str]:
     """Each session id's short id, as `kaja sessions` shows it (sessions.short_id)."""
-    from kaja_cli.core.ids import SHORT_ID_MIN, short_id
-
     out = {sid: sid[:SHORT_ID_MIN] for sid in ids}
     if not out or "sessions" not in have:
         return out
@@ -612,15 +677,30 @@ def _short_ids(
         (_json_strings(out),),
     )
     for sid, before, after in rows:
-        out[sid] = short_id(sid, before and str(before), after and str(after))
+        out[sid] = _short_id(sid, before, after)
     return out
+
+
+def _short_id(sid: str, before: object, after: object) -> str:
+    """A session's short id from the ids before and after it (`ids.short_id`)."""
+    return short_id(sid, before and str(before), after and str(after))
+
+
+# What a JSON string escapes: the quote, the backslash and the control characters.
+_JSON_ESCAPE = {ord('"'): '\\"', ord("\\"): "\\\\", **{c: f"\\u{c:04x}" for c in range(32)}}
 
 
 def _json_strings(values: Iterable[str]) -> str:
     """A JSON array of strings, for json_each() (without importing json)."""
-    escape = {ord('"'): '\\"', ord("\\"): "\\\\"}
-    escape.update({c: f"\\u{c:04x}" for c in range(32)})
-    return "[" + ",".join(f'"{v.translate(escape)}"' for v in values) + "]"
+    return "[" + ",".join(f'"{_json_escaped(v)}"' for v in values) + "]"
+
+
+def _json_escaped(v: str) -> str:
+    # Most ids need nothing escaped: checked in C, where `translate` looks up
+    # every character (a control character is never printable).
+    if v.isprintable() and '"' not in v and "\\" not in v:
+        return v
+    return v.translate(_JSON_ESCAPE)
 
 
 def _any_archived(conn: sqlite3.Connection) -> bool:
@@ -629,6 +709,50 @@ def _any_archived(conn: sqlite3.Connection) -> bool:
         return conn.execute(f"SELECT 1 FROM main.{ARCHIVE_TABLE} LIMIT 1").fetchone() is not None
     except sqlite3.OperationalError:  # no such table: a store no kaja archived in
         return False
+
+
+# What search reads of a store's schema (`_schema`), per file, for this process:
+# (schema cookie, columns, the index's shape). A browse session searches on
+# every keystroke.
+_SCHEMAS: dict[tuple[int, int], tuple[int, dict[str, set[str]], str]] = {}
+_SCHEMAS_KEPT = 8  # files remembered at most
+
+
+def _schema(
+    conn: sqlite3.Connection, path: Path, before: tuple[int, int] | None
+) -> tuple[dict[str, set[str]], str]:
+    """The columns search reads (`_columns`) and what the schema says of the
+    search index (`search_index.shape`), read again only when the file's
+    schema cookie has changed since this process last read them, as SQLite
+    itself keeps a connection's parsed schema. The file is told by its
+    device and inode (`_identity`, the same `before` `conn` was opened and
+    after), which stay its own while this process lives: the opener keeps a
+    descriptor to every database it looked at (`db.read_head`)."""
+    cookie = _cookie(conn)
+    key = before if before is not None and _identity(path) == before else None
+    kept = _SCHEMAS.get(key) if key is not None else None
+    if kept is not None and kept[0] == cookie:
+        return kept[1], kept[2]
+    have, shape = _columns(conn), search_index.shape(conn)
+    if key is not None and _cookie(conn) == cookie:  # not changed meanwhile
+        if len(_SCHEMAS) >= _SCHEMAS_KEPT:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = (cookie, have, shape)
+    return have, shape
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at `path` (device and inode); None when none is."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _cookie(conn: sqlite3.Connection) -> int:
+    """The schema cookie: SQLite changes it with every change to the schema."""
+    return conn.execute("PRAGMA main.schema_version").fetchone()[0]
 
 
 def _columns(conn: sqlite3.Connection) -> dict[str, set[str]]:

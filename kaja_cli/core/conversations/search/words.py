@@ -30,6 +30,8 @@ class Unreadable(Exception):
 
 
 def _varint(data: bytes, i: int) -> tuple[int, int]:
+    if i < len(data) and data[i] < 0x80:  # one byte: most lengths and prefixes
+        return data[i], i + 1
     found = varint_at(data, i)
     if found is None:
         raise Unreadable("a varint runs past its node")
