@@ -451,10 +451,12 @@ def _account(c: int, spread_by: str) -> str:
 
 
 def _newest_run(db: Path) -> str:
-    """Your newest turn (its id is the same on ALONE and CROWDED: copies rewrite theirs)."""
+    """Your newest turn in one of your sessions (a run in none is nobody's); its id
+    is the same on ALONE and CROWDED: copies rewrite theirs."""
     with closing(sqlite3.connect(db.as_uri() + "?mode=ro", uri=True)) as conn:
         return conn.execute(
-            "SELECT id FROM runs WHERE parent_id IS NULL ORDER BY started_at DESC LIMIT 1"
+            "SELECT id FROM runs WHERE parent_id IS NULL AND thread_id IN (SELECT id FROM sessions)"
+            " ORDER BY started_at DESC LIMIT 1"
         ).fetchone()[0]
 
 
