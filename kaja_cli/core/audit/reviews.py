@@ -14,6 +14,7 @@ from typing import Any
 
 from kaja_cli.core import clock
 from kaja_cli.core.audit.common import Listing, col, columns, find_id, select, usable
+from kaja_cli.core.engine import dialect
 from kaja_cli.core.owners import Owner, label
 from kaja_cli.core.store import Store, whose
 
@@ -64,7 +65,11 @@ def listing(
         # Each review's run asked on its own, up its parents (`whose.owns`):
         # reviews are a few runs in thousands, where the owner's runs all read
         # to pick them out cost far more.
-        mine, args = ("1 = 1", ()) if owner is None else whose.owns("v.run_id", owner, have)
+        mine, args = (
+            ("1 = 1", ())
+            if owner is None
+            else whose.owns("v.run_id", owner, have, dialect.of(conn))
+        )
         where = f" WHERE {mine}"
         if status is not None:
             where, args = f"{where} AND {col(rv, 'v', 'status')} = ?", [*args, status]
@@ -122,7 +127,7 @@ def done(
         hint, among = "`kaja reviews` lists the queue", ("1 = 1", ())
         if owner is not None:
             have = columns(conn, "runs", "sessions")
-            among = whose.owns("reviews.run_id", owner, have)
+            among = whose.owns("reviews.run_id", owner, have, dialect.of(conn))
             hint = f"not among {label(owner.id)}'s runs; --all-owners looks at everyone's"
         run_id = find_id(conn, "reviews", "run_id", ref, "review of run", hint, among)
         before = after = _one(conn, run_id)

@@ -344,7 +344,7 @@ def show(store: Store, ref: str, owner: Owner | None = None) -> RunNode:
         if owner is None:
             run_id = find_id(conn, "runs", "id", ref, "run", HINT)
         else:
-            among = whose.owns("runs.id", owner, have)
+            among = whose.owns("runs.id", owner, have, dialect.of(conn))
             hint = f"not among {label(owner.id)}'s runs; --all-owners looks at everyone's"
             run_id = find_id(conn, "runs", "id", ref, "run", hint, among)
         cte = "WITH RECURSIVE " + _subtree_cte(have, "id = ?")

@@ -116,29 +116,34 @@ def tagged(
     return d.in_subquery(column, sql), args
 
 
-def owns(column: str, owner: Owner, have: Mapping[str, Collection[str]]) -> tuple[str, tuple]:
+def owns(
+    column: str,
+    owner: Owner,
+    have: Mapping[str, Collection[str]],
+    d: dialect.Dialect = dialect.SQLITE,
+) -> tuple[str, tuple]:
     """The condition that the run whose id is `column` is the owner's, asked
-    of that run alone: up its parents (`parent_id`) to one whose thread is one
-    of the owner's sessions. For a run or a few (`runs show`, `reviews done`),
-    where reading every run of the owner would cost far more."""
+    of that run alone: the threads of it and its parents (`parent_id`, up to
+    the top), one of them a session of the owner's, each session found by its
+    key. For a run or a few (`runs show`, `reviews`, `reviews done`), where
+    reading every run of the owner would cost far more."""
     if not _ties(have):
         return "0 = 1", ()
-    if "owner" in have["sessions"]:
-        theirs, args = owner.sessions_where("s.owner")
+    if "owner" in have["sessions"]:  # kept off the owner's index: each session by its key
+        theirs, args = owner.sessions_where(d.no_index("s.owner"))
     else:
         theirs, args = ("1 = 1" if owner.id is None else "1 = 0"), ()
     if "parent_id" not in have["runs"]:
-        return (
-            f"EXISTS (SELECT 1 FROM runs u JOIN sessions s ON s.id = u.thread_id"
-            f" WHERE u.id = {column} AND {theirs})",
-            args,
+        threads = f"SELECT u.thread_id FROM runs u WHERE u.id = {column}"
+    else:  # UNION: a parent cycle written by a confused writer ends.
+        threads = (
+            "WITH RECURSIVE up(id, parent_id, thread_id) AS ("
+            f"SELECT u.id, u.parent_id, u.thread_id FROM runs u WHERE u.id = {column}"
+            " UNION SELECT p.id, p.parent_id, p.thread_id FROM runs p JOIN up ON p.id = up.parent_id)"
+            " SELECT up.thread_id FROM up"
         )
-    # UNION: a parent cycle written by a confused writer ends.
     return (
-        "EXISTS (WITH RECURSIVE up(id, parent_id, thread_id) AS ("
-        f"SELECT u.id, u.parent_id, u.thread_id FROM runs u WHERE u.id = {column}"
-        " UNION SELECT p.id, p.parent_id, p.thread_id FROM runs p JOIN up ON p.id = up.parent_id)"
-        f" SELECT 1 FROM up JOIN sessions s ON s.id = up.thread_id WHERE {theirs})",
+        f"EXISTS (SELECT 1 FROM sessions s WHERE {d.in_subquery('s.id', threads)} AND {theirs})",
         args,
     )
 
