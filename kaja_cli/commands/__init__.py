@@ -139,7 +139,11 @@ def subcommand_runs(ctx: typer.Context) -> bool:
         from kaja_cli.errors import UsageError
 
         path, sub = ctx.command_path, ctx.invoked_subcommand
-        if len(ctx.command.params) == 1:  # the listing's one option: named in the hint
+        command = ctx.command.get_command(ctx, sub) if hasattr(ctx.command, "get_command") else None
+        takes = {o for q in getattr(command, "params", ()) for o in q.opts}
+        if not all(g in takes for g in given):  # `usage --owner X reset`: reset has none
+            hint = f"`{path} {sub}` takes no such option: see `{path} {sub} --help`"
+        elif len(ctx.command.params) == 1:  # the listing's one option: named in the hint
             hint = f"put it after it: {path} {sub} {given[0]}"
         else:
             hint = f"put the options after it: {path} {sub} …"

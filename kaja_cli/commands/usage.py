@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from kaja_cli.commands import count, seconds, store_of
+from kaja_cli.commands import count, seconds, store_of, subcommand_runs
 from kaja_cli.commands.options import (
     Before,
     DryRun,
@@ -80,7 +80,7 @@ def usage(
     with `\\[memory] account` set, only the account's are read unless
     --all-owners.
     """
-    if ctx.invoked_subcommand is not None:
+    if subcommand_runs(ctx):  # `kaja usage --owner X reset`: exit 2, never a reset of all
         return
     from kaja_cli.core.ledger import usage as core
     from kaja_cli.core.store.whose import acting

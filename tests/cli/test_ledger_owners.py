@@ -1,7 +1,7 @@
 """One owner's usage ledger (`--owner` on `usage`, `runs`, `runs show`,
 `reviews`, `reviews done`; core/store/whose.py): the runs of their sessions,
-their subagents' runs at any depth, and the calls, tools and reviews of those
-runs; a run in no session is nobody's. Through the real command on the demo
+the runs with no thread below them (subagents') at any depth, and the calls,
+tools and reviews of those runs; a run in no session is nobody's. Through the real command on the demo
 store, against the same answer worked out here from the rows themselves."""
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ def _theirs(db, owner: str) -> set[str]:
         }  # fmt: skip
         runs = conn.execute("SELECT id, parent_id, thread_id FROM runs").fetchall()
     mine = {rid for rid, _, thread in runs if thread in sessions}
-    while True:
-        below = {rid for rid, parent, _ in runs if parent in mine} - mine
+    while True:  # a run with no thread of its own is its parent's owner's
+        below = {rid for rid, parent, thread in runs if parent in mine and not thread} - mine
         if not below:
             return mine
         mine |= below
@@ -205,3 +205,38 @@ def test_owner_goes_neither_with_all_owners_nor_with_the_shared_ledger(demo_stor
         assert "--owner goes without --all-machines" in r.err and "Traceback" not in r.err
     r = demo_store("usage", "--owner", "")
     assert r.code == 2 and "Traceback" not in r.err
+
+
+def test_a_run_is_one_owners_at_most_its_thread_deciding(kaja):
+    """A run in A's session below B's run is A's (its thread decides), not both
+    owners': the owners' figures add up to everyone's. A run with no thread
+    below it is A's too."""
+    with Recorder(store_of(kaja)) as rec:
+        sa = rec.start_session(title="a", owner="telegram:1", session_id="s_a")
+        sb = rec.start_session(title="b", owner="telegram:2", session_id="s_b")
+        rec.start_run(run_id="run_b1", thread_id=sb)
+        rec.start_run(run_id="run_x", thread_id=sa, parent_id="run_b1")
+        rec.start_run(run_id="run_y", parent_id="run_x")
+        for run in ("run_b1", "run_x", "run_y"):
+            rec.add_call(run, model="m", prompt_tokens=1, completion_tokens=1)
+    a, b = (_usage(kaja, "--owner", o)["total"]["calls"] for o in ("telegram:1", "telegram:2"))
+    assert (a, b) == (2, 1) and a + b == _usage(kaja)["total"]["calls"]
+    for run, owner, other in (("run_x", "telegram:1", "telegram:2"),
+                              ("run_y", "telegram:1", "telegram:2"),
+                              ("run_b1", "telegram:2", "telegram:1")):  # fmt: skip
+        assert kaja("runs", "show", run, "--owner", owner).code == 0
+        assert kaja("runs", "show", run, "--owner", other).code == 3
+    r = kaja("runs", "--owner", "telegram:1", "--subagents", "-n", "0", "--json")
+    assert {x["id"] for x in json.loads(r.out)["runs"]} == {"run_x", "run_y"}
+
+
+def test_an_owner_before_reset_is_refused_not_dropped(demo_store):
+    """`kaja usage --owner X reset --yes` would read as a reset of X's ledger;
+    reset clears everyone's, so the owner typed before it is an error and
+    nothing is deleted."""
+    before = _usage(demo_store)["total"]["calls"]
+    r = demo_store("usage", "--owner", "telegram:482913", "reset", "--yes")
+    assert r.code == 2 and r.out == ""
+    assert r.err.startswith("kaja: --owner belongs to the listing, not to `reset`")
+    assert "`kaja usage reset` takes no such option" in r.err
+    assert _usage(demo_store)["total"]["calls"] == before > 0

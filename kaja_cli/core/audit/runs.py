@@ -200,7 +200,7 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
         _shorten(conn, out.rows)
         if flt.limit and len(rows) == flt.limit:
             out.more = max(0, _how_many(conn, flt, runs, clause, args, counted, top) - len(rows))
-        _add_subtrees(conn, have, out.rows)
+        _add_subtrees(conn, have, out.rows, owned=flt.owner is not None)
     return out
 
 
@@ -239,23 +239,28 @@ def _how_many(
     return conn.execute(f"SELECT COUNT(*) FROM runs r{clause}", args).fetchone()[0]
 
 
-def _subtree_cte(have: dict[str, list[str]], roots: str) -> str:
-    """`tree(root, id)`: every run below each root (and the root), by parent_id."""
+def _subtree_cte(have: dict[str, list[str]], roots: str, *, owned: bool = False) -> str:
+    """`tree(root, id)`: every run below each root (and the root), by parent_id;
+    `owned` (one owner's view): not below a run with a thread of its own,
+    which is its session's owner's (`store.whose`), not the root's."""
     if "parent_id" not in have["runs"]:
         return f"tree(root, id) AS (SELECT id, id FROM runs WHERE {roots})"
+    own = f" WHERE {whose.no_thread('r')}" if owned and "thread_id" in have["runs"] else ""
     return (
         f"tree(root, id) AS (SELECT id, id FROM runs WHERE {roots}"
-        " UNION SELECT tree.root, r.id FROM runs r JOIN tree ON r.parent_id = tree.id)"
+        f" UNION SELECT tree.root, r.id FROM runs r JOIN tree ON r.parent_id = tree.id{own})"
     )
 
 
-def _add_subtrees(conn: Any, have: dict[str, list[str]], rows: list[RunRow]) -> None:
+def _add_subtrees(
+    conn: Any, have: dict[str, list[str]], rows: list[RunRow], *, owned: bool = False
+) -> None:
     if not rows:
         return
     marks = ", ".join("?" for _ in rows)
     n_calls, tokens, n_tools = _own(have, "tree")
     sql = (
-        f"WITH RECURSIVE {_subtree_cte(have, f'id IN ({marks})')}"
+        f"WITH RECURSIVE {_subtree_cte(have, f'id IN ({marks})', owned=owned)}"
         f" SELECT root, COUNT(*) - 1, SUM({n_calls}), SUM({tokens}), SUM({n_tools})"
         " FROM tree GROUP BY root"
     )
@@ -347,7 +352,7 @@ def show(store: Store, ref: str, owner: Owner | None = None) -> RunNode:
             among = whose.owns("runs.id", owner, have, dialect.of(conn))
             hint = f"not among {label(owner.id)}'s runs; --all-owners looks at everyone's"
             run_id = find_id(conn, "runs", "id", ref, "run", hint, among)
-        cte = "WITH RECURSIVE " + _subtree_cte(have, "id = ?")
+        cte = "WITH RECURSIVE " + _subtree_cte(have, "id = ?", owned=owner is not None)
         runs = _rows(conn, f"{cte} SELECT {select(have['runs'], 'r', RUN_COLUMNS)} FROM runs r"
                      f" WHERE r.id IN (SELECT id FROM tree) ORDER BY"
                      f" {col(have['runs'], 'r', 'started_at')}, r.id", [run_id], RUN_COLUMNS)  # fmt: skip

@@ -2,21 +2,24 @@
 
 The usage ledger (the seed's `runs`, `calls`, `tools`, `events`, `feedback`,
 `reviews`, …) has no owner column. A run is the owner's of the session it
-ran in (`runs.thread_id` is a `sessions.id`); a subagent's run is its
-parent's owner's (`runs.parent_id`, at any depth); a row with a `run_id` is
-its run's owner's. A run in no session (a scheduled job with no thread, a
-session deleted since) is nobody's: only everyone's ledger shows it.
+ran in (`runs.thread_id` is a `sessions.id`); a run with no thread (a
+subagent's, as the agent writes them) is its parent's owner's
+(`runs.parent_id`, up to the first run with a thread); a row with a `run_id`
+is its run's owner's. The thread decides when there is one, so a run is one
+owner's at most. A run in no session (a scheduled job with no thread, a
+session deleted since) is nobody's, and so are the runs below it that have
+no thread of their own: only everyone's ledger shows them.
 
 `kaja usage --owner`, `kaja runs --owner` and `kaja reviews --owner` read
-one owner's rows. In cloud
-mode with `[memory] account` set, the account's are the default (`acting`, `Store.account`): a
-hosted server's ledger holds every account's runs, and one account must not
-read another's. Locally, and on a server without an account, the ledger is
-the machine's (or the server's) and the default is everyone's.
+one owner's rows. In cloud mode with `[memory] account` set, the account's
+are the default (`acting`, `Store.account`): a hosted server's ledger holds
+every account's runs, and one account must not read another's by default.
+Locally, and on a server without an account, the ledger is the machine's
+(or the server's) and the default is everyone's.
 
 The conditions are one statement's SQL on both engines, with `?` placeholders:
 the owner's sessions by their owner index, their runs by `runs.thread_id`'s,
-the subagents by `runs.parent_id`'s, and a run's rows by their `run_id`
+the runs below them by `runs.parent_id`'s, and a run's rows by their `run_id`
 index, so reading one owner's ledger costs what their runs cost, whatever
 the others hold.
 """
@@ -33,6 +36,11 @@ if TYPE_CHECKING:
     from kaja_cli.core.store import Store
 
 
+def no_thread(alias: str) -> str:
+    """The run `alias` has no thread of its own: it is its parent's owner's."""
+    return f"({alias}.thread_id IS NULL OR {alias}.thread_id = '')"
+
+
 def acting(store: Store, owner: str | None, all_owners: bool) -> Owner | None:
     """Whose ledger a command reads: `--owner` as typed, everyone's with
     `--all-owners`; by default the account's in cloud mode when `[memory]
@@ -47,14 +55,18 @@ def acting(store: Store, owner: str | None, all_owners: bool) -> Owner | None:
     return store.account
 
 
-def _sessions_of(owner: Owner, sessions: set[str]) -> tuple[str, tuple]:
-    """A SELECT of the owner's session ids; a store whose sessions have no
-    `owner` is the terminal's alone."""
-    if "owner" in sessions:
-        theirs, args = owner.sessions_where("s.owner")
-    else:
-        theirs, args = ("1 = 1" if owner.id is None else "1 = 0"), ()
+def _sessions_of(owner: Owner, sessions: Collection[str]) -> tuple[str, tuple]:
+    """A SELECT of the owner's session ids."""
+    theirs, args = _theirs(owner, sessions)
     return f"SELECT s.id FROM sessions s WHERE {theirs}", args
+
+
+def _theirs(owner: Owner, sessions: Collection[str], column: str = "s.owner") -> tuple[str, tuple]:
+    """The condition that session `s` is the owner's; a store whose sessions
+    have no `owner` is the terminal's alone."""
+    if "owner" in sessions:
+        return owner.sessions_where(column)
+    return ("1 = 1" if owner.id is None else "1 = 0"), ()
 
 
 def _ties(have: Mapping[str, Collection[str]]) -> bool:
@@ -89,14 +101,15 @@ def runs_of(
     def row(t: str) -> str:
         return ", ".join([f"{t}.id", *(f'{t}."{c}"' if c in runs else "NULL" for c in carry)])
 
-    sessions, args = _sessions_of(owner, set(have["sessions"]))
+    sessions, args = _sessions_of(owner, have["sessions"])
     roots = f"SELECT {row('r')} FROM runs r WHERE " + d.in_subquery("r.thread_id", sessions)
     if "parent_id" not in runs:
         return f"WITH mine({names}) AS ({roots}) SELECT {select} FROM mine", args
     # UNION, not UNION ALL: a parent cycle written by a confused writer ends.
     return (
         f"WITH RECURSIVE mine({names}) AS ({roots}"
-        f" UNION SELECT {row('c')} FROM runs c JOIN mine m ON c.parent_id = m.id)"
+        f" UNION SELECT {row('c')} FROM runs c JOIN mine m ON c.parent_id = m.id"
+        f" WHERE {no_thread('c')})"
         f" SELECT {select} FROM mine",
         args,
     )
@@ -129,17 +142,16 @@ def owns(
     reading every run of the owner would cost far more."""
     if not _ties(have):
         return "0 = 1", ()
-    if "owner" in have["sessions"]:  # kept off the owner's index: each session by its key
-        theirs, args = owner.sessions_where(d.no_index("s.owner"))
-    else:
-        theirs, args = ("1 = 1" if owner.id is None else "1 = 0"), ()
+    # The owner kept off its index: each session found by its key.
+    theirs, args = _theirs(owner, have["sessions"], d.no_index("s.owner"))
     if "parent_id" not in have["runs"]:
         threads = f"SELECT u.thread_id FROM runs u WHERE u.id = {column}"
     else:  # UNION: a parent cycle written by a confused writer ends.
         threads = (
             "WITH RECURSIVE up(id, parent_id, thread_id) AS ("
             f"SELECT u.id, u.parent_id, u.thread_id FROM runs u WHERE u.id = {column}"
-            " UNION SELECT p.id, p.parent_id, p.thread_id FROM runs p JOIN up ON p.id = up.parent_id)"
+            " UNION SELECT p.id, p.parent_id, p.thread_id FROM runs p JOIN up ON p.id = up.parent_id"
+            f" WHERE {no_thread('up')})"  # up to the first run with a thread
             " SELECT up.thread_id FROM up"
         )
     return (
@@ -168,13 +180,10 @@ def top_level(
     if not _ties(have):
         return "0 = 1", ()
     if each:
-        if "owner" in have["sessions"]:
-            theirs, args = owner.sessions_where("s.owner")
-        else:
-            theirs, args = ("1 = 1" if owner.id is None else "1 = 0"), ()
+        theirs, args = _theirs(owner, have["sessions"])
         return (
             f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = {alias}.thread_id AND {theirs})",
             args,
         )
-    sessions, args = _sessions_of(owner, set(have["sessions"]))
+    sessions, args = _sessions_of(owner, have["sessions"])
     return d.in_subquery(f"{alias}.thread_id", sessions), args
