@@ -72,6 +72,11 @@ READS = [
     ["runs"],
     ["doctor", "--quick"],
     ["sessions", "stats"],
+    # One owner's ledger: the owner's run ids go to the server as one array parameter.
+    ["usage", "--owner", "telegram:482913"],
+    ["runs", "--owner", "terminal", "--subagents"],
+    ["runs", "show", "run_91c0", "--owner", "terminal"],
+    ["reviews", "--owner", "terminal"],
 ]
 
 
