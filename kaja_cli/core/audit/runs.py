@@ -164,7 +164,7 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
                 mine, mine_args = whose.tagged("r.id", flt.owner, have, d)
             else:
                 top = whose.top_level("r", flt.owner, have, d)
-                mine, mine_args = whose.top_level("r", flt.owner, have, d, each=True)
+                mine, mine_args = whose.top_level_each("r", flt.owner, have)
             where.append(mine)
             args.extend(mine_args)
         if not flt.subagents:

@@ -137,24 +137,19 @@ def _window(
     column: str | None, since: str | None, until: str | None, mine: tuple[str, tuple] | None = None
 ) -> tuple[str, list]:
     """A WHERE clause for since <= column < until (an undatable table matches
-    nothing) and, given, the condition `mine` (one owner's rows). The column
-    is quoted unless it is a CTE's (`c1`, `c2`: `owned_runs`)."""
+    nothing) and, given, the condition `mine` (one owner's rows)."""
     parts: list[str] = [] if mine is None else [mine[0]]
     params: list = [] if mine is None else list(mine[1])
     if since is not None or until is not None:
         if column is None:
             return " WHERE 0 = 1", []
         if since is not None:
-            parts.append(f"{_name(column)} >= ?")
+            parts.append(f'"{column}" >= ?')
             params.append(since)
         if until is not None:
-            parts.append(f"{_name(column)} < ?")
+            parts.append(f'"{column}" < ?')
             params.append(until)
     return (" WHERE " + " AND ".join(parts) if parts else ""), params
-
-
-def _name(column: str) -> str:
-    return column if column in ("c1", "c2") else f'"{column}"'
 
 
 def _sum(
@@ -253,11 +248,11 @@ def owned_runs(
     query over them (status, runs started from `since` to `until`), counted
     as they were found rather than by reading each run again."""
     d = dialect.of(conn)
-    started = "c2" if "started_at" in have.get("runs", ()) else None
+    started = "started_at" if "started_at" in have.get("runs", ()) else None
     window, params = _window(started, since, until)
     within = "1" if not window else f"CASE WHEN {window.removeprefix(' WHERE ')} THEN 1 ELSE 0 END"
     sql, args = whose.runs_of(owner, have, d, carry=("status", "started_at"),
-                              select=f"id, c1, {within}")  # fmt: skip
+                              select=f'id, "status", {within}')  # fmt: skip
     ids, by_status = [], {}
     for run_id, status, counted in conn.execute(sql, (*args, *params)).fetchall():
         ids.append(run_id)

@@ -85,14 +85,14 @@ def runs_of(
     carry: tuple[str, ...] = (),
     select: str = "id",
 ) -> tuple[str, tuple]:
-    """A SELECT of the owner's runs and its parameters: `mine(id, c1, c2, …)`,
-    each run's id and the columns of `carry` (NULL where the store lacks one),
-    of which it selects `select` (the ids alone by default).
+    """A SELECT of the owner's runs and its parameters: `mine(id, …)`, each
+    run's id and the columns of `carry` under their own names (NULL where the
+    store lacks one), of which it selects `select` (the ids alone by default).
 
     `have`: each table's columns. A store whose runs have no `thread_id`
     (or no `id`) ties no run to a session: nobody's, so the owner has none.
     """
-    names = ", ".join(["id", *(f"c{i}" for i in range(1, len(carry) + 1))])
+    names = ", ".join(["id", *(f'"{c}"' for c in carry)])
     if not _ties(have):
         nulls = ", ".join(["NULL"] * (len(carry) + 1))
         return f"WITH mine({names}) AS (SELECT {nulls} WHERE 1 = 0) SELECT {select} FROM mine", ()
@@ -117,14 +117,12 @@ def runs_of(
 
 def tagged(
     column: str,
-    owner: Owner | None,
+    owner: Owner,
     have: Mapping[str, Collection[str]],
     d: dialect.Dialect = dialect.SQLITE,
 ) -> tuple[str, tuple]:
     """The condition that `column` (a run id: `runs.id`, `calls.run_id`, …)
-    is one of the owner's runs, and its parameters; everyone's: always true."""
-    if owner is None:
-        return "1 = 1", ()
+    is one of the owner's runs, and its parameters."""
     sql, args = runs_of(owner, have, d)
     return d.in_subquery(column, sql), args
 
@@ -136,9 +134,8 @@ def owns(
     d: dialect.Dialect = dialect.SQLITE,
 ) -> tuple[str, tuple]:
     """The condition that the run whose id is `column` is the owner's, asked
-    of that run alone: the threads of it and its parents (`parent_id`, up to
-    the top), one of them a session of the owner's, each session found by its
-    key. For a run or a few (`runs show`, `reviews`, `reviews done`), where
+    of that run alone: its thread, or its parents' (`parent_id`) up to the
+    first run with one, a session of the owner's, found by its key. For a run or a few (`runs show`, `reviews`, `reviews done`), where
     reading every run of the owner would cost far more."""
     if not _ties(have):
         return "0 = 1", ()
@@ -161,29 +158,26 @@ def owns(
 
 
 def top_level(
-    alias: str,
-    owner: Owner | None,
-    have: Mapping[str, Collection[str]],
-    d: dialect.Dialect = dialect.SQLITE,
-    *,
-    each: bool = False,
+    alias: str, owner: Owner, have: Mapping[str, Collection[str]], d: dialect.Dialect
 ) -> tuple[str, tuple]:
     """`tagged` for top-level runs (`alias.parent_id IS NULL`, which the caller
-    tests): such a run is the owner's when its thread is one of their
-    sessions, without walking any subagent. As a set (the sessions' owner
-    index, then the runs' thread index: to count them), or `each` run asked
-    on its own (its thread's session by the primary key: for the newest few,
-    where the server's planner then weighs walking the runs by time against
-    reading all of the owner's, with true estimates of both)."""
-    if owner is None:
-        return "1 = 1", ()
+    tests), as a set: such a run is the owner's when its thread is one of
+    their sessions (the sessions' owner index, then the runs' thread index),
+    no subagent walked. To count them."""
     if not _ties(have):
         return "0 = 1", ()
-    if each:
-        theirs, args = _theirs(owner, have["sessions"])
-        return (
-            f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = {alias}.thread_id AND {theirs})",
-            args,
-        )
     sessions, args = _sessions_of(owner, have["sessions"])
     return d.in_subquery(f"{alias}.thread_id", sessions), args
+
+
+def top_level_each(
+    alias: str, owner: Owner, have: Mapping[str, Collection[str]]
+) -> tuple[str, tuple]:
+    """`top_level` asked of each run on its own: its thread's session by the
+    primary key. For the newest few, where the server's planner then weighs
+    walking the runs by time against reading all of the owner's, with true
+    estimates of both."""
+    if not _ties(have):
+        return "0 = 1", ()
+    theirs, args = _theirs(owner, have["sessions"])
+    return f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = {alias}.thread_id AND {theirs})", args

@@ -18,12 +18,14 @@ from kaja_cli.core.store import Store, schema
 from kaja_cli.errors import Refused
 
 
-def columns(conn: Any) -> dict[str, set[str]]:
-    """The ledger tables of kaja's schema on the server, with their columns."""
+def columns(conn: Any, *also: str) -> dict[str, set[str]]:
+    """The ledger tables of kaja's schema on the server (and the tables `also`
+    names), with their columns: one read of the catalog."""
     from kaja_cli.core.store.server import schema as server_schema
 
     have = server_schema.present_columns(conn)
-    return {t.name: set(have[t.name]) for t in schema.LEDGER_TABLES if t.name in have}
+    wanted = [t.name for t in schema.LEDGER_TABLES] + list(also)
+    return {name: set(have[name]) for name in wanted if name in have}
 
 
 def report_rows(
@@ -32,16 +34,13 @@ def report_rows(
     """The rows of the report's three queries, read raw on the server (no rollups there:
     the server's ledger is the agent's, and kaja keeps no tables of its own beside it),
     of `owner`'s runs or everyone's; None when there is nothing to read."""
-    from kaja_cli.core.store.server import schema as server_schema
-
     with store.maybe_reader() as conn:
         if conn is None:
             return None
         conn.execute("BEGIN")  # one snapshot for every query
-        have: dict[str, Any] = columns(conn)
+        have = columns(conn, "sessions")  # whose runs: by their sessions
         d, runs, owned = dialect.of(conn), None, None
-        if owner is not None:  # whose runs: by their sessions, read once
-            have["sessions"] = set(server_schema.present_columns(conn).get("sessions", ()))
+        if owner is not None:  # read once
             ids, owned = owned_runs(conn, owner, have, since, until)
             runs = d.in_ids(conn, ids)
         queries, missing = report_queries(have, by, since, until, d, runs)
