@@ -684,6 +684,23 @@ def test_owner_counts_of_one_read_in_the_singular(demo_store: Kaja):
     assert not [line for line in kept if line.startswith("kaja: keeping 1 ") and " rows " in line]
 
 
+def test_owner_kept_ledger_rows_are_the_runs_usage_counts_as_theirs(demo_store: Kaja):
+    # The ledger's rule (a subagent's run with no thread is its parent's
+    # owner's): the kept list names the same runs and calls `runs --owner`
+    # and `usage --owner` read, the demo's thread-less subagent run among them.
+    kaja = demo_store
+    r = kaja("wipe", "--owner", "terminal", "--dry-run", "--json")
+    assert r.code == 0, r
+    kept = {k["table"]: k["rows"] for k in json.loads(r.out)["kept_rows"]}
+    runs = kaja("runs", "--owner", "terminal", "--subagents", "--limit", "0", "--json")
+    usage = kaja("usage", "--owner", "terminal", "--json")
+    assert runs.code == 0 and usage.code == 0, (runs, usage)
+    listed = json.loads(runs.out)["runs"]
+    assert any(not run.get("thread_id") for run in listed)  # a subagent's, no thread
+    assert kept["runs"] == len(listed)
+    assert kept["calls"] == sum(g["calls"] for g in json.loads(usage.out)["groups"])
+
+
 def test_owner_terminal_erases_the_terminals_rows_only(demo_store: Kaja):
     kaja = demo_store
     before = snapshot(kaja.db, kaja.root / "s1")

@@ -30,7 +30,7 @@ from kaja_cli.core.conversations import cascade, images
 from kaja_cli.core.conversations.sessions import columns
 from kaja_cli.core.engine import db, dialect
 from kaja_cli.core.owners import Owner
-from kaja_cli.core.store import Store, markers
+from kaja_cli.core.store import Store, markers, whose
 from kaja_cli.core.store.markers import Operation
 from kaja_cli.core.store.paths import Paths
 from kaja_cli.errors import Interrupted, NotFound, Refused
@@ -100,15 +100,23 @@ def _mentions(conn, owner: Owner, ids: list[Any]) -> list[Mention]:
     """Rows that still refer to the owner after `--owner` and stay: the usage
     ledger, learning and services are not the conversation store (SPEC §8).
     A table without a column the question needs mentions nobody."""
-    in_list = dialect.of(conn).in_list
+    d = dialect.of(conn)
+
+    def in_list(column: str, items: list[Any]) -> tuple[str, tuple]:
+        cond, arg = d.in_list(column, items)
+        return cond, (arg,)
+
     threads = in_list("thread_id", _texts(ids))
     theirs = in_list("resource_id", _resource_ids(owner))
-    of_runs = (f"run_id IN (SELECT id FROM runs WHERE {threads[0]})", threads[1])
+    # The owner's runs as the ledger counts them (`whose`): their sessions'
+    # and the subagents' below those that have no thread of their own.
+    tied = columns(conn, "runs", "sessions")
+    mine = (whose.tagged("id", owner, tied, d), whose.tagged("run_id", owner, tied, d))
     runs = {"runs": {"id", "thread_id"}}
     # (table, the columns it needs, of which tables, the conditions, why it stays)
     questions = [
-        ("runs", {"runs": {"thread_id"}}, [threads], "usage ledger"),
-        *((t, {t: {"run_id"}} | runs, [of_runs], "usage ledger") for t in _LEDGER_RUNS),
+        ("runs", runs, [mine[0]], "usage ledger"),
+        *((t, {t: {"run_id"}} | runs, [mine[1]], "usage ledger") for t in _LEDGER_RUNS),
         ("feedback", {"feedback": {"user_id"}}, [in_list("user_id", _resource_ids(owner))],
          "usage ledger"),
         ("experience_runs", {"experience_runs": {"resource_id", "thread_id"}}, [theirs, threads],
@@ -122,7 +130,7 @@ def _mentions(conn, owner: Owner, ids: list[Any]) -> list[Mention]:
         if not all(cols <= have.get(t, set()) for t, cols in needs.items()):
             continue
         sql = f"SELECT COUNT(*) FROM {table} WHERE {' OR '.join(c for c, _ in conds)}"
-        if n := conn.execute(sql, tuple(p for _, p in conds)).fetchone()[0]:
+        if n := conn.execute(sql, tuple(a for _, args in conds for a in args)).fetchone()[0]:
             out.append(Mention(table, n, reason))
     return out
 
