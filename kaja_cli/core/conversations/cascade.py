@@ -109,6 +109,18 @@ def delete_session_rows(
     The search index follows (SQLite: its triggers; PostgreSQL: the indexed
     column goes with its row). Returns rows deleted per table.
     """
+    return delete_measured(conn, session_ids, known)[0]
+
+
+def delete_measured(
+    conn: sqlite3.Connection,
+    session_ids: Iterable[object],
+    known: Tables | None = None,
+    message_sum: str | None = None,
+) -> tuple[dict[str, int], int]:
+    """`delete_session_rows`, and the sum of `message_sum` (an expression of
+    a message's columns, unqualified) over the messages it deleted: on a
+    server from what the one statement returned, no read of its own."""
     known = known or tables(conn)
     d = dialect.of(conn)
     in_ids, args = d.in_ids(conn, session_ids)
@@ -117,8 +129,9 @@ def delete_session_rows(
     # schema made before version 2 has no archive marks)
     if known.archive:
         deletes.append((ARCHIVE_TABLE, f'"sessionId" {in_ids}'))
-    counts = d.delete_rows(conn, deletes, args)  # on a server: one statement
-    return {table: n for (table, _), n in zip(known.rows, counts, strict=False)}
+    summed = ("messages", message_sum) if message_sum else None
+    counts, total = d.delete_rows(conn, deletes, args, summed)  # on a server: one statement
+    return {table: n for (table, _), n in zip(known.rows, counts, strict=False)}, total
 
 
 def images_link(images_dir: Path) -> Path | None:

@@ -201,7 +201,7 @@ def _candidates(
     if "sessionId" in m:
         mine = 'FROM messages AS m WHERE m."sessionId" = s.id'
         count = f"(SELECT count(*) {mine})"
-        parts = _text_parts(d, m)
+        parts = _text_parts(d, m, "m")
         if parts and text:
             size = f"(SELECT coalesce(sum({' + '.join(parts)}), 0) {mine})"
     sql = (
@@ -217,10 +217,14 @@ def _candidates(
     return found, text
 
 
-def _text_parts(d: dialect.Dialect, message_columns: list[str]) -> list[str]:
-    """A message's text columns, each as its length in bytes."""
+def _text_parts(d: dialect.Dialect, message_columns: list[str], alias: str = "") -> list[str]:
+    """A message's text columns, each as its length in bytes (`alias`: the
+    messages' name in the statement, none where the table is the statement's)."""
+    at = f"{alias}." if alias else ""
     return [
-        d.byte_length(f'm."{c}"') for c in ("content", "parts", "reasoning") if c in message_columns
+        d.byte_length(f'{at}"{c}"')
+        for c in ("content", "parts", "reasoning")
+        if c in message_columns
     ]
 
 
@@ -366,21 +370,17 @@ def _delete_batch(
                     f"SELECT s.id FROM sessions AS s WHERE {listed} AND {cond}", (ids, *args)
                 )
             ]
-            text = 0
-            if measure and still and "sessionId" in (have.get("messages") or []):
-                parts = _text_parts(d, have["messages"])
-                if parts:
-                    held, arg = d.in_list('m."sessionId"', still)
-                    text = conn.execute(
-                        f"SELECT coalesce(sum({' + '.join(parts)}), 0) FROM messages AS m"
-                        f" WHERE {held}",
-                        (arg,),
-                    ).fetchone()[0]
+            # The bytes of their messages' text, summed as they are deleted.
+            parts = _text_parts(d, have.get("messages") or []) if measure else []
             if still:  # their vectors in kaja's semantic index go too
                 from kaja_cli.core.conversations.semantic import index
 
                 index.forget_sessions(paths.semantic_db, conn, still)
-            counts = cascade.delete_session_rows(conn, still, known) if still else {}
+            counts, text = (
+                cascade.delete_measured(conn, still, known, " + ".join(parts) or None)
+                if still
+                else ({}, 0)
+            )
             folders = [
                 str(d) for sid in still
                 if (d := images.session_dir(paths.images_dir, sid)) and _lexists(d)

@@ -206,11 +206,23 @@ class Dialect:
         """`expr` is one of the values `subquery` (a SELECT of one column) finds."""
         return f"{expr} IN ({subquery})"
 
-    def delete_rows(self, conn: Any, deletes: Sequence[tuple[str, str]], args: tuple) -> list[int]:
+    def delete_rows(
+        self, conn: Any, deletes: Sequence[tuple[str, str]], args: tuple,
+        summed: tuple[str, str] | None = None,
+    ) -> tuple[list[int], int]:  # fmt: skip
         """`DELETE FROM table WHERE condition` for each (table, condition) in
-        this order, each condition taking `args`; rows deleted by each. SQLite:
-        one statement each (a round trip costs nothing in process)."""
-        return [conn.execute(f"DELETE FROM {t} WHERE {c}", args).rowcount for t, c in deletes]
+        this order, each condition taking `args`: rows deleted by each, and
+        the sum of `summed`'s expression (table, an expression of its columns)
+        over the rows deleted from that table (0 when not asked). SQLite: one
+        statement each (a round trip costs nothing in process), the sum read
+        just before its table's DELETE, in the same transaction."""
+        counts, total = [], 0
+        for t, c in deletes:
+            if summed is not None and summed[0] == t:
+                total = conn.execute(f"SELECT coalesce(sum({summed[1]}), 0) FROM {t} WHERE {c}",
+                                     args).fetchone()[0]  # fmt: skip
+            counts.append(conn.execute(f"DELETE FROM {t} WHERE {c}", args).rowcount)
+        return counts, int(total or 0)
 
 
 class Postgres(Dialect):
@@ -324,20 +336,33 @@ class Postgres(Dialect):
         # (each batch of a prune would read all of tool_calls).
         return f"{expr} = ANY(ARRAY({subquery}))"
 
-    def delete_rows(self, conn: Any, deletes: Sequence[tuple[str, str]], args: tuple) -> list[int]:
+    def delete_rows(
+        self, conn: Any, deletes: Sequence[tuple[str, str]], args: tuple,
+        summed: tuple[str, str] | None = None,
+    ) -> tuple[list[int], int]:  # fmt: skip
         # One statement, one round trip: a data-modifying CTE per table. Every
         # part sees the rows as they were when the statement began, so a
         # condition on another table (tool_calls by their messages) finds
-        # the rows another part deletes; the counts are each part's.
+        # the rows another part deletes; the counts are each part's, and the
+        # sum comes from what its part returned (no read of its own).
         if not deletes:
-            return []
-        parts = ", ".join(
-            f"kaja_d{n} AS (DELETE FROM {t} WHERE {c} RETURNING 1)"
-            for n, (t, c) in enumerate(deletes)
-        )
-        counts = ", ".join(f"(SELECT count(*) FROM kaja_d{n})" for n in range(len(deletes)))
-        row = conn.execute(f"WITH {parts} SELECT {counts}", args * len(deletes)).fetchone()
-        return [int(n) for n in row]
+            return [], 0
+        parts, selects = [], []
+        for n, (t, c) in enumerate(deletes):
+            sums = summed is not None and summed[0] == t
+            returning = f"{summed[1]} AS kaja_sum" if sums and summed else "1"
+            parts.append(f"kaja_d{n} AS (DELETE FROM {t} WHERE {c} RETURNING {returning})")
+            selects.append(f"(SELECT count(*) FROM kaja_d{n})")
+            if sums:
+                selects.append(f"(SELECT coalesce(sum(kaja_sum), 0) FROM kaja_d{n})")
+        row = conn.execute(
+            f"WITH {', '.join(parts)} SELECT {', '.join(selects)}", args * len(deletes)
+        ).fetchone()
+        values = [int(v) for v in row]
+        if len(values) > len(deletes):  # the sum follows its table's count
+            at = next(n for n, (t, _) in enumerate(deletes) if summed and t == summed[0]) + 1
+            return values[:at] + values[at + 1 :], values[at]
+        return values, 0
 
 
 _PG_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string, as a PostgreSQL regular expression
