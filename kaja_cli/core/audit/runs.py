@@ -129,18 +129,29 @@ def _short_among(ordered: list[str], run_id: str) -> str:
 
 def _shorten(conn: Any, rows: list[RunRow]) -> None:
     """Each row's short id: a prefix no other run starts with. A short listing
-    asks for each run's two neighbours in id order (the primary key's index);
-    a long one reads the ids once."""
+    asks for the runs' two neighbours in id order (the primary key's index),
+    every run in one statement (one round trip to a server, not one a run); a
+    long one reads the ids once."""
     if len(rows) > 1000:
         ordered = sorted(str(r[0]) for r in conn.execute("SELECT id FROM runs"))
         for row in rows:
             row.short_id = _short_among(ordered, str(row.id))
         return
+    if not rows:
+        return
+    # Each id as it is stored (an INTEGER the agent wrote stays one): VALUES
+    # names its column `column1` on both engines.
+    values = ", ".join(["(?)"] * len(rows))
+    around = {
+        run_id: (prev, nxt)
+        for run_id, prev, nxt in conn.execute(
+            "SELECT v.column1, (SELECT max(id) FROM runs WHERE id < v.column1),"
+            f" (SELECT min(id) FROM runs WHERE id > v.column1) FROM (VALUES {values}) AS v",
+            tuple(row.id for row in rows),
+        )
+    }
     for row in rows:
-        prev, nxt = conn.execute(
-            "SELECT (SELECT max(id) FROM runs WHERE id < ?), (SELECT min(id) FROM runs WHERE id > ?)",
-            (row.id, row.id),
-        ).fetchone()
+        prev, nxt = around.get(row.id, (None, None))
         row.short_id = short_id(row.id, prev, nxt)
 
 

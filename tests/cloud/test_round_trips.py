@@ -1,0 +1,61 @@
+"""How many statements a cloud command sends the server: each is a round trip,
+and a hosted server is tens of milliseconds away, not the fixture's socket.
+A listing asks the same number of statements whether it shows one row or all
+of them (no statement per row), and a plain read asks only a few."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest_plugins = ["tests.support.pg", "tests.support.cloud_fixtures"]
+
+
+def sent(kaja, monkeypatch, *argv: str) -> list[str]:
+    """The statements `kaja ARGV` sent the server (it must succeed)."""
+    import psycopg
+
+    statements: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def recorded(self, query, params=None, **kw):
+        statements.append(str(query))
+        return execute(self, query, params, **kw)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recorded)
+    try:
+        r = kaja(*argv)
+    finally:
+        monkeypatch.undo()
+    assert r.code == 0, r
+    return statements
+
+
+@pytest.mark.parametrize(
+    "listing",
+    [
+        ("runs", "--all-owners", "--subagents"),
+        ("sessions", "--all-owners"),
+        ("search", "the", "--all-owners"),
+    ],
+    ids=lambda argv: " ".join(argv),
+)
+def test_a_listing_asks_no_more_statements_for_every_row_than_for_one(
+    cloud_demo, monkeypatch, listing
+):
+    one = sent(cloud_demo, monkeypatch, *listing, "--limit", "1")
+    everything = sent(cloud_demo, monkeypatch, *listing, "--limit", "0", "--json")
+    shown = json.loads(cloud_demo(*listing, "--limit", "0", "--json").out)
+    rows = next(v for v in shown.values() if isinstance(v, list))
+    assert len(rows) > 5, shown  # enough rows that one statement each would show
+    # (one row may cost a statement more: the count behind "N more not shown")
+    assert len(everything) <= len(one), (one, everything)
+
+
+def test_runs_asks_for_the_short_ids_of_every_run_shown_at_once(cloud_demo, monkeypatch):
+    statements = sent(
+        cloud_demo, monkeypatch, "runs", "--all-owners", "--subagents", "--limit", "0"
+    )
+    neighbours = [s for s in statements if "max(id) FROM runs" in s]
+    assert len(neighbours) == 1, neighbours
