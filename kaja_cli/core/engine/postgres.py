@@ -46,7 +46,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
 
@@ -310,6 +310,14 @@ class _NoResult:
         return []
 
 
+# Statements that leave the catalog as it was, by their first word: the rest
+# (BEGIN, COMMIT, ROLLBACK, CREATE, ALTER, DROP, DO, …) forget what was read.
+_READS_CATALOG_AS_IT_WAS = ("SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "SHOW", "SET", "COPY",
+                            "EXPLAIN", "VALUES", "LOCK")  # fmt: skip
+# Of those, the statements that change no row either (what `remembered` keeps holds).
+_ONLY_READS = ("SELECT", "SHOW", "SET", "EXPLAIN", "VALUES", "LOCK")
+
+
 class Connection:
     """A connection to kaja's schema on the server (see the module docstring)."""
 
@@ -322,6 +330,10 @@ class Connection:
         self.statement_timeout_ms = where.statement_timeout_ms
         # A transaction kaja opened for statements run outside the caller's (`_carried`).
         self._implicit = False
+        # The schema's tables and their columns, read once a transaction (`_catalog_now`),
+        # and what was learnt from them (`remembered`).
+        self._catalog: dict[str, list[str]] | None = None
+        self._learnt: dict[str, Any] = {}
         # The query profile's name for it (`timing`): the server's schema, as a file's name.
         self.kaja_db = f"postgresql:{where.schema or ''}"
         if (listener := timing.listening()) is not None:
@@ -381,15 +393,45 @@ class Connection:
         return translated(self.target)
 
     # -- what the schema holds (the catalog, for `dialect.table_names`/`columns`) --
+    def _forget(self) -> None:
+        self._catalog = None
+        self._learnt.clear()
+
+    def _catalog_now(self) -> dict[str, list[str]]:
+        """Every table's (and view's) columns in this connection's schema, a
+        table without columns too: one statement, kept until the transaction
+        ends or kaja changes the schema on this connection (each statement is
+        a round trip to a hosted server; a command asked the catalog two to
+        six times). Within a transaction the tables kaja has read cannot be
+        altered by another session until it ends."""
+        if self._catalog is None:
+            out: dict[str, list[str]] = {}
+            rows = self.execute(
+                "SELECT c.relname, a.attname FROM pg_catalog.pg_class AS c"
+                " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
+                " LEFT JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid"
+                " AND a.attnum > 0 AND NOT a.attisdropped"
+                " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v') ORDER BY c.relname, a.attnum",
+                (self.target.schema,),
+            )
+            for table, column in rows:
+                columns = out.setdefault(table, [])
+                if column is not None:
+                    columns.append(column)
+            self._catalog = out
+        return self._catalog
+
     def table_names(self) -> set[str]:
         """The tables and views of this connection's schema."""
-        rows = self.execute(
-            "SELECT c.relname FROM pg_catalog.pg_class AS c"
-            " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v')",
-            (self.target.schema,),
-        ).fetchall()
-        return {r[0] for r in rows}
+        return set(self._catalog_now())
+
+    def remembered(self, key: str, make: Callable[[], Any]) -> Any:
+        """`make()`, asked once while the catalog read is kept (`_catalog_now`):
+        for what is read beside it, such as the schema's version."""
+        self._catalog_now()
+        if key not in self._learnt:
+            self._learnt[key] = make()
+        return self._learnt[key]
 
     def schema_exists(self) -> bool:
         row = self.execute(
@@ -399,21 +441,14 @@ class Connection:
 
     def columns(self) -> dict[str, list[str]]:
         """Every table's (and view's) columns in this connection's schema, in their order."""
-        out: dict[str, list[str]] = {}
-        rows = self.execute(
-            "SELECT c.relname, a.attname FROM pg_catalog.pg_attribute AS a"
-            " JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid"
-            " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v') AND a.attnum > 0"
-            " AND NOT a.attisdropped ORDER BY c.relname, a.attnum",
-            (self.target.schema,),
-        )
-        for table, column in rows:
-            out.setdefault(table, []).append(column)
-        return out
+        return {t: list(cols) for t, cols in self._catalog_now().items() if cols}
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Cursor:
         word = sql.lstrip()[:8].upper()
+        if not word.startswith(_READS_CATALOG_AS_IT_WAS):
+            self._forget()  # a transaction's end, or a statement that may change the schema
+        elif not word.startswith(_ONLY_READS):
+            self._learnt.clear()  # a write: kaja's own version row among what it may change
         if word.startswith("BEGIN"):
             return self._begin(sql)
         if sql.strip().upper() == "ROLLBACK":
@@ -553,6 +588,7 @@ class Connection:
         if not self._implicit:
             return
         self._implicit = False
+        self._forget()
         try:
             self.raw.execute(word)
         except driver().Error:
@@ -563,6 +599,7 @@ class Connection:
         """Roll back, quietly: on a lost connection there is nothing to roll back."""
         psycopg = driver()
         self._implicit = False
+        self._forget()
         try:
             if self.raw.info.transaction_status != IDLE:
                 self.raw.execute("ROLLBACK")

@@ -125,9 +125,12 @@ def status(conn: Connection) -> Status:
     version = None
     recognised = False
     if VERSION_TABLE in tables:
-        version = conn.execute(f"SELECT max(version) FROM {_q(schema)}.{VERSION_TABLE}").fetchone()[
-            0
-        ]
+        version = conn.remembered(  # once a transaction: several checks ask
+            "schema version",
+            lambda: conn.execute(
+                f"SELECT max(version) FROM {_q(schema)}.{VERSION_TABLE}"
+            ).fetchone()[0],
+        )
         version = int(version) if version is not None else 0
     elif tables:
         recognised = telltales_match(present_columns(conn), [DATABASES[Database.SHARED]])
