@@ -110,18 +110,9 @@ def stats(store: Store, flt: SessionFilter) -> Stats:
             return Stats(empty, [], [], [], [], [], 0, 0, None, part.database_bytes(store, conn),
                          where_)  # fmt: skip
         with part.per_session(conn, *_per_session(conn, have, flt)) as source:
-            groups = {
-                dim: _grouped(conn, source, expr)
-                for dim, expr in (("owner", "owner"), ("model", "model"), ("persona", "persona"),
-                                  ("month", clock.month_sql("at")))
-            }  # fmt: skip
-            total = _grouped(conn, source, "NULL")
-            ids_by_size = conn.execute(
-                f"{source.with_}SELECT id, owner, title, at, n, pt + ct, bytes FROM {source.name}"
-                " ORDER BY bytes DESC, n DESC, id LIMIT ?",
-                (*source.args, LARGEST),
-            ).fetchall()
-            folders = _image_folders(conn, source, store.paths.images_dir)
+            groups, ids_by_size, picked = _figures(conn, source, _folder_names(store))
+        total = groups.pop("total")
+        folders = _image_folders(store.paths.images_dir, picked)
         index = part.index_bytes(conn)
         database = part.database_bytes(store, conn)
     sizes = {sid: fs.tree_size(folder) for sid, folder in folders.items()}
@@ -177,45 +168,80 @@ def _per_session(
             f"{select} 0 AS n, 0 AS pt, 0 AS ct, 0 AS bytes FROM sessions AS s WHERE {cond}",
             args,
         )
+    # One owner's figures read that owner's messages only (an account's on a
+    # server, not every account's); everyone's read every message once.
+    mine, also = "", []
+    if flt.owner is not None:
+        mine, also = f' WHERE m."sessionId" IN (SELECT s.id FROM sessions AS s WHERE {cond})', args
     per = (
         f'(SELECT m."sessionId" AS sid, count(*) AS n, {tokens[0]} AS pt, {tokens[1]} AS ct,'
-        f' sum({" + ".join(sizes)}) AS bytes FROM messages AS m GROUP BY m."sessionId")'
+        f' sum({" + ".join(sizes)}) AS bytes FROM messages AS m{mine} GROUP BY m."sessionId")'
     )
     return (
         f"{select} coalesce(a.n, 0) AS n, coalesce(a.pt, 0) AS pt, coalesce(a.ct, 0) AS ct,"
         f" coalesce(a.bytes, 0) AS bytes FROM sessions AS s LEFT JOIN {per} AS a"
         f" ON a.sid = s.id WHERE {cond}"
-    ), args
+    ), [*also, *args]
 
 
-def _grouped(conn: sqlite3.Connection, source: Source, expr: str) -> list[Totals]:
+# The groupings: (name, the key's expression over the per-session rows).
+_GROUPINGS = (("owner", "owner"), ("model", "model"), ("persona", "persona"),
+              ("month", clock.month_sql("at")), ("total", "NULL"))  # fmt: skip
+
+
+def _figures(
+    conn: sqlite3.Connection, source: Source, names: list[str]
+) -> tuple[dict[str, list[Totals]], list[tuple], set[str]]:
+    """Every grouping (each in its order), the largest sessions, and which of
+    `names` (image folders) are selected sessions': one statement, so the
+    per-session rows are made once (a subquery's NULL would be PostgreSQL's
+    text: the largest sessions' unused counts are 0). On a server they are a `WITH` each
+    statement makes anew, reading every selected message: seven statements
+    read them seven times."""
     # `k IS NOT NULL`: a NULL key sorts first in either engine (PostgreSQL's last).
-    rows = conn.execute(
-        f"{source.with_}SELECT * FROM (SELECT {expr} AS k, count(*) AS c, sum(n) AS n,"
-        f" sum(pt) AS pt, sum(ct) AS ct, sum(bytes) AS b FROM {source.name} GROUP BY k) AS g"
-        " ORDER BY b DESC, c DESC, k IS NOT NULL, k",
-        source.args,
-    ).fetchall()
-    return [
-        Totals(k if isinstance(k, str) else None, int(c), int(n or 0), int(pt or 0), int(ct or 0),
-               int(b or 0))
-        for k, c, n, pt, ct, b in rows
-        if c
-    ]  # fmt: skip
-
-
-def _image_folders(conn: sqlite3.Connection, source: Source, images_dir: Path) -> dict[str, Path]:
-    """The image folders of the selected sessions (real folders, no links)."""
-    try:
-        names = os.listdir(images_dir)
-    except OSError:
-        return {}
+    parts = [
+        f"SELECT '{name}' AS dim, row_number() OVER (ORDER BY b DESC, c DESC, k IS NOT NULL, k)"
+        " AS r, k, c, n, pt, ct, b, NULL AS o, NULL AS t, NULL AS u FROM (SELECT"
+        f" {expr} AS k, count(*) AS c, sum(n) AS n, sum(pt) AS pt, sum(ct) AS ct,"
+        f" sum(bytes) AS b FROM {source.name} GROUP BY k) AS g{i}"
+        for i, (name, expr) in enumerate(_GROUPINGS)
+    ]
+    parts.append(
+        "SELECT * FROM (SELECT 'largest' AS dim, row_number() OVER (ORDER BY bytes DESC, n DESC,"
+        " id) AS r, id AS k, 0 AS c, n, pt + ct AS pt, 0 AS ct, bytes AS b, owner AS o,"
+        f" title AS t, at AS u FROM {source.name} ORDER BY bytes DESC, n DESC, id LIMIT ?) AS x"
+    )
     cond, arg = dialect.of(conn).in_list("id", names)
-    picked = {
-        r[0]
-        for r in conn.execute(f"{source.with_}SELECT id FROM {source.name} WHERE {cond}",
-                              (*source.args, arg))
-    }  # fmt: skip
+    parts.append(
+        "SELECT 'folder' AS dim, 0 AS r, id AS k, NULL AS c, NULL AS n, NULL AS pt, NULL AS ct,"
+        f" NULL AS b, NULL AS o, NULL AS t, NULL AS u FROM {source.name} WHERE {cond}"
+    )
+    rows = conn.execute(
+        f"{source.with_}{' UNION ALL '.join(parts)} ORDER BY dim, r", (*source.args, LARGEST, arg)
+    ).fetchall()
+    groups: dict[str, list[Totals]] = {name: [] for name, _ in _GROUPINGS}
+    largest, picked = [], set()
+    for dim, _r, k, c, n, pt, ct, b, o, t, u in rows:
+        if dim == "largest":
+            largest.append((k, o, t, u, n, pt, b))
+        elif dim == "folder":
+            picked.add(k)
+        elif c:
+            groups[dim].append(Totals(k if isinstance(k, str) else None, int(c), int(n or 0),
+                                      int(pt or 0), int(ct or 0), int(b or 0)))  # fmt: skip
+    return groups, largest, picked
+
+
+def _folder_names(store: Store) -> list[str]:
+    """The names in the images folder (each maybe a session's folder)."""
+    try:
+        return os.listdir(store.paths.images_dir)
+    except OSError:
+        return []
+
+
+def _image_folders(images_dir: Path, picked: set[str]) -> dict[str, Path]:
+    """The image folders of the selected sessions (real folders, no links)."""
     out = {}
     for name in picked:
         folder = images.session_dir(images_dir, name)
