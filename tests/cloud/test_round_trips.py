@@ -59,3 +59,18 @@ def test_runs_asks_for_the_short_ids_of_every_run_shown_at_once(cloud_demo, monk
     )
     neighbours = [s for s in statements if "max(id) FROM runs" in s]
     assert len(neighbours) == 1, neighbours
+
+
+def test_stats_reads_the_selected_messages_once(cloud_demo, monkeypatch):
+    """Each statement over the per-session rows makes them anew on a server
+    (a WITH: read-only transactions make no table), reading every message."""
+    statements = sent(cloud_demo, monkeypatch, "sessions", "stats", "--all-owners", "--json")
+    assert len([s for s in statements if "kaja_stats" in s]) == 1, statements
+
+
+@pytest.mark.parametrize("argv", [("sessions",), ("notes",), ("runs",), ("search", "tomato")])
+def test_a_read_asks_the_catalog_once(cloud_demo, monkeypatch, argv):
+    statements = sent(cloud_demo, monkeypatch, *argv)
+    catalog = [s for s in statements if "pg_catalog.pg_class" in s]
+    assert len(catalog) == 1, statements
+    assert len([s for s in statements if "kaja_schema" in s]) == 1, statements
