@@ -158,6 +158,9 @@ def test_an_archived_session_deleted_loses_its_mark_on_the_server(cloud_demo):
         ["--before", "2026-11-28"],
         ["--empty"],
         ["--title", "*a*", "--max-messages", "12"],
+        # One owner's messages are read by the filter's condition a second
+        # time (its parameters twice): with parameters beside the owner's.
+        ["--owner", TELEGRAM, "--title", "*a*", "--since", "2026-11-01", "--min-tokens", "1"],
     ],
     ids=" ".join,
 )
