@@ -74,3 +74,16 @@ def test_a_read_asks_the_catalog_once(cloud_demo, monkeypatch, argv):
     catalog = [s for s in statements if "pg_catalog.pg_class" in s]
     assert len(catalog) == 1, statements
     assert len([s for s in statements if "kaja_schema" in s]) == 1, statements
+
+
+def test_one_owners_usage_is_one_statement_that_keeps_their_runs_on_the_server(
+    cloud_demo, monkeypatch
+):
+    """Their runs found once and joined to their calls and tools where they are:
+    sending a big account's run ids back (443,000 at ten million messages) made
+    the server plan and probe for each, past the statement timeout."""
+    statements = sent(cloud_demo, monkeypatch, "usage", "--owner", "telegram:482913", "--json")
+    ledger = [s for s in statements if "FROM calls" in s or "FROM tools" in s]
+    assert len(ledger) == 1, statements
+    assert "FROM tools" in ledger[0] and "FROM mine" in ledger[0]
+    assert "ANY(" not in ledger[0]

@@ -166,6 +166,7 @@ def report_queries(
     until: str | None = None,
     d: dialect.Dialect = dialect.SQLITE,
     runs: tuple[str, tuple] | None = None,
+    joined: str | None = None,
 ) -> tuple[list[Query], list[str]]:
     """The SQL `kaja usage` runs on a store with these tables and columns, and what is missing.
 
@@ -174,15 +175,28 @@ def report_queries(
     differently. `runs`: only the rows of these runs (one owner's, `store.whose`):
     a membership test written after a run id (`IN (…)`, `= ANY(…)`) and its
     parameters, and no query of the runs by status (`owned_runs` counted them
-    as it found them); None: every row.
+    as it found them); None: every row. `joined` instead: the rows joined to
+    the runs of the statement's own table of that name (its `id`), for a
+    caller that counts the runs itself.
     """
 
     def mine(table: str, column: str) -> tuple[str, tuple] | None:
-        if runs is None:
+        if runs is None and joined is None:
             return None
         if column not in have.get(table, ()):
             return "0 = 1", ()  # not tied to a run: nobody's
+        if joined is not None:
+            return None  # `joining` ties them
         return f'"{column}" {runs[0]}', runs[1]
+
+    def joining(table: str) -> str:
+        if joined is None or "run_id" not in have.get(table, ()):
+            return ""
+        # Its ids under a name no ledger column has: the ledger's own stay unqualified.
+        return (
+            f" JOIN (SELECT id AS kaja_run FROM {joined}) AS kaja_mine"
+            f' ON kaja_mine.kaja_run = {table}."run_id"'
+        )
 
     queries: list[Query] = []
     missing = [f"table {t}" for t in ("calls", "tools", "runs") if t not in have]
@@ -200,7 +214,7 @@ def report_queries(
             f"SELECT {key} AS k, COUNT(*), {_sum(cols, 'ok', failed, d)},"
             f" {_sum(cols, 'prompt_tokens', d=d)}, {_sum(cols, 'completion_tokens', d=d)},"
             f" {_sum(cols, 'cached_tokens', d=d)}, {_sum(cols, 'duration_ms', d=d)}"
-            f" FROM calls{where} GROUP BY k"
+            f" FROM calls{joining('calls')}{where} GROUP BY k"
         )
         queries.append(Query("calls", sql, tuple(params)))
     cols = have.get("tools")
@@ -217,7 +231,7 @@ def report_queries(
         )
         sql = (
             f"SELECT {tool} AS tool, {outcome} AS outcome, COUNT(*) AS calls, {ms}"
-            f" FROM tools{where} GROUP BY tool, outcome"
+            f" FROM tools{joining('tools')}{where} GROUP BY tool, outcome"
         )
         queries.append(Query("tools", sql, tuple(params)))
     cols = have.get("runs")
@@ -225,7 +239,7 @@ def report_queries(
         missing += [f"column runs.{c}" for c in ("started_at", "status") if c not in cols]
         status = '"status"' if "status" in cols else "NULL"
         where, params = _window("started_at" if "started_at" in cols else None, since, until)
-        if runs is None:
+        if runs is None and joined is None:
             queries.append(
                 Query(
                     "runs",
@@ -234,6 +248,14 @@ def report_queries(
                 )
             )
     return queries, missing
+
+
+def runs_started(
+    have: dict[str, set[str]], since: str | None, until: str | None
+) -> tuple[str, list]:
+    """The WHERE clause of the runs started from `since` to `until`, by a
+    `started_at` (without one, none can be told: none counts)."""
+    return _window("started_at" if "started_at" in have.get("runs", ()) else None, since, until)
 
 
 def owned_runs(

@@ -92,25 +92,43 @@ def runs_of(
     `have`: each table's columns. A store whose runs have no `thread_id`
     (or no `id`) ties no run to a session: nobody's, so the owner has none.
     """
+    with_, args = with_mine(owner, have, d, carry=carry)
+    return f"{with_} SELECT {select} FROM mine", args
+
+
+def with_mine(
+    owner: Owner,
+    have: Mapping[str, Collection[str]],
+    d: dialect.Dialect = dialect.SQLITE,
+    *,
+    carry: tuple[str, ...] = (),
+    many: bool = False,
+) -> tuple[str, tuple]:
+    """`runs_of`'s WITH clause alone (`WITH [RECURSIVE] mine(id, …) AS (…)`),
+    for a statement of the caller's that reads `mine` more than once. `many`:
+    the owner's sessions as a plain subquery the planner counts from their
+    owner (PostgreSQL's array of them hides how many runs they hold: it
+    planned for 500 where an account had 443,000, and probed an index for
+    each), for a caller that reads all of the owner's runs."""
     names = ", ".join(["id", *(f'"{c}"' for c in carry)])
     if not _ties(have):
         nulls = ", ".join(["NULL"] * (len(carry) + 1))
-        return f"WITH mine({names}) AS (SELECT {nulls} WHERE 1 = 0) SELECT {select} FROM mine", ()
+        return f"WITH mine({names}) AS (SELECT {nulls} WHERE 1 = 0)", ()
     runs = set(have["runs"])
 
     def row(t: str) -> str:
         return ", ".join([f"{t}.id", *(f'{t}."{c}"' if c in runs else "NULL" for c in carry)])
 
     sessions, args = _sessions_of(owner, have["sessions"])
-    roots = f"SELECT {row('r')} FROM runs r WHERE " + d.in_subquery("r.thread_id", sessions)
+    held = f"r.thread_id IN ({sessions})" if many else d.in_subquery("r.thread_id", sessions)
+    roots = f"SELECT {row('r')} FROM runs r WHERE {held}"
     if "parent_id" not in runs:
-        return f"WITH mine({names}) AS ({roots}) SELECT {select} FROM mine", args
+        return f"WITH mine({names}) AS ({roots})", args
     # UNION, not UNION ALL: a parent cycle written by a confused writer ends.
     return (
         f"WITH RECURSIVE mine({names}) AS ({roots}"
         f" UNION SELECT {row('c')} FROM runs c JOIN mine m ON c.parent_id = m.id"
-        f" WHERE {no_thread('c')})"
-        f" SELECT {select} FROM mine",
+        f" WHERE {no_thread('c')})",
         args,
     )
 
