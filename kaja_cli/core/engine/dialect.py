@@ -347,22 +347,18 @@ class Postgres(Dialect):
         # sum comes from what its part returned (no read of its own).
         if not deletes:
             return [], 0
-        parts, selects = [], []
+        parts, selects = [], [f"(SELECT count(*) FROM kaja_d{n})" for n in range(len(deletes))]
         for n, (t, c) in enumerate(deletes):
-            sums = summed is not None and summed[0] == t
-            returning = f"{summed[1]} AS kaja_sum" if sums and summed else "1"
-            parts.append(f"kaja_d{n} AS (DELETE FROM {t} WHERE {c} RETURNING {returning})")
-            selects.append(f"(SELECT count(*) FROM kaja_d{n})")
-            if sums:
+            returning = "1"
+            if summed is not None and summed[0] == t:  # its sum after every count
+                returning = f"{summed[1]} AS kaja_sum"
                 selects.append(f"(SELECT coalesce(sum(kaja_sum), 0) FROM kaja_d{n})")
+            parts.append(f"kaja_d{n} AS (DELETE FROM {t} WHERE {c} RETURNING {returning})")
         row = conn.execute(
             f"WITH {', '.join(parts)} SELECT {', '.join(selects)}", args * len(deletes)
         ).fetchone()
         values = [int(v) for v in row]
-        if len(values) > len(deletes):  # the sum follows its table's count
-            at = next(n for n, (t, _) in enumerate(deletes) if summed and t == summed[0]) + 1
-            return values[:at] + values[at + 1 :], values[at]
-        return values, 0
+        return values[: len(deletes)], (values[len(deletes)] if len(values) > len(deletes) else 0)
 
 
 _PG_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'  # a JSON string, as a PostgreSQL regular expression

@@ -153,8 +153,9 @@ def owns(
 ) -> tuple[str, tuple]:
     """The condition that the run whose id is `column` is the owner's, asked
     of that run alone: its thread, or its parents' (`parent_id`) up to the
-    first run with one, a session of the owner's, found by its key. For a run or a few (`runs show`, `reviews`, `reviews done`), where
-    reading every run of the owner would cost far more."""
+    first run with one, a session of the owner's, found by its key. For a
+    run or a few (`runs show`, `reviews`, `reviews done`), where reading
+    every run of the owner would cost far more."""
     if not _ties(have):
         return "0 = 1", ()
     # The owner kept off its index: each session found by its key.

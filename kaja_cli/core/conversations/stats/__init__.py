@@ -194,10 +194,10 @@ def _figures(
 ) -> tuple[dict[str, list[Totals]], list[tuple], set[str]]:
     """Every grouping (each in its order), the largest sessions, and which of
     `names` (image folders) are selected sessions': one statement, so the
-    per-session rows are made once (a subquery's NULL would be PostgreSQL's
-    text: the largest sessions' unused counts are 0). On a server they are a `WITH` each
-    statement makes anew, reading every selected message: seven statements
-    read them seven times."""
+    per-session rows are made once: on a server they are a `WITH` each
+    statement makes anew, reading every selected message (seven statements
+    read them seven times). A subquery's NULL would be PostgreSQL's text, so
+    the largest sessions' unused counts are 0."""
     # `k IS NOT NULL`: a NULL key sorts first in either engine (PostgreSQL's last).
     parts = [
         f"SELECT '{name}' AS dim, row_number() OVER (ORDER BY b DESC, c DESC, k IS NOT NULL, k)"

@@ -79,12 +79,14 @@ def _owned(
         params += q.params
     if "runs" in have:
         window, more = runs_started(have, since, until)
-        parts.append("SELECT 'runs', CAST(\"status\" AS text), NULL, CAST(count(*) AS double precision),"
-                     f" NULL, NULL, NULL, NULL, NULL FROM mine{window} GROUP BY \"status\"")  # fmt: skip
+        parts.append(
+            "SELECT 'runs', CAST(\"status\" AS text), NULL, CAST(count(*) AS double precision),"
+            f' NULL, NULL, NULL, NULL, NULL FROM mine{window} GROUP BY "status"'
+        )
         params += more
-    rows: dict[str, list[tuple]] = {"calls": [], "tools": [], "runs": []}
     if not parts:
         return {}, missing
+    rows: dict[str, list[tuple]] = {"calls": [], "tools": [], "runs": []}
     for name, t1, t2, *n in conn.execute(f"{with_} {' UNION ALL '.join(parts)}", tuple(params)):
         if name == "calls":
             rows[name].append((t1, int(n[0]), *n[1:6]))
