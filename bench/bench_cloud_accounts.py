@@ -110,7 +110,7 @@ def cases(bench) -> None:
 
 # --- the reads -----------------------------------------------------------------------------------
 def _reads(bench, psql: str, alone: str, crowded: str, db: Path, scratch: Path) -> None:
-    from harness import search_words
+    from harness import PROCESS, BenchError, Row, search_words
 
     sid, count = _largest(db)
     run_id = _newest_run(db)
@@ -138,7 +138,15 @@ def _reads(bench, psql: str, alone: str, crowded: str, db: Path, scratch: Path) 
     report: list[str] = []
     summary: list[str] = []
     for name, argv in reads:
-        sent = _recorded(crowded, argv, env, scratch)
+        try:
+            sent = _recorded(crowded, argv, env, scratch)
+        except BenchError as e:  # the read's rows say why; the next reads are still measured
+            for side, floor_what in (("crowded/alone", "kaja on ALONE"),
+                                     ("vs psql", "psql: the same statements, CROWDED")):  # fmt: skip
+                bench.add(Row.failed(f"accounts {name}: {side}", PROCESS, floor_what,
+                                     ALONE_GOAL if side == "crowded/alone" else PSQL_GOAL,
+                                     str(e)))  # fmt: skip
+            continue
         on_crowded = bench.kaja("--database-url", crowded, *argv)
         bench.process(f"accounts {name}: crowded/alone", on_crowded,
                       bench.kaja("--database-url", alone, *argv), "kaja on ALONE", goal=ALONE_GOAL,
@@ -248,6 +256,14 @@ def _psycopg(url: str, statements: list[Statement]):
     import psycopg
 
     def run() -> None:
+        try:
+            _run()
+        except psycopg.Error as e:  # a statement timeout on a big store: this row says so
+            from harness import BenchError
+
+            raise BenchError(f"psycopg: {e}") from e
+
+    def _run() -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             for query, params in statements:
                 if query.lstrip()[:4].upper() == "COPY":

@@ -54,8 +54,16 @@ class Row:
     note: str = ""
     kaja_cpu: float | None = None  # process rows: CPU ms medians (information)
     floor_cpu: float | None = None
+    error: str = ""  # the row could not be measured (a command failed): why; no figures
+
+    @classmethod
+    def failed(cls, case: str, timed: str, floor_what: str, goal: float | None, error: str) -> Row:
+        """A row whose command failed: MISSED with why, no figures (`run.py` exits 2)."""
+        return cls(case, timed, math.nan, math.nan, floor_what, goal, False, error=error)
 
     def __post_init__(self) -> None:
+        if self.error:
+            return
         for name in ("kaja", "floor"):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
@@ -81,6 +89,8 @@ class Row:
     @property
     def verdict(self) -> str:
         """`ok` or `MISSED` for a goal row; empty for information."""
+        if self.error:
+            return "MISSED"
         if self.goal is None:
             return "" if self.holds else "MISSED"
         return "ok" if self.holds and self.ratio <= self.goal else "MISSED"
@@ -90,6 +100,9 @@ class Row:
         return self.verdict == "MISSED"
 
     def as_json(self) -> dict:
+        if self.error:  # no figures: null, not NaN (which is not JSON)
+            return asdict(self) | {"kaja": None, "floor": None, "ratio": None, "cpu_ratio": None,
+                                   "goal_text": self.goal_text, "verdict": self.verdict}  # fmt: skip
         return asdict(self) | {"ratio": self.ratio, "cpu_ratio": self.cpu_ratio,
                                "goal_text": self.goal_text, "verdict": self.verdict}  # fmt: skip
 
@@ -105,6 +118,9 @@ def _figure(value: float, unit: str) -> str:
 
 
 def format_row(r: Row) -> str:
+    if r.error:
+        return (f"{r.case:<46} {r.timed:<10} {'-':>9} {'-':>9} {'-':>7}  {r.goal_text:<7}"
+                f" {r.verdict:<6} {r.floor_what}  (failed: {' '.join(r.error.split())})")  # fmt: skip
     unit = " MB" if r.timed == SIZE else " ms"
     cpu = f"CPU {_ratio(r.cpu_ratio)}×" if r.cpu_ratio is not None else ""
     note = "; ".join(x for x in (cpu, r.note) if x)
@@ -308,8 +324,11 @@ class Bench:
             cpu[side].append(used)
             return took
 
-        k, f = interleave(lambda: timed("kaja", kaja), lambda: timed("floor", floor),
-                          repeat or self.repeat, setup)  # fmt: skip
+        try:
+            k, f = interleave(lambda: timed("kaja", kaja), lambda: timed("floor", floor),
+                              repeat or self.repeat, setup)  # fmt: skip
+        except BenchError as e:  # this row says why; the others are still measured
+            return self.add(Row.failed(case, PROCESS, floor_what, goal, str(e)))
         # The first run of each side warmed the caches: interleave drops it, so here too.
         kc, fc = (statistics.median(cpu[side][1:]) for side in ("kaja", "floor"))
         return self.add(Row(case, PROCESS, k, f, floor_what, goal, holds, note, kc, fc))
@@ -321,8 +340,11 @@ class Bench:
     ) -> Row:  # fmt: skip
         """An in-process row: kaja's core call and the floor's query, called in turn
         here (`setup`, untimed, before each call of either)."""
-        k, f = interleave(lambda: time_call(kaja), lambda: time_call(floor), repeat or self.repeat,
-                          setup)  # fmt: skip
+        try:
+            k, f = interleave(lambda: time_call(kaja), lambda: time_call(floor),
+                              repeat or self.repeat, setup)  # fmt: skip
+        except BenchError as e:
+            return self.add(Row.failed(case, IN_PROCESS, floor_what, goal, str(e)))
         return self.add(Row(case, IN_PROCESS, k, f, floor_what, goal, holds, note))
 
     def size(self, case: str, kaja_mb: float, floor_mb: float, floor_what: str, note: str = ""):

@@ -28,7 +28,9 @@ start-up weighs more in the whole-process rows. Each `bench/bench_*.py`
 module adds its rows; every row is also written to DIR/last.json.
 
 Exit status: 0 when the benchmark ran (whatever it found); with --check, 1 when
-a goal is MISSED; 2 when it could not run (bad options, a command failed).
+a goal is MISSED; 2 when it could not run (bad options, a store it could not
+build) or a row could not be measured (a command failed: that row prints why,
+MISSED with no figures, and every other row is still measured).
 """
 
 from __future__ import annotations
@@ -272,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     missed = [r.case for r in bench.rows if r.missed]
     goals = sum(r.goal is not None for r in bench.rows)
+    failed = [r.case for r in bench.rows if r.error]
+    if failed:  # every other row was measured and printed; these could not be
+        print(f"\nbench: {len(failed)} of {len(bench.rows)} rows could not be measured:"
+              f" {'; '.join(failed)}", file=sys.stderr)  # fmt: skip
+        return 2
     if args.smoke:
         print(f"\n{len(bench.rows)} rows, each run once; a smoke run judges no goal")
         return 0

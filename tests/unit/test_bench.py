@@ -191,12 +191,36 @@ def test_a_smoke_run_runs_every_row_and_judges_none(tmp_path):
 
 
 @pytest.mark.needs("sqlite3")  # the floors are the sqlite3 command line
-def test_a_failing_command_stops_the_bench_with_exit_2_and_no_figures(tmp_path):
-    p = _run(tmp_path, _fake_kaja(tmp_path, "echo broken >&2; exit 3"))
-    assert p.returncode == 2
-    assert "bench: " in p.stderr and "failed (3)" in p.stderr and "broken" in p.stderr
-    assert not _rows(p.stdout)
+def test_a_failing_command_is_a_row_saying_why_and_the_bench_goes_on_then_exits_2(tmp_path):
+    """One command fails (a statement timeout on a big store, say): its row is
+    MISSED with why and no figures, every other row is still measured, the
+    JSON holds nulls where the figures would be, and the run exits 2."""
+    p = _run(
+        tmp_path, _fake_kaja(tmp_path, 'case "$1" in --version) echo broken >&2; exit 3;; esac')
+    )
+    assert p.returncode == 2, p.stdout + p.stderr
+    rows = _rows(p.stdout)
+    version = rows["start-up: kaja --version"]
+    assert "MISSED" in version and "failed (3)" in version and "broken" in version
+    assert re.search(r" process +- +- +- ", version)  # no figure for a command that did not run
+    measured = [r for case, r in rows.items() if case != "start-up: kaja --version"]
+    assert len(measured) == 6 and all(float(RATIO.search(r).group(1)) > 0 for r in measured)
+    assert "1 of 7 rows could not be measured: start-up: kaja --version" in p.stderr
     assert "Traceback" not in p.stderr
+    saved = {r["case"]: r for r in json.loads((tmp_path / "out" / "last.json").read_text())}
+    assert saved["start-up: kaja --version"]["ratio"] is None
+    assert saved["start-up: kaja --version"]["verdict"] == "MISSED"
+    assert "broken" in saved["start-up: kaja --version"]["error"]
+
+
+@pytest.mark.needs("sqlite3")  # the floors are the sqlite3 command line
+def test_a_kaja_that_always_fails_gives_no_figure_and_exit_2_in_a_smoke_run_too(tmp_path):
+    p = _run(tmp_path, _fake_kaja(tmp_path, "echo broken >&2; exit 3"), "--smoke")
+    assert p.returncode == 2  # .ci/run's smoke run: a failure is never a pass
+    rows = _rows(p.stdout)
+    assert rows and all("failed (3)" in r and "MISSED" in r for r in rows.values())
+    assert all(re.search(r" process +- +- +- ", r) for r in rows.values())
+    assert "could not be measured" in p.stderr and "Traceback" not in p.stderr
 
 
 def test_help_documents_every_option_and_the_exit_status():
