@@ -166,32 +166,43 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 # The root options that take a value (`--db PATH`): the word after one is no command.
 _VALUED = ("--config", "--state-dir", "--db", "--database-url")
-_apps: dict[str | None, typer.Typer] = {}
+_apps: dict[tuple[str | None, str | None], typer.Typer] = {}
 
 
-def _register(app: typer.Typer, name: str) -> None:
+_EVERY = "\0every"  # build(): every command of a group (no word after it chose one)
+
+
+def _register(app: typer.Typer, name: str, then: str | None = _EVERY) -> None:
     import importlib
 
     module, attribute, panel = COMMANDS[name]
     found = getattr(importlib.import_module(f"kaja_cli.commands.{module}"), attribute)
     if isinstance(found, typer.Typer):
+        if then != _EVERY:
+            from kaja_cli.typer_internals import narrowed
+
+            found = narrowed(found, then)
         app.add_typer(found, name=name, rich_help_panel=panel)
     else:
         app.command(name, rich_help_panel=panel)(found)
 
 
-def build(name: str | None = None) -> typer.Typer:
+def build(name: str | None = None, then: str | None = _EVERY) -> typer.Typer:
     """The kaja app with every command (`name` None: for --help, an unknown
     command, completion), or with the one command `name` alone: Typer builds
     and introspects only what will run, so start-up does not grow with the
-    command list. Each is built once (a process runs one; the tests many)."""
-    if name not in _apps:
+    command list. Of a group, `then` (the word after its name, None when
+    there is none) keeps only the command it names (`typer_internals.narrowed`:
+    `kaja sessions export` reads one signature, not ten). Each is built once
+    (a process runs one; the tests many)."""
+    key = (name, then if name is not None else _EVERY)
+    if key not in _apps:
         app = typer.Typer(**_SETTINGS)
         app.callback()(root)
         for each in COMMANDS if name is None else (name,):
-            _register(app, each)
-        _apps[name] = app
-    return _apps[name]
+            _register(app, each, key[1])
+        _apps[key] = app
+    return _apps[key]
 
 
 def _deeper(error: Exception) -> str | None:
@@ -217,6 +228,17 @@ def command_named(args: list[str]) -> str | None:
     """The command `args` run, when that is one of kaja's; None for anything
     else (the root's --help or --version, an unknown command or option, no
     command, `--`), which the whole app answers as it always has."""
+    i = _command_at(args)
+    return args[i] if i is not None else None
+
+
+def _word_after(args: list[str]) -> str | None:
+    """The word after the command's name in `args` (None when there is none)."""
+    i = _command_at(args)
+    return args[i + 1] if i is not None and i + 1 < len(args) else None
+
+
+def _command_at(args: list[str]) -> int | None:
     i = 0
     while i < len(args):
         word = args[i]
@@ -226,7 +248,7 @@ def command_named(args: list[str]) -> str | None:
         if word.startswith(tuple(v + "=" for v in _VALUED)):
             i += 1
             continue
-        return word if word in COMMANDS else None
+        return i if word in COMMANDS else None
     return None
 
 
@@ -267,7 +289,8 @@ def _run() -> None:
             shells.register()  # kaja's bash script, not Typer's
         # Not standalone: click's usage errors come here (one line, not a box),
         # and so does every exit code.
-        app = build(command_named(sys.argv[1:]))
+        name = command_named(sys.argv[1:])
+        app = build(name, _word_after(sys.argv[1:])) if name is not None else build()
         code = app(prog_name="kaja", standalone_mode=False)
         sys.stdout.flush()
     except _click.exceptions.NoArgsIsHelpError as e:

@@ -23,12 +23,52 @@ completion script needs it: every TAB press starts kaja.
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
 from typer import _click as click  # noqa: F401  (click.exceptions: app.py)
 from typer._click.types import FloatRange, IntRange  # noqa: F401  (commands/__init__.py)
 from typer.models import TyperPath  # noqa: F401  (commands/__init__.py)
+
+
+# --- one command of a group (app.py) ---------------------------------------------------------
+def narrowed(group: Any, word: str | None) -> Any:
+    """The Typer group `group` holding only what `kaja … GROUP WORD` runs, so
+    that Typer reads one command's signature at start-up and not its every
+    sibling's: `word` one of its commands, that one alone; `word` None (the
+    group run with nothing after it), none, when its callback runs without a
+    command and a bare call is not its help. Anything else (an option, a
+    typo, `--help`) gets `group` itself, whose help and errors name every
+    command. Typer's `registered_commands`, `registered_groups`,
+    `registered_callback` and `info` are undocumented attributes."""
+    commands = group.registered_commands
+    names = [c.name for c in commands]
+    if group.registered_groups or None in names:
+        return group  # a name Typer would derive itself: not guessed here
+    if word is None:
+        bare = _setting(group, "invoke_without_command") and not _setting(group, "no_args_is_help")
+        if not bare:
+            return group
+        keep = []
+    elif word in names:
+        keep = [c for c in commands if c.name == word]
+    else:
+        return group
+    one = copy.copy(group)
+    one.registered_commands = keep
+    return one
+
+
+def _setting(group: Any, name: str) -> Any:
+    """A group's setting as Typer settles it: its callback's, else its own, else off."""
+    from typer.models import DefaultPlaceholder
+
+    for info in (group.registered_callback, group.info):
+        value = getattr(info, name, None)
+        if value is not None and not isinstance(value, DefaultPlaceholder):
+            return value
+    return False
 
 
 # --- ranges in help (commands/__init__.py) ---------------------------------------------------

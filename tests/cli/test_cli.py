@@ -373,7 +373,10 @@ def test_the_one_group_answers_as_the_whole_app(kaja, monkeypatch):
         ["runs", "show", "--help"], ["restore", "--help"], ["config", "paths", "--bogus"],
         ["config", "pahts"], ["sessions", "-n", "-1"], ["--db=", "config", "paths"],
         ["--state-dir", str(kaja.state), "config", "paths", "--json", "x"], ["search"],
-        ["--database-url", "bogus", "usage"],
+        ["--database-url", "bogus", "usage"], ["sessions"], ["sessions", "ls", "-n", "1"],
+        ["sessions", "exprt"], ["sessions", "export"], ["sessions", "-n", "1", "list"],
+        ["usage", "reset"], ["notes"], ["runs", "--json"], ["config"], ["config", "--help"],
+        ["cache"], ["accounts"], ["sync"], ["stats"], ["reviews"], ["learning"], ["artifacts"],
     ]  # fmt: skip
     one = [kaja(*args) for args in cases]
     assert {module.command_named(args) for args in cases} >= {"config", "sessions", "runs"}
@@ -381,4 +384,4 @@ def test_the_one_group_answers_as_the_whole_app(kaja, monkeypatch):
     whole = [kaja(*args) for args in cases]
     for args, a, b in zip(cases, one, whole, strict=True):
         assert (a.code, a.out, a.err) == (b.code, b.out, b.err), args
-    assert {r.code for r in one} == {0, 2}
+    assert {0, 2} <= {r.code for r in one}

@@ -68,3 +68,37 @@ def test_the_help_drawers_kaja_wraps():
         assert typer_internals.help_drawers() == (len, str)
     finally:
         typer_internals.replace_help_drawers(options_panel, fix_linebreaks)
+
+
+def test_a_group_narrowed_to_one_command_builds_that_command_alone():
+    """app.py's start-up: `kaja sessions export` builds export, not its nine
+    siblings; a bare `kaja sessions` none (its callback runs without one);
+    anything else the whole group, whose help and errors name every command."""
+    import typer
+    import typer.main
+
+    from kaja_cli.commands.sessions import app as sessions
+
+    def built(group) -> list[str]:
+        root = typer.Typer()
+        root.callback()(lambda: None)
+        root.add_typer(group, name="g")
+        return sorted(typer.main.get_command(root).commands["g"].commands)
+
+    every = built(sessions)
+    assert {"export", "list", "ls", "prune", "stats"} <= set(every)
+    assert built(typer_internals.narrowed(sessions, "export")) == ["export"]
+    assert built(typer_internals.narrowed(sessions, "ls")) == ["ls"]
+    assert built(typer_internals.narrowed(sessions, None)) == []
+    for word in ("exprt", "--help", "-n"):
+        assert typer_internals.narrowed(sessions, word) is sessions
+    assert built(sessions) == every  # the group itself is left as it was
+
+    asks = typer.Typer(no_args_is_help=True)  # a bare call is its help: every command
+    asks.command("one")(lambda: None)
+    asks.command("two")(lambda: None)
+    assert typer_internals.narrowed(asks, None) is asks
+    assert built(typer_internals.narrowed(asks, "two")) == ["two"]
+    unnamed = typer.Typer()
+    unnamed.command()(lambda: None)  # a name typer derives: not guessed
+    assert typer_internals.narrowed(unnamed, "lambda") is unnamed
