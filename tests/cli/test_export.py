@@ -435,6 +435,49 @@ def _as_render_writes(kaja, monkeypatch, argv: tuple[str, ...], fast) -> None:
     assert fast.out == reference.out
 
 
+@pytest.mark.parametrize("seqs", ["whole numbers", "a fraction, then text"])
+@pytest.mark.parametrize("run", [2, 3, 1024])
+def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, seqs, run):
+    """`export -f json` reads a session whose seq alone orders it a page of
+    messages at a time, each page joined by SQLite (`_json_pages`): the same
+    bytes as a row at a time, whatever the page's size, with pages that hold
+    images to fill in (the page read again a row at a time) and seqs that are
+    not whole numbers (text ends the pages: the rest a row at a time)."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    if seqs != "whole numbers":
+        conn = sqlite3.connect(kaja.state / "kaja.db")
+        with conn:
+            conn.execute("UPDATE messages SET seq = seq + 0.5 WHERE seq IN (6, 7)")
+            conn.execute("UPDATE messages SET seq = 'x' || (seq + 10) WHERE seq >= 12")
+        conn.close()
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "json")
+    monkeypatch.setattr(transcript, "RUN", run)
+    paged = kaja(*argv)
+    assert paged.code == 0, paged
+    pages: list[int] = []
+    original = transcript._Reader._json_pages
+
+    def counted(self, *args, **kwargs):
+        pages.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(transcript._Reader, "_json_pages", counted)
+    assert kaja(*argv).out == paged.out and pages  # the pages were read
+    monkeypatch.setattr(transcript._Reader, "_seq_unique", lambda self: False)
+    by_rows = kaja(*argv)
+    assert by_rows.code == 0 and by_rows.out == paged.out
+    got = json.loads(paged.out)
+    assert len(got["messages"]) == 20
+    seq = [m["seq"] for m in got["messages"]]
+    if seqs == "whole numbers":
+        assert seq == list(range(1, 21))
+    else:
+        assert seq[5:8] == [6.5, 7.5, 8] and seq[11:] == [f"x{n}" for n in range(22, 31)]
+
+
 @pytest.mark.parametrize("fmt", ["md", "html"])
 def test_what_sqlite_writes_is_what_render_writes(demo_store, tmp_path, monkeypatch, fmt):
     """Every session of the demo, exported with the plainest messages written by

@@ -157,6 +157,17 @@ class Dialect:
             f" ORDER BY {order}) AS x)"
         )
 
+    def json_array_if_any(self, item: str, source: str, order: str) -> str:
+        """`json_array`, built only where `source` has rows (most messages have
+        no tool calls). Of one row, `json_array(item)` itself: no sort of one
+        row and no parse of its object again (`json(x.j)`), 35M of a
+        76,000-message session's 2,065M instructions."""
+        return (
+            f"CASE (SELECT count(*) {source}) WHEN 0 THEN {self.empty_json_array}"
+            f" WHEN 1 THEN (SELECT json_array({item}) {source})"
+            f" ELSE {self.json_array(item, source, order)} END"
+        )
+
     # -- the catalog ----------------------------------------------------------------------
     def table_names(self, conn: Any) -> set[str]:
         """The tables and views the connection's database holds."""
@@ -309,6 +320,12 @@ class Postgres(Dialect):
         return (
             f"(SELECT coalesce('[' || string_agg(x.j, ',' ORDER BY x.o) || ']', '[]')::json"
             f" FROM (SELECT {item} AS j, {order} AS o {source}) AS x)"
+        )
+
+    def json_array_if_any(self, item: str, source: str, order: str) -> str:
+        return (
+            f"CASE WHEN EXISTS (SELECT 1 {source}) THEN {self.json_array(item, source, order)}"
+            f" ELSE {self.empty_json_array} END"
         )
 
     # The connection's schema, asked of its catalog (`postgres.Connection`).
