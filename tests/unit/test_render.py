@@ -215,3 +215,46 @@ def test_utf8_valid_says_what_decoding_the_whole_says(pieces, broken, slice_size
         assert values.utf8_valid(data) is whole
     finally:
         values._UTF8_SLICE = before
+
+
+_FILLER = st.sampled_from(["a" * 40, "é", "\n", "\t", " · ", "\u00a0" * 30, "’", "Ø", "ا"])
+_ODD = st.sampled_from(["\x1b", "\x00", "\x7f", "\r", "\x85", "\x9f", "\u061c", "\u200e",
+                        "\u202e", "\u2069"])  # fmt: skip
+
+
+@settings(max_examples=examples(300))
+@given(st.lists(_FILLER, max_size=400), st.one_of(st.none(), st.tuples(st.integers(0), _ODD)),
+       st.one_of(st.none(), st.tuples(st.integers(0), _BROKEN)))  # fmt: skip
+def test_lines_clean_says_what_the_escaping_rule_says(filler, odd, broken):
+    """`lines_clean` (a run SQLite wrote goes out as its bytes) looks for each
+    lead byte by memchr where they are few and by one regex scan where they
+    are many (Markdown's dots, a text of no-break spaces): either way it says
+    what decoding the run and asking the rule says, the odd character
+    anywhere, before or after the many."""
+    from kaja_cli.render.layout import _LINES_FOUND, lines_clean
+
+    text = "".join(filler)
+    if odd is not None:
+        at = odd[0] % (len(text) + 1)
+        text = text[:at] + odd[1] + text[at:]
+    data = text.encode()
+    if broken is not None:
+        at = broken[0] % (len(data) + 1)
+        data = data[:at] + broken[1] + data[at:]
+    try:
+        expected = _LINES_FOUND(data.decode("utf-8")) is None
+    except UnicodeDecodeError:
+        expected = False
+    assert lines_clean(data) is expected
+
+
+@pytest.mark.parametrize("odd", ["\x85", "\u202e", "\x1b", ""])
+@pytest.mark.parametrize("where", ["first", "after the dots"])
+def test_lines_clean_finds_an_odd_character_past_a_long_run_of_its_lead(odd, where):
+    """Few lead bytes at the start, many later (the memchr walk gives up and
+    the regex scans on from there), the odd character among or after them."""
+    from kaja_cli.render.layout import lines_clean
+
+    dots = "x · " * 3000 + "\u00a0" * 500 + "→ — " * 500  # C2 and E2 leads, many
+    text = ("a" * 5000 + odd + dots) if where == "first" else ("a" * 5000 + dots + odd + "z")
+    assert lines_clean(text.encode()) is (odd == "")
