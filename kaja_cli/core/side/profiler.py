@@ -140,7 +140,7 @@ def _setting(paths: Paths, leaf: str, kind: type, default: Any) -> Any:
 
     key = settings_keys.KEYS[f"logging.database.{leaf}"]
     value = paths.settings.lookup(key.parts)
-    if value is None or settings_keys.check(key, value) is not None:
+    if value is None or not settings_keys.acceptable(key, value):
         return default
     return kind(value)
 

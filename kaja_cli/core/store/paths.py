@@ -293,7 +293,8 @@ def _server(flags: Overrides, env: Mapping[str, str], settings: settings_mod.Set
         url=pick(flags.database_url, "KAJA_DATABASE_URL", "databaseUrl"),
         account=pick(None, "KAJA_ACCOUNT", "account"),
         schema=pick(None, None, "databaseSchema", "kaja"),
-        statement_timeout_s=key.default if settings_keys.check(key, timeout) else timeout,
+        # Not check(): unset, it would word (and import masking for) a message no one reads.
+        statement_timeout_s=timeout if settings_keys.acceptable(key, timeout) else key.default,
         read_url=(
             pick(None, "KAJA_READ_URL", "readUrl")
             if flags.database_url is None

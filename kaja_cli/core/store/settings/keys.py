@@ -183,12 +183,13 @@ _BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True,
 
 def check(key: Key, value: Any) -> str | None:
     """Why `value` is not acceptable for `key` ("must be local or cloud, not 'moon'"); None if it is."""
-    if _acceptable(key, value):
+    if acceptable(key, value):
         return None
     return f"{key.name} must be {key.allowed()}, not {_quote(key, value)}"
 
 
-def _acceptable(key: Key, value: Any) -> bool:
+def acceptable(key: Key, value: Any) -> bool:
+    """Whether `value` is acceptable for `key` (`check`, without wording why not)."""
     if key.kind == BOOL:
         return isinstance(value, bool)
     if key.kind == INT:
