@@ -168,14 +168,18 @@ def emit_json_document(head: dict[str, Any], key: str, items: Iterable[str]) -> 
     sys.stdout.write(json_document(head, key, items) + "\n")
 
 
+_RUN_BYTES = 1 << 16  # emit_json_stream: an item this long is not joined to others first
+
+
 def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[bytes]) -> None:
-    """`emit_json_document` for items that are UTF-8 JSON already, written as
-    they come, a few hundred at a time, without decoding them (piped); on a
-    terminal, indented for a person."""
+    """`emit_json_document` for items that are UTF-8 JSON already (each a
+    message, or a run of them joined by commas), written as they come, a few
+    hundred at a time, without decoding them (piped); on a terminal,
+    indented for a person."""
     import json
 
-    if stdout_is_terminal():
-        emit_json(head | {key: [json.loads(i) for i in items]})
+    if stdout_is_terminal():  # an item may be a run of them, joined by commas
+        emit_json(head | {key: [m for i in items for m in json.loads(b"[" + i + b"]")]})
         return
     text = json.dumps(head, ensure_ascii=False, separators=(",", ":"), default=str)
     out = sys.stdout
@@ -185,6 +189,13 @@ def emit_json_stream(head: dict[str, Any], key: str, items: Iterable[bytes]) -> 
     batch: list[bytes] = []
     sep = b""
     for item in items:
+        if len(item) >= _RUN_BYTES:  # a run of messages, or a long one: written as it is
+            if batch:
+                raw.write(sep + json_bytes(b",".join(batch)))
+                sep, batch = b",", []
+            raw.write(sep + json_bytes(item))
+            sep = b","
+            continue
         batch.append(item)
         if len(batch) >= 256:
             raw.write(sep + json_bytes(b",".join(batch)))

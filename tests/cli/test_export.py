@@ -435,14 +435,17 @@ def _as_render_writes(kaja, monkeypatch, argv: tuple[str, ...], fast) -> None:
     assert fast.out == reference.out
 
 
+@pytest.mark.parametrize("command", ["export", "resume"])
 @pytest.mark.parametrize("seqs", ["whole numbers", "a fraction, then text"])
 @pytest.mark.parametrize("run", [2, 3, 1024])
-def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, seqs, run):
-    """`export -f json` reads a session whose seq alone orders it a page of
-    messages at a time, each page joined by SQLite (`_json_pages`): the same
-    bytes as a row at a time, whatever the page's size, with pages that hold
-    images to fill in (the page read again a row at a time) and seqs that are
-    not whole numbers (text ends the pages: the rest a row at a time)."""
+def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs, run):
+    """`export -f json` and `resume --json` read a session whose seq alone
+    orders it a page of messages at a time, each page joined by SQLite
+    (`_json_pages`): the same bytes as a row at a time, whatever the page's
+    size, with pages that hold images to fill in (the page read again a row
+    at a time), seqs that are not whole numbers (text ends the pages: the
+    rest a row at a time), and resume's start at the latest summary with its
+    condensed tool results."""
     from kaja_cli.core.conversations import transcript
     from tests.support import awkward_session as awkward
 
@@ -454,6 +457,13 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, seqs, run):
             conn.execute("UPDATE messages SET seq = 'x' || (seq + 10) WHERE seq >= 12")
         conn.close()
     argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "json")
+    if command == "resume":  # from seq 3 on, where a result is condensed
+        argv = ("resume", awkward.SID, "--owner", awkward.OWNER, "--json")
+        conn = sqlite3.connect(kaja.state / "kaja.db")
+        with conn:
+            conn.execute("DELETE FROM session_summaries WHERE summaryFrom = 4")
+            conn.execute("UPDATE session_summaries SET summaryFrom = 3 WHERE summaryFrom = 99")
+        conn.close()
     monkeypatch.setattr(transcript, "RUN", run)
     paged = kaja(*argv)
     assert paged.code == 0, paged
@@ -470,9 +480,11 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, seqs, run):
     by_rows = kaja(*argv)
     assert by_rows.code == 0 and by_rows.out == paged.out
     got = json.loads(paged.out)
-    assert len(got["messages"]) == 20
     seq = [m["seq"] for m in got["messages"]]
-    if seqs == "whole numbers":
+    if command == "resume":  # from the latest summary on
+        assert got["summary"]["summaryFrom"] == seq[0] == 3 and len(seq) == 18
+        assert got["messages"][0]["condensed"] is True
+    elif seqs == "whole numbers":
         assert seq == list(range(1, 21))
     else:
         assert seq[5:8] == [6.5, 7.5, 8] and seq[11:] == [f"x{n}" for n in range(22, 31)]

@@ -908,7 +908,8 @@ def context_json(conn: sqlite3.Connection, session_id: str, images_dir: Path) ->
 
 @dataclass
 class JsonStream:
-    """`JsonDocument` whose items are UTF-8 bytes, read as they are written."""
+    """`JsonDocument` whose items are UTF-8 bytes, read as they are written:
+    each a message's JSON or a run of them joined by commas."""
 
     head: dict[str, Any]
     key: str
@@ -932,7 +933,7 @@ def context_stream(store: Store, ref: str | None, owner: Owner) -> Iterator[Json
             "pending": p.to_json() if (p := r.pending(session)) else None,
         }
         frm = start if isinstance(start, int) else None
-        yield JsonStream(head, "messages", r.messages_json_bytes(frm, condense=True))
+        yield JsonStream(head, "messages", r.messages_json_runs(frm, condense=True))
         conn.execute("COMMIT")
 
 
