@@ -30,7 +30,8 @@ module adds its rows; every row is also written to DIR/last.json.
 Exit status: 0 when the benchmark ran (whatever it found); with --check, 1 when
 a goal is MISSED; 2 when it could not run (bad options, a store it could not
 build) or a row could not be measured (a command failed: that row prints why,
-MISSED with no figures, and every other row is still measured).
+MISSED with no figures, and every other row is still measured; a --scale row
+that failed is MISSED too, judged by --check as any other miss).
 """
 
 from __future__ import annotations

@@ -490,6 +490,42 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs,
         assert seq[5:8] == [6.5, 7.5, 8] and seq[11:] == [f"x{n}" for n in range(22, 31)]
 
 
+def test_a_page_longer_than_sqlites_longest_string_is_read_a_row_at_a_time(tmp_path, monkeypatch):
+    """A page of messages joined is one string, and SQLite refuses one longer
+    than its limit (1 GB by default: "string or blob too big"); each message
+    alone is within it, so that page is read a row at a time: the same bytes."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    awkward.build(tmp_path)
+    monkeypatch.setattr(transcript, "RUN", 8)
+    conn = sqlite3.connect(tmp_path / "kaja.db")
+    try:
+        reader = transcript.SessionReader(conn, awkward.SID, tmp_path / "images")
+        one_by_one = list(reader.messages_json_bytes(condense=False))
+        longest = max(map(len, one_by_one))
+        at = [len(m) for m in one_by_one].index(longest) // 8 * 8
+        assert len(b",".join(one_by_one[at : at + 8])) > longest + 200  # that page is longer
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, longest + 200)
+        refused: list[str] = []
+        execute = reader._execute
+
+        def noting(sql, args):
+            try:
+                return execute(sql, args)
+            except sqlite3.DataError as e:
+                refused.append(str(e))
+                raise
+
+        monkeypatch.setattr(reader, "_execute", noting)
+        runs = list(reader.messages_json_runs(condense=False))
+        assert refused == ["string or blob too big"]  # that page's join, and only it
+        assert b",".join(runs) == b",".join(one_by_one)
+        assert conn.text_factory is str  # as it was
+    finally:
+        conn.close()
+
+
 @pytest.mark.parametrize("fmt", ["md", "html"])
 def test_what_sqlite_writes_is_what_render_writes(demo_store, tmp_path, monkeypatch, fmt):
     """Every session of the demo, exported with the plainest messages written by

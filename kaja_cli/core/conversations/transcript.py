@@ -608,8 +608,13 @@ class _Reader:
         A row per message cost Python's sqlite3 236M instructions of a
         76,000-message export's 2,917M (a step, a lock and a copy each); a
         page costs it one. A page with parts (images to fill in) is read again
-        a row at a time; after a seq that is not a number (text comes back as
-        bytes, no key to give back) the rest is read a row at a time."""
+        a row at a time, and so is one whose messages joined are longer than
+        SQLite's longest string (`SQLITE_LIMIT_LENGTH`, 1 GB by default: a
+        thousand messages of a megabyte each); after a seq that is not a
+        number (text comes back as bytes, no key to give back) the rest is read
+        a row at a time. `group_concat` joins in the order it is given: here
+        the page's `ORDER BY … LIMIT`, which SQLite never drops from a
+        subquery with a limit (its `ORDER BY` argument needs SQLite 3.44)."""
         first, args = self.messages_sql(from_seq, condense=condense, keyed=True)
         rest, _ = self.messages_sql(from_seq, condense=condense, keyed=True, after=True)
         sql, page_args = first, args
@@ -619,15 +624,25 @@ class _Reader:
         try:
             while True:
                 conn.text_factory = bytes
-                data, parts, last, n = self._execute(
-                    f"SELECT group_concat(j, ','), count(p), max(s), count(*)"
-                    f" FROM ({sql} LIMIT {RUN}) AS x", page_args,
-                ).fetchone()  # fmt: skip
+                page = f"{sql} LIMIT {RUN}"
+                rows: list[tuple] | None = None
+                try:
+                    data, parts, last, n = self._execute(
+                        f"SELECT group_concat(j, ','), count(p), max(s), count(*) FROM ({page}) AS x",
+                        page_args,
+                    ).fetchone()
+                except sqlite3.DataError:  # "string or blob too big": a row at a time
+                    rows = self._execute(page, page_args).fetchall()
+                    n, last = len(rows), rows[-1][2] if rows else None
                 if not n:
                     return
-                rows = self._execute(f"{sql} LIMIT {RUN}", page_args).fetchall() if parts else []
+                if rows is None and parts:
+                    rows = self._execute(page, page_args).fetchall()
                 conn.text_factory = factory  # not while the caller runs
-                yield self._run_of(rows) if parts else data if data.isascii() else _valid_utf8(data)
+                if rows is not None:
+                    yield self._run_of(rows)
+                else:
+                    yield data if data.isascii() else _valid_utf8(data)
                 given += n
                 if n < RUN:
                     return
