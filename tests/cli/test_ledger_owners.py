@@ -240,3 +240,58 @@ def test_an_owner_before_reset_is_refused_not_dropped(demo_store):
     assert r.err.startswith("kaja: --owner belongs to the listing, not to `reset`")
     assert "`kaja usage reset` takes no such option" in r.err
     assert _usage(demo_store)["total"]["calls"] == before > 0
+
+
+def _random_ledger(db, rng) -> None:
+    """Runs in random trees over four owners' sessions: threads of a session,
+    of none (NULL, ''), of a session that is gone; parents at any depth, a
+    missing one, a cycle; start times that tie."""
+    sessions = [(f"s{i}", rng.choice([None, "telegram:1", "telegram:2", "widget:x"]))
+                for i in range(6)] + [("", "telegram:1")]  # fmt: skip
+    threads = [s for s, _ in sessions] + [None, None, None, "", "s_gone"]
+    with _open(db) as conn:
+        conn.execute("DELETE FROM runs")
+        for sid, owner in sessions:
+            conn.execute("INSERT OR REPLACE INTO sessions (id, owner, createdAt) VALUES (?, ?, ?)",
+                         (sid, owner, "2026-01-01T00:00:00.000Z"))  # fmt: skip
+        ids = [f"run_{i:02}" for i in range(rng.randrange(1, 40))]
+        for i, rid in enumerate(ids):
+            parent = rng.choice([None, None, "run_missing", *ids[:i]]) if i else None
+            if i > 2 and rng.random() < 0.05:
+                parent = ids[i + 1] if i + 1 < len(ids) else ids[0]  # a cycle, or a late parent
+            conn.execute(
+                "INSERT INTO runs (id, parent_id, thread_id, started_at, status)"
+                " VALUES (?, ?, ?, ?, 'ok')",
+                (rid, parent, rng.choice(threads), f"2026-01-0{rng.randrange(1, 4)}T00:00:00Z"),
+            )
+
+
+def test_an_owners_runs_with_subagents_are_their_tree_on_random_ledgers(demo_store):
+    """`runs --owner --subagents` reads the runs with a thread of the owner's
+    and the thread-less ones below them apart (`whose.split`), never the
+    whole tree: the page and "N more" are the owner's runs worked out from
+    the rows, newest first, on random ledgers, whatever the page's size."""
+    import random
+
+    rng = random.Random(42)
+    for _ in range(12):
+        _random_ledger(demo_store.db, rng)
+        with _open(demo_store.db) as conn:
+            started = dict(conn.execute("SELECT id, started_at FROM runs"))
+        for owner in ("terminal", "telegram:1", "telegram:2", "widget:x"):
+            mine = sorted(
+                _theirs(demo_store.db, owner), key=lambda r: (started[r], r), reverse=True
+            )
+            for n in (0, 1, 3):
+                r = demo_store("runs", "--owner", owner, "--subagents", "-n", str(n), "--json")
+                assert r.code == 0, r
+                doc = json.loads(r.out)
+                shown = [run["id"] for run in doc["runs"]]
+                assert shown == (mine[:n] if n else mine), (owner, n)
+                assert len(shown) + doc.get("left_out", 0) == len(mine), (owner, n)
+            r = demo_store("runs", "--owner", owner, "--subagents", "-n", "2", "--since",
+                           "2026-01-02", "--json")  # fmt: skip
+            since = [x for x in mine if started[x] >= "2026-01-02"]
+            doc = json.loads(r.out)
+            assert [run["id"] for run in doc["runs"]] == since[:2], owner
+            assert len(doc["runs"]) + doc.get("left_out", 0) == len(since), owner

@@ -169,38 +169,34 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
         runs = have["runs"]
         where, args = [], []
         top = None  # the owner's top-level runs, as a set: to count them
+        parts = None  # the owner's runs with their subagents', in two (`whose.Split`)
         if flt.owner is not None:
             d = dialect.of(conn)
-            if flt.subagents or "parent_id" not in runs:
-                mine, mine_args = whose.tagged("r.id", flt.owner, have, d)
-            else:
-                top = whose.top_level("r", flt.owner, have, d)
-                mine, mine_args = whose.top_level_each("r", flt.owner, have)
-            where.append(mine)
-            args.extend(mine_args)
-        if not flt.subagents:
-            where.append(f"{col(runs, 'r', 'parent_id')} IS NULL")
-        for name, value in (("status", flt.status), ("source", flt.source),
-                            ("agent", flt.agent), ("thread_id", flt.thread)):  # fmt: skip
-            if value is not None:
-                where.append(f"{col(runs, 'r', name)} = ?")
-                args.append(value)
-        if flt.since is not None:
-            where.append(f"{col(runs, 'r', 'started_at')} >= ?")
-            args.append(flt.since)
-        if flt.until is not None:
-            where.append(f"{col(runs, 'r', 'started_at')} < ?")
-            args.append(flt.until)
+            parts = whose.split(flt.owner, have, d) if flt.subagents else None
+            if parts is None:
+                if flt.subagents or "parent_id" not in runs:
+                    mine, mine_args = whose.tagged("r.id", flt.owner, have, d)
+                else:
+                    top = whose.top_level("r", flt.owner, have, d)
+                    mine, mine_args = whose.top_level_each("r", flt.owner, have)
+                where.append(mine)
+                args.extend(mine_args)
+        filters = _filters(runs, flt)
+        where += filters[0]
+        args += filters[1]
         clause = (" WHERE " + " AND ".join(where)) if where else ""
         n_calls, tokens, n_tools = _own(have, "r")
         shown = [c for c in RUN_COLUMNS if c not in ("error", "result", "pid", "host")]
+        newest = f" ORDER BY {col(runs, 'r', 'started_at')} DESC, r.id DESC"
+        limit = f" LIMIT {int(flt.limit)}" if flt.limit else ""
+        source = "runs r"
+        if parts is not None:
+            source, args = _newest_of(parts, filters, newest + limit)
+            clause = ""
         sql = (
             f"SELECT {select(runs, 'r', shown)}, {n_calls} AS model_calls, {tokens} AS tokens,"
-            f" {n_tools} AS tool_calls FROM runs r{clause}"
-            f" ORDER BY {col(runs, 'r', 'started_at')} DESC, r.id DESC"
+            f" {n_tools} AS tool_calls FROM {source}{clause}{newest}{limit}"
         )
-        if flt.limit:
-            sql += f" LIMIT {int(flt.limit)}"
         rows = conn.execute(sql, args).fetchall()
         n = len(shown)
         out.rows = [
@@ -210,9 +206,59 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
         ]  # fmt: skip
         _shorten(conn, out.rows)
         if flt.limit and len(rows) == flt.limit:
-            out.more = max(0, _how_many(conn, flt, runs, clause, args, counted, top) - len(rows))
+            if parts is not None:
+                total = _count_parts(conn, parts, filters)
+            else:
+                total = _how_many(conn, flt, runs, clause, args, counted, top)
+            out.more = max(0, total - len(rows))
         _add_subtrees(conn, have, out.rows, owned=flt.owner is not None)
     return out
+
+
+def _filters(runs: list[str], flt: RunFilter) -> tuple[list[str], list]:
+    """The conditions of the listing's filters on the run `r`, and their values."""
+    where: list[str] = []
+    args: list = []
+    if not flt.subagents:
+        where.append(f"{col(runs, 'r', 'parent_id')} IS NULL")
+    for name, value in (("status", flt.status), ("source", flt.source),
+                        ("agent", flt.agent), ("thread_id", flt.thread)):  # fmt: skip
+        if value is not None:
+            where.append(f"{col(runs, 'r', name)} = ?")
+            args.append(value)
+    if flt.since is not None:
+        where.append(f"{col(runs, 'r', 'started_at')} >= ?")
+        args.append(flt.since)
+    if flt.until is not None:
+        where.append(f"{col(runs, 'r', 'started_at')} < ?")
+        args.append(flt.until)
+    return where, args
+
+
+def _newest_of(parts: whose.Split, filters: tuple[list[str], list], page: str) -> tuple[str, list]:
+    """The runs of both `parts` the filters select, as a table `r` of the
+    newest of each (`page`: the listing's ORDER BY and LIMIT): each part read
+    by its own plan (the runs by time, asking each of its owner, up to the
+    limit; or the owner's by their keys), never the owner's whole tree."""
+    where = " AND ".join(filters[0])
+    (a, a_args), (b, b_args) = parts.threaded, parts.below
+    threaded = f"SELECT r.* FROM runs r WHERE {' AND '.join([a, *filters[0]])}{page}"
+    below = f"SELECT * FROM ({b}) AS r{' WHERE ' + where if where else ''}{page}"
+    args = [*a_args, *filters[1], *b_args, *filters[1]]
+    return f"(SELECT * FROM ({threaded}) AS a UNION ALL SELECT * FROM ({below}) AS b) AS r", args
+
+
+def _count_parts(conn: Any, parts: whose.Split, filters: tuple[list[str], list]) -> int:
+    """How many runs both `parts` hold that the filters select: the threaded
+    ones by the owner's sessions (the thread index alone, unfiltered), the
+    ones below them where they are found."""
+    where = " AND ".join(filters[0])
+    (a, a_args), (b, b_args) = parts.threaded_set, parts.below
+    return conn.execute(
+        f"SELECT (SELECT COUNT(*) FROM runs r WHERE {' AND '.join([a, *filters[0]])})"
+        f" + (SELECT COUNT(*) FROM ({b}) AS r{' WHERE ' + where if where else ''})",
+        (*a_args, *filters[1], *b_args, *filters[1]),
+    ).fetchone()[0]
 
 
 def _how_many(

@@ -27,6 +27,7 @@ the others hold.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kaja_cli.core.engine import dialect
@@ -187,6 +188,59 @@ def top_level(
         return "0 = 1", ()
     sessions, args = _sessions_of(owner, have["sessions"])
     return d.in_subquery(f"{alias}.thread_id", sessions), args
+
+
+@dataclass(frozen=True)
+class Split:
+    """The owner's runs (`tagged`) in two parts no run is in both of, neither
+    read through the owner's whole run tree for a page of it:
+
+    - `threaded`: the condition that the run `alias` has a thread of the
+      owner's, asked of each run (`top_level_each`: the session by its key);
+      `threaded_set` the same as a set, to count them in the thread index
+      alone (`top_level`);
+    - `below`: a SELECT of the rows (every column, as `runs`) of the runs
+      with no thread below those, through runs with no thread: the owner's
+      runs joined to their children with no thread, then down
+      `runs.parent_id`; each row carried whole, so a page of them is sorted
+      where they were found.
+
+    Their union is `tagged`: a run with a thread is the owner's exactly when
+    that thread is theirs, one with none when its nearest threaded parent's
+    is (or, a session whose id is '', when its own empty thread is theirs:
+    then it is `threaded`, and `below` leaves it out). `kaja runs --owner
+    --subagents` reads the newest of each and counts each, where the tree
+    built downwards from all of the owner's runs, then matched against every
+    run, took seconds for an account of 443,000 runs (issue 42)."""
+
+    threaded: tuple[str, tuple]
+    threaded_set: tuple[str, tuple]
+    below: tuple[str, tuple]
+
+
+def split(owner: Owner, have: Mapping[str, Collection[str]], d: dialect.Dialect) -> Split | None:
+    """`Split` of the owner's runs (as `r`), or None where runs have no parent
+    (no run is below another: `top_level` is all of them) or none is anyone's."""
+    if not _ties(have) or "parent_id" not in have["runs"]:
+        return None
+    each, each_args = top_level_each("r", owner, have)
+    sessions, args = _sessions_of(owner, have["sessions"])
+    # The owner's runs with a thread, then the runs with none whose parent is
+    # one of them (SQLite: in that order, by `runs_parent`; PostgreSQL starts
+    # from the smaller side), then down `runs.parent_id`. UNION, not UNION
+    # ALL: a parent cycle written by a confused writer ends.
+    below = (
+        "WITH RECURSIVE below AS ("
+        f"SELECT c.* FROM runs p {d.join_in_order} runs c ON c.parent_id = p.id"
+        f" WHERE p.thread_id IN ({sessions}) AND {no_thread('c')}"
+        f" UNION SELECT c.* FROM runs c JOIN below b ON c.parent_id = b.id WHERE {no_thread('c')})"
+        f" SELECT * FROM below r WHERE NOT {each}"
+    )
+    return Split(
+        threaded=(each, each_args),
+        threaded_set=top_level("r", owner, have, d),
+        below=(below, (*args, *each_args)),
+    )
 
 
 def top_level_each(
