@@ -26,6 +26,7 @@ STATE = (
     "SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only'),"
     " current_setting('statement_timeout'), current_setting('lock_timeout'),"
     " current_setting('search_path'), current_setting('idle_in_transaction_session_timeout'),"
+    " current_setting('jit'),"
     " (SELECT count(*) FROM pg_catalog.pg_prepared_statements),"
     " (SELECT count(*) FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema())"
 )

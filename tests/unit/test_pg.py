@@ -82,3 +82,16 @@ def test_a_rollback_on_a_lost_connection_is_quiet(pg):
         conn.raw.close()  # as psycopg does when the server drops it mid-statement
         assert conn.execute("ROLLBACK").fetchall() == []
         assert not conn.in_transaction
+
+
+@pytest.mark.parametrize(("options", "seen"), [("", "off"), ("&options=-c%20jit%3Don", "on")])
+def test_kajas_transactions_run_without_jit_unless_the_url_says(pg, options, seen):
+    """The server's JIT compilation cost kaja's statements more than it saved
+    (a second of a `runs --subagents` whose walk the planner overestimated):
+    off in each of kaja's transactions, never on the session (a pooler's next
+    client finds the server's own), and the URL's `options` win."""
+    from kaja_cli.core.engine import postgres
+
+    with postgres.connect(postgres.Target(pg.url + options, schema="public")) as conn:
+        assert conn.execute("SELECT current_setting('jit')").fetchone()[0] == seen
+    # That it never outlives the transaction: tests/cloud/test_pooler.py.

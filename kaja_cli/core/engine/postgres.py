@@ -852,6 +852,13 @@ def open_driver(
             else:
                 local["statement_timeout"] = str(statement_ms)
                 local["lock_timeout"] = str(lock_wait_ms(wait, statement_ms))
+            # Compiling a plan to machine code (the server's `jit`, on by
+            # default) pays off for analytics that run for minutes; for kaja's
+            # statements it cost more than it saved: a second or more of a
+            # recursive walk whose rows the planner overestimates (`runs
+            # --subagents`, `usage`, issue 42). The URL's own wins.
+            if not _url_sets(where.url, "jit"):
+                local["jit"] = "off"
         raw.kaja_settings = local
         raw.statement_timeout_ms = statement_ms
         raw.deadline.seconds = answer_within(statement_ms)
