@@ -251,6 +251,7 @@ def _random_ledger(db, rng) -> None:
     threads = [s for s, _ in sessions] + [None, None, None, "", "s_gone"]
     with _open(db) as conn:
         conn.execute("DELETE FROM runs")
+        conn.execute("DELETE FROM calls")
         for sid, owner in sessions:
             conn.execute("INSERT OR REPLACE INTO sessions (id, owner, createdAt) VALUES (?, ?, ?)",
                          (sid, owner, "2026-01-01T00:00:00.000Z"))  # fmt: skip
@@ -260,17 +261,25 @@ def _random_ledger(db, rng) -> None:
             if i > 2 and rng.random() < 0.05:
                 parent = ids[i + 1] if i + 1 < len(ids) else ids[0]  # a cycle, or a late parent
             conn.execute(
-                "INSERT INTO runs (id, parent_id, thread_id, started_at, status)"
-                " VALUES (?, ?, ?, ?, 'ok')",
-                (rid, parent, rng.choice(threads), f"2026-01-0{rng.randrange(1, 4)}T00:00:00Z"),
-            )
+                "INSERT INTO runs (id, parent_id, thread_id, started_at, status) VALUES (?, ?, ?, ?, ?)",
+                (rid, parent, rng.choice(threads), f"2026-01-0{rng.randrange(1, 4)}T00:00:00Z",
+                 rng.choice(["completed", "failed"])),
+            )  # fmt: skip
+            for _ in range(rng.randrange(3)):
+                conn.execute(
+                    "INSERT INTO calls (run_id, at, model, prompt_tokens, completion_tokens)"
+                    " VALUES (?, '2026-01-01T00:00:00Z', 'm', ?, ?)",
+                    (rid, rng.randrange(100), rng.randrange(100)),
+                )
 
 
 def test_an_owners_runs_with_subagents_are_their_tree_on_random_ledgers(demo_store):
     """`runs --owner --subagents` reads the runs with a thread of the owner's
     and the thread-less ones below them apart (`whose.split`), never the
     whole tree: the page and "N more" are the owner's runs worked out from
-    the rows, newest first, on random ledgers, whatever the page's size."""
+    the rows, newest first, on random ledgers, whatever the page's size;
+    `usage --owner` (`whose.with_mine`, read the same way) counts their calls
+    and runs."""
     import random
 
     rng = random.Random(42)
@@ -295,3 +304,6 @@ def test_an_owners_runs_with_subagents_are_their_tree_on_random_ledgers(demo_sto
             doc = json.loads(r.out)
             assert [run["id"] for run in doc["runs"]] == since[:2], owner
             assert len(doc["runs"]) + doc.get("left_out", 0) == len(since), owner
+            doc, want = _usage(demo_store, "--owner", owner), _expected(demo_store.db, owner)
+            assert (doc["total"]["calls"], doc["total"]["tokens"]) == (want["calls"], want["tokens"])
+            assert doc["runs"] == want["runs"], owner

@@ -121,16 +121,41 @@ def with_mine(
         return ", ".join([f"{t}.id", *(f'{t}."{c}"' if c in runs else "NULL" for c in carry)])
 
     sessions, args = _sessions_of(owner, have["sessions"])
-    held = f"r.thread_id IN ({sessions})" if many else d.in_subquery("r.thread_id", sessions)
-    roots = f"SELECT {row('r')} FROM runs r WHERE {held}"
+
+    def held(t: str) -> str:
+        return (
+            f"{t}.thread_id IN ({sessions})" if many else d.in_subquery(f"{t}.thread_id", sessions)
+        )
+
+    roots = f"SELECT {row('r')} FROM runs r WHERE {held('r')}"
     if "parent_id" not in runs:
         return f"WITH mine({names}) AS ({roots})", args
-    # UNION, not UNION ALL: a parent cycle written by a confused writer ends.
+    # The runs with a thread of the owner's, then the runs with none below
+    # them (`_below`), apart: a recursive walk whose every step joined the
+    # owner's whole tree so far to the runs table read all of a shared
+    # server's runs (4.4 million for `usage` on the 10M crowded server).
+    theirs, theirs_args = _theirs(owner, have["sessions"])
+    below = _below(f"{row('c')}, c.thread_id", held("p"), d)
     return (
-        f"WITH RECURSIVE mine({names}) AS ({roots}"
-        f" UNION SELECT {row('c')} FROM runs c JOIN mine m ON c.parent_id = m.id"
-        f" WHERE {no_thread('c')})",
-        args,
+        f"WITH RECURSIVE below({names}, thread_id) AS ({below}),"
+        f" mine({names}) AS ({roots} UNION ALL SELECT {row('b')} FROM below b"
+        f" WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = b.thread_id AND {theirs}))",
+        (*args, *args, *theirs_args),
+    )
+
+
+def _below(columns: str, held: str, d: dialect.Dialect) -> str:
+    """The body of a recursive `below`: `columns` of the runs with no thread
+    whose parent `p` is `held` (a run with a thread of the owner's), then of
+    the runs with no thread below those, by `runs.parent_id`. SQLite reads
+    the owner's runs first and each one's children by `runs_parent`;
+    PostgreSQL starts from the smaller side. UNION, not UNION ALL: a parent
+    cycle written by a confused writer ends."""
+    return (
+        f"SELECT {columns} FROM runs p {d.join_in_order} runs c ON c.parent_id = p.id"
+        f" WHERE {held} AND {no_thread('c')}"
+        f" UNION SELECT {columns} FROM runs c JOIN below b ON c.parent_id = b.id"
+        f" WHERE {no_thread('c')}"
     )
 
 
@@ -225,15 +250,8 @@ def split(owner: Owner, have: Mapping[str, Collection[str]], d: dialect.Dialect)
         return None
     each, each_args = top_level_each("r", owner, have)
     sessions, args = _sessions_of(owner, have["sessions"])
-    # The owner's runs with a thread, then the runs with none whose parent is
-    # one of them (SQLite: in that order, by `runs_parent`; PostgreSQL starts
-    # from the smaller side), then down `runs.parent_id`. UNION, not UNION
-    # ALL: a parent cycle written by a confused writer ends.
     below = (
-        "WITH RECURSIVE below AS ("
-        f"SELECT c.* FROM runs p {d.join_in_order} runs c ON c.parent_id = p.id"
-        f" WHERE p.thread_id IN ({sessions}) AND {no_thread('c')}"
-        f" UNION SELECT c.* FROM runs c JOIN below b ON c.parent_id = b.id WHERE {no_thread('c')})"
+        f"WITH RECURSIVE below AS ({_below('c.*', f'p.thread_id IN ({sessions})', d)})"
         f" SELECT * FROM below r WHERE NOT {each}"
     )
     return Split(
