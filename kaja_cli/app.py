@@ -289,8 +289,7 @@ def _run() -> None:
             shells.register()  # kaja's bash script, not Typer's
         # Not standalone: click's usage errors come here (one line, not a box),
         # and so does every exit code.
-        name = command_named(sys.argv[1:])
-        app = build(name, _word_after(sys.argv[1:])) if name is not None else build()
+        app = build(command_named(sys.argv[1:]), _word_after(sys.argv[1:]))
         code = app(prog_name="kaja", standalone_mode=False)
         sys.stdout.flush()
     except _click.exceptions.NoArgsIsHelpError as e:
