@@ -305,5 +305,8 @@ def test_an_owners_runs_with_subagents_are_their_tree_on_random_ledgers(demo_sto
             assert [run["id"] for run in doc["runs"]] == since[:2], owner
             assert len(doc["runs"]) + doc.get("left_out", 0) == len(since), owner
             doc, want = _usage(demo_store, "--owner", owner), _expected(demo_store.db, owner)
-            assert (doc["total"]["calls"], doc["total"]["tokens"]) == (want["calls"], want["tokens"])
+            assert (doc["total"]["calls"], doc["total"]["tokens"]) == (
+                want["calls"],
+                want["tokens"],
+            )
             assert doc["runs"] == want["runs"], owner
