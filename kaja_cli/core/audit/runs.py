@@ -167,12 +167,13 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
         if not usable(out, have, "runs", "id"):
             return out
         runs = have["runs"]
+        shown = [c for c in RUN_COLUMNS if c not in ("error", "result", "pid", "host")]
         where, args = [], []
         top = None  # the owner's top-level runs, as a set: to count them
         parts = None  # the owner's runs with their subagents', in two (`whose.Split`)
         if flt.owner is not None:
             d = dialect.of(conn)
-            parts = whose.split(flt.owner, have, d) if flt.subagents else None
+            parts = whose.split(flt.owner, have, d, shown) if flt.subagents else None
             if parts is None:
                 if flt.subagents or "parent_id" not in runs:
                     mine, mine_args = whose.tagged("r.id", flt.owner, have, d)
@@ -186,7 +187,6 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
         args += filters[1]
         clause = (" WHERE " + " AND ".join(where)) if where else ""
         n_calls, tokens, n_tools = _own(have, "r")
-        shown = [c for c in RUN_COLUMNS if c not in ("error", "result", "pid", "host")]
         newest = f" ORDER BY {col(runs, 'r', 'started_at')} DESC, r.id DESC"
         limit = f" LIMIT {int(flt.limit)}" if flt.limit else ""
         source = "runs r"
@@ -242,7 +242,8 @@ def _newest_of(parts: whose.Split, filters: tuple[list[str], list], page: str) -
     limit; or the owner's by their keys), never the owner's whole tree."""
     where = " AND ".join(filters[0])
     (a, a_args), (b, b_args) = parts.threaded, parts.below
-    threaded = f"SELECT r.* FROM runs r WHERE {' AND '.join([a, *filters[0]])}{page}"
+    columns = ", ".join(f'r."{c}"' for c in parts.columns)
+    threaded = f"SELECT {columns} FROM runs r WHERE {' AND '.join([a, *filters[0]])}{page}"
     below = f"SELECT * FROM ({b}) AS r{' WHERE ' + where if where else ''}{page}"
     args = [*a_args, *filters[1], *b_args, *filters[1]]
     return f"(SELECT * FROM ({threaded}) AS a UNION ALL SELECT * FROM ({below}) AS b) AS r", args

@@ -26,7 +26,7 @@ the others hold.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -224,7 +224,7 @@ class Split:
       owner's, asked of each run (`top_level_each`: the session by its key);
       `threaded_set` the same as a set, to count them in the thread index
       alone (`top_level`);
-    - `below`: a SELECT of the rows (every column, as `runs`) of the runs
+    - `below`: a SELECT of the rows (the columns `carry` names) of the runs
       with no thread below those, through runs with no thread: the owner's
       runs joined to their children with no thread, then down
       `runs.parent_id`; each row carried whole, so a page of them is sorted
@@ -241,24 +241,39 @@ class Split:
     threaded: tuple[str, tuple]
     threaded_set: tuple[str, tuple]
     below: tuple[str, tuple]
+    columns: tuple[str, ...]  # the runs' columns `below` carries (`carry`)
 
 
-def split(owner: Owner, have: Mapping[str, Collection[str]], d: dialect.Dialect) -> Split | None:
-    """`Split` of the owner's runs (as `r`), or None where runs have no parent
-    (no run is below another: `top_level` is all of them) or none is anyone's."""
+def split(
+    owner: Owner, have: Mapping[str, Collection[str]], d: dialect.Dialect, columns: Sequence[str]
+) -> Split | None:
+    """`Split` of the owner's runs (as `r`), `below` carrying the runs' `columns`
+    (those of them the table has, and its `id` and `thread_id`: not a run's
+    whole result, read for a page of 20); None where runs have no parent (no
+    run is below another: `top_level` is all of them) or none is anyone's."""
     if not _ties(have) or "parent_id" not in have["runs"]:
         return None
     each, each_args = top_level_each("r", owner, have)
     sessions, args = _sessions_of(owner, have["sessions"])
+    kept = carry(have, columns)
+    carried = ", ".join(f'c."{c}"' for c in kept)
     below = (
-        f"WITH RECURSIVE below AS ({_below('c.*', f'p.thread_id IN ({sessions})', d)})"
+        f"WITH RECURSIVE below AS ({_below(carried, f'p.thread_id IN ({sessions})', d)})"
         f" SELECT * FROM below r WHERE NOT {each}"
     )
     return Split(
         threaded=(each, each_args),
         threaded_set=top_level("r", owner, have, d),
         below=(below, (*args, *each_args)),
+        columns=tuple(kept),
     )
+
+
+def carry(have: Mapping[str, Collection[str]], columns: Sequence[str]) -> list[str]:
+    """The runs' columns a `Split` carries: those of `columns` the table has,
+    with `id` and `thread_id`, in the table's order."""
+    wanted = {*columns, "id", "thread_id"}
+    return [c for c in have["runs"] if c in wanted]
 
 
 def top_level_each(
