@@ -84,7 +84,11 @@ def test_a_rollback_on_a_lost_connection_is_quiet(pg):
         assert not conn.in_transaction
 
 
-@pytest.mark.parametrize(("options", "seen"), [("", "off"), ("&options=-c%20jit%3Don", "on")])
+@pytest.mark.parametrize(
+    ("options", "seen"),
+    [("", "off"), ("&options=-c%20jit%3Don", "on"), ("&options=-cjit%3Don", "on"),
+     ("&options=--jit%3Don", "on"), ("&options=-c%20jit_above_cost%3D1", "off")],
+)  # fmt: skip
 def test_kajas_transactions_run_without_jit_unless_the_url_says(pg, options, seen):
     """The server's JIT compilation cost kaja's statements more than it saved
     (a second of a `runs --subagents` whose walk the planner overestimated):

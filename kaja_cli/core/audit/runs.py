@@ -251,7 +251,7 @@ def _newest_of(parts: whose.Split, filters: tuple[list[str], list], page: str) -
 
 def _count_parts(conn: Any, parts: whose.Split, filters: tuple[list[str], list]) -> int:
     """How many runs both `parts` hold that the filters select: the threaded
-    ones by the owner's sessions (the thread index alone, unfiltered), the
+    ones by the owner's sessions (unfiltered, in the thread index alone), the
     ones below them where they are found."""
     where = " AND ".join(filters[0])
     (a, a_args), (b, b_args) = parts.threaded_set, parts.below

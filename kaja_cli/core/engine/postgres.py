@@ -857,7 +857,10 @@ def open_driver(
             # statements it cost more than it saved: a second or more of a
             # recursive walk whose rows the planner overestimates (`runs
             # --subagents`, `usage`, issue 42). The URL's own wins.
-            if not _url_sets(where.url, "jit"):
+            # A server before PostgreSQL 11 has no such setting: SET LOCAL of
+            # it would fail every transaction (and doctor's "kaja needs 12"
+            # with it).
+            if raw.info.server_version >= 110000 and not _url_sets(where.url, "jit"):
                 local["jit"] = "off"
         raw.kaja_settings = local
         raw.statement_timeout_ms = statement_ms
@@ -946,7 +949,8 @@ def _url_sets(url: str, setting: str) -> bool:
         options = psycopg.conninfo.conninfo_to_dict(url).get("options") or ""
     except psycopg.ProgrammingError:
         return False
-    return re.search(rf"\b{setting}\s*=", str(options)) is not None
+    # libpq's spellings: `-c name=value`, `-cname=value`, `--name=value`.
+    return re.search(rf"(?:-c\s*|--){re.escape(setting)}\s*=", str(options)) is not None
 
 
 def quote(name: str) -> str:
