@@ -421,6 +421,9 @@ class ClientsRow:
     cpu_p50: float | None = None  # a reader's own CPU (its process's), the median
     timed: str = "clients"  # "count": a count of rows, no latency
     goal: float | None = None
+    # Never "could not be measured" (`harness.Row.error`): a command's failures
+    # are its `errors`, counted, and make the row MISSED.
+    error = ""
 
     @property
     def verdict(self) -> str:

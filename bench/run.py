@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     missed = [r.case for r in bench.rows if r.missed]
     goals = sum(r.goal is not None for r in bench.rows)
-    failed = [r.case for r in bench.rows if getattr(r, "error", "")]  # ClientsRow: none
+    failed = [r.case for r in bench.rows if r.error]
     if failed:  # every other row was measured and printed; these could not be
         print(f"\nbench: {len(failed)} of {len(bench.rows)} rows could not be measured:"
               f" {'; '.join(failed)}", file=sys.stderr)  # fmt: skip

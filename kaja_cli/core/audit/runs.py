@@ -185,7 +185,7 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
         filters = _filters(runs, flt)
         where += filters[0]
         args += filters[1]
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        clause = _where(where)
         n_calls, tokens, n_tools = _own(have, "r")
         newest = f" ORDER BY {col(runs, 'r', 'started_at')} DESC, r.id DESC"
         limit = f" LIMIT {int(flt.limit)}" if flt.limit else ""
@@ -215,6 +215,11 @@ def listing(store: Store, flt: RunFilter, counted: Counter | None = None) -> Lis
     return out
 
 
+def _where(conditions: list[str]) -> str:
+    """` WHERE` and the conditions joined by AND; nothing for none."""
+    return (" WHERE " + " AND ".join(conditions)) if conditions else ""
+
+
 def _filters(runs: list[str], flt: RunFilter) -> tuple[list[str], list]:
     """The conditions of the listing's filters on the run `r`, and their values."""
     where: list[str] = []
@@ -240,11 +245,10 @@ def _newest_of(parts: whose.Split, filters: tuple[list[str], list], page: str) -
     newest of each (`page`: the listing's ORDER BY and LIMIT): each part read
     by its own plan (the runs by time, asking each of its owner, up to the
     limit; or the owner's by their keys), never the owner's whole tree."""
-    where = " AND ".join(filters[0])
     (a, a_args), (b, b_args) = parts.threaded, parts.below
     columns = ", ".join(f'r."{c}"' for c in parts.columns)
-    threaded = f"SELECT {columns} FROM runs r WHERE {' AND '.join([a, *filters[0]])}{page}"
-    below = f"SELECT * FROM ({b}) AS r{' WHERE ' + where if where else ''}{page}"
+    threaded = f"SELECT {columns} FROM runs r{_where([a, *filters[0]])}{page}"
+    below = f"SELECT * FROM ({b}) AS r{_where(filters[0])}{page}"
     args = [*a_args, *filters[1], *b_args, *filters[1]]
     return f"(SELECT * FROM ({threaded}) AS a UNION ALL SELECT * FROM ({below}) AS b) AS r", args
 
@@ -253,11 +257,10 @@ def _count_parts(conn: Any, parts: whose.Split, filters: tuple[list[str], list])
     """How many runs both `parts` hold that the filters select: the threaded
     ones by the owner's sessions (unfiltered, in the thread index alone), the
     ones below them where they are found."""
-    where = " AND ".join(filters[0])
     (a, a_args), (b, b_args) = parts.threaded_set, parts.below
     return conn.execute(
-        f"SELECT (SELECT COUNT(*) FROM runs r WHERE {' AND '.join([a, *filters[0]])})"
-        f" + (SELECT COUNT(*) FROM ({b}) AS r{' WHERE ' + where if where else ''})",
+        f"SELECT (SELECT COUNT(*) FROM runs r{_where([a, *filters[0]])})"
+        f" + (SELECT COUNT(*) FROM ({b}) AS r{_where(filters[0])})",
         (*a_args, *filters[1], *b_args, *filters[1]),
     ).fetchone()[0]
 

@@ -134,13 +134,13 @@ def with_mine(
     # them (`_below`), apart: a recursive walk whose every step joined the
     # owner's whole tree so far to the runs table read all of a shared
     # server's runs (4.4 million for `usage` on the 10M crowded server).
-    theirs, theirs_args = _theirs(owner, have["sessions"])
+    threaded, threaded_args = top_level_each("b", owner, have)  # a root already
     below = _below(f"{row('c')}, c.thread_id", held("p"), d)
     return (
         f"WITH RECURSIVE below({names}, thread_id) AS ({below}),"
         f" mine({names}) AS ({roots} UNION ALL SELECT {row('b')} FROM below b"
-        f" WHERE NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = b.thread_id AND {theirs}))",
-        (*args, *args, *theirs_args),
+        f" WHERE NOT {threaded})",
+        (*args, *args, *threaded_args),
     )
 
 
@@ -224,11 +224,11 @@ class Split:
       owner's, asked of each run (`top_level_each`: the session by its key);
       `threaded_set` the same as a set, to count them in the thread index
       alone (`top_level`);
-    - `below`: a SELECT of the rows (the columns `carry` names) of the runs
+    - `below`: a SELECT of the rows (the columns `_carry` names) of the runs
       with no thread below those, through runs with no thread: the owner's
       runs joined to their children with no thread, then down
-      `runs.parent_id`; each row carried whole, so a page of them is sorted
-      where they were found.
+      `runs.parent_id`; each row carried, so a page of them is sorted where
+      they were found.
 
     Their union is `tagged`: a run with a thread is the owner's exactly when
     that thread is theirs, one with none when its nearest threaded parent's
@@ -241,7 +241,7 @@ class Split:
     threaded: tuple[str, tuple]
     threaded_set: tuple[str, tuple]
     below: tuple[str, tuple]
-    columns: tuple[str, ...]  # the runs' columns `below` carries (`carry`)
+    columns: tuple[str, ...]  # the runs' columns `below` carries (`_carry`)
 
 
 def split(
@@ -255,7 +255,7 @@ def split(
         return None
     each, each_args = top_level_each("r", owner, have)
     sessions, args = _sessions_of(owner, have["sessions"])
-    kept = carry(have, columns)
+    kept = _carry(have, columns)
     carried = ", ".join(f'c."{c}"' for c in kept)
     below = (
         f"WITH RECURSIVE below AS ({_below(carried, f'p.thread_id IN ({sessions})', d)})"
@@ -269,7 +269,7 @@ def split(
     )
 
 
-def carry(have: Mapping[str, Collection[str]], columns: Sequence[str]) -> list[str]:
+def _carry(have: Mapping[str, Collection[str]], columns: Sequence[str]) -> list[str]:
     """The runs' columns a `Split` carries: those of `columns` the table has,
     with `id` and `thread_id`, in the table's order."""
     wanted = {*columns, "id", "thread_id"}
