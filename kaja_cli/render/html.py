@@ -124,6 +124,8 @@ def page_chunks(
     for m in messages:
         if m.__class__ is Pieces:  # written by SQLite (`core.conversations.pieces`)
             if asides.waiting or ordered:
+                if len(m) != m.n:  # joined, never where anything is placed between them
+                    raise RuntimeError("messages read joined where the timeline places asides")
                 texts = []
                 for row in m:
                     seq, kind = row[1], row[2]
@@ -141,7 +143,7 @@ def page_chunks(
                 batch.append(m.data)
             else:
                 batch.append(_utf8(_lines(m.text)))
-            if len(batch) >= _BATCH or len(m) >= _BATCH:
+            if len(batch) >= _BATCH or m.n >= _BATCH:
                 yield b"".join(batch)
                 batch = []
             continue

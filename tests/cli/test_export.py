@@ -423,7 +423,7 @@ def _every_message_by_render(monkeypatch) -> None:
     monkeypatch.setattr(
         transcript._Reader,
         "message_pieces",
-        lambda self, view: (json.loads(t) for t in self.messages_json(condense=False)),
+        lambda self, view, **_: (json.loads(t) for t in self.messages_json(condense=False)),
     )
 
 
@@ -488,6 +488,65 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs,
         assert seq == list(range(1, 21))
     else:
         assert seq[5:8] == [6.5, 7.5, 8] and seq[11:] == [f"x{n}" for n in range(22, 31)]
+
+
+@pytest.mark.parametrize("run", [2, 3, 1024])
+@pytest.mark.parametrize("texts", ["as they are", "no NUL"])
+def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
+    """Where nothing is placed between the messages (no notices, no
+    summaries), `export -f html` reads a page of messages joined by SQLite
+    (`_html_pages`, a thread reading the next page): the same bytes as a row
+    at a time and as render writes every message, whatever the page's size,
+    with messages SQLite does not write first, last and side by side in a
+    page (read again alone), tool results, images, empty and missing texts,
+    and texts that hold a NUL (that page read again a row at a time)."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:
+        conn.execute("DELETE FROM session_events")
+        conn.execute("DELETE FROM session_summaries")
+        conn.execute("UPDATE messages SET content = '' WHERE seq = 4")
+        conn.execute("UPDATE messages SET content = NULL WHERE seq = 9")
+        if texts == "no NUL":
+            conn.text_factory = bytes
+            for rowid, text in conn.execute(
+                "SELECT rowid, content FROM messages WHERE instr(content, char(0))"
+            ).fetchall():  # fmt: skip
+                conn.execute("UPDATE messages SET content = ? WHERE rowid = ?",
+                             (text.replace(b"\0", b"0").decode("utf-8", "replace"), rowid))  # fmt: skip
+    conn.close()
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
+    monkeypatch.setattr(transcript, "RUN", run)
+    calls: dict[str, int] = {"pages": 0, "rows": 0, "alone": 0}
+    pages, rows, alone = (transcript._Reader._html_page_reads, transcript._Reader._piece_rows,
+                          transcript._Reader._json_message)  # fmt: skip
+
+    def counted(name, original):
+        def call(self, *args, **kwargs):
+            calls[name] += 1
+            return original(self, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(transcript._Reader, "_html_page_reads", counted("pages", pages))
+    monkeypatch.setattr(transcript._Reader, "_piece_rows", counted("rows", rows))
+    monkeypatch.setattr(transcript._Reader, "_json_message", counted("alone", alone))
+    paged = kaja(*argv)
+    assert paged.code == 0, paged
+    assert calls["pages"] == 1 and calls["alone"] > 0
+    # a text holding a NUL: its page a row at a time; else never
+    assert (calls["rows"] > 0) == (texts == "as they are")
+    real = transcript._Reader.message_pieces
+    monkeypatch.setattr(
+        transcript._Reader, "message_pieces", lambda self, view, **_: real(self, view)
+    )  # as where something is placed between messages: a row at a time
+    by_rows = kaja(*argv)
+    assert by_rows.code == 0 and by_rows.out == paged.out
+    _as_render_writes(kaja, monkeypatch, argv, paged)
+    assert paged.out.count('<section class="msg') == 20
 
 
 def test_a_page_longer_than_sqlites_longest_string_is_read_a_row_at_a_time(tmp_path, monkeypatch):

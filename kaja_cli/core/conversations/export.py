@@ -134,10 +134,12 @@ def _one(
         "pending": p.to_json() if (p := r.pending(session)) else None,
     }
     count = r.message_count()
+    # notices or summaries placed between the messages: render counts each one
+    placed = bool(head["events"] or head["summaries"])
     if redact is None:  # redaction rewrites the JSON texts: it reads them
         return SessionExport(
             head, count, _then_commit(conn, r.messages_json_runs(condense=False)),
-            lambda view: _then_commit(conn, r.message_pieces(view)),
+            lambda view: _then_commit(conn, r.message_pieces(view, asides=placed)),
         )  # fmt: skip
     head = json.loads(redact(json.dumps(head, ensure_ascii=False, default=str)))
     messages = (

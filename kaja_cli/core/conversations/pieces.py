@@ -223,7 +223,9 @@ def piece(have: Sequence[str], view: str, calls: str = "''", utc: Span | None = 
         ("0" if model == "NULL" else f"{model} <> ''", " · %s", "%.0s"),
         ("0" if created == "NULL" else f"{created} <> ''", f'<span class="when">{when}</span>',
          _skip(when) if created != "NULL" else ""),
-        ("0" if content == "NULL" else f"{content} <> ''", '<div class="text">%c</div>', "%.0s"),
+        # no text: its mark all the same, where an empty text goes (one NUL in
+        # every piece, `transcript._html_pages`)
+        ("0" if content == "NULL" else f"{content} <> ''", '<div class="text">%c</div>', "%c"),
     ]  # fmt: skip
 
     def page(parts: tuple[str, ...]) -> str:
@@ -262,6 +264,12 @@ def _escaped(data: bytes) -> bytes:
                         (b'"', b"&quot;"), (b"'", b"&#x27;")):  # fmt: skip
         data = data.replace(raw, entity)
     return data
+
+
+def escaped_texts(texts: bytes | None) -> list[bytes]:
+    """Texts joined by NULs (as `group_concat(t, char(0))` joins them; None: no
+    text), each escaped: one escaping of all."""
+    return [] if texts is None else _escaped(texts).split(b"\0")
 
 
 def fill_texts(rows: list[tuple]) -> list[tuple]:
@@ -374,7 +382,7 @@ def tool_piece(have: Sequence[str], view: str, utc: Span | None = None) -> str:
     tests = [
         ("0" if created == "NULL" else f"{created} <> ''", f'<span class="when">{when}</span>',
          _skip(when) if created != "NULL" else ""),
-        ("0" if content == "NULL" else f"{content} IS NOT NULL", "<pre>%c</pre>", "%.0s"),
+        ("0" if content == "NULL" else f"{content} IS NOT NULL", "<pre>%c</pre>", "%c"),
     ]  # fmt: skip
 
     def page(parts: tuple[str, ...]) -> str:

@@ -97,6 +97,17 @@ def _valid_utf8(data: bytes) -> bytes:
     return data.decode("utf-8", "replace").encode("utf-8")
 
 
+def _filled(data: bytes, texts: list[bytes], at: int) -> bytes:
+    """`data` (pieces) with each NUL replaced by the next of `texts`, from `at` on."""
+    parts = data.split(b"\0")
+    if len(parts) == 1:
+        return data
+    out: list[bytes] = [b""] * (2 * len(parts) - 1)
+    out[0::2] = parts
+    out[1::2] = texts[at : at + len(parts) - 1]
+    return b"".join(out)
+
+
 RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
@@ -182,8 +193,18 @@ class Pieces(list):
     def __init__(self, rows: list[tuple], starts: Callable[[int], int] | None = None):
         super().__init__(rows)
         self.data = b"".join(map(_FIRST, rows))
+        self.n = len(rows)  # the messages
         self._text: str | None = None
         self._starts = starts
+
+    @classmethod
+    def joined(cls, data: bytes, n: int, starts: Callable[[int], int] | None = None) -> Pieces:
+        """`n` messages' pieces SQLite joined itself (`_Reader._html_pages`):
+        their `data` alone, no rows (asked for only where nothing is placed
+        between messages, so render never counts them)."""
+        made = cls([], starts)
+        made.data, made.n = data, n
+        return made
 
     @property
     def text(self) -> str:
@@ -359,17 +380,12 @@ class _Reader:
         where, args = 'm."sessionId" = ? AND m.seq < ?', [self.sid, before]
         if after is not None:
             where, args = where + " AND m.seq > ?", [*args, after]
-        factory = self.conn.text_factory
-        self.conn.text_factory = bytes
-        try:
-            rows = self.conn.execute(
-                f"SELECT {self._calls_json()} FROM messages AS m WHERE {where}"
-                ' AND EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = m.id)'
-                " ORDER BY m.seq",
-                args,
-            ).fetchall()
-        finally:
-            self.conn.text_factory = factory
+        rows = self.conn.execute(  # as BLOBs, whatever the connection's text_factory
+            f"SELECT CAST({self._calls_json()} AS BLOB) FROM messages AS m WHERE {where}"
+            ' AND EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = m.id)'
+            " ORDER BY m.seq",
+            args,
+        ).fetchall()
         return [c for (data,) in rows for c in json.loads(_valid_utf8(data))]
 
     def _calls_json(self, *, only_if_any: bool = False) -> str:
@@ -409,11 +425,16 @@ class _Reader:
             fields.append(("condensed", d.json_bool("m.kaja_summary IS NOT NULL")))
         return d.json_object(fields)
 
-    def message_pieces(self, view: str) -> Iterator[Pieces | dict[str, Any]]:
+    def message_pieces(
+        self, view: str, *, asides: bool = True
+    ) -> Iterator[Pieces | dict[str, Any]]:
         """The messages for the human exports in `view` ("md" or "html"), in
         order: the plainest written by SQLite (`conversations.pieces`), a run
         of consecutive ones at a time (`Pieces`); any other the dict
-        `messages()` makes of it. One read, no JSON round trip for most."""
+        `messages()` makes of it. One read, no JSON round trip for most.
+        `asides`: the timeline has notices or summaries to place between the
+        messages, so render counts each message SQLite wrote (a `Pieces`'
+        rows); without (HTML), a page of them comes joined (`_html_pages`)."""
         if not self._has("messages", "sessionId"):
             return
         if not self.dialect.writes_pieces:
@@ -431,60 +452,183 @@ class _Reader:
         )
         # An assistant's message with tool calls too, where render's `calls`
         # can be given what it has seen (`_calls_between`): by seq.
-        with_calls = "0"
-        if "seq" in m and "sessionId" in m and self._seq_unique():
-            with_calls = pieces.calls_simple(m, t, view, utc) if self._seq_whole() else "0"
-        sql = (
-            f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view, utc=utc)}"
-            + (f" WHEN {tool} THEN {pieces.tool_piece(m, view, utc)}" if tool != "0" else "")
-            + (
-                f" WHEN {with_calls} THEN {pieces.calls_piece(m, view, utc)}"
-                if with_calls != "0"
-                else ""
+        by_seq = "seq" in m and "sessionId" in m and self._seq_unique()
+        whole = by_seq and self._seq_whole()
+        with_calls = pieces.calls_simple(m, t, view, utc) if whole else "0"
+
+        def columns(other: str) -> str:  # `other`: what the messages SQLite does not write get
+            return (
+                f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view, utc=utc)}"
+                + (f" WHEN {tool} THEN {pieces.tool_piece(m, view, utc)}" if tool != "0" else "")
+                + (
+                    f" WHEN {with_calls} THEN {pieces.calls_piece(m, view, utc)}"
+                    if with_calls != "0"
+                    else ""
+                )
+                + f" ELSE {other} END AS j,"
+                + (f" {pieces.text_value(m)} AS t," if view == "html" else "")
+                + f" {col(m, 'm', 'seq')} AS s, {pieces.kind(m)} AS k,"
+                f" {col(m, 'm', 'parts')} AS q"
+                + (f", {pieces.heading_values(m)}" if view == "md" else "")
+                + ' FROM messages AS m WHERE m."sessionId" = ?'
             )
-            + f" ELSE {self._message_object(False)} END,"
-            + (f" {pieces.text_value(m)}," if view == "html" else "")
-            + f" {col(m, 'm', 'seq')}, {pieces.kind(m)},"
-            f" {col(m, 'm', 'parts')}"
-            + (f", {pieces.heading_values(m)}" if view == "md" else "")
-            + f' FROM messages AS m WHERE m."sessionId" = ? ORDER BY {self._message_order()}'
-        )
+
+        order = f" ORDER BY {self._message_order()}"
+        starts = self._tool_starts if with_calls != "0" else None
+        seen: list[int | None] = [None]  # the seq up to which render was given the calls
+        as_json = self._message_object(False)
+        if view == "html" and not asides and whole:
+            # a message SQLite does not write marked by its seq (`_html_page_reads`)
+            marked = columns("char(0, 1) || m.seq || char(0)")
+            yield from self._html_pages(marked, columns(as_json), order, starts, seen)
+            return
         conn = self.conn
         factory = conn.text_factory
         # As bytes, decoded a run at a time (`Pieces`): a text_factory that
         # decodes with U+FFFD is a Python call per value.
         conn.text_factory = bytes  # applies to the rows fetched while it is set
-        loads = json.loads
-        starts = self._tool_starts if with_calls != "0" else None
-        seen: int | None = None  # the seq up to which render was given the calls
         try:
-            cur = self._execute(sql, (self.sid,))
+            cur = self._execute(columns(as_json) + order, (self.sid,))
             while rows := cur.fetchmany(RUN):
                 conn.text_factory = factory  # not while the caller runs
-                if view == "html":
-                    rows = pieces.fill_texts(rows)
-                # A piece begins with a line break or "<", JSON with "{", which
-                # sorts after both: a run of pieces alone is told by max(), in C.
-                if max(map(_FIRST, rows))[0] != 123:
-                    yield Pieces(rows, starts)
-                    conn.text_factory = bytes
-                    continue
-                start = 0
-                for i, row in enumerate(rows):
-                    if row[0][0] == 123:  # JSON's "{"; a piece is Markdown or HTML, never "{"
-                        if i > start:
-                            yield Pieces(rows[start:i], starts)
-                        start = i + 1
-                        message = loads(self._with_images(_valid_utf8(row[0]), row[3]))
-                        if starts is not None and message.get("role") == "tool":
-                            message[CALLS_BEFORE] = self._calls_between(seen, row[1])
-                            seen = row[1]
-                        yield message
-                if start < len(rows):
-                    yield Pieces(rows[start:] if start else rows, starts)
+                yield from self._piece_rows(rows, view, starts, seen)
                 conn.text_factory = bytes
         finally:
             conn.text_factory = factory
+
+    def _piece_rows(
+        self, rows: list[tuple], view: str, starts: Callable[[int], int] | None,
+        seen: list[int | None],
+    ) -> Iterator[Pieces | dict[str, Any]]:  # fmt: skip
+        """`message_pieces` of rows read: runs of pieces, and each message
+        SQLite gave as JSON parsed (`seen`: the seq up to which render was
+        given the calls, kept from one call to the next)."""
+        if view == "html":
+            from kaja_cli.core.conversations.pieces import fill_texts
+
+            rows = fill_texts(rows)
+        # A piece begins with a line break or "<", JSON with "{", which
+        # sorts after both: a run of pieces alone is told by max(), in C.
+        if max(map(_FIRST, rows))[0] != 123:
+            yield Pieces(rows, starts)
+            return
+        start = 0
+        for i, row in enumerate(rows):
+            if row[0][0] == 123:  # JSON's "{"; a piece is Markdown or HTML, never "{"
+                if i > start:
+                    yield Pieces(rows[start:i], starts)
+                start = i + 1
+                yield self._json_message(row[0], row[1], row[3], starts, seen)
+        if start < len(rows):
+            yield Pieces(rows[start:] if start else rows, starts)
+
+    def _json_message(
+        self, data: bytes, seq: Any, parts: Any, starts: Callable[[int], int] | None,
+        seen: list[int | None],
+    ) -> dict[str, Any]:  # fmt: skip
+        """A message SQLite gave as its JSON (`message_pieces`), parsed, with
+        its images; a tool result, where SQLite wrote the calls before it, with
+        those calls (`CALLS_BEFORE`)."""
+        message = json.loads(self._with_images(_valid_utf8(data), parts))
+        if starts is not None and message.get("role") == "tool":
+            message[CALLS_BEFORE] = self._calls_between(seen[0], seq)
+            seen[0] = seq
+        return message
+
+    def _html_pages(
+        self, marked: str, columns: str, order: str, starts: Callable[[int], int] | None,
+        seen: list[int | None],
+    ) -> Iterator[Pieces | dict[str, Any]]:  # fmt: skip
+        """`message_pieces` in HTML where nothing is placed between messages and
+        every seq is a whole number: a page of `RUN` messages at a time joined
+        by SQLite and read by a thread of its own (`_html_page_reads`) while
+        this one escapes the last page's texts, puts them in their places and
+        hands the page on (a row at a time, Python's sqlite3 spent more on
+        fetching 76,000 rows of five values each than SQLite on joining them,
+        and no thread could read ahead: issue 40)."""
+        import threading
+
+        from kaja_cli.core.conversations.pieces import escaped_texts
+        from kaja_cli.core.engine.ahead import read_ahead
+
+        pages = self._html_page_reads(marked, columns, order, starts, seen)
+        for items, texts in read_ahead(pages, threading.Lock(), usable=self._usable_here):
+            escaped = escaped_texts(texts)
+            at = 0  # the page's texts put in their places, or passed
+            for item in items:
+                if item.__class__ is tuple:  # a run of pieces, their texts to put in
+                    data, n = item
+                    yield Pieces.joined(_filled(data, escaped, at), n, starts)
+                    at += n
+                else:  # a message given as JSON (its text is in it), or rows read
+                    at += 1
+                    yield item
+
+    def _html_page_reads(
+        self, marked: str, columns: str, order: str, starts: Callable[[int], int] | None,
+        seen: list[int | None],
+    ) -> Iterator[tuple[list[Any], bytes | None]]:  # fmt: skip
+        """`_html_pages`' reads (in the reading thread, the only one using the
+        connection meanwhile; its text as BLOBs, its `text_factory` left
+        alone), a page at a time: its runs of pieces, each (its bytes, its
+        messages) with a NUL for each message's text, and between them each
+        message given as JSON, parsed; and the page's texts, joined by NULs.
+        `marked` writes a message SQLite does not write as NUL, 0x01, its seq,
+        NUL (a piece's NUL is never followed by 0x01: the markup goes on
+        there), and `columns` reads it again alone. A page whose texts hold a
+        NUL is read again a row at a time (its items `_piece_rows`', no
+        texts)."""
+        after, args = "", (self.sid,)
+        while True:
+            page = f"{marked}{after}{order} LIMIT {RUN}"
+            data, texts, n, last = self._execute(
+                "SELECT CAST(group_concat(j, '') AS BLOB), CAST(group_concat(t, char(0)) AS BLOB),"
+                f" count(*), max(s) FROM ({page}) AS p",
+                args,
+            ).fetchone()
+            if not n:
+                return
+            marks: list[tuple[int, int]] = []  # where each mark begins and ends
+            start = data.find(b"\0\x01")
+            while start >= 0:
+                end = data.index(b"\0", start + 2) + 1
+                marks.append((start, end))
+                start = data.find(b"\0\x01", end)
+            given = 0 if texts is None else texts.count(b"\0") + 1
+            if given != n or data.count(b"\0") != n + len(marks):  # a text holds a NUL
+                rows = self._blob_rows(f"{columns}{after}{order} LIMIT {RUN}", args).fetchall()
+                yield list(self._piece_rows(rows, "html", starts, seen)), None
+            elif not marks:
+                yield [(data, n)], texts
+            else:
+                items: list[Any] = []
+                done = 0
+                for start, end in marks:
+                    if start > done:
+                        items.append((data[done:start], data.count(b"\0", done, start)))
+                    seq = int(data[start + 2 : end - 1])
+                    row = self._blob_rows(f"{columns} AND m.seq = ?", (self.sid, seq)).fetchone()
+                    items.append(self._json_message(row[0], row[2], row[4], starts, seen))
+                    done = end
+                if done < len(data):
+                    items.append((data[done:], data.count(b"\0", done)))
+                yield items, texts
+            if n < RUN:
+                return
+            after, args = " AND m.seq > ?", (self.sid, last)
+
+    def _blob_rows(self, sql: str, args: tuple) -> Any:
+        """The rows of `sql` (HTML's `message_pieces` columns), their text as
+        BLOBs: the same bytes whatever the connection's `text_factory`."""
+        return self._execute(
+            f"SELECT CAST(j AS BLOB), CAST(t AS BLOB), s, k, CAST(q AS BLOB) FROM ({sql}) AS x",
+            args,
+        )
+
+    def _usable_here(self) -> bool:
+        from kaja_cli.core.engine.db import usable_here
+
+        return usable_here(self.conn)
 
     def _utc_span(self) -> tuple[str, str] | None:
         """The span of the session's times in which the local zone is UTC
@@ -578,18 +722,11 @@ class _Reader:
 
     def _json_runs(self, sql: str, args: tuple) -> Iterator[bytes]:
         """The rows of `sql` (a message's JSON, its parts), `RUN` at a time,
-        joined by commas."""
-        conn = self.conn
-        factory = conn.text_factory
-        conn.text_factory = bytes  # applies to the rows fetched while it is set
-        try:
-            cur = self._execute(sql, args)
-            while rows := cur.fetchmany(RUN):
-                conn.text_factory = factory  # not while the caller runs
-                yield self._run_of(rows)
-                conn.text_factory = bytes
-        finally:
-            conn.text_factory = factory
+        joined by commas (as BLOBs: the same bytes whatever the connection's
+        `text_factory`, which a reading thread leaves alone, `_json_pages`)."""
+        cur = self._execute(f"SELECT CAST(j AS BLOB), CAST(p AS BLOB) FROM ({sql}) AS x", args)
+        while rows := cur.fetchmany(RUN):
+            yield self._run_of(rows)
 
     def _run_of(self, rows: list[tuple]) -> bytes:
         if list(map(_SECOND, rows)).count(None) != len(rows):  # some parts
@@ -604,54 +741,68 @@ class _Reader:
     def _json_pages(self, from_seq: int | None, condense: bool) -> Iterator[bytes]:
         """`messages_json_runs` where `seq` alone orders the session (set, never
         repeated): each run one row that SQLite joined itself, `group_concat`
-        over a page of `RUN` messages after the last seq of the page before.
-        A row per message cost Python's sqlite3 236M instructions of a
-        76,000-message export's 2,917M (a step, a lock and a copy each); a
-        page costs it one. A page with parts (images to fill in) is read again
-        a row at a time, and so is one whose messages joined are longer than
-        SQLite's longest string (`SQLITE_LIMIT_LENGTH`, 1 GB by default: a
-        thousand messages of a megabyte each); after a seq that is not a
-        number (text comes back as bytes, no key to give back) the rest is read
-        a row at a time. `group_concat` joins in the order it is given: here
-        the page's `ORDER BY … LIMIT`, which SQLite never drops from a
-        subquery with a limit (its `ORDER BY` argument needs SQLite 3.44)."""
+        over a page of `RUN` messages after the last seq of the page before,
+        read by a thread of its own while this one checks the last page's
+        UTF-8 and hands it on (`engine.ahead`, `_json_page_reads`)."""
+        import threading
+
+        from kaja_cli.core.engine.ahead import read_ahead
+
+        pages = self._json_page_reads(from_seq, condense)
+        for data, checked in read_ahead(pages, threading.Lock(), usable=self._usable_here):
+            yield data if checked or data.isascii() else _valid_utf8(data)
+
+    def _json_page_reads(
+        self, from_seq: int | None, condense: bool
+    ) -> Iterator[tuple[bytes, bool]]:
+        """`_json_pages`' reads (in the reading thread, the only one using the
+        connection meanwhile; its text as BLOBs, its `text_factory` left
+        alone): each page's messages joined by commas, and whether they were
+        checked for UTF-8 already. A row per message cost Python's sqlite3
+        236M instructions of a 76,000-message export's 2,917M (a step, a lock
+        and a copy each); a page costs it one. A page with parts (images to
+        fill in) is read again a row at a time, and so is one whose messages
+        joined are longer than SQLite's longest string (`SQLITE_LIMIT_LENGTH`,
+        1 GB by default: a thousand messages of a megabyte each); after a seq
+        that is not a number the rest is read a row at a time. `group_concat`
+        joins in the order it is given: here the page's `ORDER BY … LIMIT`,
+        which SQLite never drops from a subquery with a limit (its `ORDER BY`
+        argument needs SQLite 3.44)."""
         first, args = self.messages_sql(from_seq, condense=condense, keyed=True)
         rest, _ = self.messages_sql(from_seq, condense=condense, keyed=True, after=True)
         sql, page_args = first, args
-        conn = self.conn
-        factory = conn.text_factory
         given = 0
-        try:
-            while True:
-                conn.text_factory = bytes
-                page = f"{sql} LIMIT {RUN}"
-                rows: list[tuple] | None = None
-                try:
-                    data, parts, last, n = self._execute(
-                        f"SELECT group_concat(j, ','), count(p), max(s), count(*) FROM ({page}) AS x",
-                        page_args,
-                    ).fetchone()
-                except sqlite3.DataError:  # "string or blob too big": a row at a time
-                    rows = self._execute(page, page_args).fetchall()
-                    n, last = len(rows), rows[-1][2] if rows else None
-                if not n:
-                    return
-                if rows is None and parts:
-                    rows = self._execute(page, page_args).fetchall()
-                conn.text_factory = factory  # not while the caller runs
-                if rows is not None:
-                    yield self._run_of(rows)
-                else:
-                    yield data if data.isascii() else _valid_utf8(data)
-                given += n
-                if n < RUN:
-                    return
-                if not isinstance(last, int | float):
-                    yield from self._json_runs(f"{first} LIMIT -1 OFFSET {given}", args)
-                    return
-                sql, page_args = rest, (*args, last)
-        finally:
-            conn.text_factory = factory
+        while True:
+            page = f"{sql} LIMIT {RUN}"
+            rows: list[tuple] | None = None
+            try:
+                data, parts, last, n = self._execute(
+                    "SELECT CAST(group_concat(j, ',') AS BLOB), count(p), max(s), count(*)"
+                    f" FROM ({page}) AS x",
+                    page_args,
+                ).fetchone()
+            except sqlite3.DataError:  # "string or blob too big": a row at a time
+                rows = self._page_rows(page, page_args)
+                n, last = len(rows), rows[-1][2] if rows else None
+            if not n:
+                return
+            if rows is None and parts:
+                rows = self._page_rows(page, page_args)
+            yield (self._run_of(rows), True) if rows is not None else (data, False)
+            given += n
+            if n < RUN:
+                return
+            if not isinstance(last, int | float):
+                for data in self._json_runs(f"{first} LIMIT -1 OFFSET {given}", args):
+                    yield data, True
+                return
+            sql, page_args = rest, (*args, last)
+
+    def _page_rows(self, page: str, args: tuple) -> list[tuple]:
+        """A page's messages a row at a time: (JSON, parts) as BLOBs, and the seq."""
+        return self._execute(
+            f"SELECT CAST(j AS BLOB), CAST(p AS BLOB), s FROM ({page}) AS x", args
+        ).fetchall()
 
     def messages(self, from_seq: int | None = None, *, condense: bool) -> list[dict[str, Any]]:
         # One parse of the whole list: far cheaper than one json.loads per message.

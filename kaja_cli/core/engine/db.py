@@ -205,11 +205,25 @@ def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
 
     # Timed for whoever listens (kaja's query profile: side/profiler.py).
     # `timeout` is SQLite's busy_timeout (sqlite3_busy_timeout): no PRAGMA needed.
+    # Usable from a second thread (`engine.ahead`): SQLite's serialized mode
+    # (`sqlite3.threadsafety` 3) keeps one statement at a time on it.
     conn = sqlite3.connect(
-        uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None, factory=timing.factory()
-    )
+        uri, uri=True, timeout=timeout_ms / 1000, isolation_level=None,
+        factory=timing.factory(), check_same_thread=False,
+    )  # fmt: skip
     conn.text_factory = _text
     return conn
+
+
+def usable_here(conn: sqlite3.Connection) -> bool:
+    """Whether the calling thread may use `conn`: kaja's own connections may
+    be used from any (`_connect`), one opened with sqlite3's default only
+    from the thread that opened it (`engine.ahead` asks)."""
+    try:
+        conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)  # refused in another thread, as every call
+    except sqlite3.ProgrammingError:
+        return False
+    return True
 
 
 def _text(raw: bytes) -> str:

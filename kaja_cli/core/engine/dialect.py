@@ -70,13 +70,16 @@ class Dialect:
         # a sixth of a long JSON export's SQLite time, issue 29). SQLite orders
         # NULL < numbers < text < BLOB; unary + leaves the value as it is but
         # drops the column's affinity, so the literals are compared as written.
+        # A finite number, the usual value of a number's column, is told by
+        # one BETWEEN (text and BLOBs sort after every number); what is left
+        # below '' is an infinity.
         x, big = f"+({expr})", "1.7976931348623157e308"
         blob = f"WHEN {x} >= X'' THEN hex({expr}) ELSE {expr} END"
         if text:
             return f"CASE {blob}"
         return (
-            f"CASE WHEN {x} < '' THEN CASE WHEN {x} > {big} OR {x} < -{big}"
-            f" THEN CAST({expr} AS TEXT) ELSE {expr} END {blob}"
+            f"CASE WHEN {x} BETWEEN -{big} AND {big} THEN {expr}"
+            f" WHEN {x} < '' THEN CAST({expr} AS TEXT) {blob}"
         )
 
     def text_columns(self, conn: Any, table: str) -> frozenset[str]:
