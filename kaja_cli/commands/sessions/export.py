@@ -116,14 +116,14 @@ def _export_one(
         from kaja_cli.errors import UsageError
 
         raise UsageError(f"-o: {target.path} is a folder", hint="give a file name")
-    with store.reader() as conn:
-        sid = resolve(conn, ref, store.owner(owner)).id
     fix = core.redactor(store) if redact else None
-    docs = core.sessions(store, [sid], redact=fix)
-    if target.path is None and fmt == "json":
-        out.json_to_stdout(next(docs))
-        return
-    out.stream(target, docs, fmt, embed_images=not redact, count=1, single=True)
+    with store.reader() as conn:  # the session found and read on one connection
+        sid = resolve(conn, ref, store.owner(owner)).id
+        docs = core.read(conn, store.paths.images_dir, [sid], redact=fix)
+        if target.path is None and fmt == "json":
+            out.json_to_stdout(next(docs))
+            return
+        out.stream(target, docs, fmt, embed_images=not redact, count=1, single=True)
 
 
 def _export_all(

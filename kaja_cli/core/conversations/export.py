@@ -99,22 +99,29 @@ def sessions(
 
     Consume each one's messages before asking for the next: the next session
     begins a read transaction of its own."""
-    images_dir = store.paths.images_dir
     with store.reader() as conn:
-        have = columns(conn, *FILTER_TABLES)
-        if not (have.get("sessions") and "id" in have["sessions"]):
-            return
-        texts: dict[str, frozenset[str]] = {}  # the tables' TEXT columns, asked once
-        for sid in ids:
-            if conn.in_transaction:
-                conn.execute("COMMIT")  # the last session's messages were not all read
-            conn.execute("BEGIN")
-            if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
-                conn.execute("COMMIT")
-                continue  # deleted since the ids were picked
-            yield _one(conn, sid, images_dir, redact, texts)
+        yield from read(conn, store.paths.images_dir, ids, redact=redact)
+
+
+def read(
+    conn: sqlite3.Connection, images_dir: Path, ids: list[str], *, redact: Redact | None = None
+) -> Iterator[SessionExport]:
+    """`sessions` on a connection the caller holds open (`sessions export ID`
+    found the session on it: one open, not two)."""
+    have = columns(conn, *FILTER_TABLES)
+    if not (have.get("sessions") and "id" in have["sessions"]):
+        return
+    texts: dict[str, frozenset[str]] = {}  # the tables' TEXT columns, asked once
+    for sid in ids:
         if conn.in_transaction:
+            conn.execute("COMMIT")  # the last session's messages were not all read
+        conn.execute("BEGIN")
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
             conn.execute("COMMIT")
+            continue  # deleted since the ids were picked
+        yield _one(conn, sid, images_dir, redact, texts)
+    if conn.in_transaction:
+        conn.execute("COMMIT")
 
 
 def _one(

@@ -8,8 +8,8 @@ or sha256 holding `../` never makes kaja read or delete anything else.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from kaja_cli.core import values
 from kaja_cli.core.engine.fs import safe_name  # the rule for any name kaja puts in a path
@@ -46,8 +46,7 @@ def image_path(images_dir: Path, session_id: object, sha256: object, mime: objec
     return folder / f"{sha256}.{ext}"
 
 
-@dataclass(frozen=True)
-class ImagePart:
+class ImagePart(NamedTuple):
     sha256: str
     mime: str
 
