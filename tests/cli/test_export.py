@@ -490,6 +490,37 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs,
         assert seq[5:8] == [6.5, 7.5, 8] and seq[11:] == [f"x{n}" for n in range(22, 31)]
 
 
+@pytest.mark.parametrize("seqs", ["one missing", "one twice"])
+def test_a_session_whose_seq_does_not_order_it_is_read_in_full_order(kaja, monkeypatch, seqs):
+    """A seq missing (NULL) or given twice: the session's messages go out by
+    seq, then time, then id, read a row at a time (not by pages of seq)."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:
+        if seqs == "one missing":
+            conn.execute("UPDATE messages SET seq = NULL WHERE seq = 7")
+        else:
+            conn.execute("UPDATE messages SET seq = 5 WHERE seq = 7")
+    want = [r[0] for r in conn.execute(
+        "SELECT id FROM messages WHERE sessionId = ? ORDER BY seq, createdAt, id", (awkward.SID,)
+    )]  # fmt: skip
+    conn.close()
+    pages: list[int] = []
+    original = transcript._Reader._json_pages
+
+    def counted(self, *args, **kwargs):
+        pages.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(transcript._Reader, "_json_pages", counted)
+    r = kaja("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "json")
+    assert r.code == 0, r
+    assert [m["id"] for m in json.loads(r.out)["messages"]] == want and not pages
+
+
 @pytest.mark.parametrize("run", [2, 3, 1024])
 @pytest.mark.parametrize("texts", ["as they are", "no NUL"])
 def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):

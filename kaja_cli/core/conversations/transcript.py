@@ -233,7 +233,7 @@ class _Reader:
         self.images_dir = images_dir
         self.have = columns(conn, *_TABLES)
         self.dialect = dialect.of(conn)
-        self._counts: tuple[int, int, int] | None = None  # `_seq_counts`
+        self._counts: tuple[int, int] | None = None  # `_seq_counts`
         self._starts: dict[int, int] | None = None
         # `_texts`, per connection: the bulk export reads every session through one.
         self._text_columns: dict[str, frozenset[str]] = (
@@ -334,20 +334,21 @@ class _Reader:
         """Whether every message of the session has a `seq` and no two the same."""
         if not self.dialect.checks_seq_order:
             return False
-        n, distinct, given = self._seq_counts()
-        return n == distinct == given
+        n, distinct = self._seq_counts()
+        return n == distinct  # count(DISTINCT) leaves NULL out: none is NULL either
 
-    def _seq_counts(self) -> tuple[int, int, int]:
-        """The session's messages, its distinct seqs, its seqs: reads of the
+    def _seq_counts(self) -> tuple[int, int]:
+        """The session's messages and its distinct seqs: reads of the
         (sessionId, seq) index, made once. count(DISTINCT) alone in its
         statement reads the index's order, where beside other aggregates it
-        sorts every seq into a temporary index (13 -> 9 ms on 76,000 messages)."""
+        sorts every seq into a temporary index (13 -> 9 ms on 76,000 messages);
+        count(*) alone counts the index's entries without reading a seq
+        (count(seq) beside it: 13 -> 9 ms again)."""
         if self._counts is None:
-            n, given, distinct = self.conn.execute(
-                'SELECT count(*), count(seq), (SELECT count(DISTINCT seq) FROM messages'
-                ' WHERE "sessionId" = ?) FROM messages WHERE "sessionId" = ?', (self.sid, self.sid),
+            self._counts = self.conn.execute(
+                'SELECT count(*), (SELECT count(DISTINCT seq) FROM messages WHERE "sessionId" = ?)'
+                ' FROM messages WHERE "sessionId" = ?', (self.sid, self.sid),
             ).fetchone()  # fmt: skip
-            self._counts = (n, distinct, given)
         return self._counts
 
     def _seq_whole(self) -> bool:
