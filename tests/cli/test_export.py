@@ -767,8 +767,8 @@ def test_html_texts_and_times_sqlite_writes_are_what_render_writes(kaja, monkeyp
     `&<>"'`, a text holding a NUL in a tool result, a tool's name holding
     one) and each time worded from its own characters where the zone is UTC
     (issue 40): in UTC and in a zone whose offset changes inside the
-    session, with times outside the session's span too, the same bytes as
-    render writing every message."""
+    session, with times outside the session's span too, and text in a time's
+    shape that is no time, the same bytes as render writing every message."""
     import time
 
     from tests.support import awkward_session as awkward
@@ -792,8 +792,13 @@ def test_html_texts_and_times_sqlite_writes_are_what_render_writes(kaja, monkeyp
         conn.execute(
             'INSERT INTO messages (id, "sessionId", seq, role, content, model, "createdAt")'
             " VALUES ('u1', ?, 5000, 'user', ?, NULL, '2026-10-25T00:10:00.000Z'),"
-            " ('u2', ?, 5001, 'assistant', ?, 'gpt <4>', '2026-10-25T02:10:00.000Z')",
-            (sid, "<b>bold</b> & \"q\" 'a' \x00 end", sid, "fine"),
+            " ('u2', ?, 5001, 'assistant', ?, 'gpt <4>', '2026-10-25T02:10:00.000Z'),"
+            # in the session's span and in the shape of a time, but none (render
+            # shows them as text): a day 32, a minute 60, a letter for a digit
+            " ('u3', ?, 5002, 'user', 'a', NULL, '2026-10-32T00:10:00.000Z'),"
+            " ('u4', ?, 5003, 'user', 'b', NULL, '2026-10-25T10:60:00.000Z'),"
+            " ('u5', ?, 5004, 'assistant', 'c', 'gpt', '2026-10-25T1x:10:00.000Z')",
+            (sid, "<b>bold</b> & \"q\" 'a' \x00 end", sid, "fine", sid, sid, sid),
         )
     conn.close()
     monkeypatch.setenv("TZ", tz)

@@ -453,7 +453,9 @@ class _Reader:
         whole = by_seq and self._seq_whole()
         with_calls = pieces.calls_simple(m, t, view, utc) if whole else "0"
 
-        def columns(other: str) -> str:  # `other`: what the messages SQLite does not write get
+        def columns(other: str, *, joined: bool = False) -> str:
+            """The rows: `other`, what a message SQLite does not write gets;
+            `joined`, only what `_html_page_reads` joins (no kind, no parts)."""
             return (
                 f"SELECT CASE WHEN {simple} THEN {pieces.piece(m, view, utc=utc)}"
                 + (f" WHEN {tool} THEN {pieces.tool_piece(m, view, utc)}" if tool != "0" else "")
@@ -464,8 +466,8 @@ class _Reader:
                 )
                 + f" ELSE {other} END AS j,"
                 + (f" {pieces.text_value(m)} AS t," if view == "html" else "")
-                + f" {col(m, 'm', 'seq')} AS s, {pieces.kind(m)} AS k,"
-                f" {col(m, 'm', 'parts')} AS q"
+                + f" {col(m, 'm', 'seq')} AS s"
+                + ("" if joined else f", {pieces.kind(m)} AS k, {col(m, 'm', 'parts')} AS q")
                 + (f", {pieces.heading_values(m)}" if view == "md" else "")
                 + ' FROM messages AS m WHERE m."sessionId" = ?'
             )
@@ -476,7 +478,7 @@ class _Reader:
         as_json = self._message_object(False)
         if view == "html" and not asides and whole:
             # a message SQLite does not write marked by its seq (`_html_page_reads`)
-            marked = columns("char(0, 1) || m.seq || char(0)")
+            marked = columns("char(0, 1) || m.seq || char(0)", joined=True)
             yield from self._html_pages(marked, columns(as_json), order, starts, seen)
             return
         conn = self.conn

@@ -137,8 +137,11 @@ class Dialect:
         # SQLite's JSON functions stop at a NUL: `{"a":1}` NUL `tail` is valid
         # to json_valid() and json() returns it without its tail. Such a value
         # is text (as Python's parser reads it), written whole.
+        # NULL first, as most messages' parts are: no json_valid() call for it
+        # (28M of a 76,000-message JSON export's 1,977M instructions).
         return (
-            f"CASE WHEN json_valid({expr}) AND instr({expr}, char(0)) = 0 AND {shallow}"
+            f"CASE WHEN {expr} IS NULL THEN NULL"
+            f" WHEN json_valid({expr}) AND instr({expr}, char(0)) = 0 AND {shallow}"
             f" THEN json({expr}) ELSE {self.json_value(expr)} END"
         )
 
