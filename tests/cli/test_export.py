@@ -450,6 +450,7 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs,
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
+    awkward.seq_index(kaja.state)
     if seqs != "whole numbers":
         conn = sqlite3.connect(kaja.state / "kaja.db")
         with conn:
@@ -535,6 +536,7 @@ def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
+    awkward.seq_index(kaja.state)
     conn = sqlite3.connect(kaja.state / "kaja.db")
     with conn:
         conn.execute("DELETE FROM session_events")
@@ -576,6 +578,14 @@ def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
     )  # as where something is placed between messages: a row at a time
     by_rows = kaja(*argv)
     assert by_rows.code == 0 and by_rows.out == paged.out
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:  # no index to find a page by
+        conn.execute("DROP INDEX messages_session_seq")
+    conn.close()
+    monkeypatch.setattr(transcript._Reader, "message_pieces", real)
+    calls["pages"] = 0
+    unindexed = kaja(*argv)
+    assert unindexed.code == 0 and unindexed.out == paged.out and calls["pages"] == 0
     _as_render_writes(kaja, monkeypatch, argv, paged)
     assert paged.out.count('<section class="msg') == 20
 
@@ -588,6 +598,7 @@ def test_a_page_longer_than_sqlites_longest_string_is_read_a_row_at_a_time(tmp_p
     from tests.support import awkward_session as awkward
 
     awkward.build(tmp_path)
+    awkward.seq_index(tmp_path)
     monkeypatch.setattr(transcript, "RUN", 8)
     conn = sqlite3.connect(tmp_path / "kaja.db")
     try:
@@ -614,6 +625,125 @@ def test_a_page_longer_than_sqlites_longest_string_is_read_a_row_at_a_time(tmp_p
         assert conn.text_factory is str  # as it was
     finally:
         conn.close()
+
+
+def test_an_html_page_longer_than_sqlites_longest_string_is_read_a_row_at_a_time(
+    tmp_path, monkeypatch
+):
+    """HTML's pages too (`_html_page_reads`): a page SQLite refuses to join is
+    read a row at a time, the same pieces as the row path."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    awkward.build(tmp_path)
+    awkward.seq_index(tmp_path)
+    monkeypatch.setattr(transcript, "RUN", 8)
+    conn = sqlite3.connect(tmp_path / "kaja.db")
+    try:
+        with conn:
+            conn.execute("DELETE FROM session_events")
+            conn.execute("DELETE FROM session_summaries")
+
+        def pieces(**kwargs) -> list[bytes]:
+            reader = transcript.SessionReader(conn, awkward.SID, tmp_path / "images")
+            return [m.data if isinstance(m, transcript.Pieces) else json.dumps(m).encode()
+                    for m in reader.message_pieces("html", **kwargs)]  # fmt: skip
+
+        by_rows = pieces()
+        joined = pieces(asides=False)
+        assert b"".join(joined) == b"".join(by_rows)
+        longest = max(len(m) for m in by_rows)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, longest + 200)
+        assert b"".join(pieces(asides=False)) == b"".join(by_rows)  # not "string or blob too big"
+    finally:
+        conn.close()
+
+
+def _long_session(state, n: int = 5000, every: int = 0) -> str:
+    """A session of `n` plain messages (with the agent's index by seq) beside
+    the awkward one; `every`: each such message a reasoning one, which SQLite
+    does not write (the rest HTML's pages join). Its id."""
+    from tests.support import awkward_session as awkward
+
+    awkward.build(state)
+    awkward.seq_index(state)
+    sid = "01a00000-0000-7000-8000-00000000b2b2"
+    at = "2026-11-03T10:00:00.000Z"
+    conn = sqlite3.connect(state / "kaja.db")
+    with conn:
+        conn.execute("INSERT INTO sessions (id, createdAt, updatedAt, owner, title)"
+                     " VALUES (?, ?, ?, ?, 'long')", (sid, at, at, awkward.OWNER))  # fmt: skip
+        conn.executemany(
+            "INSERT INTO messages (id, sessionId, seq, role, content, reasoning, createdAt)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(f"L{i}", sid, i, "user" if i % 2 else "assistant", f"message {i} <&> " * 20,
+              "thinking" if every and i % every == 0 else None, at) for i in range(n)],
+        )  # fmt: skip
+    conn.close()
+    return sid
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["sessions", "export", "{sid}", "-f", "html"], ["sessions", "export", "{sid}", "-f", "json"],
+     ["sessions", "export", "{sid}", "-f", "jsonl"], ["resume", "{sid}", "--json"]],
+)  # fmt: skip
+def test_a_reader_that_goes_away_from_a_long_export_is_not_a_failure(kaja, argv):
+    """`kaja sessions export ID | head`: the thread reading the next page is
+    stopped before the connection closes (a statement on a closed connection
+    crashes the interpreter): exit 0, nothing on stderr, every time."""
+    from tests.support import awkward_session as awkward
+
+    sid = _long_session(kaja.state)
+    line = " ".join(a.format(sid=sid) for a in argv) + f" --owner {awkward.OWNER}"
+    for _ in range(4):
+        p = subprocess.run(
+            ["bash", "-c", f'set -o pipefail; "{KAJA}" {line} | head -c 100 >/dev/null'],
+            env=kaja.env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert (p.returncode, p.stderr) == (0, ""), line
+
+
+def test_a_session_of_many_messages_sqlite_does_not_write_is_read_by_rows(kaja, monkeypatch):
+    """Where most messages are ones SQLite does not write (reasoning, tool
+    calls), HTML reads the session a row at a time after its first page, not
+    each of them again alone: a few statements a page, the same bytes."""
+    from kaja_cli.core.conversations import transcript
+    from tests.support import awkward_session as awkward
+
+    sid = _long_session(kaja.state, n=64, every=2)
+    monkeypatch.setattr(transcript, "RUN", 16)  # 8 a page: more than `_MARKED`
+    statements: list[str] = []
+    execute = transcript._Reader._execute
+
+    def counted(self, sql, args):
+        statements.append(sql)
+        return execute(self, sql, args)
+
+    monkeypatch.setattr(transcript._Reader, "_execute", counted)
+    argv = ("sessions", "export", sid, "--owner", awkward.OWNER, "-f", "html")
+    fast = kaja(*argv)
+    assert fast.code == 0, fast
+    # a page each, the first twice (joined, then by rows), not one for each
+    assert len(statements) <= 64 // 16 + 4, statements
+    _as_render_writes(kaja, monkeypatch, argv, fast)
+
+
+def test_json_of_images_beside_text_that_is_not_utf8(kaja):
+    """A message with an image and text that is not UTF-8: its JSON is written
+    with U+FFFD for the bad bytes (the images filled in), not an error."""
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    conn = sqlite3.connect(kaja.state / "kaja.db")
+    with conn:
+        conn.execute("UPDATE messages SET content = CAST(x'6361e4206f6b' AS TEXT)"
+                     " WHERE parts LIKE '%image%' AND parts LIKE '%" + awkward.SHA_HERE + "%'")  # fmt: skip
+    conn.close()
+    r = kaja("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "json")
+    assert r.code == 0, r
+    got = [m for m in json.loads(r.out)["messages"] if m["content"] == "ca\ufffd ok"]
+    assert got and got[0]["images"][0]["sha256"] == awkward.SHA_HERE
 
 
 @pytest.mark.parametrize("fmt", ["md", "html"])

@@ -43,6 +43,17 @@ CREATE TABLE session_events (sessionId TEXT NOT NULL, seq INTEGER NOT NULL, type
 """
 
 
+def seq_index(state: Path) -> None:
+    """The agent's index of a session's messages by seq (the awkward schema has
+    none): what the exports' pages read by (`transcript._Reader._seq_indexed`)."""
+    conn = sqlite3.connect(state / "kaja.db")
+    with conn:
+        conn.execute(
+            'CREATE INDEX IF NOT EXISTS messages_session_seq ON messages ("sessionId", seq)'
+        )
+    conn.close()
+
+
 def _at(minute: int) -> str:
     return f"2026-11-03T10:{minute:02d}:00.000Z"
 

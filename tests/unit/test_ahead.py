@@ -124,3 +124,34 @@ def test_what_the_thread_may_not_read_the_caller_reads():
     worker.join()
     assert seen == [True] and usable_here(shared)
     shared.close()
+
+
+def test_stop_ends_the_reading_before_its_connection_closes():
+    """`stop(conn)` (what closing a read connection calls first) stops and
+    waits for every thread reading ahead on it, while the caller still holds
+    the generator: the connection then closes under no statement (one
+    closed under a running statement crashes the interpreter). Run in a
+    process of its own: a crash there fails this test, not the suite."""
+    import subprocess
+    import sys
+
+    script = """
+import sqlite3, threading
+from kaja_cli.core.engine import ahead
+conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+conn.execute("CREATE TABLE t(x)")
+conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(100000)])
+for round in range(20):
+    def pages():
+        for i in range(10**6):
+            yield conn.execute(f"SELECT sum(x) + {i % 50} FROM t").fetchone()
+    items = ahead.read_ahead(pages(), threading.Lock(), reading=conn)
+    next(items)
+    ahead.stop(conn)
+    assert not [t for t in threading.enumerate() if t.name == "kaja-read-ahead"]
+    items.close()
+conn.close()
+print("ok")
+"""
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "ok\n", "")

@@ -121,7 +121,12 @@ def _export_one(
         sid = resolve(conn, ref, store.owner(owner)).id
         docs = core.read(conn, store.paths.images_dir, [sid], redact=fix)
         if target.path is None and fmt == "json":
-            out.json_to_stdout(next(docs))
+            doc = next(docs, None)
+            if doc is None:  # deleted since it was found
+                from kaja_cli.errors import NotFound
+
+                raise NotFound(f"no session {ref!r}", hint="`kaja sessions` lists them")
+            out.json_to_stdout(doc)
             return
         out.stream(target, docs, fmt, embed_images=not redact, count=1, single=True)
 

@@ -107,6 +107,11 @@ def _filled(data: bytes, texts: list[bytes], at: int) -> bytes:
     return b"".join(out)
 
 
+# A page marking more messages SQLite does not write than this, or than a 16th
+# of a page, is read by rows, and the rest of the session too: reading each
+# of them again, and each page twice, cost more than the rows (a session of
+# reasoning or tool calls).
+_MARKED = 4
 RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
@@ -337,6 +342,16 @@ class _Reader:
         n, distinct = self._seq_counts()
         return n == distinct  # count(DISTINCT) leaves NULL out: none is NULL either
 
+    def _seq_indexed(self) -> bool:
+        """Whether an index of `messages` begins with (sessionId, seq), the
+        agent's: the exports' pages, each after a seq, are found by it
+        (without one, each page read the session's messages again)."""
+        return bool(self.conn.execute(
+            "SELECT 1 FROM pragma_index_list('messages') AS l, pragma_index_info(l.name) AS a,"
+            " pragma_index_info(l.name) AS b WHERE a.seqno = 0 AND a.name = 'sessionId'"
+            " AND b.seqno = 1 AND b.name = 'seq' LIMIT 1",
+        ).fetchone())  # fmt: skip
+
     def _seq_counts(self) -> tuple[int, int]:
         """The session's messages and its distinct seqs: reads of the
         (sessionId, seq) index, made once. count(DISTINCT) alone in its
@@ -476,7 +491,7 @@ class _Reader:
         starts = self._tool_starts if with_calls != "0" else None
         seen: list[int | None] = [None]  # the seq up to which render was given the calls
         as_json = self._message_object(False)
-        if view == "html" and not asides and whole:
+        if view == "html" and not asides and whole and self._seq_indexed():
             # a message SQLite does not write marked by its seq (`_html_page_reads`)
             marked = columns("char(0, 1) || m.seq || char(0)", joined=True)
             yield from self._html_pages(marked, columns(as_json), order, starts, seen)
@@ -571,47 +586,77 @@ class _Reader:
         message given as JSON, parsed; and the page's texts, joined by NULs.
         `marked` writes a message SQLite does not write as NUL, 0x01, its seq,
         NUL (a piece's NUL is never followed by 0x01: the markup goes on
-        there), and `columns` reads it again alone. A page whose texts hold a
-        NUL is read again a row at a time (its items `_piece_rows`', no
-        texts)."""
+        there), and `columns` reads those of a page again (`_marked`). A page
+        is read a row at a time instead (its items `_piece_rows`', no texts)
+        where its texts hold a NUL, where it is longer than SQLite's longest
+        string, and from a page with many marks on (`_MARKED`)."""
         after, args = "", (self.sid,)
+        by_rows = False  # the rest a row at a time (`_MARKED`)
         while True:
-            page = f"{marked}{after}{order} LIMIT {RUN}"
-            data, texts, n, last = self._execute(
-                "SELECT CAST(group_concat(j, '') AS BLOB), CAST(group_concat(t, char(0)) AS BLOB),"
-                f" count(*), max(s) FROM ({page}) AS p",
-                args,
-            ).fetchone()
+            rows_sql = f"{columns}{after}{order} LIMIT {RUN}"
+            data: bytes | None = None
+            rows: list[tuple] | None = None
+            if by_rows:
+                rows = self._blob_rows(rows_sql, args).fetchall()
+                n, last = len(rows), rows[-1][2] if rows else None
+            else:
+                try:
+                    data, texts, n, last = self._execute(
+                        "SELECT CAST(group_concat(j, '') AS BLOB),"
+                        " CAST(group_concat(t, char(0)) AS BLOB), count(*), max(s)"
+                        f" FROM ({marked}{after}{order} LIMIT {RUN}) AS p",
+                        args,
+                    ).fetchone()
+                except sqlite3.DataError:  # longer than SQLite's longest string
+                    rows = self._blob_rows(rows_sql, args).fetchall()
+                    n, last = len(rows), rows[-1][2] if rows else None
             if not n:
                 return
-            marks: list[tuple[int, int]] = []  # where each mark begins and ends
-            start = data.find(b"\0\x01")
-            while start >= 0:
-                end = data.index(b"\0", start + 2) + 1
-                marks.append((start, end))
-                start = data.find(b"\0\x01", end)
-            given = 0 if texts is None else texts.count(b"\0") + 1
-            if given != n or data.count(b"\0") != n + len(marks):  # a text holds a NUL
-                rows = self._blob_rows(f"{columns}{after}{order} LIMIT {RUN}", args).fetchall()
+            if data is not None:
+                marks: list[tuple[int, int]] = []  # where each mark begins and ends
+                start = data.find(b"\0\x01")
+                while start >= 0:
+                    end = data.index(b"\0", start + 2) + 1
+                    marks.append((start, end))
+                    start = data.find(b"\0\x01", end)
+                given = 0 if texts is None else texts.count(b"\0") + 1
+                if len(marks) > max(_MARKED, RUN // 16):  # many: this page and the rest by rows
+                    by_rows, data = True, None
+                elif given != n or data.count(b"\0") != n + len(marks):  # a text holds a NUL
+                    data = None
+                if data is None:
+                    rows = self._blob_rows(rows_sql, args).fetchall()
+            if rows is not None:
                 yield list(self._piece_rows(rows, "html", starts, seen)), None
             elif not marks:
                 yield [(data, n)], texts
             else:
-                items: list[Any] = []
-                done = 0
-                for start, end in marks:
-                    if start > done:
-                        items.append((data[done:start], data.count(b"\0", done, start)))
-                    seq = int(data[start + 2 : end - 1])
-                    row = self._blob_rows(f"{columns} AND m.seq = ?", (self.sid, seq)).fetchone()
-                    items.append(self._json_message(row[0], row[2], row[4], starts, seen))
-                    done = end
-                if done < len(data):
-                    items.append((data[done:], data.count(b"\0", done)))
-                yield items, texts
+                yield self._marked(data, marks, columns, order, starts, seen), texts
             if n < RUN:
                 return
             after, args = " AND m.seq > ?", (self.sid, last)
+
+    def _marked(
+        self, data: bytes, marks: list[tuple[int, int]], columns: str, order: str,
+        starts: Callable[[int], int] | None, seen: list[int | None],
+    ) -> list[Any]:  # fmt: skip
+        """A page of `_html_page_reads` with messages SQLite does not write,
+        marked: the runs of pieces between them, and each of them read again
+        (all in one statement, by their seqs) and parsed."""
+        seqs = [int(data[start + 2 : end - 1]) for start, end in marks]
+        found = self._blob_rows(
+            f"{columns} AND m.seq IN ({', '.join('?' * len(seqs))}){order}", (self.sid, *seqs)
+        ).fetchall()
+        items: list[Any] = []
+        done = 0
+        for (start, end), row in zip(marks, found, strict=True):
+            if start > done:
+                items.append((data[done:start], data.count(b"\0", done, start)))
+            items.append(self._json_message(row[0], row[2], row[4], starts, seen))
+            done = end
+        if done < len(data):
+            items.append((data[done:], data.count(b"\0", done)))
+        return items
 
     def _blob_rows(self, sql: str, args: tuple) -> Any:
         """The rows of `sql` (HTML's `message_pieces` columns), their text as
@@ -633,7 +678,9 @@ class _Reader:
         from kaja_cli.core.engine.ahead import read_ahead
         from kaja_cli.core.engine.db import usable_here
 
-        return read_ahead(pages, threading.Lock(), usable=lambda: usable_here(self.conn))
+        return read_ahead(
+            pages, threading.Lock(), usable=lambda: usable_here(self.conn), reading=self.conn
+        )
 
     def _utc_span(self) -> tuple[str, str] | None:
         """The span of the session's times in which the local zone is UTC
@@ -676,7 +723,8 @@ class _Reader:
         found = images.image_parts(parse_json(parts))
         if not found:
             return data
-        obj = json.loads(data)
+        # Text that is not UTF-8 as U+FFFD, as the export writes it (`_valid_utf8`).
+        obj = json.loads(data.decode("utf-8", "replace"))
         obj["images"] = [self.image(p) for p in found]
         return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
@@ -719,7 +767,7 @@ class _Reader:
             return
         if not self._has("messages", "sessionId"):
             return
-        if "seq" in self.have["messages"] and self._seq_unique():
+        if "seq" in self.have["messages"] and self._seq_unique() and self._seq_indexed():
             yield from self._json_pages(from_seq, condense)
             return
         sql, args = self.messages_sql(from_seq, condense=condense)

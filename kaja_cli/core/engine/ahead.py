@@ -32,25 +32,26 @@ class _Raised:
 
 def read_ahead(
     produce: Iterator[T], lock: threading.Lock, depth: int = DEPTH,
-    *, usable: Callable[[], bool] | None = None,
+    *, usable: Callable[[], bool] | None = None, reading: object = None,
 ) -> Iterator[T]:  # fmt: skip
     """The items of `produce`, each made by a thread of its own holding `lock`,
     at most `depth` ahead of the caller. An error raised making one is raised
     here in its place. Closing this, or an error in the caller, stops the
     thread before its next item and waits for it (one item: a page's
-    statement, a few milliseconds). `usable`, asked in that thread first:
-    whether what `produce` reads may be used there (an SQLite connection
-    opened for one thread may not, `db.usable_here`); if not, the caller's
-    own thread makes every item."""
+    statement, a few milliseconds); so does `stop(reading)` (the connection
+    `produce` reads, before it is closed). `usable`, asked in that thread
+    first: whether what `produce` reads may be used there (an SQLite
+    connection opened for one thread may not, `db.usable_here`); if not, the
+    caller's own thread makes every item."""
     made: queue.Queue = queue.Queue(depth)
-    stop = threading.Event()
+    stop_now = threading.Event()
 
     def work() -> None:
         try:
             if usable is not None and not usable():
                 made.put(_HERE)
                 return
-            while not stop.is_set():
+            while not stop_now.is_set():
                 with lock:
                     item = next(produce, _DONE)
                 made.put(item)
@@ -59,7 +60,25 @@ def read_ahead(
         except BaseException as e:  # handed to the caller, raised there
             made.put(_Raised(e))
 
+    def halt() -> None:
+        """Stop the thread and wait for it, even through Ctrl-C (raised after)."""
+        stop_now.set()
+        interrupted: BaseException | None = None
+        while thread.is_alive():
+            try:  # room for a put the thread may be waiting on
+                made.get(timeout=0.05)
+            except queue.Empty:
+                pass
+            except KeyboardInterrupt as e:
+                interrupted = e
+        if interrupted is not None:
+            raise interrupted
+
     thread = threading.Thread(target=work, name="kaja-read-ahead", daemon=True)
+    key = id(reading) if reading is not None else None
+    if key is not None:
+        with _register:
+            _halts.setdefault(key, []).append(halt)
     thread.start()
     try:
         while True:
@@ -73,13 +92,33 @@ def read_ahead(
                 raise item.error
             yield item
     finally:
-        stop.set()
-        while thread.is_alive():
-            try:  # room for a put the thread may be waiting on
-                made.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        with lock:
-            close = getattr(produce, "close", None)
-            if close is not None:
-                close()
+        try:
+            halt()
+        finally:
+            if key is not None:
+                with _register:
+                    if halt in _halts.get(key, ()):
+                        _halts[key].remove(halt)
+                        if not _halts[key]:
+                            del _halts[key]
+            with lock:
+                close = getattr(produce, "close", None)
+                if close is not None:
+                    close()
+
+
+# The threads reading ahead, by the connection they read: an error in the
+# caller (a reader that went away, Ctrl-C) leaves its generators alive in the
+# traceback while the connection's `with` closes it, and a statement running
+# on a closed SQLite connection crashes the interpreter (SIGSEGV).
+_register = threading.Lock()
+_halts: dict[int, list[Callable[[], None]]] = {}
+
+
+def stop(reading: object) -> None:
+    """Stop every thread reading ahead on `reading` and wait for each (before
+    the connection is closed: `db.open_read`)."""
+    with _register:
+        halts = _halts.pop(id(reading), [])
+    for halt in halts:
+        halt()

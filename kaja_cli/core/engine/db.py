@@ -285,6 +285,11 @@ def open_read(
             conn = _through_interrupted_write(conn, path, real, uri, timeout_ms, as_found, recover)
             yield conn
         finally:
+            # No thread may still be reading it: a statement on a closed
+            # connection crashes. None can be unless `engine.ahead` was loaded.
+            ahead = sys.modules.get("kaja_cli.core.engine.ahead")
+            if ahead is not None:
+                ahead.stop(conn)
             conn.close()
             if tidy and (wal.exists() or shm.exists()):
                 _remove_read_leftovers(real, wal, shm, had)
