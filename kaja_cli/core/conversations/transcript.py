@@ -563,7 +563,11 @@ class _Reader:
         from kaja_cli.core.conversations.pieces import escaped_texts
 
         pages = self._html_page_reads(marked, columns, order, starts, seen)
+        rest: tuple[str, tuple] | None = None
         for items, texts in self._ahead(pages):
+            if items is None:  # the rest of the session by rows, here (`_MARKED`)
+                rest = texts
+                continue
             escaped = escaped_texts(texts)
             at = 0  # the page's texts put in their places, or passed
             for item in items:
@@ -574,11 +578,16 @@ class _Reader:
                 else:  # a message given as JSON (its text is in it), or rows read
                     at += 1
                     yield item
+        if rest is not None:  # the thread is done: the rows as they always were read
+            after, args = rest
+            cur = self._blob_rows(f"{columns}{after}{order}", args)
+            while rows := cur.fetchmany(RUN):
+                yield from self._piece_rows(rows, "html", starts, seen)
 
     def _html_page_reads(
         self, marked: str, columns: str, order: str, starts: Callable[[int], int] | None,
         seen: list[int | None],
-    ) -> Iterator[tuple[list[Any], bytes | None]]:  # fmt: skip
+    ) -> Iterator[tuple[list[Any] | None, Any]]:  # fmt: skip
         """`_html_pages`' reads (in the reading thread, the only one using the
         connection meanwhile; its text as BLOBs, its `text_factory` left
         alone), a page at a time: its runs of pieces, each (its bytes, its
@@ -588,28 +597,24 @@ class _Reader:
         NUL (a piece's NUL is never followed by 0x01: the markup goes on
         there), and `columns` reads those of a page again (`_marked`). A page
         is read a row at a time instead (its items `_piece_rows`', no texts)
-        where its texts hold a NUL, where it is longer than SQLite's longest
-        string, and from a page with many marks on (`_MARKED`)."""
+        where its texts hold a NUL or it is longer than SQLite's longest
+        string; from a page with many marks on (`_MARKED`) the rest of the
+        session is, by the caller, this thread done (no items, where to start)."""
         after, args = "", (self.sid,)
-        by_rows = False  # the rest a row at a time (`_MARKED`)
         while True:
             rows_sql = f"{columns}{after}{order} LIMIT {RUN}"
             data: bytes | None = None
             rows: list[tuple] | None = None
-            if by_rows:
+            try:
+                data, texts, n, last = self._execute(
+                    "SELECT CAST(group_concat(j, '') AS BLOB),"
+                    " CAST(group_concat(t, char(0)) AS BLOB), count(*), max(s)"
+                    f" FROM ({marked}{after}{order} LIMIT {RUN}) AS p",
+                    args,
+                ).fetchone()
+            except sqlite3.DataError:  # longer than SQLite's longest string
                 rows = self._blob_rows(rows_sql, args).fetchall()
                 n, last = len(rows), rows[-1][2] if rows else None
-            else:
-                try:
-                    data, texts, n, last = self._execute(
-                        "SELECT CAST(group_concat(j, '') AS BLOB),"
-                        " CAST(group_concat(t, char(0)) AS BLOB), count(*), max(s)"
-                        f" FROM ({marked}{after}{order} LIMIT {RUN}) AS p",
-                        args,
-                    ).fetchone()
-                except sqlite3.DataError:  # longer than SQLite's longest string
-                    rows = self._blob_rows(rows_sql, args).fetchall()
-                    n, last = len(rows), rows[-1][2] if rows else None
             if not n:
                 return
             if data is not None:
@@ -621,8 +626,9 @@ class _Reader:
                     start = data.find(b"\0\x01", end)
                 given = 0 if texts is None else texts.count(b"\0") + 1
                 if len(marks) > max(_MARKED, RUN // 16):  # many: this page and the rest by rows
-                    by_rows, data = True, None
-                elif given != n or data.count(b"\0") != n + len(marks):  # a text holds a NUL
+                    yield None, (after, args)  # read by the caller, this thread done
+                    return
+                if given != n or data.count(b"\0") != n + len(marks):  # a text holds a NUL
                     data = None
                 if data is None:
                     rows = self._blob_rows(rows_sql, args).fetchall()
