@@ -435,6 +435,21 @@ def _as_render_writes(kaja, monkeypatch, argv: tuple[str, ...], fast) -> None:
     assert fast.out == reference.out
 
 
+def _count_calls(monkeypatch, name: str) -> list[int]:
+    """Each call of `transcript._Reader.<name>` from here on, counted."""
+    from kaja_cli.core.conversations import transcript
+
+    calls: list[int] = []
+    original = getattr(transcript._Reader, name)
+
+    def counted(self, *args, **kwargs):
+        calls.append(1)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(transcript._Reader, name, counted)
+    return calls
+
+
 @pytest.mark.parametrize("command", ["export", "resume"])
 @pytest.mark.parametrize("seqs", ["whole numbers", "a fraction, then text"])
 @pytest.mark.parametrize("run", [2, 3, 1024])
@@ -468,14 +483,7 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs,
     monkeypatch.setattr(transcript, "RUN", run)
     paged = kaja(*argv)
     assert paged.code == 0, paged
-    pages: list[int] = []
-    original = transcript._Reader._json_pages
-
-    def counted(self, *args, **kwargs):
-        pages.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(transcript._Reader, "_json_pages", counted)
+    pages = _count_calls(monkeypatch, "_json_pages")
     assert kaja(*argv).out == paged.out and pages  # the pages were read
     monkeypatch.setattr(transcript._Reader, "_seq_unique", lambda self: False)
     by_rows = kaja(*argv)
@@ -495,7 +503,6 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs,
 def test_a_session_whose_seq_does_not_order_it_is_read_in_full_order(kaja, monkeypatch, seqs):
     """A seq missing (NULL) or given twice: the session's messages go out by
     seq, then time, then id, read a row at a time (not by pages of seq)."""
-    from kaja_cli.core.conversations import transcript
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
@@ -509,14 +516,7 @@ def test_a_session_whose_seq_does_not_order_it_is_read_in_full_order(kaja, monke
         "SELECT id FROM messages WHERE sessionId = ? ORDER BY seq, createdAt, id", (awkward.SID,)
     )]  # fmt: skip
     conn.close()
-    pages: list[int] = []
-    original = transcript._Reader._json_pages
-
-    def counted(self, *args, **kwargs):
-        pages.append(1)
-        return original(self, *args, **kwargs)
-
-    monkeypatch.setattr(transcript._Reader, "_json_pages", counted)
+    pages = _count_calls(monkeypatch, "_json_pages")
     r = kaja("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "json")
     assert r.code == 0, r
     assert [m["id"] for m in json.loads(r.out)["messages"]] == want and not pages
@@ -553,25 +553,14 @@ def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
     conn.close()
     argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
     monkeypatch.setattr(transcript, "RUN", run)
-    calls: dict[str, int] = {"pages": 0, "rows": 0, "alone": 0}
-    pages, rows, alone = (transcript._Reader._html_page_reads, transcript._Reader._piece_rows,
-                          transcript._Reader._json_message)  # fmt: skip
-
-    def counted(name, original):
-        def call(self, *args, **kwargs):
-            calls[name] += 1
-            return original(self, *args, **kwargs)
-
-        return call
-
-    monkeypatch.setattr(transcript._Reader, "_html_page_reads", counted("pages", pages))
-    monkeypatch.setattr(transcript._Reader, "_piece_rows", counted("rows", rows))
-    monkeypatch.setattr(transcript._Reader, "_json_message", counted("alone", alone))
+    pages = _count_calls(monkeypatch, "_html_page_reads")
+    rows = _count_calls(monkeypatch, "_piece_rows")
+    alone = _count_calls(monkeypatch, "_json_message")
     paged = kaja(*argv)
     assert paged.code == 0, paged
-    assert calls["pages"] == 1 and calls["alone"] > 0
+    assert len(pages) == 1 and alone
     # a text holding a NUL: its page a row at a time; else never
-    assert (calls["rows"] > 0) == (texts == "as they are")
+    assert bool(rows) == (texts == "as they are")
     real = transcript._Reader.message_pieces
     monkeypatch.setattr(
         transcript._Reader, "message_pieces", lambda self, view, **_: real(self, view)
@@ -583,9 +572,9 @@ def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
         conn.execute("DROP INDEX messages_session_seq")
     conn.close()
     monkeypatch.setattr(transcript._Reader, "message_pieces", real)
-    calls["pages"] = 0
+    pages.clear()
     unindexed = kaja(*argv)
-    assert unindexed.code == 0 and unindexed.out == paged.out and calls["pages"] == 0
+    assert unindexed.code == 0 and unindexed.out == paged.out and not pages
     _as_render_writes(kaja, monkeypatch, argv, paged)
     assert paged.out.count('<section class="msg') == 20
 
