@@ -155,3 +155,16 @@ print("ok")
 """
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert (p.returncode, p.stdout, p.stderr) == (0, "ok\n", "")
+
+
+def test_a_caller_going_on_after_stop_is_told_not_left_waiting():
+    conn = object()  # what the reads are of
+    items = read_ahead(iter(range(100)), threading.Lock(), reading=conn)
+    assert next(items) == 0
+    from kaja_cli.core.engine.ahead import stop
+
+    stop(conn)
+    assert not _running()
+    with pytest.raises(RuntimeError, match="stopped"):
+        for _ in items:  # what was made before the stop, then the error
+            pass

@@ -32,6 +32,7 @@ from kaja_cli.core.conversations.columns import columns
 from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, matching_ids
 from kaja_cli.core.conversations.transcript import SessionReader
 from kaja_cli.core.engine import fs
+from kaja_cli.core.engine.db import stop_reading
 from kaja_cli.core.store import guard
 from kaja_cli.errors import Failed, Refused
 
@@ -113,14 +114,16 @@ def read(
         return
     texts: dict[str, frozenset[str]] = {}  # the tables' TEXT columns, asked once
     for sid in ids:
-        if conn.in_transaction:
-            conn.execute("COMMIT")  # the last session's messages were not all read
+        if conn.in_transaction:  # the last session's messages were not all read
+            stop_reading(conn)  # nor is a thread reading them any longer
+            conn.execute("COMMIT")
         conn.execute("BEGIN")
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
             conn.execute("COMMIT")
             continue  # deleted since the ids were picked
         yield _one(conn, sid, images_dir, redact, texts)
     if conn.in_transaction:
+        stop_reading(conn)
         conn.execute("COMMIT")
 
 

@@ -13,6 +13,7 @@ SQLite's serialized mode, so a connection may be used from either thread).
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Iterator
@@ -71,6 +72,9 @@ def read_ahead(
                 pass
             except KeyboardInterrupt as e:
                 interrupted = e
+        # A caller that goes on after `stop` is told, not left waiting.
+        with contextlib.suppress(queue.Full):
+            made.put_nowait(_Raised(RuntimeError("the read was stopped: its connection closed")))
         if interrupted is not None:
             raise interrupted
 

@@ -215,6 +215,15 @@ def _connect(uri: str, timeout_ms: int) -> sqlite3.Connection:
     return conn
 
 
+def stop_reading(conn: sqlite3.Connection) -> None:
+    """Stop and wait for any thread still reading ahead on `conn`
+    (`engine.ahead`): before it is closed, or its transaction ended. None can
+    be unless that module was loaded."""
+    ahead = sys.modules.get("kaja_cli.core.engine.ahead")
+    if ahead is not None:
+        ahead.stop(conn)
+
+
 def usable_here(conn: sqlite3.Connection) -> bool:
     """Whether the calling thread may use `conn`: kaja's own connections may
     be used from any (`_connect`), one opened with sqlite3's default only
@@ -285,11 +294,7 @@ def open_read(
             conn = _through_interrupted_write(conn, path, real, uri, timeout_ms, as_found, recover)
             yield conn
         finally:
-            # No thread may still be reading it: a statement on a closed
-            # connection crashes. None can be unless `engine.ahead` was loaded.
-            ahead = sys.modules.get("kaja_cli.core.engine.ahead")
-            if ahead is not None:
-                ahead.stop(conn)
+            stop_reading(conn)  # a statement on a closed connection crashes
             conn.close()
             if tidy and (wal.exists() or shm.exists()):
                 _remove_read_leftovers(real, wal, shm, had)
