@@ -629,8 +629,6 @@ class _Reader:
                     yield None, (after, args)  # read by the caller, this thread done
                     return
                 if given != n or data.count(b"\0") != n + len(marks):  # a text holds a NUL
-                    data = None
-                if data is None:
                     rows = self._blob_rows(rows_sql, args).fetchall()
             if rows is not None:
                 yield list(self._piece_rows(rows, "html", starts, seen)), None
@@ -679,14 +677,10 @@ class _Reader:
         sessions cost it 40% more time."""
         if self._seq_counts()[0] <= RUN:
             return pages
-        import threading
-
         from kaja_cli.core.engine.ahead import read_ahead
         from kaja_cli.core.engine.db import usable_here
 
-        return read_ahead(
-            pages, threading.Lock(), usable=lambda: usable_here(self.conn), reading=self.conn
-        )
+        return read_ahead(pages, usable=lambda: usable_here(self.conn), reading=self.conn)
 
     def _utc_span(self) -> tuple[str, str] | None:
         """The span of the session's times in which the local zone is UTC

@@ -32,11 +32,12 @@ class _Raised:
 
 
 def read_ahead(
-    produce: Iterator[T], lock: threading.Lock, depth: int = DEPTH,
+    produce: Iterator[T], lock: threading.Lock | None = None, depth: int = DEPTH,
     *, usable: Callable[[], bool] | None = None, reading: object = None,
 ) -> Iterator[T]:  # fmt: skip
-    """The items of `produce`, each made by a thread of its own holding `lock`,
-    at most `depth` ahead of the caller. An error raised making one is raised
+    """The items of `produce`, each made by a thread of its own holding `lock`
+    (one of its own when the caller shares none: it then leaves the
+    connection alone until the last item), at most `depth` ahead of the caller. An error raised making one is raised
     here in its place. Closing this, or an error in the caller, stops the
     thread before its next item and waits for it (one item: a page's
     statement, a few milliseconds); so does `stop(reading)` (the connection
@@ -44,6 +45,7 @@ def read_ahead(
     first: whether what `produce` reads may be used there (an SQLite
     connection opened for one thread may not, `db.usable_here`); if not, the
     caller's own thread makes every item."""
+    lock = lock or threading.Lock()
     made: queue.Queue = queue.Queue(depth)
     stop_now = threading.Event()
 
