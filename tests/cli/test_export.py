@@ -11,6 +11,7 @@ import re
 import sqlite3
 import stat
 import subprocess
+from contextlib import closing
 
 import html5lib
 import pytest
@@ -497,6 +498,90 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs,
         assert seq == list(range(1, 21))
     else:
         assert seq[5:8] == [6.5, 7.5, 8] and seq[11:] == [f"x{n}" for n in range(22, 31)]
+
+
+def _spans_by_connection(monkeypatch) -> dict[int, int]:
+    """How many pages `transcript._Reader._json_span_reads` read on each
+    connection (by id) from here on: the pages of a JSON export split
+    between two connections."""
+    from kaja_cli.core.conversations import transcript
+
+    pages: dict[int, int] = {}
+    original = transcript._Reader._json_span_reads
+
+    def counted(self, spans, *args):
+        pages[id(self.conn)] = pages.get(id(self.conn), 0) + len(spans)
+        return original(self, spans, *args)
+
+    monkeypatch.setattr(transcript._Reader, "_json_span_reads", counted)
+    return pages
+
+
+@pytest.mark.parametrize("run", [2, 3])
+@pytest.mark.parametrize("processors", [2, 1])
+def test_a_long_json_export_is_read_by_two_connections_the_same_bytes(
+    kaja, monkeypatch, run, processors
+):
+    """A session of more than `SPLIT_PAGES` pages: its JSON pages are read by
+    two connections at once, in turn (pages holding images read again a row
+    at a time, text that is not UTF-8, a NUL in a text): the same bytes as a
+    row at a time. One processor: one connection, the same bytes."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.engine import db
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    awkward.seq_index(kaja.state)
+    monkeypatch.setattr(transcript, "RUN", run)  # 20 messages: 10 or 7 pages
+    monkeypatch.setattr(db, "_processors", lambda: processors)
+    pages = _spans_by_connection(monkeypatch)
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "json")
+    split = kaja(*argv)
+    assert split.code == 0, split
+    if processors == 2:
+        assert len(pages) == 2 and sum(pages.values()) == -(-20 // run), pages
+    else:
+        assert not pages
+    monkeypatch.setattr(transcript._Reader, "_seq_unique", lambda self: False)
+    by_rows = kaja(*argv)
+    assert by_rows.code == 0 and by_rows.out == split.out
+    assert [m["seq"] for m in json.loads(split.out)["messages"]] == list(range(1, 21))
+
+
+def test_a_commit_as_a_long_export_begins_leaves_it_on_one_connection(kaja, monkeypatch):
+    """The agent commits after the export's snapshot began and before the
+    second connection could join it: the export reads alone, at its own
+    snapshot (the message as it was); the next export, with nothing
+    committed meanwhile, is read by both and shows the change."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.engine import db
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    awkward.seq_index(kaja.state)
+    monkeypatch.setattr(transcript, "RUN", 2)
+    monkeypatch.setattr(db, "_processors", lambda: 2)
+    pages = _spans_by_connection(monkeypatch)
+    bounds = transcript._Reader._page_bounds
+    agent: list[bool] = []
+
+    def commit_first(self, from_seq):  # inside the export's transaction
+        if not agent:
+            agent.append(True)
+            with closing(sqlite3.connect(kaja.state / "kaja.db")) as conn, conn:
+                conn.execute("UPDATE messages SET content = 'changed' WHERE seq = 19")
+        return bounds(self, from_seq)
+
+    monkeypatch.setattr(transcript._Reader, "_page_bounds", commit_first)
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "json")
+    alone = kaja(*argv)
+    assert alone.code == 0, alone
+    contents = [m["content"] for m in json.loads(alone.out)["messages"]]
+    assert "changed" not in contents and agent and not pages
+    both = kaja(*argv)
+    assert both.code == 0, both
+    assert json.loads(both.out)["messages"][18]["content"] == "changed"
+    assert len(pages) == 2
 
 
 @pytest.mark.parametrize("seqs", ["one missing", "one twice"])

@@ -259,3 +259,81 @@ def test_reading_as_found_leaves_every_byte_of_a_crash(tmp_path, keep):
             rows = conn.execute("SELECT x FROM t ORDER BY x").fetchall()
         assert rows == ([(1,), (2,)] if "-wal" in keep else [(1,)])
     assert {p.name: p.read_bytes() for p in sorted(tmp_path.iterdir())} == before
+
+
+# --- a second reader at the first one's snapshot (`db.SecondReader`) -------------------------
+def _wal_store(tmp_path: Path) -> tuple[Path, sqlite3.Connection]:
+    """A WAL file with rows 1..3, and a writer kept open beside it (the agent)."""
+    path = tmp_path / "s.db"
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("CREATE TABLE t (x)")
+    writer.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
+    return path, writer
+
+
+def _count(conn: sqlite3.Connection) -> int:
+    return conn.execute("SELECT count(*) FROM t").fetchone()[0]
+
+
+@pytest.fixture
+def two_processors(monkeypatch):
+    monkeypatch.setattr(db, "_processors", lambda: 2)
+
+
+def test_a_second_reader_joins_the_first_ones_snapshot(tmp_path, two_processors):
+    path, writer = _wal_store(tmp_path)
+    with closing(writer), db.open_read(path) as conn:
+        second = db.second_reader(conn)
+        assert second is not None
+        conn.execute("BEGIN")
+        assert _count(conn) == 3  # the first's snapshot begins here
+        joined = second.join()
+        assert joined is not None
+        writer.execute("INSERT INTO t VALUES (4)")  # after both began: neither sees it
+        assert (_count(conn), _count(joined)) == (3, 3)
+        second.leave()
+        conn.execute("COMMIT")
+        assert _count(conn) == 4
+
+
+def test_a_commit_before_the_second_joins_keeps_them_apart(tmp_path, two_processors):
+    """A commit between the second reader's look and its join, the first's
+    snapshot begun in between: which of the two states the first sees cannot
+    be known, so the second does not join (None); it joins the next one."""
+    path, writer = _wal_store(tmp_path)
+    with closing(writer), db.open_read(path) as conn:
+        second = db.second_reader(conn)
+        assert second is not None
+        conn.execute("BEGIN")
+        assert _count(conn) == 3
+        writer.execute("INSERT INTO t VALUES (4)")
+        assert second.join() is None
+        assert not second.conn.in_transaction
+        conn.execute("COMMIT")
+        conn.execute("BEGIN")
+        assert _count(conn) == 4
+        joined = second.join()
+        assert joined is not None and _count(joined) == 4
+        second.leave()
+        conn.execute("COMMIT")
+
+
+def test_a_second_reader_closes_with_the_first(tmp_path, two_processors):
+    path, writer = _wal_store(tmp_path)
+    with closing(writer), db.open_read(path) as conn:
+        second = db.second_reader(conn)
+        assert second is not None and second.join() is not None
+    with pytest.raises(sqlite3.ProgrammingError):  # closed, its transaction with it
+        second.conn.execute("SELECT 1")
+    second.leave()  # a generator finishing late has nothing left to end: no error
+
+
+def test_no_second_reader_on_one_processor_or_another_engine(tmp_path, monkeypatch):
+    path, writer = _wal_store(tmp_path)
+    monkeypatch.setattr(db, "_processors", lambda: 1)
+    with closing(writer), db.open_read(path) as conn:
+        assert db.second_reader(conn) is None
+    with closing(sqlite3.connect(path)) as plain:  # not opened by open_read
+        monkeypatch.setattr(db, "_processors", lambda: 2)
+        assert db.second_reader(plain) is None

@@ -32,7 +32,7 @@ from kaja_cli.core.conversations.columns import columns
 from kaja_cli.core.conversations.filter import FILTER_TABLES, SessionFilter, matching_ids
 from kaja_cli.core.conversations.transcript import SessionReader
 from kaja_cli.core.engine import fs
-from kaja_cli.core.engine.db import stop_reading
+from kaja_cli.core.engine.db import SecondReader, second_reader, stop_reading
 from kaja_cli.core.store import guard
 from kaja_cli.errors import Failed, Refused
 
@@ -113,18 +113,25 @@ def read(
     if not (have.get("sessions") and "id" in have["sessions"]):
         return
     texts: dict[str, frozenset[str]] = {}  # the tables' TEXT columns, asked once
+    # Opened before the first BEGIN: a long session's pages are read on both
+    # connections at once (`SecondReader`: it joins a snapshot begun after it looked).
+    second = second_reader(conn) if redact is None else None
     for sid in ids:
         if conn.in_transaction:  # the last session's messages were not all read
             stop_reading(conn)  # nor is a thread reading them any longer
             conn.execute("COMMIT")
+        if second is not None:
+            second.leave()
         conn.execute("BEGIN")
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is None:
             conn.execute("COMMIT")
             continue  # deleted since the ids were picked
-        yield _one(conn, sid, images_dir, redact, texts)
+        yield _one(conn, sid, images_dir, redact, texts, second)
     if conn.in_transaction:
         stop_reading(conn)
         conn.execute("COMMIT")
+    if second is not None:
+        second.leave()
 
 
 def _one(
@@ -133,8 +140,9 @@ def _one(
     images_dir: Path,
     redact: Redact | None,
     texts: dict[str, frozenset[str]] | None = None,
+    second: SecondReader | None = None,
 ) -> SessionExport:
-    r = SessionReader(conn, sid, images_dir, texts)
+    r = SessionReader(conn, sid, images_dir, texts, second)
     session = r.session()
     head = {
         "session": session,

@@ -52,6 +52,7 @@ from kaja_cli.core.owners import Owner
 from kaja_cli.errors import Failed
 
 if TYPE_CHECKING:
+    from kaja_cli.core.engine.db import SecondReader
     from kaja_cli.core.store import Store
 
 MESSAGE_COLUMNS = (
@@ -113,6 +114,7 @@ def _filled(data: bytes, texts: list[bytes], at: int) -> bytes:
 # reasoning or tool calls).
 _MARKED = 4
 RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
+SPLIT_PAGES = 4  # a JSON export of more pages than this is read by two connections
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 # A tool result's key (Markdown export): the calls of the messages before it
@@ -232,8 +234,10 @@ class _Reader:
         session_id: str,
         images_dir: Path,
         text_columns: dict[str, frozenset[str]] | None = None,
+        second: SecondReader | None = None,
     ):
         self.conn = conn
+        self.second = second  # a connection that may share the snapshot (`_json_split`)
         self.sid = session_id
         self.images_dir = images_dir
         self.have = columns(conn, *_TABLES)
@@ -300,18 +304,21 @@ class _Reader:
         return got[0] if got else None
 
     def messages_sql(
-        self, from_seq: int | None, *, condense: bool, keyed: bool = False, after: bool = False
-    ) -> tuple[str, tuple]:
+        self, from_seq: int | None, *, condense: bool, keyed: bool = False, after: bool = False,
+        before: bool = False,
+    ) -> tuple[str, tuple]:  # fmt: skip
         """One row per message: its JSON object (columns, `tool_calls`, `images`
         to fill in, `condensed`) and its raw `parts` when it has some; `keyed`,
         its seq too; `after`, only the messages after a seq given as one more
-        parameter."""
+        parameter; `before`, only those before a seq given as the next."""
         m = self.have["messages"]
         where, args = 'm."sessionId" = ?', (self.sid,)
         if from_seq is not None and "seq" in m:
             where, args = where + " AND m.seq >= ?", (self.sid, from_seq)
         if after:
             where += " AND m.seq > ?"
+        if before:
+            where += " AND m.seq < ?"
         t = self.have.get("tool_calls") or []
         linked = "resultMessageId" in t and "resultSummary" in t and "id" in m
         summary = (
@@ -796,10 +803,105 @@ class _Reader:
         repeated): each run one row that SQLite joined itself, `group_concat`
         over a page of `RUN` messages after the last seq of the page before,
         read by a thread of its own while this one checks the last page's
-        UTF-8 and hands it on (`engine.ahead`, `_json_page_reads`)."""
-        pages = self._json_page_reads(from_seq, condense)
-        for data, checked in self._ahead(pages):
-            yield data if checked or data.isascii() else _valid_utf8(data)
+        UTF-8 and hands it on (`engine.ahead`, `_json_page_reads`); a long
+        session's pages by two connections at once (`_json_split`)."""
+        pages = self._json_split(from_seq, condense)
+        if pages is None:
+            pages = self._ahead(self._json_page_reads(from_seq, condense))
+        for data, checked in pages:
+            if data:
+                yield data if checked or data.isascii() else _valid_utf8(data)
+
+    def _json_split(
+        self, from_seq: int | None, condense: bool
+    ) -> Iterator[tuple[bytes, bool]] | None:
+        """`_json_pages`' pages read by two connections at the one snapshot
+        (`SecondReader`), each by a thread of its own, the pages taken in turn:
+        SQLite writing each message's JSON is most of a long export's time, and
+        two processors write it in about three quarters of one's (issue 40).
+        None where that cannot be (no second connection, or it could not join
+        this snapshot; a session of fewer than `SPLIT_PAGES` pages; a page's
+        bound that is not a number): `_json_page_reads` alone then."""
+        if self.second is None or self._seq_counts()[0] <= SPLIT_PAGES * RUN:
+            return None
+        bounds = self._page_bounds(from_seq)
+        if bounds is None:
+            return None
+        conn = self.second.join()
+        if conn is None:
+            return None
+        from copy import copy
+
+        from kaja_cli.core.engine.ahead import read_ahead
+        from kaja_cli.core.engine.db import usable_here
+
+        other = copy(self)
+        other.conn, other.second = conn, None
+        # Page k holds the messages from bound k-1 (the first from `from_seq`)
+        # to before bound k (the last to the end): pages 0, 2, … here, 1, 3, …
+        # there. Either thread is stopped with this connection (`reading`).
+        spans = list(zip([from_seq, *bounds], [*bounds, None], strict=True))
+        mine = read_ahead(self._json_span_reads(spans[0::2], condense),
+                          usable=lambda: usable_here(self.conn), reading=self.conn)  # fmt: skip
+        theirs = read_ahead(other._json_span_reads(spans[1::2], condense),
+                            reading=self.conn)  # fmt: skip
+        return self._in_turn(mine, theirs)
+
+    def _in_turn(
+        self, mine: Iterator[tuple[bytes, bool]], theirs: Iterator[tuple[bytes, bool]]
+    ) -> Iterator[tuple[bytes, bool]]:
+        """One page of each in turn (`_json_split`); the second connection's
+        transaction ended after the last, or when this is closed."""
+        try:
+            for page in mine:
+                yield page
+                yield next(theirs, (b"", True))
+            yield from theirs
+        finally:
+            mine.close()  # type: ignore[attr-defined]
+            theirs.close()  # type: ignore[attr-defined]
+            assert self.second is not None
+            self.second.leave()
+
+    def _page_bounds(self, from_seq: int | None) -> list[Any] | None:
+        """The first seq of each page of `RUN` messages but the first (from
+        `from_seq`), read from the (sessionId, seq) index: about 0.05 ms a
+        page. None when one is not a number (`_json_page_reads` reads on by
+        rows after such a seq)."""
+        first = 'SELECT seq FROM messages WHERE "sessionId" = ?'
+        args: tuple = (self.sid,)
+        if from_seq is not None:
+            first, args = first + " AND seq >= ?", (*args, from_seq)
+        after = first + " AND seq >= ?"
+        bounds: list[Any] = []
+        sql = first
+        while True:
+            row = self.conn.execute(
+                f"{sql} ORDER BY seq LIMIT 1 OFFSET {RUN}", (*args, *bounds[-1:])
+            ).fetchone()
+            if row is None:
+                return bounds
+            if not isinstance(row[0], int | float):
+                return None
+            bounds.append(row[0])
+            sql = after
+
+    def _json_span_reads(
+        self, spans: list[tuple[Any, Any]], condense: bool
+    ) -> Iterator[tuple[bytes, bool]]:
+        """`_json_page_reads` of the pages `spans` names: (from, before) seqs,
+        None for no bound; one item each."""
+        made: dict[tuple[bool, bool], str] = {}  # three kinds of page at most
+        for start, before in spans:
+            kind = (start is not None, before is not None)
+            if kind not in made:
+                made[kind] = self.messages_sql(
+                    start, condense=condense, keyed=True, before=kind[1]
+                )[0]
+            args = (self.sid, *(b for b in (start, before) if b is not None))
+            # A limit keeps the order `group_concat` joins in (`_json_page_reads`).
+            item, _n, _last = self._json_page(f"{made[kind]} LIMIT -1", args)
+            yield item
 
     def _json_page_reads(
         self, from_seq: int | None, condense: bool
@@ -822,22 +924,10 @@ class _Reader:
         sql, page_args = first, args
         given = 0
         while True:
-            page = f"{sql} LIMIT {RUN}"
-            rows: list[tuple] | None = None
-            try:
-                data, parts, last, n = self._execute(
-                    "SELECT CAST(group_concat(j, ',') AS BLOB), count(p), max(s), count(*)"
-                    f" FROM ({page}) AS x",
-                    page_args,
-                ).fetchone()
-            except sqlite3.DataError:  # "string or blob too big": a row at a time
-                rows = self._page_rows(page, page_args)
-                n, last = len(rows), rows[-1][2] if rows else None
+            item, n, last = self._json_page(f"{sql} LIMIT {RUN}", page_args)
             if not n:
                 return
-            if rows is None and parts:
-                rows = self._page_rows(page, page_args)
-            yield (self._run_of(rows), True) if rows is not None else (data, False)
+            yield item
             given += n
             if n < RUN:
                 return
@@ -846,6 +936,25 @@ class _Reader:
                     yield data, True
                 return
             sql, page_args = rest, (*args, last)
+
+    def _json_page(self, page: str, args: tuple) -> tuple[tuple[bytes, bool], int, Any]:
+        """One page of `_json_page_reads`: (its messages joined, whether checked
+        for UTF-8), how many, and the last one's seq."""
+        rows: list[tuple] | None = None
+        try:
+            data, parts, last, n = self._execute(
+                "SELECT CAST(group_concat(j, ',') AS BLOB), count(p), max(s), count(*)"
+                f" FROM ({page}) AS x",
+                args,
+            ).fetchone()
+        except sqlite3.DataError:  # "string or blob too big": a row at a time
+            rows = self._page_rows(page, args)
+            n, last = len(rows), rows[-1][2] if rows else None
+        if n and rows is None and parts:
+            rows = self._page_rows(page, args)
+        if rows is not None:
+            return (self._run_of(rows), True), n, last
+        return (data or b"", False), n, last
 
     def _page_rows(self, page: str, args: tuple) -> list[tuple]:
         """A page's messages a row at a time: (JSON, parts) as BLOBs, and the seq."""

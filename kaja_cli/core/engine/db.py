@@ -38,7 +38,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from kaja_cli.core.engine import fs
 from kaja_cli.errors import Busy, Failed, KajaError, NotADatabase, NotFound
@@ -224,6 +224,86 @@ def stop_reading(conn: sqlite3.Connection) -> None:
         ahead.stop(conn)
 
 
+# The read connections `open_read` holds open, by id: the URI and wait each
+# was opened with, for `second_reader`; and the second readers opened beside
+# each, closed with it.
+_opened: dict[int, tuple[str, int]] = {}
+_seconds: dict[int, list[SecondReader]] = {}
+
+
+class SecondReader:
+    """A second read-only connection to the database a first one reads, at the
+    first one's snapshot whenever that can be shown (`join`): a long read split
+    between the two runs SQLite on two processors at once (issue 40).
+
+    Two connections see the same snapshot when no transaction committed
+    between their starts. `PRAGMA data_version` on this connection changes
+    exactly when another connection committed since it last looked (a WAL
+    reset by a checkpoint counts too: then the two are only not joined). It
+    looks once before the first connection's transaction begins (`second_reader`,
+    the caller's promise) and again as its own begins (`join`): the same
+    number means the first's snapshot, taken in between, is its own.
+    """
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+        self._seen = self._version()
+        self._open = True
+
+    def _version(self) -> int:
+        return self.conn.execute("PRAGMA data_version").fetchone()[0]
+
+    def join(self) -> sqlite3.Connection | None:
+        """This connection in a transaction at the first one's snapshot, if it
+        began after the last look (the last `join`, or the opening); None when
+        something committed since (the first then reads alone). `leave` ends it."""
+        self.leave()
+        self.conn.execute("BEGIN")
+        seen = self._version()  # takes this transaction's snapshot
+        if seen == self._seen:
+            return self.conn
+        self._seen = seen  # a look before the next transaction the first one begins
+        self.conn.execute("COMMIT")
+        return None
+
+    def leave(self) -> None:
+        """End `join`'s transaction, once no thread reads it any longer."""
+        stop_reading(self.conn)
+        if self._open and self.conn.in_transaction:
+            self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Closed with the first connection (`open_read`), whose pages a caller's
+        generator may still hold: `leave` then has nothing to end."""
+        stop_reading(self.conn)
+        self._open = False
+        self.conn.close()
+
+
+def second_reader(conn: Any) -> SecondReader | None:
+    """A `SecondReader` beside `conn` (one `open_read` holds open, closed with
+    it), or None: another engine, one processor, or a second open that failed
+    (the first connection then reads alone). Ask before `conn` begins the
+    transaction the second one is to join."""
+    got = _opened.get(id(conn))
+    if got is None or _processors() < 2:
+        return None
+    uri, timeout_ms = got
+    try:
+        second = SecondReader(_connect(uri, timeout_ms))
+    except sqlite3.Error:
+        return None
+    _seconds.setdefault(id(conn), []).append(second)
+    return second
+
+
+def _processors() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 def usable_here(conn: sqlite3.Connection) -> bool:
     """Whether the calling thread may use `conn`: kaja's own connections may
     be used from any (`_connect`), one opened with sqlite3's default only
@@ -291,10 +371,16 @@ def open_read(
     with _busy_explained(path, rollback), _translated(path):
         conn = _connect(uri, timeout_ms)
         try:
-            conn = _through_interrupted_write(conn, path, real, uri, timeout_ms, as_found, recover)
+            conn, uri = _through_interrupted_write(
+                conn, path, real, uri, timeout_ms, as_found, recover
+            )
+            _opened[id(conn)] = (uri, timeout_ms)  # `second_reader`
             yield conn
         finally:
+            _opened.pop(id(conn), None)
             stop_reading(conn)  # a statement on a closed connection crashes
+            for second in _seconds.pop(id(conn), ()):
+                second.close()
             conn.close()
             if tidy and (wal.exists() or shm.exists()):
                 _remove_read_leftovers(real, wal, shm, had)
@@ -533,12 +619,12 @@ def _through_interrupted_write(
     timeout_ms: int,
     as_found: bool,
     recover: Recognise | None,
-) -> sqlite3.Connection:
+) -> tuple[sqlite3.Connection, str]:
     """`conn` if it reads; else, after an interrupted write, a connection that
-    does (see `open_read`), or NeedsRecovery."""
+    does (see `open_read`), or NeedsRecovery; with the URI it was opened by."""
     try:
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return conn
+        return conn, uri
     except sqlite3.Error as e:
         code = getattr(e, "sqlite_errorcode", None)
         wal = fs.beside(real, "-wal")
@@ -554,14 +640,15 @@ def _through_interrupted_write(
             if not wal_commits(wal) and "immutable=1" not in uri:
                 # Nothing committed in it: the main file is the whole database.
                 conn.close()
-                return _connect(uri.replace("&readonly_shm=1", "") + "&immutable=1", timeout_ms)
+                uri = uri.replace("&readonly_shm=1", "") + "&immutable=1"
+                return _connect(uri, timeout_ms), uri
         else:
             raise
     conn.close()
     if as_found or recover is None:
         raise _needs_recovery(path, leftover)
     recover_interrupted(path, leftover, recover, timeout_ms=timeout_ms)
-    return _connect(uri, timeout_ms)
+    return _connect(uri, timeout_ms), uri
 
 
 def recover_interrupted(
