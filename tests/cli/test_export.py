@@ -519,19 +519,26 @@ def _spans_by_connection(monkeypatch) -> dict[int, int]:
 
 @pytest.mark.parametrize("run", [2, 3])
 @pytest.mark.parametrize("processors", [2, 1])
+@pytest.mark.parametrize("seqs", ["whole", "fractions"])
 def test_a_long_json_export_is_read_by_two_connections_the_same_bytes(
-    kaja, monkeypatch, run, processors
+    kaja, monkeypatch, run, processors, seqs
 ):
     """A session of more than `SPLIT_PAGES` pages: its JSON pages are read by
     two connections at once, in turn (pages holding images read again a row
-    at a time, text that is not UTF-8, a NUL in a text): the same bytes as a
-    row at a time. One processor: one connection, the same bytes."""
+    at a time, text that is not UTF-8, a NUL in a text; seqs that are not whole
+    numbers, a page's bound among them): the same bytes as a row at a time.
+    One processor: one connection, the same bytes."""
     from kaja_cli.core.conversations import transcript
     from kaja_cli.core.engine import db
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
     awkward.seq_index(kaja.state)
+    want = list(range(1, 21))
+    if seqs == "fractions":
+        with closing(sqlite3.connect(kaja.state / "kaja.db")) as conn, conn:
+            conn.execute("UPDATE messages SET seq = seq + 0.5 WHERE seq IN (4, 7, 13)")
+        want = [s + 0.5 if s in (4, 7, 13) else s for s in want]
     monkeypatch.setattr(transcript, "RUN", run)  # 20 messages: 10 or 7 pages
     monkeypatch.setattr(db, "_processors", lambda: processors)
     pages = _spans_by_connection(monkeypatch)
@@ -545,7 +552,7 @@ def test_a_long_json_export_is_read_by_two_connections_the_same_bytes(
     monkeypatch.setattr(transcript._Reader, "_seq_unique", lambda self: False)
     by_rows = kaja(*argv)
     assert by_rows.code == 0 and by_rows.out == split.out
-    assert [m["seq"] for m in json.loads(split.out)["messages"]] == list(range(1, 21))
+    assert [m["seq"] for m in json.loads(split.out)["messages"]] == want
 
 
 def test_a_commit_as_a_long_export_begins_leaves_it_on_one_connection(kaja, monkeypatch):

@@ -290,9 +290,13 @@ def test_a_second_reader_joins_the_first_ones_snapshot(tmp_path, two_processors)
         assert _count(conn) == 3  # the first's snapshot begins here
         joined = second.join()
         assert joined is not None
+        other, turn = joined
         writer.execute("INSERT INTO t VALUES (4)")  # after both began: neither sees it
-        assert (_count(conn), _count(joined)) == (3, 3)
-        second.leave()
+        assert (_count(conn), _count(other)) == (3, 3)
+        second.leave(turn - 1)  # an earlier turn's reader, finishing late: not this one's
+        assert other.in_transaction
+        second.leave(turn)
+        assert not other.in_transaction
         conn.execute("COMMIT")
         assert _count(conn) == 4
 
@@ -314,7 +318,7 @@ def test_a_commit_before_the_second_joins_keeps_them_apart(tmp_path, two_process
         conn.execute("BEGIN")
         assert _count(conn) == 4
         joined = second.join()
-        assert joined is not None and _count(joined) == 4
+        assert joined is not None and _count(joined[0]) == 4
         second.leave()
         conn.execute("COMMIT")
 
@@ -327,6 +331,34 @@ def test_a_second_reader_closes_with_the_first(tmp_path, two_processors):
     with pytest.raises(sqlite3.ProgrammingError):  # closed, its transaction with it
         second.conn.execute("SELECT 1")
     second.leave()  # a generator finishing late has nothing left to end: no error
+
+
+def test_no_second_reader_beside_a_rollback_journal_file(tmp_path, two_processors):
+    """A rollback-journal file: a second reader would queue behind a writer that
+    waits for the first reader's lock (and fail after a second), so there is
+    none; the first reads on, and the writer commits after it."""
+    path = tmp_path / "r.db"
+    with closing(sqlite3.connect(path, isolation_level=None)) as writer:
+        writer.execute("CREATE TABLE t (x)")
+        writer.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
+        with db.open_read(path) as conn:
+            assert db.second_reader(conn) is None
+            conn.execute("BEGIN")
+            assert _count(conn) == 3
+            conn.execute("COMMIT")
+
+
+def test_a_join_that_cannot_begin_is_no_join(tmp_path, two_processors, monkeypatch):
+    path, writer = _wal_store(tmp_path)
+    with closing(writer), db.open_read(path) as conn:
+        second = db.second_reader(conn)
+        assert second is not None
+        monkeypatch.setattr(
+            db.SecondReader, "_version",
+            lambda self: (_ for _ in ()).throw(sqlite3.OperationalError("database is locked")),
+        )  # fmt: skip
+        assert second.join() is None
+        assert not second.conn.in_transaction
 
 
 def test_no_second_reader_on_one_processor_or_another_engine(tmp_path, monkeypatch):

@@ -827,9 +827,10 @@ class _Reader:
         bounds = self._page_bounds(from_seq)
         if bounds is None:
             return None
-        conn = self.second.join()
-        if conn is None:
+        joined = self.second.join()
+        if joined is None:
             return None
+        conn, turn = joined
         from copy import copy
 
         from kaja_cli.core.engine.ahead import read_ahead
@@ -839,29 +840,33 @@ class _Reader:
         other.conn, other.second = conn, None
         # Page k holds the messages from bound k-1 (the first from `from_seq`)
         # to before bound k (the last to the end): pages 0, 2, … here, 1, 3, …
-        # there. Either thread is stopped with this connection (`reading`).
+        # there. Each thread is stopped with the connection it reads (`reading`).
         spans = list(zip([from_seq, *bounds], [*bounds, None], strict=True))
         mine = read_ahead(self._json_span_reads(spans[0::2], condense),
                           usable=lambda: usable_here(self.conn), reading=self.conn)  # fmt: skip
-        theirs = read_ahead(other._json_span_reads(spans[1::2], condense),
-                            reading=self.conn)  # fmt: skip
-        return self._in_turn(mine, theirs)
+        theirs = read_ahead(other._json_span_reads(spans[1::2], condense), reading=conn)
+        return self._in_turn(mine, theirs, turn)
 
     def _in_turn(
-        self, mine: Iterator[tuple[bytes, bool]], theirs: Iterator[tuple[bytes, bool]]
+        self, mine: Iterator[tuple[bytes, bool]], theirs: Iterator[tuple[bytes, bool]], turn: int
     ) -> Iterator[tuple[bytes, bool]]:
         """One page of each in turn (`_json_split`); the second connection's
-        transaction ended after the last, or when this is closed."""
+        transaction (`turn`) ended after the last, or when this is closed."""
+        second = self.second
+        assert second is not None
         try:
             for page in mine:
                 yield page
                 yield next(theirs, (b"", True))
             yield from theirs
         finally:
-            mine.close()  # type: ignore[attr-defined]
-            theirs.close()  # type: ignore[attr-defined]
-            assert self.second is not None
-            self.second.leave()
+            try:
+                mine.close()  # type: ignore[attr-defined]
+            finally:
+                try:
+                    theirs.close()  # type: ignore[attr-defined]
+                finally:
+                    second.leave(turn)
 
     def _page_bounds(self, from_seq: int | None) -> list[Any] | None:
         """The first seq of each page of `RUN` messages but the first (from

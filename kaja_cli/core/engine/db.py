@@ -30,6 +30,7 @@ for whoever listens (`timing`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import stat
@@ -224,10 +225,10 @@ def stop_reading(conn: sqlite3.Connection) -> None:
         ahead.stop(conn)
 
 
-# The read connections `open_read` holds open, by id: the URI and wait each
-# was opened with, for `second_reader`; and the second readers opened beside
-# each, closed with it.
-_opened: dict[int, tuple[str, int]] = {}
+# The read connections `open_read` holds open on a WAL file, by id: the URI
+# each was opened with, for `second_reader`; and the second readers opened
+# beside each, closed with it.
+_opened: dict[int, str] = {}
 _seconds: dict[int, list[SecondReader]] = {}
 
 
@@ -243,31 +244,48 @@ class SecondReader:
     looks once before the first connection's transaction begins (`second_reader`,
     the caller's promise) and again as its own begins (`join`): the same
     number means the first's snapshot, taken in between, is its own.
+
+    Only beside a WAL file (`open_read`): a reader of a rollback-journal file
+    would wait behind a writer waiting for the first one's lock, and a file
+    opened `immutable=1` is never looked at for changes. It never waits for a
+    lock either: anything but a clean join is no join.
     """
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
         self._seen = self._version()
         self._open = True
+        self._turn = 0  # which `join` the transaction open now is of
 
     def _version(self) -> int:
         return self.conn.execute("PRAGMA data_version").fetchone()[0]
 
-    def join(self) -> sqlite3.Connection | None:
+    def join(self) -> tuple[sqlite3.Connection, int] | None:
         """This connection in a transaction at the first one's snapshot, if it
-        began after the last look (the last `join`, or the opening); None when
-        something committed since (the first then reads alone). `leave` ends it."""
+        began after the last look (the last `join`, or the opening), and the
+        turn that `leave` ends; None when something committed since, or the
+        connection could not begin (the first then reads alone)."""
         self.leave()
-        self.conn.execute("BEGIN")
-        seen = self._version()  # takes this transaction's snapshot
+        self._turn += 1
+        try:
+            self.conn.execute("BEGIN")
+            seen = self._version()  # takes this transaction's snapshot
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                self.leave()
+            return None
         if seen == self._seen:
-            return self.conn
+            return self.conn, self._turn
         self._seen = seen  # a look before the next transaction the first one begins
-        self.conn.execute("COMMIT")
+        self.leave()
         return None
 
-    def leave(self) -> None:
-        """End `join`'s transaction, once no thread reads it any longer."""
+    def leave(self, turn: int | None = None) -> None:
+        """End the transaction `join` began (of that `turn` only: a late reader
+        of an earlier session's pages leaves a later one's alone), once no
+        thread reads it any longer."""
+        if turn is not None and turn != self._turn:
+            return
         stop_reading(self.conn)
         if self._open and self.conn.in_transaction:
             self.conn.execute("COMMIT")
@@ -281,17 +299,21 @@ class SecondReader:
 
 
 def second_reader(conn: Any) -> SecondReader | None:
-    """A `SecondReader` beside `conn` (one `open_read` holds open, closed with
-    it), or None: another engine, one processor, or a second open that failed
-    (the first connection then reads alone). Ask before `conn` begins the
-    transaction the second one is to join."""
-    got = _opened.get(id(conn))
-    if got is None or _processors() < 2:
+    """A `SecondReader` beside `conn` (one `open_read` holds open on a WAL
+    file, closed with it), or None: another engine or journal mode, one
+    processor, or a second open that failed (the first connection then reads
+    alone). Ask before `conn` begins the transaction the second one is to join."""
+    uri = _opened.get(id(conn))
+    if uri is None or _processors() < 2:
         return None
-    uri, timeout_ms = got
     try:
-        second = SecondReader(_connect(uri, timeout_ms))
+        second_conn = _connect(uri, 0)
     except sqlite3.Error:
+        return None
+    try:
+        second = SecondReader(second_conn)
+    except sqlite3.Error:
+        second_conn.close()
         return None
     _seconds.setdefault(id(conn), []).append(second)
     return second
@@ -374,7 +396,8 @@ def open_read(
             conn, uri = _through_interrupted_write(
                 conn, path, real, uri, timeout_ms, as_found, recover
             )
-            _opened[id(conn)] = (uri, timeout_ms)  # `second_reader`
+            if not rollback and "immutable=1" not in uri:  # `second_reader`
+                _opened[id(conn)] = uri
             yield conn
         finally:
             _opened.pop(id(conn), None)
