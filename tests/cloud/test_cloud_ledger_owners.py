@@ -48,47 +48,6 @@ def test_the_account_reads_its_own_ledger(cloud_demo, local_demo, argv):
     compare(local_demo, cloud_demo, everyone, allowed)
 
 
-@pytest.mark.parametrize("probe", [True, False], ids=["by probes", "by the join"])
-def test_an_accounts_usage_is_the_same_by_probes_and_by_the_join(
-    cloud_demo, local_demo, monkeypatch, probe
-):
-    """An account that is a small part of its server has its calls and tools
-    found run by run (`usage.server._a_few`), a large one by a join: the
-    same report either way, the local store's for that owner."""
-    from kaja_cli.core.ledger.usage import server
-
-    monkeypatch.setattr(server, "_a_few", lambda *_: probe)
-    use_server(cloud_demo, cloud_demo.pg.url, account=ANA)
-    for argv in READS[:2]:
-        (lc, ld, _), (cc, cd, ce) = run(local_demo, *argv, "--owner", ANA), run(cloud_demo, *argv)
-        assert lc == cc == 0, (argv, ce)
-        assert [d for d in differences(ld, cd) if d not in STORE] == [], (argv, ld, cd)
-
-
-def test_a_small_accounts_usage_is_read_by_probes_once_the_server_counted(cloud_demo):
-    """Which way is the server's statistics' call: none (never analysed), the
-    join; counted, an account under a third of the sessions is read by probes
-    and one of two thirds by the join."""
-    from kaja_cli.core.ledger.usage import server
-    from kaja_cli.core.owners import Owner
-    from kaja_cli.core.store import Store
-    from kaja_cli.core.store.paths import Overrides
-
-    ((total,),) = cloud_demo.pg.query("SELECT count(*) FROM kaja.sessions")
-    with cloud_demo.pg.connect() as conn:  # an account holding two thirds of them
-        conn.execute(
-            "INSERT INTO kaja.sessions (id, owner) SELECT 'big-' || g, 'big'"
-            " FROM generate_series(1, %s) AS g", (2 * total,),
-        )  # fmt: skip
-        conn.execute("ANALYZE kaja.sessions")
-    store = Store.locate(Overrides(database_url=cloud_demo.pg.url), environ={})
-    have = {"sessions": {"id", "owner"}}
-    with store.reader() as conn:
-        assert server._a_few(conn, Owner.parse(ANA), have) is True
-        assert server._a_few(conn, Owner.parse("big"), have) is False
-        assert server._a_few(conn, Owner.parse(ANA), {"sessions": {"id"}}) is False
-
-
 def test_the_account_sees_nothing_of_another_accounts_runs(cloud_demo):
     use_server(cloud_demo, cloud_demo.pg.url, account=ANA)
     everyone = json.loads(cloud_demo("runs", "--json", "-n", "0", "--all-owners").out)["runs"]
@@ -174,11 +133,7 @@ def _seen(k, owner: str) -> dict:
     return out
 
 
-@pytest.mark.parametrize("probe", [False, True], ids=["by the join", "usage by probes"])
-def test_crafted_edges_are_the_same_locally_and_on_the_server(tmp_path, cloud, monkeypatch, probe):
-    from kaja_cli.core.ledger.usage import server
-
-    monkeypatch.setattr(server, "_a_few", lambda *_: probe)
+def test_crafted_edges_are_the_same_locally_and_on_the_server(tmp_path, cloud):
     local = Kaja(tmp_path / "local")
     _edges(local)
     _edges(cloud)

@@ -158,12 +158,6 @@ def test_the_schema_is_rendered_from_the_same_description():
         'CREATE INDEX IF NOT EXISTS "sessions_owner_updated" ON "kaja"."sessions"'
         ' ("owner", "updatedAt")'
     )
-    covering = ddl.index_ddl(core_schema.TABLES["tools"], "tools_run_usage", "run_id", "kaja",
-                             ("at", "tool"))  # fmt: skip
-    assert covering == (
-        'CREATE INDEX IF NOT EXISTS "tools_run_usage" ON "kaja"."tools" ("run_id")'
-        ' INCLUDE ("at", "tool")'
-    )
 
 
 def test_demo_writes_the_schema_and_the_rows_through_the_write_api(cloud, _demo_template):

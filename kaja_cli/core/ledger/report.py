@@ -167,7 +167,6 @@ def report_queries(
     d: dialect.Dialect = dialect.SQLITE,
     runs: tuple[str, tuple] | None = None,
     joined: str | None = None,
-    probe: bool = False,
 ) -> tuple[list[Query], list[str]]:
     """The SQL `kaja usage` runs on a store with these tables and columns, and what is missing.
 
@@ -178,9 +177,7 @@ def report_queries(
     parameters, and no query of the runs by status (`owned_runs` counted them
     as it found them); None: every row. `joined` instead: the rows joined to
     the runs of the statement's own table of that name (its `id`), for a
-    caller that counts the runs itself; `probe` with it, each run's rows
-    found by the table's index on `run_id` (`IN (SELECT id FROM …)`) instead
-    of a join the server may make by reading the whole table.
+    caller that counts the runs itself.
     """
 
     def mine(table: str, column: str) -> tuple[str, tuple] | None:
@@ -189,13 +186,11 @@ def report_queries(
         if column not in have.get(table, ()):
             return "0 = 1", ()  # not tied to a run: nobody's
         if joined is not None:
-            if probe:
-                return f'"{column}" IN (SELECT id FROM {joined})', ()
             return None  # `joining` ties them
         return f'"{column}" {runs[0]}', runs[1]
 
     def joining(table: str) -> str:
-        if joined is None or probe or "run_id" not in have.get(table, ()):
+        if joined is None or "run_id" not in have.get(table, ()):
             return ""
         # Its ids under a name no ledger column has: the ledger's own stay unqualified.
         return (

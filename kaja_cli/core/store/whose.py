@@ -56,7 +56,7 @@ def acting(store: Store, owner: str | None, all_owners: bool) -> Owner | None:
     return store.account
 
 
-def sessions_of(owner: Owner, sessions: Collection[str]) -> tuple[str, tuple]:
+def _sessions_of(owner: Owner, sessions: Collection[str]) -> tuple[str, tuple]:
     """A SELECT of the owner's session ids."""
     theirs, args = _theirs(owner, sessions)
     return f"SELECT s.id FROM sessions s WHERE {theirs}", args
@@ -120,7 +120,7 @@ def with_mine(
     def row(t: str) -> str:
         return ", ".join([f"{t}.id", *(f'{t}."{c}"' if c in runs else "NULL" for c in carry)])
 
-    sessions, args = sessions_of(owner, have["sessions"])
+    sessions, args = _sessions_of(owner, have["sessions"])
 
     def held(t: str) -> str:
         return (
@@ -211,7 +211,7 @@ def top_level(
     no subagent walked. To count them."""
     if not _ties(have):
         return "0 = 1", ()
-    sessions, args = sessions_of(owner, have["sessions"])
+    sessions, args = _sessions_of(owner, have["sessions"])
     return d.in_subquery(f"{alias}.thread_id", sessions), args
 
 
@@ -254,7 +254,7 @@ def split(
     if not _ties(have) or "parent_id" not in have["runs"]:
         return None
     each, each_args = top_level_each("r", owner, have)
-    sessions, args = sessions_of(owner, have["sessions"])
+    sessions, args = _sessions_of(owner, have["sessions"])
     kept = _carry(have, columns)
     carried = ", ".join(f'c."{c}"' for c in kept)
     below = (

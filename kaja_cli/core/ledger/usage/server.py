@@ -65,9 +65,7 @@ def _owned(
     statement timeout."""
     d = dialect.of(conn)
     with_, args = whose.with_mine(owner, have, d, carry=("status", "started_at"), many=True)
-    queries, missing = report_queries(
-        have, by, since, until, d, joined="mine", probe=_a_few(conn, owner, have)
-    )
+    queries, missing = report_queries(have, by, since, until, d, joined="mine")
     parts, params = [], list(args)
     for q in queries:
         texts, numbers = _SHAPE[q.name]
@@ -97,29 +95,6 @@ def _owned(
         else:
             rows[name].append((t1, int(n[0])))
     return {k: v for k, v in rows.items() if k in have}, missing
-
-
-def _a_few(conn: Any, owner: Owner, have: dict[str, set[str]]) -> bool:
-    """Whether the owner's sessions are under a third of the server's, as its
-    statistics count them: their runs' calls and tools are then found by
-    `run_id` (`report_queries`' `probe`, index-only with `USAGE_INDEXES`),
-    where a join reads every account's rows; an account that is most of its
-    server is read by the join (one pass, the fastest read there). Without
-    statistics (a server never analysed), by the join. On the 1M bench, the
-    statement alone: an account alone 130 ms by the join, 230 by probes; a
-    tenth of a server 690 and 240: they meet near a third."""
-    if "owner" not in have.get("sessions", ()):
-        return False
-    sessions, args = whose.sessions_of(owner, have["sessions"])
-    yours, total = conn.execute(
-        f"SELECT (SELECT count(*) FROM ({sessions}) AS x), (SELECT c.reltuples"
-        " FROM pg_catalog.pg_class AS c WHERE c.oid = pg_catalog.to_regclass('sessions'))",
-        args,
-    ).fetchone()
-    return total is not None and total > 0 and yours * FEW < total
-
-
-FEW = 3  # an account under 1/FEW of its server's sessions: its usage by probes
 
 
 def keep_up(store: Store) -> None:

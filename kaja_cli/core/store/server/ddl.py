@@ -102,17 +102,12 @@ def add_column_ddl(table: Table, column: Column, schema: str) -> str:
     )
 
 
-def index_ddl(
-    table: Table, name: str, columns: str, schema: str, include: tuple[str, ...] = ()
-) -> str:
-    """`include`: columns the index carries beside its key (PostgreSQL's
-    `INCLUDE`), read from it alone by an index-only scan."""
+def index_ddl(table: Table, name: str, columns: str, schema: str) -> str:
     unique = "UNIQUE " if columns.startswith("UNIQUE ") else ""
     columns = columns.removeprefix("UNIQUE ")
-    carried = f" INCLUDE ({', '.join(quote(c) for c in include)})" if include else ""
     return (
         f"CREATE {unique}INDEX IF NOT EXISTS {quote(name)}"
-        f" ON {quote(schema)}.{quote(table.name)} ({_names(columns)}){carried}"
+        f" ON {quote(schema)}.{quote(table.name)} ({_names(columns)})"
     )
 
 

@@ -45,20 +45,6 @@ if TYPE_CHECKING:
 CLOUD_TABLES = (
     core_schema.CONVERSATION_TABLES + core_schema.LEDGER_TABLES + core_schema.ARCHIVE_TABLES
 )
-# Indexes the server alone has (SQLite's files hold one account): one
-# account's `kaja usage` read from indexes only. On a server of many accounts
-# the rows of every account lie side by side in each table's pages, so an
-# account's runs, calls and tools read by plain index scans touch every page
-# (and a scan of the whole table costs what every account's rows cost); an
-# index-only scan of these reads the account's own entries. `--by source` and
-# `--by engine` read those two columns from the table (most reports never do).
-# Added without a new schema version: an older kaja neither needs nor minds them.
-USAGE_INDEXES = (
-    ("runs", "runs_thread_usage", "thread_id", ("id", "parent_id", "status", "started_at")),
-    ("calls", "calls_run_usage", "run_id",
-     ("at", "model", "ok", "prompt_tokens", "completion_tokens", "cached_tokens", "duration_ms")),
-    ("tools", "tools_run_usage", "run_id", ("at", "tool", "outcome", "duration_ms")),
-)  # fmt: skip
 VERSION_TABLE = "kaja_schema"
 STATS_TABLE = "kaja_search_stats"
 TERMS_TABLE = "kaja_search_terms"
@@ -168,7 +154,6 @@ def missing(conn: Connection) -> list[str]:
         out += [f"column {table.name}.{c}" for c in table.column_names if c not in cols]
     indexes = _indexes(conn)
     out += [f"index {name}" for t in CLOUD_TABLES for name, _ in t.indexes if name not in indexes]
-    out += [f"index {name}" for t, name, *_ in USAGE_INDEXES if t in have and name not in indexes]
     messages = have.get("messages", [])
     if SEARCH_COLUMN not in messages or WORDS_COLUMN not in messages or SEARCH_INDEX not in indexes:
         out.append("search index")
@@ -262,11 +247,6 @@ def apply(conn: Connection) -> Report:
             if name not in indexes:
                 conn.execute(ddl.index_ddl(table, name, columns, schema))
                 changes.append(f"created index {name}")
-    tables = {t.name: t for t in CLOUD_TABLES}
-    for table_name, name, key, carried in USAGE_INDEXES:
-        if name not in indexes:
-            conn.execute(ddl.index_ddl(tables[table_name], name, key, schema, carried))
-            changes.append(f"created index {name}")
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {_q(schema)}.{VERSION_TABLE} (version integer PRIMARY KEY,"
         " applied_at text NOT NULL, kaja text NOT NULL, notes text)"
