@@ -555,6 +555,27 @@ def test_a_long_json_export_is_read_by_two_connections_the_same_bytes(
     assert [m["seq"] for m in json.loads(split.out)["messages"]] == want
 
 
+def test_export_all_joins_each_long_session_on_the_second_connection(kaja, monkeypatch, tmp_path):
+    """`export --all`: the second connection joins each long session's snapshot
+    in turn (its transaction ended before the next session begins): every
+    session's bytes as a row at a time."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.engine import db
+
+    _long_session(kaja.state, n=40)  # beside the awkward session of 20
+    monkeypatch.setattr(transcript, "RUN", 2)
+    monkeypatch.setattr(db, "_processors", lambda: 2)
+    pages = _spans_by_connection(monkeypatch)
+    argv = ("sessions", "export", "--all", "--all-owners", "-f", "jsonl")
+    split = kaja(*argv)
+    assert split.code == 0, split
+    assert len(pages) == 2 and sum(pages.values()) == 20 // 2 + 40 // 2, pages
+    monkeypatch.setattr(transcript._Reader, "_seq_unique", lambda self: False)
+    by_rows = kaja(*argv)
+    assert by_rows.code == 0 and by_rows.out == split.out
+    assert len(split.out.splitlines()) >= 2
+
+
 def test_a_commit_as_a_long_export_begins_leaves_it_on_one_connection(kaja, monkeypatch):
     """The agent commits after the export's snapshot began and before the
     second connection could join it: the export reads alone, at its own
