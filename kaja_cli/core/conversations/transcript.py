@@ -28,6 +28,7 @@ write the plainest messages' pieces itself (`message_pieces`,
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -809,8 +810,7 @@ class _Reader:
         if pages is None:
             pages = self._ahead(self._json_page_reads(from_seq, condense))
         for data, checked in pages:
-            if data:
-                yield data if checked or data.isascii() else _valid_utf8(data)
+            yield data if checked or data.isascii() else _valid_utf8(data)
 
     def _json_split(
         self, from_seq: int | None, condense: bool
@@ -834,16 +834,15 @@ class _Reader:
         from copy import copy
 
         from kaja_cli.core.engine.ahead import read_ahead
-        from kaja_cli.core.engine.db import usable_here
 
         other = copy(self)
         other.conn, other.second = conn, None
         # Page k holds the messages from bound k-1 (the first from `from_seq`)
         # to before bound k (the last to the end): pages 0, 2, … here, 1, 3, …
-        # there. Each thread is stopped with the connection it reads (`reading`).
+        # there. Each thread is stopped with the connection it reads (`reading`);
+        # both are `open_read`'s, usable from any thread (`db.usable_here`).
         spans = list(zip([from_seq, *bounds], [*bounds, None], strict=True))
-        mine = read_ahead(self._json_span_reads(spans[0::2], condense),
-                          usable=lambda: usable_here(self.conn), reading=self.conn)  # fmt: skip
+        mine = read_ahead(self._json_span_reads(spans[0::2], condense), reading=self.conn)
         theirs = read_ahead(other._json_span_reads(spans[1::2], condense), reading=conn)
         return self._in_turn(mine, theirs, turn)
 
@@ -855,10 +854,9 @@ class _Reader:
         second = self.second
         assert second is not None
         try:
-            for page in mine:
+            for page in mine:  # as many as theirs, or one more
                 yield page
-                yield next(theirs, (b"", True))
-            yield from theirs
+                yield from itertools.islice(theirs, 1)
         finally:
             try:
                 mine.close()  # type: ignore[attr-defined]
@@ -873,23 +871,21 @@ class _Reader:
         `from_seq`), read from the (sessionId, seq) index: about 0.05 ms a
         page. None when one is not a number (`_json_page_reads` reads on by
         rows after such a seq)."""
-        first = 'SELECT seq FROM messages WHERE "sessionId" = ?'
-        args: tuple = (self.sid,)
-        if from_seq is not None:
-            first, args = first + " AND seq >= ?", (*args, from_seq)
-        after = first + " AND seq >= ?"
         bounds: list[Any] = []
-        sql = first
+        start = from_seq  # each page's first seq (the first page's: None, or from_seq)
         while True:
+            after = "" if start is None else " AND seq >= ?"
             row = self.conn.execute(
-                f"{sql} ORDER BY seq LIMIT 1 OFFSET {RUN}", (*args, *bounds[-1:])
+                f'SELECT seq FROM messages WHERE "sessionId" = ?{after}'
+                f" ORDER BY seq LIMIT 1 OFFSET {RUN}",
+                (self.sid, *(() if start is None else (start,))),
             ).fetchone()
             if row is None:
                 return bounds
             if not isinstance(row[0], int | float):
                 return None
-            bounds.append(row[0])
-            sql = after
+            start = row[0]
+            bounds.append(start)
 
     def _json_span_reads(
         self, spans: list[tuple[Any, Any]], condense: bool
