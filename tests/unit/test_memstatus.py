@@ -1,0 +1,109 @@
+"""SQLite's memory statistics turned off first thing in `kaja`'s process
+(kaja_cli/core/engine/memstatus.py): each case in an interpreter of its own,
+since the setting is the whole process's and changes only while SQLite is
+shut down."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="turned off on Linux only")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# What SQLite counts as in use: always 0 once the statistics are off.
+_USED = """
+import ctypes, _sqlite3
+def used():
+    lib = ctypes.CDLL(_sqlite3.__file__)
+    now, top = ctypes.c_int64(), ctypes.c_int64()
+    assert lib.sqlite3_status64(0, ctypes.byref(now), ctypes.byref(top), 0) == 0
+    return now.value
+"""
+
+
+def _run(body: str, *args: str, env: dict[str, str] | None = None) -> dict:
+    """`body` in a fresh interpreter; the JSON it prints last."""
+    p = subprocess.run(
+        [sys.executable, "-c", _USED + body, *args],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.splitlines()[-1])
+
+
+def test_off_before_any_connection_and_sqlite_works_as_before(tmp_path):
+    """Nothing of SQLite open: the statistics go off (nothing is counted any
+    more), once; a database written and read afterwards holds what was written."""
+    got = _run(
+        """
+import json, sqlite3, sys
+from kaja_cli.core.engine import memstatus
+first, again = memstatus.turn_off(), memstatus.turn_off()
+conn = sqlite3.connect(sys.argv[1])
+with conn:
+    conn.execute("CREATE TABLE t (x)")
+    conn.executemany("INSERT INTO t VALUES (?)", [(str(i) * 50,) for i in range(2000)])
+rows = conn.execute("SELECT count(*), sum(length(x)) FROM t").fetchone()
+print(json.dumps({"first": first, "again": again, "used": used(), "rows": rows}))
+""",
+        str(tmp_path / "t.db"),
+    )
+    assert got["first"] is True and got["again"] is False
+    assert got["used"] == 0  # a connection open, and nothing counted
+    assert got["rows"] == [2000, sum(len(str(i)) * 50 for i in range(2000))]
+
+
+def test_left_alone_while_a_connection_is_open(tmp_path):
+    """A connection already open: SQLite is not shut down under it (that would
+    free what it uses); the statistics stay on and the connection works."""
+    got = _run(
+        """
+import json, sqlite3, sys
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("CREATE TABLE t (x)")
+from kaja_cli.core.engine import memstatus
+turned = memstatus.turn_off()
+conn.execute("INSERT INTO t VALUES ('still here')")
+print(json.dumps({"turned": turned, "used": used() > 0,
+                  "rows": conn.execute("SELECT x FROM t").fetchall()}))
+""",
+        str(tmp_path / "t.db"),
+    )
+    assert got == {"turned": False, "used": True, "rows": [["still here"]]}
+
+
+def test_the_kaja_command_turns_them_off_before_it_opens_the_store(kaja):
+    """`kaja sessions` in its own process: the statistics were off before the
+    store was opened (nothing counted with a connection open), exit 0."""
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    got = _run(
+        """
+import json, sqlite3, sys
+connect = sqlite3.connect
+seen = []
+def counted(*args, **kwargs):
+    conn = connect(*args, **kwargs)
+    seen.append(used())
+    return conn
+sqlite3.connect = counted
+sys.argv = ["kaja", "sessions", "--all-owners", "--json"]
+from kaja_cli.app import main
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"code": code, "seen": seen}))
+""",
+        env=kaja.env,
+    )
+    assert got["code"] in (0, None) and got["seen"] and set(got["seen"]) == {0}, got
