@@ -500,20 +500,21 @@ def test_json_by_pages_is_json_a_row_at_a_time(kaja, monkeypatch, command, seqs,
         assert seq[5:8] == [6.5, 7.5, 8] and seq[11:] == [f"x{n}" for n in range(22, 31)]
 
 
-def _spans_by_connection(monkeypatch) -> dict[int, int]:
-    """How many pages `transcript._Reader._json_span_reads` read on each
-    connection (by id) from here on: the pages of a JSON export split
-    between two connections."""
+def _spans_by_connection(monkeypatch, view: str = "json") -> dict[int, int]:
+    """How many pages `transcript._Reader._json_span_reads` (`_html_…` for
+    `view` "html") read on each connection (by id) from here on: the pages of
+    an export split between two connections."""
     from kaja_cli.core.conversations import transcript
 
     pages: dict[int, int] = {}
-    original = transcript._Reader._json_span_reads
+    name = f"_{view}_span_reads"
+    original = getattr(transcript._Reader, name)
 
     def counted(self, spans, *args):
         pages[id(self.conn)] = pages.get(id(self.conn), 0) + len(spans)
         return original(self, spans, *args)
 
-    monkeypatch.setattr(transcript._Reader, "_json_span_reads", counted)
+    monkeypatch.setattr(transcript._Reader, name, counted)
     return pages
 
 
@@ -644,8 +645,10 @@ def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
     at a time and as render writes every message, whatever the page's size,
     with messages SQLite does not write first, last and side by side in a
     page (read again alone), tool results, images, empty and missing texts,
-    and texts that hold a NUL (that page read again a row at a time)."""
+    and texts that hold a NUL (that page read again a row at a time). On one
+    processor: one connection (two: `test_a_long_html_export_is_read_by_two_…`)."""
     from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.engine import db
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
@@ -666,6 +669,7 @@ def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
     conn.close()
     argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
     monkeypatch.setattr(transcript, "RUN", run)
+    monkeypatch.setattr(db, "_processors", lambda: 1)
     pages = _count_calls(monkeypatch, "_html_page_reads")
     rows = _count_calls(monkeypatch, "_piece_rows")
     alone = _count_calls(monkeypatch, "_json_message")
@@ -690,6 +694,143 @@ def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
     assert unindexed.code == 0 and unindexed.out == paged.out and not pages
     _as_render_writes(kaja, monkeypatch, argv, paged)
     assert paged.out.count('<section class="msg') == 20
+
+
+@pytest.mark.parametrize("run", [2, 3])
+@pytest.mark.parametrize("processors", [2, 1])
+@pytest.mark.parametrize("texts", ["as they are", "no NUL"])
+def test_a_long_html_export_is_read_by_two_connections_the_same_bytes(
+    kaja, monkeypatch, run, processors, texts
+):
+    """A session of more than `SPLIT_PAGES` pages: its HTML pages are read by
+    two connections at once, in turn (`_html_split`), with everything the
+    one-connection test has (messages SQLite does not write, tool results,
+    images, texts holding a NUL): the same bytes as a row at a time and as
+    render writes every message. One processor: one connection."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.engine import db
+    from tests.support import awkward_session as awkward
+
+    awkward.build(kaja.state)
+    awkward.seq_index(kaja.state)
+    with closing(sqlite3.connect(kaja.state / "kaja.db")) as conn, conn:
+        conn.execute("DELETE FROM session_events")
+        conn.execute("DELETE FROM session_summaries")
+        if texts == "no NUL":
+            conn.execute("UPDATE messages SET content = replace(content, char(0), '0')"
+                         " WHERE typeof(content) = 'text'")  # fmt: skip
+    monkeypatch.setattr(transcript, "RUN", run)  # 20 messages: 10 or 7 pages
+    monkeypatch.setattr(db, "_processors", lambda: processors)
+    pages = _spans_by_connection(monkeypatch, "html")
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
+    split = kaja(*argv)
+    assert split.code == 0, split
+    if processors == 2:
+        assert len(pages) == 2 and sum(pages.values()) == -(-20 // run), pages
+    else:
+        assert not pages
+    real = transcript._Reader.message_pieces
+    monkeypatch.setattr(
+        transcript._Reader, "message_pieces", lambda self, view, **_: real(self, view)
+    )  # as where something is placed between messages: a row at a time
+    by_rows = kaja(*argv)
+    assert by_rows.code == 0 and by_rows.out == split.out
+    monkeypatch.setattr(transcript._Reader, "message_pieces", real)
+    _as_render_writes(kaja, monkeypatch, argv, split)
+    assert split.out.count('<section class="msg') == 20
+
+
+def _tool_session(state, turns: int, summarized: int) -> str:
+    """A session of `turns` tool calls, each an assistant's message with its
+    call and the tool's result after it (the agent's indexes by seq and by
+    result), beside the awkward one; every `summarized`th call with a result
+    summary, its result one SQLite does not write, at the end of the session
+    (pages after its call): given whole, it names its call from those render
+    has seen (`CALLS_BEFORE`). Its id."""
+    from tests.support import awkward_session as awkward
+
+    awkward.build(state)
+    awkward.seq_index(state)
+    sid = "01a00000-0000-7000-8000-00000000c3c3"
+    at = "2026-11-03T10:00:00.000Z"
+    with closing(sqlite3.connect(state / "kaja.db")) as conn, conn:
+        conn.execute(
+            'CREATE INDEX IF NOT EXISTS tool_calls_result ON tool_calls ("resultMessageId")'
+        )
+        conn.execute("INSERT INTO sessions (id, createdAt, updatedAt, owner, title)"
+                     " VALUES (?, ?, ?, ?, 'tools')", (sid, at, at, awkward.OWNER))  # fmt: skip
+        for i in range(turns):
+            whole = i % summarized == summarized - 1
+            conn.execute(
+                "INSERT INTO messages (id, sessionId, seq, role, content, createdAt)"
+                " VALUES (?, ?, ?, 'assistant', ?, ?), (?, ?, ?, 'tool', ?, ?)",
+                (f"A{i}", sid, 2 * i, f"looking {i}", at, f"R{i}", sid,
+                 2 * turns + i if whole else 2 * i + 1, f"found {i} <&>", at),
+            )  # fmt: skip
+            conn.execute(
+                "INSERT INTO tool_calls (id, messageId, position, callId, name, arguments,"
+                " resultMessageId, status, resultSummary) VALUES (?, ?, 0, ?, ?, ?, ?, 'ok', ?)",
+                (f"T{i}", f"A{i}", f"call{i}", f"tool_{i % 3}", json.dumps({"q": f"item {i}"}),
+                 f"R{i}", "in short" if whole else None),
+            )  # fmt: skip
+    return sid
+
+
+@pytest.mark.parametrize("processors", [2, 1])
+@pytest.mark.parametrize("summarized", [9, 7])  # 4 results on the last page, or 5: by rows
+def test_tool_results_given_whole_name_their_calls_across_both_connections(
+    kaja, monkeypatch, processors, summarized
+):
+    """A tool result SQLite does not write names its call from the calls render
+    has seen, some written by SQLite on pages the other connection read: each
+    reading thread keeps the calls it found, the caller keeps those after the
+    last result given whole (`_settled`): the same bytes as render writes."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.engine import db
+    from tests.support import awkward_session as awkward
+
+    sid = _tool_session(kaja.state, turns=40, summarized=summarized)  # 80 messages
+    monkeypatch.setattr(transcript, "RUN", 8)  # 10 pages: those results on the last
+    monkeypatch.setattr(db, "_processors", lambda: processors)
+    pages = _spans_by_connection(monkeypatch, "html")
+    whole = _count_calls(monkeypatch, "_json_message")
+    argv = ("sessions", "export", sid, "--owner", awkward.OWNER, "-f", "html")
+    split = kaja(*argv)
+    assert split.code == 0, split
+    assert len(whole) == 40 // summarized and len(pages) == 2 * (processors == 2), pages
+    assert split.out.count("tool_1") >= 13 and split.out.count("in short") == 40 // summarized
+    _as_render_writes(kaja, monkeypatch, argv, split)
+
+
+def test_a_long_session_of_many_marks_on_two_connections_reads_those_pages_by_rows(
+    kaja, monkeypatch
+):
+    """Split between two connections, a page of many messages SQLite does not
+    write is read by rows by its own thread (the other still reading its
+    pages): a few statements a page, the same bytes as render writes."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.engine import db
+    from tests.support import awkward_session as awkward
+
+    sid = _long_session(kaja.state, n=160, every=2)
+    monkeypatch.setattr(transcript, "RUN", 16)  # 10 pages of 8 marks: more than `_MARKED`
+    monkeypatch.setattr(db, "_processors", lambda: 2)
+    pages = _spans_by_connection(monkeypatch, "html")
+    statements: list[str] = []
+    execute = transcript._Reader._execute
+
+    def counted(self, sql, args):
+        statements.append(sql)
+        return execute(self, sql, args)
+
+    monkeypatch.setattr(transcript._Reader, "_execute", counted)
+    argv = ("sessions", "export", sid, "--owner", awkward.OWNER, "-f", "html")
+    split = kaja(*argv)
+    assert split.code == 0, split
+    assert len(pages) == 2 and sum(pages.values()) == 10, pages
+    # each page twice (joined, then by rows), not once for each message
+    assert len(statements) <= 2 * 10 + 6, statements
+    _as_render_writes(kaja, monkeypatch, argv, split)
 
 
 def test_a_page_longer_than_sqlites_longest_string_is_read_a_row_at_a_time(tmp_path, monkeypatch):

@@ -121,6 +121,9 @@ _SECOND = itemgetter(1)
 # A tool result's key (Markdown export): the calls of the messages before it
 # that render has not seen as dicts, SQLite having written them (`message_pieces`).
 CALLS_BEFORE = "kaja_calls_before"
+# Its calls as a reading thread found them, with their seqs: (the tool result's
+# seq, [(seq, calls)]), for the caller to settle (`Transcript._settled`).
+_PENDING = "kaja_calls_pending"
 
 
 # --- the data ---------------------------------------------------------------------------
@@ -393,20 +396,21 @@ class _Reader:
             ).fetchall())  # fmt: skip
         return self._starts.get(seq, 0)
 
-    def _calls_between(self, after: int | None, before: int) -> list[dict[str, Any]]:
+    def _calls_between(self, after: int | None, before: int) -> list[tuple[int, list[Any]]]:
         """The tool calls of the session's messages after seq `after` (None: from
-        the first) and before `before`, in their order: what render has seen
-        by then, where SQLite wrote some of those messages (`pieces.calls_piece`)."""
+        the first) and before `before`, in their order, each message's with its
+        seq: what render has seen by then, where SQLite wrote some of those
+        messages (`pieces.calls_piece`)."""
         where, args = 'm."sessionId" = ? AND m.seq < ?', [self.sid, before]
         if after is not None:
             where, args = where + " AND m.seq > ?", [*args, after]
         rows = self.conn.execute(  # as BLOBs, whatever the connection's text_factory
-            f"SELECT CAST({self._calls_json()} AS BLOB) FROM messages AS m WHERE {where}"
+            f"SELECT m.seq, CAST({self._calls_json()} AS BLOB) FROM messages AS m WHERE {where}"
             ' AND EXISTS (SELECT 1 FROM tool_calls AS t WHERE t."messageId" = m.id)'
             " ORDER BY m.seq",
             args,
         ).fetchall()
-        return [c for (data,) in rows for c in json.loads(_valid_utf8(data))]
+        return [(seq, json.loads(_valid_utf8(data))) for seq, data in rows]
 
     def _calls_json(self, *, only_if_any: bool = False) -> str:
         """A message's tool calls as a JSON array, in their order (`only_if_any`:
@@ -520,11 +524,12 @@ class _Reader:
 
     def _piece_rows(
         self, rows: list[tuple], view: str, starts: Callable[[int], int] | None,
-        seen: list[int | None],
+        seen: list[int | None], *, pending: bool = False,
     ) -> Iterator[Pieces | dict[str, Any]]:  # fmt: skip
         """`message_pieces` of rows read: runs of pieces, and each message
         SQLite gave as JSON parsed (`seen`: the seq up to which render was
-        given the calls, kept from one call to the next)."""
+        given the calls, kept from one call to the next; `pending`, by a reading
+        thread, `_json_message`)."""
         if view == "html":
             from kaja_cli.core.conversations.pieces import fill_texts
 
@@ -540,20 +545,27 @@ class _Reader:
                 if i > start:
                     yield Pieces(rows[start:i], starts)
                 start = i + 1
-                yield self._json_message(row[0], row[1], row[3], starts, seen)
+                yield self._json_message(row[0], row[1], row[3], starts, seen, pending=pending)
         if start < len(rows):
             yield Pieces(rows[start:] if start else rows, starts)
 
     def _json_message(
         self, data: bytes, seq: Any, parts: Any, starts: Callable[[int], int] | None,
-        seen: list[int | None],
+        seen: list[int | None], *, pending: bool = False,
     ) -> dict[str, Any]:  # fmt: skip
         """A message SQLite gave as its JSON (`message_pieces`), parsed, with
         its images; a tool result, where SQLite wrote the calls before it, with
-        those calls (`CALLS_BEFORE`)."""
+        those calls (`CALLS_BEFORE`). `pending`: read by a thread that sees only
+        some of the session's pages (`_html_split`), so `seen` is only as far as
+        it knows; the calls are kept with their seqs (`_PENDING`) for the caller,
+        who sees every page in order, to keep those after its own (`_settled`)."""
         message = json.loads(self._with_images(_valid_utf8(data), parts))
         if starts is not None and message.get("role") == "tool":
-            message[CALLS_BEFORE] = self._calls_between(seen[0], seq)
+            calls = self._calls_between(seen[0], seq)
+            if pending:
+                message[_PENDING] = (seq, calls)
+            else:
+                message[CALLS_BEFORE] = [c for _, some in calls for c in some]
             seen[0] = seq
         return message
 
@@ -563,16 +575,19 @@ class _Reader:
     ) -> Iterator[Pieces | dict[str, Any]]:  # fmt: skip
         """`message_pieces` in HTML where nothing is placed between messages and
         every seq is a whole number: a page of `RUN` messages at a time joined
-        by SQLite and read by a thread of its own (`_html_page_reads`) while
-        this one escapes the last page's texts, puts them in their places and
-        hands the page on (a row at a time, Python's sqlite3 spent more on
-        fetching 76,000 rows of five values each than SQLite on joining them,
-        and no thread could read ahead: issue 40)."""
+        by SQLite and read by a thread of its own (`_html_page_reads`; a long
+        session's pages by two connections at once, `_html_split`) while this
+        one escapes the last page's texts, puts them in their places and hands
+        the page on (a row at a time, Python's sqlite3 spent more on fetching
+        76,000 rows of five values each than SQLite on joining them, and no
+        thread could read ahead: issue 40)."""
         from kaja_cli.core.conversations.pieces import escaped_texts
 
-        pages = self._html_page_reads(marked, columns, order, starts, seen)
+        pages = self._html_split(marked, columns, order, starts)
+        if pages is None:
+            pages = self._ahead(self._html_page_reads(marked, columns, order, starts))
         rest: tuple[str, tuple] | None = None
-        for items, texts in self._ahead(pages):
+        for items, texts in pages:
             if items is None:  # the rest of the session by rows, here (`_MARKED`)
                 rest = texts
                 continue
@@ -585,74 +600,155 @@ class _Reader:
                     at += n
                 else:  # a message given as JSON (its text is in it), or rows read
                     at += 1
-                    yield item
+                    yield self._settled(item, seen) if item.__class__ is dict else item
         if rest is not None:  # the thread is done: the rows as they always were read
             after, args = rest
             cur = self._blob_rows(f"{columns}{after}{order}", args)
             while rows := cur.fetchmany(RUN):
                 yield from self._piece_rows(rows, "html", starts, seen)
 
+    @staticmethod
+    def _settled(message: dict[str, Any], seen: list[int | None]) -> dict[str, Any]:
+        """A message from a reading thread (`_json_message`'s `pending`) with the
+        calls render has not seen yet (`CALLS_BEFORE`): those after `seen`,
+        the last tool result given as JSON before it in the session's order."""
+        found = message.pop(_PENDING, None)
+        if found is not None:
+            seq, calls = found
+            after = seen[0]
+            message[CALLS_BEFORE] = [
+                c for s, some in calls if after is None or s > after for c in some
+            ]
+            seen[0] = seq
+        return message
+
+    def _html_split(
+        self, marked: str, columns: str, order: str, starts: Callable[[int], int] | None
+    ) -> Iterator[tuple[list[Any] | None, Any]] | None:
+        """`_html_pages`' pages read by two connections at the one snapshot, as
+        `_json_split` reads JSON's: SQLite writing the pieces is most of a long
+        HTML export's time. Each thread knows only its own pages, so a tool
+        result given as JSON keeps the calls it found for the caller to settle
+        (`_settled`); a page with many marks is read by rows there and then
+        (`_MARKED`). None where that cannot be: `_html_page_reads` alone."""
+        if self.second is None or self._seq_counts()[0] <= SPLIT_PAGES * RUN:
+            return None
+        bounds = self._page_bounds(None)
+        if bounds is None:
+            return None
+        joined = self.second.join()
+        if joined is None:
+            return None
+        conn, turn = joined
+        from copy import copy
+
+        from kaja_cli.core.engine.ahead import read_ahead
+
+        other = copy(self)
+        other.conn, other.second = conn, None
+        spans = list(zip([None, *bounds], [*bounds, None], strict=True))
+        mine = self._html_span_reads(spans[0::2], marked, columns, order, starts)
+        theirs = other._html_span_reads(spans[1::2], marked, columns, order, starts)
+        return self._in_turn(
+            read_ahead(mine, reading=self.conn), read_ahead(theirs, reading=conn), turn
+        )
+
+    def _html_span_reads(
+        self, spans: list[tuple[Any, Any]], marked: str, columns: str, order: str,
+        starts: Callable[[int], int] | None,
+    ) -> Iterator[tuple[list[Any], Any]]:  # fmt: skip
+        """`_html_page_reads` of the pages `spans` names ((from, before) seqs,
+        None for no bound), one item each; a page with many marks by rows."""
+        seen: list[int | None] = [None]  # as far as this thread knows (`_json_message`)
+        for start, before in spans:
+            where, args = "", [self.sid]
+            if start is not None:
+                where, args = " AND m.seq >= ?", [*args, start]
+            if before is not None:
+                where, args = f"{where} AND m.seq < ?", [*args, before]
+            page, _n, _last = self._html_page(
+                marked, columns, where, order, tuple(args), starts, seen
+            )
+            if page is None:  # many marks: this page by rows
+                rows = self._blob_rows(f"{columns}{where}{order}", tuple(args)).fetchall()
+                page = list(self._piece_rows(rows, "html", starts, seen, pending=True)), None
+            yield page
+
     def _html_page_reads(
-        self, marked: str, columns: str, order: str, starts: Callable[[int], int] | None,
-        seen: list[int | None],
-    ) -> Iterator[tuple[list[Any] | None, Any]]:  # fmt: skip
+        self, marked: str, columns: str, order: str, starts: Callable[[int], int] | None
+    ) -> Iterator[tuple[list[Any] | None, Any]]:
         """`_html_pages`' reads (in the reading thread, the only one using the
         connection meanwhile; its text as BLOBs, its `text_factory` left
-        alone), a page at a time: its runs of pieces, each (its bytes, its
-        messages) with a NUL for each message's text, and between them each
-        message given as JSON, parsed; and the page's texts, joined by NULs.
-        `marked` writes a message SQLite does not write as NUL, 0x01, its seq,
-        NUL (a piece's NUL is never followed by 0x01: the markup goes on
-        there), and `columns` reads those of a page again (`_marked`). A page
-        is read a row at a time instead (its items `_piece_rows`', no texts)
-        where its texts hold a NUL or it is longer than SQLite's longest
-        string; from a page with many marks on (`_MARKED`) the rest of the
-        session is, by the caller, this thread done (no items, where to start)."""
+        alone), a page at a time (`_html_page`); from a page with many marks
+        on (`_MARKED`) the rest of the session is read by the caller, this
+        thread done (no items, where to start)."""
+        seen: list[int | None] = [None]  # as far as this thread knows (`_json_message`)
         after, args = "", (self.sid,)
         while True:
-            rows_sql = f"{columns}{after}{order} LIMIT {RUN}"
-            data: bytes | None = None
-            rows: list[tuple] | None = None
-            try:
-                data, texts, n, last = self._execute(
-                    "SELECT CAST(group_concat(j, '') AS BLOB),"
-                    " CAST(group_concat(t, char(0)) AS BLOB), count(*), max(s)"
-                    f" FROM ({marked}{after}{order} LIMIT {RUN}) AS p",
-                    args,
-                ).fetchone()
-            except sqlite3.DataError:  # longer than SQLite's longest string
-                rows = self._blob_rows(rows_sql, args).fetchall()
-                n, last = len(rows), rows[-1][2] if rows else None
+            page, n, last = self._html_page(marked, columns, after, order, args, starts, seen)
+            if page is None:  # many marks: this page and the rest by rows
+                yield None, (after, args)  # read by the caller, this thread done
+                return
             if not n:
                 return
-            if data is not None:
-                marks: list[tuple[int, int]] = []  # where each mark begins and ends
-                start = data.find(b"\0\x01")
-                while start >= 0:
-                    end = data.index(b"\0", start + 2) + 1
-                    marks.append((start, end))
-                    start = data.find(b"\0\x01", end)
-                given = 0 if texts is None else texts.count(b"\0") + 1
-                if len(marks) > max(_MARKED, RUN // 16):  # many: this page and the rest by rows
-                    yield None, (after, args)  # read by the caller, this thread done
-                    return
-                if given != n or data.count(b"\0") != n + len(marks):  # a text holds a NUL
-                    rows = self._blob_rows(rows_sql, args).fetchall()
-            if rows is not None:
-                yield list(self._piece_rows(rows, "html", starts, seen)), None
-            elif not marks:
-                yield [(data, n)], texts
-            else:
-                yield self._marked(data, marks, columns, order, starts, seen), texts
+            yield page
             if n < RUN:
                 return
             after, args = " AND m.seq > ?", (self.sid, last)
+
+    def _html_page(
+        self, marked: str, columns: str, where: str, order: str, args: tuple,
+        starts: Callable[[int], int] | None, seen: list[int | None],
+    ) -> tuple[tuple[list[Any], Any] | None, int, Any]:  # fmt: skip
+        """A page of `RUN` messages at most (those `where` picks from the
+        session's, in `order`): its runs of pieces, each (its bytes, its
+        messages) with a NUL for each message's text, and between them each
+        message given as JSON, parsed; and the page's texts, joined by NULs;
+        with how many messages and the last seq. `marked` writes a message
+        SQLite does not write as NUL, 0x01, its seq, NUL (a piece's NUL is never
+        followed by 0x01: the markup goes on there), and `columns` reads those
+        of a page again (`_marked`). A page is read a row at a time instead
+        (its items `_piece_rows'`, no texts) where its texts hold a NUL or it is
+        longer than SQLite's longest string. No page (None) where it has many
+        marks (`_MARKED`): the caller reads it by rows."""
+        rows_sql = f"{columns}{where}{order} LIMIT {RUN}"
+        data: bytes | None = None
+        rows: list[tuple] | None = None
+        try:
+            data, texts, n, last = self._execute(
+                "SELECT CAST(group_concat(j, '') AS BLOB),"
+                " CAST(group_concat(t, char(0)) AS BLOB), count(*), max(s)"
+                f" FROM ({marked}{where}{order} LIMIT {RUN}) AS p",
+                args,
+            ).fetchone()
+        except sqlite3.DataError:  # longer than SQLite's longest string
+            rows = self._blob_rows(rows_sql, args).fetchall()
+            n, last = len(rows), rows[-1][2] if rows else None
+        if not n:
+            return ([], None), 0, None
+        marks: list[tuple[int, int]] = []  # where each mark begins and ends
+        if data is not None:
+            start = data.find(b"\0\x01")
+            while start >= 0:
+                end = data.index(b"\0", start + 2) + 1
+                marks.append((start, end))
+                start = data.find(b"\0\x01", end)
+            given = 0 if texts is None else texts.count(b"\0") + 1
+            if len(marks) > max(_MARKED, RUN // 16):
+                return None, n, last
+            if given != n or data.count(b"\0") != n + len(marks):  # a text holds a NUL
+                rows = self._blob_rows(rows_sql, args).fetchall()
+        if rows is not None:
+            return (list(self._piece_rows(rows, "html", starts, seen, pending=True)), None), n, last
+        if not marks:
+            return ([(data, n)], texts), n, last
+        return (self._marked(data, marks, columns, order, starts, seen), texts), n, last
 
     def _marked(
         self, data: bytes, marks: list[tuple[int, int]], columns: str, order: str,
         starts: Callable[[int], int] | None, seen: list[int | None],
     ) -> list[Any]:  # fmt: skip
-        """A page of `_html_page_reads` with messages SQLite does not write,
+        """A page of `_html_page` with messages SQLite does not write,
         marked: the runs of pieces between them, and each of them read again
         (all in one statement, by their seqs) and parsed."""
         seqs = [int(data[start + 2 : end - 1]) for start, end in marks]
@@ -664,7 +760,7 @@ class _Reader:
         for (start, end), row in zip(marks, found, strict=True):
             if start > done:
                 items.append((data[done:start], data.count(b"\0", done, start)))
-            items.append(self._json_message(row[0], row[2], row[4], starts, seen))
+            items.append(self._json_message(row[0], row[2], row[4], starts, seen, pending=True))
             done = end
         if done < len(data):
             items.append((data[done:], data.count(b"\0", done)))
