@@ -261,11 +261,9 @@ def __getattr__(name: str) -> typer.Typer:
 
 def main() -> None:
     """Run kaja; every failure ends as one line on stderr and a documented exit code."""
-    from kaja_cli.core.engine import memstatus
     from kaja_cli.core.side import profiler
 
     if "_KAJA_COMPLETE" not in os.environ:  # a TAB press that reached Typer records nothing
-        memstatus.turn_off()  # before any connection: two reading threads at full speed
         profiler.begin()  # kaja's own queries, written to db-stats.db when it ends
     try:
         _run()

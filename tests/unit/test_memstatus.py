@@ -1,5 +1,5 @@
-"""SQLite's memory statistics turned off first thing in `kaja`'s process
-(kaja_cli/core/engine/memstatus.py): each case in an interpreter of its own,
+"""SQLite's memory statistics turned off before `kaja sessions export` opens
+the store (kaja_cli/core/engine/memstatus.py): each case in an interpreter of its own,
 since the setting is the whole process's and changes only while SQLite is
 shut down."""
 
@@ -80,9 +80,11 @@ print(json.dumps({"turned": turned, "used": used() > 0,
     assert got == {"turned": False, "used": True, "rows": [["still here"]]}
 
 
-def test_the_kaja_command_turns_them_off_before_it_opens_the_store(kaja):
-    """`kaja sessions` in its own process: the statistics were off before the
-    store was opened (nothing counted with a connection open), exit 0."""
+@pytest.mark.parametrize("command", ["export", "sessions"])
+def test_an_export_turns_them_off_before_it_opens_the_store(kaja, command):
+    """`kaja sessions export ID` in its own process: the statistics were off
+    before the store was opened (nothing counted with a connection open),
+    exit 0. `kaja sessions` leaves them alone."""
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
@@ -96,14 +98,21 @@ def counted(*args, **kwargs):
     seen.append(used())
     return conn
 sqlite3.connect = counted
-sys.argv = ["kaja", "sessions", "--all-owners", "--json"]
+sys.argv = ["kaja", *sys.argv[1:]]
 from kaja_cli.app import main
+code = 0
 try:
     main()
 except SystemExit as e:
     code = e.code
 print(json.dumps({"code": code, "seen": seen}))
 """,
+        *(("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
+          if command == "export" else ("sessions", "--all-owners")),
         env=kaja.env,
-    )
-    assert got["code"] in (0, None) and got["seen"] and set(got["seen"]) == {0}, got
+    )  # fmt: skip
+    assert got["code"] in (0, None) and got["seen"], got
+    if command == "export":
+        assert set(got["seen"]) == {0}, got
+    else:
+        assert 0 not in got["seen"], got

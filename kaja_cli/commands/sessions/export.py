@@ -74,8 +74,12 @@ def export(
     for a bug report. Files are written whole or not at all, readable only
     by you; never one of the store's own files, a FIFO or a device (exit 5).
     """
+    from kaja_cli.core.engine import memstatus
     from kaja_cli.errors import UsageError
 
+    # Before anything of SQLite is open: a long export's two reading threads
+    # (`db.SecondReader`) then run side by side, not one waiting on the other.
+    memstatus.turn_off()
     if all_ and session_id is not None:
         raise UsageError("give a session id or --all, not both")
     if not all_ and session_id is None:

@@ -235,7 +235,9 @@ _seconds: dict[int, list[SecondReader]] = {}
 class SecondReader:
     """A second read-only connection to the database a first one reads, at the
     first one's snapshot whenever that can be shown (`join`): a long read split
-    between the two runs SQLite on two processors at once (issue 40).
+    between the two runs SQLite on two processors at once (issue 40), where
+    SQLite's memory statistics are off (`engine.memstatus`: else each thread
+    waits on their one mutex for every string it builds).
 
     Two connections see the same snapshot when no transaction committed
     between their starts. `PRAGMA data_version` on this connection changes

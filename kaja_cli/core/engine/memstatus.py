@@ -1,4 +1,4 @@
-"""SQLite's memory statistics, turned off for the `kaja` process.
+"""SQLite's memory statistics, turned off for a `kaja sessions export`.
 
 SQLite counts every allocation it makes (`sqlite3_status`) under one mutex
 for the whole process, unless it was built or configured without
@@ -10,9 +10,11 @@ much time waiting for it as the second thread saves: a 76,000-message HTML
 export read half by each connection took each thread 0.27 s instead of 0.16.
 
 The setting may only change while SQLite is shut down, and shutting SQLite
-down is only allowed with nothing of it open: so this runs once, first
-thing in `kaja`'s process (`app.main`), and only where SQLite reports no
-memory in use at all (no connection is open: every one holds some). It is
+down is only allowed with nothing of it open: so this runs once a process,
+before the export opens the store (`commands/sessions/export.py`; other
+commands keep the 1 to 2 ms importing ctypes costs), and only where SQLite
+reports no memory in use at all (no connection is open: every one holds
+some). It is
 left alone anywhere it cannot be done plainly: not on Linux (another
 system passes a C function's variable arguments in other ways), Python's
 sqlite3 without the library's functions to hand, or any step refused.
