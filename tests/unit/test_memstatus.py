@@ -80,6 +80,30 @@ print(json.dumps({"turned": turned, "used": used() > 0,
     assert got == {"turned": False, "used": True, "rows": [["still here"]]}
 
 
+def test_left_alone_where_sqlite_counts_nothing_already(tmp_path):
+    """SQLite counting no memory already (built so, or turned off earlier): no
+    count can tell whether a connection is open, so SQLite is not shut down
+    under the one that is; it works on."""
+    got = _run(
+        """
+import json, sqlite3, sys
+from kaja_cli.core.engine import memstatus
+assert memstatus.turn_off()  # as a build with SQLITE_DEFAULT_MEMSTATUS=0
+memstatus._done = False
+conn = sqlite3.connect(sys.argv[1])
+conn.execute("CREATE TABLE t (x)")
+cur = conn.execute("SELECT 1 UNION ALL SELECT 2")
+cur.fetchone()  # a statement half read
+turned = memstatus.turn_off()
+conn.execute("INSERT INTO t VALUES ('still here')")
+print(json.dumps({"turned": turned, "rest": cur.fetchall(),
+                  "rows": conn.execute("SELECT x FROM t").fetchall()}))
+""",
+        str(tmp_path / "t.db"),
+    )
+    assert got == {"turned": False, "rest": [[2]], "rows": [["still here"]]}
+
+
 @pytest.mark.parametrize("command", ["export", "sessions"])
 def test_an_export_turns_them_off_before_it_opens_the_store(kaja, command):
     """`kaja sessions export ID` in its own process: the statistics were off
