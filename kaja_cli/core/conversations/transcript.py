@@ -587,21 +587,26 @@ class _Reader:
         if pages is None:
             pages = self._ahead(self._html_page_reads(marked, columns, order, starts))
         rest: tuple[str, tuple] | None = None
-        for items, texts in pages:
-            if items is None:  # the rest of the session by rows, here (`_MARKED`)
-                rest = texts
-                continue
-            escaped = escaped_texts(texts)
-            at = 0  # the page's texts put in their places, or passed
-            for item in items:
-                if item.__class__ is tuple:  # a run of pieces, their texts to put in
-                    data, n = item
-                    yield Pieces.joined(_filled(data, escaped, at), n, starts)
-                    at += n
-                else:  # a message given as JSON (its text is in it), or rows read
-                    at += 1
-                    yield self._settled(item, seen) if item.__class__ is dict else item
-        if rest is not None:  # the thread is done: the rows as they always were read
+        try:
+            for items, texts in pages:
+                if items is None:  # the rest of the session by rows, here (`_MARKED`)
+                    rest = texts
+                    break
+                escaped = escaped_texts(texts)
+                at = 0  # the page's texts put in their places, or passed
+                for item in items:
+                    if item.__class__ is tuple:  # a run of pieces, their texts to put in
+                        data, n = item
+                        yield Pieces.joined(_filled(data, escaped, at), n, starts)
+                        at += n
+                    else:  # a message given as JSON (its text is in it), or rows read
+                        at += 1
+                        yield self._settled(item, seen) if item.__class__ is dict else item
+        finally:  # the reading threads stopped (and waited for) before this one reads
+            close = getattr(pages, "close", None)
+            if close is not None:
+                close()
+        if rest is not None:  # the threads are done: the rows as they always were read
             after, args = rest
             cur = self._blob_rows(f"{columns}{after}{order}", args)
             while rows := cur.fetchmany(RUN):
@@ -629,8 +634,9 @@ class _Reader:
         `_json_split` reads JSON's: SQLite writing the pieces is most of a long
         HTML export's time. Each thread knows only its own pages, so a tool
         result given as JSON keeps the calls it found for the caller to settle
-        (`_settled`); a page with many marks is read by rows there and then
-        (`_MARKED`). None where that cannot be: `_html_page_reads` alone."""
+        (`_settled`); from a page with many marks (`_MARKED`) the caller reads
+        the rest of the session by rows, as with one connection, both threads
+        stopped. None where that cannot be: `_html_page_reads` alone."""
         if self.second is None or self._seq_counts()[0] <= SPLIT_PAGES * RUN:
             return None
         bounds = self._page_bounds(None)
@@ -656,22 +662,23 @@ class _Reader:
     def _html_span_reads(
         self, spans: list[tuple[Any, Any]], marked: str, columns: str, order: str,
         starts: Callable[[int], int] | None,
-    ) -> Iterator[tuple[list[Any], Any]]:  # fmt: skip
+    ) -> Iterator[tuple[list[Any] | None, Any]]:  # fmt: skip
         """`_html_page_reads` of the pages `spans` names ((from, before) seqs,
-        None for no bound), one item each; a page with many marks by rows."""
+        None for no bound), one item each; from a page with many marks, no
+        items and where the rest of the session starts (the caller reads it
+        by rows), this thread done."""
         seen: list[int | None] = [None]  # as far as this thread knows (`_json_message`)
         for start, before in spans:
-            where, args = "", [self.sid]
+            where, args = "", (self.sid,)
             if start is not None:
-                where, args = " AND m.seq >= ?", [*args, start]
-            if before is not None:
-                where, args = f"{where} AND m.seq < ?", [*args, before]
+                where, args = " AND m.seq >= ?", (self.sid, start)
             page, _n, _last = self._html_page(
-                marked, columns, where, order, tuple(args), starts, seen
-            )
-            if page is None:  # many marks: this page by rows
-                rows = self._blob_rows(f"{columns}{where}{order}", tuple(args)).fetchall()
-                page = list(self._piece_rows(rows, "html", starts, seen, pending=True)), None
+                marked, columns, where + ("" if before is None else " AND m.seq < ?"),
+                order, args + (() if before is None else (before,)), starts, seen,
+            )  # fmt: skip
+            if page is None:  # many marks: this page and the rest by rows
+                yield None, (where, args)  # read by the caller, this thread done
+                return
             yield page
 
     def _html_page_reads(
