@@ -112,6 +112,28 @@ def test_runs_lists_the_worked_example_with_the_seed_figures_and_the_subtree(wor
     assert piped.code == 0 and piped.out.startswith("run_7f3a\t2026-10-15T09:00:00Z\tandromeda\t")
 
 
+def test_a_long_chain_of_subagents_lists_each_runs_subtree(worked):
+    """`runs --all -n 0` of a chain of 400 subagents below the worked example's
+    run: each run's subagents are those below it, its totals theirs and its
+    own, read once each (one tree from every listed run read the chain
+    80,000 times)."""
+    with closing(sqlite3.connect(worked.db)) as conn, conn:
+        conn.execute("CREATE INDEX runs_parent ON runs (parent_id)")
+        conn.executemany(
+            "INSERT INTO runs (id, parent_id, agent, status, started_at)"
+            " VALUES (?, ?, 'helper', 'completed', ?)",
+            [(f"chain_{i:03d}", f"chain_{i - 1:03d}" if i else "run_91c0",
+              f"2026-10-15T09:01:{i % 60:02d}Z") for i in range(400)],
+        )  # fmt: skip
+        conn.executemany("INSERT INTO tools (run_id, tool, outcome) VALUES (?, 'grep', 'ok')",
+                         [(f"chain_{i:03d}",) for i in range(400)])  # fmt: skip
+    doc = js(worked("runs", "--all", "-n", "0", "--json"))
+    got = {r["id"]: (r["subagents"], r["total_tool_calls"]) for r in doc["runs"]}
+    assert len(got) == 402
+    assert got["run_7f3a"] == (401, 2 + 400) and got["run_91c0"] == (400, 1 + 400)
+    assert all(got[f"chain_{i:03d}"] == (399 - i, 400 - i) for i in range(400))
+
+
 def test_runs_show_is_the_tree_of_the_worked_example(worked):
     tree = js(worked("runs", "show", "run_7f", "--json"))
     assert tree["id"] == "run_7f3a" and tree["result"] == "There are 3 open PRs…"
