@@ -518,6 +518,27 @@ def _spans_by_connection(monkeypatch, view: str = "json") -> dict[int, int]:
     return pages
 
 
+def _awkward_on(kaja, monkeypatch, fmt: str, run: int, processors: int):
+    """The awkward session exported as `fmt` in pages of `run` messages on a
+    machine of `processors`: on two, its pages read by two connections (all
+    of them, between the two), on one by one. (argv, the result)."""
+    from kaja_cli.core.conversations import transcript
+    from kaja_cli.core.engine import db
+    from tests.support import awkward_session as awkward
+
+    monkeypatch.setattr(transcript, "RUN", run)  # 20 messages: 10 or 7 pages
+    monkeypatch.setattr(db, "_processors", lambda: processors)
+    pages = _spans_by_connection(monkeypatch, fmt)
+    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", fmt)
+    split = kaja(*argv)
+    assert split.code == 0, split
+    if processors == 2:
+        assert len(pages) == 2 and sum(pages.values()) == -(-20 // run), pages
+    else:
+        assert not pages
+    return argv, split
+
+
 @pytest.mark.parametrize("run", [2, 3])
 @pytest.mark.parametrize("processors", [2, 1])
 @pytest.mark.parametrize("seqs", ["whole", "fractions"])
@@ -530,7 +551,6 @@ def test_a_long_json_export_is_read_by_two_connections_the_same_bytes(
     numbers, a page's bound among them): the same bytes as a row at a time.
     One processor: one connection, the same bytes."""
     from kaja_cli.core.conversations import transcript
-    from kaja_cli.core.engine import db
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
@@ -540,16 +560,7 @@ def test_a_long_json_export_is_read_by_two_connections_the_same_bytes(
         with closing(sqlite3.connect(kaja.state / "kaja.db")) as conn, conn:
             conn.execute("UPDATE messages SET seq = seq + 0.5 WHERE seq IN (4, 7, 13)")
         want = [s + 0.5 if s in (4, 7, 13) else s for s in want]
-    monkeypatch.setattr(transcript, "RUN", run)  # 20 messages: 10 or 7 pages
-    monkeypatch.setattr(db, "_processors", lambda: processors)
-    pages = _spans_by_connection(monkeypatch)
-    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "json")
-    split = kaja(*argv)
-    assert split.code == 0, split
-    if processors == 2:
-        assert len(pages) == 2 and sum(pages.values()) == -(-20 // run), pages
-    else:
-        assert not pages
+    argv, split = _awkward_on(kaja, monkeypatch, "json", run, processors)
     monkeypatch.setattr(transcript._Reader, "_seq_unique", lambda self: False)
     by_rows = kaja(*argv)
     assert by_rows.code == 0 and by_rows.out == split.out
@@ -636,6 +647,21 @@ def test_a_session_whose_seq_does_not_order_it_is_read_in_full_order(kaja, monke
     assert [m["id"] for m in json.loads(r.out)["messages"]] == want and not pages
 
 
+def _html_by_rows(kaja, monkeypatch, argv: tuple[str, ...]) -> str:
+    """What kaja ARGV writes with HTML's messages read a row at a time, as where
+    something is placed between them (not joined by pages)."""
+    from kaja_cli.core.conversations import transcript
+
+    real = transcript._Reader.message_pieces
+    with monkeypatch.context() as patch:
+        patch.setattr(
+            transcript._Reader, "message_pieces", lambda self, view, **_: real(self, view)
+        )
+        by_rows = kaja(*argv)
+    assert by_rows.code == 0, by_rows
+    return by_rows.out
+
+
 @pytest.mark.parametrize("run", [2, 3, 1024])
 @pytest.mark.parametrize("texts", ["as they are", "no NUL"])
 def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
@@ -678,17 +704,11 @@ def test_html_by_pages_is_html_a_row_at_a_time(kaja, monkeypatch, run, texts):
     assert len(pages) == 1 and alone
     # a text holding a NUL: its page a row at a time; else never
     assert bool(rows) == (texts == "as they are")
-    real = transcript._Reader.message_pieces
-    monkeypatch.setattr(
-        transcript._Reader, "message_pieces", lambda self, view, **_: real(self, view)
-    )  # as where something is placed between messages: a row at a time
-    by_rows = kaja(*argv)
-    assert by_rows.code == 0 and by_rows.out == paged.out
+    assert _html_by_rows(kaja, monkeypatch, argv) == paged.out
     conn = sqlite3.connect(kaja.state / "kaja.db")
     with conn:  # no index to find a page by
         conn.execute("DROP INDEX messages_session_seq")
     conn.close()
-    monkeypatch.setattr(transcript._Reader, "message_pieces", real)
     pages.clear()
     unindexed = kaja(*argv)
     assert unindexed.code == 0 and unindexed.out == paged.out and not pages
@@ -707,8 +727,6 @@ def test_a_long_html_export_is_read_by_two_connections_the_same_bytes(
     one-connection test has (messages SQLite does not write, tool results,
     images, texts holding a NUL): the same bytes as a row at a time and as
     render writes every message. One processor: one connection."""
-    from kaja_cli.core.conversations import transcript
-    from kaja_cli.core.engine import db
     from tests.support import awkward_session as awkward
 
     awkward.build(kaja.state)
@@ -719,23 +737,8 @@ def test_a_long_html_export_is_read_by_two_connections_the_same_bytes(
         if texts == "no NUL":
             conn.execute("UPDATE messages SET content = replace(content, char(0), '0')"
                          " WHERE typeof(content) = 'text'")  # fmt: skip
-    monkeypatch.setattr(transcript, "RUN", run)  # 20 messages: 10 or 7 pages
-    monkeypatch.setattr(db, "_processors", lambda: processors)
-    pages = _spans_by_connection(monkeypatch, "html")
-    argv = ("sessions", "export", awkward.SID, "--owner", awkward.OWNER, "-f", "html")
-    split = kaja(*argv)
-    assert split.code == 0, split
-    if processors == 2:
-        assert len(pages) == 2 and sum(pages.values()) == -(-20 // run), pages
-    else:
-        assert not pages
-    real = transcript._Reader.message_pieces
-    monkeypatch.setattr(
-        transcript._Reader, "message_pieces", lambda self, view, **_: real(self, view)
-    )  # as where something is placed between messages: a row at a time
-    by_rows = kaja(*argv)
-    assert by_rows.code == 0 and by_rows.out == split.out
-    monkeypatch.setattr(transcript._Reader, "message_pieces", real)
+    argv, split = _awkward_on(kaja, monkeypatch, "html", run, processors)
+    assert _html_by_rows(kaja, monkeypatch, argv) == split.out
     _as_render_writes(kaja, monkeypatch, argv, split)
     assert split.out.count('<section class="msg') == 20
 
@@ -817,14 +820,7 @@ def test_a_long_session_of_many_marks_on_two_connections_reads_those_pages_by_ro
     monkeypatch.setattr(transcript, "RUN", 16)  # 10 pages of 8 marks: more than `_MARKED`
     monkeypatch.setattr(db, "_processors", lambda: 2)
     pages = _spans_by_connection(monkeypatch, "html")
-    statements: list[str] = []
-    execute = transcript._Reader._execute
-
-    def counted(self, sql, args):
-        statements.append(sql)
-        return execute(self, sql, args)
-
-    monkeypatch.setattr(transcript._Reader, "_execute", counted)
+    statements = _statements(monkeypatch)
     argv = ("sessions", "export", sid, "--owner", awkward.OWNER, "-f", "html")
     split = kaja(*argv)
     assert split.code == 0, split
@@ -905,6 +901,21 @@ def test_an_html_page_longer_than_sqlites_longest_string_is_read_a_row_at_a_time
         conn.close()
 
 
+def _statements(monkeypatch) -> list[str]:
+    """Each statement the exports' readers run (`_Reader._execute`) from here on."""
+    from kaja_cli.core.conversations import transcript
+
+    statements: list[str] = []
+    execute = transcript._Reader._execute
+
+    def counted(self, sql, args):
+        statements.append(sql)
+        return execute(self, sql, args)
+
+    monkeypatch.setattr(transcript._Reader, "_execute", counted)
+    return statements
+
+
 def _long_session(state, n: int = 5000, every: int = 0) -> str:
     """A session of `n` plain messages (with the agent's index by seq) beside
     the awkward one; `every`: each such message a reasoning one, which SQLite
@@ -959,14 +970,7 @@ def test_a_session_of_many_messages_sqlite_does_not_write_is_read_by_rows(kaja, 
 
     sid = _long_session(kaja.state, n=64, every=2)
     monkeypatch.setattr(transcript, "RUN", 16)  # 8 a page: more than `_MARKED`
-    statements: list[str] = []
-    execute = transcript._Reader._execute
-
-    def counted(self, sql, args):
-        statements.append(sql)
-        return execute(self, sql, args)
-
-    monkeypatch.setattr(transcript._Reader, "_execute", counted)
+    statements = _statements(monkeypatch)
     argv = ("sessions", "export", sid, "--owner", awkward.OWNER, "-f", "html")
     fast = kaja(*argv)
     assert fast.code == 0, fast

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kaja_cli.core import clock, values
 from kaja_cli.core.conversations import images
@@ -118,6 +118,7 @@ RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
 SPLIT_PAGES = 4  # a JSON export of more pages than this is read by two connections
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
+_T = TypeVar("_T")  # a page, as `_split` reads it
 # A tool result's key (Markdown export): the calls of the messages before it
 # that render has not seen as dicts, SQLite having written them (`message_pieces`).
 CALLS_BEFORE = "kaja_calls_before"
@@ -637,26 +638,9 @@ class _Reader:
         (`_settled`); from a page with many marks (`_MARKED`) the caller reads
         the rest of the session by rows, as with one connection, both threads
         stopped. None where that cannot be: `_html_page_reads` alone."""
-        if self.second is None or self._seq_counts()[0] <= SPLIT_PAGES * RUN:
-            return None
-        bounds = self._page_bounds(None)
-        if bounds is None:
-            return None
-        joined = self.second.join()
-        if joined is None:
-            return None
-        conn, turn = joined
-        from copy import copy
-
-        from kaja_cli.core.engine.ahead import read_ahead
-
-        other = copy(self)
-        other.conn, other.second = conn, None
-        spans = list(zip([None, *bounds], [*bounds, None], strict=True))
-        mine = self._html_span_reads(spans[0::2], marked, columns, order, starts)
-        theirs = other._html_span_reads(spans[1::2], marked, columns, order, starts)
-        return self._in_turn(
-            read_ahead(mine, reading=self.conn), read_ahead(theirs, reading=conn), turn
+        return self._split(
+            None,
+            lambda reader, spans: reader._html_span_reads(spans, marked, columns, order, starts),
         )
 
     def _html_span_reads(
@@ -919,12 +903,21 @@ class _Reader:
         self, from_seq: int | None, condense: bool
     ) -> Iterator[tuple[bytes, bool]] | None:
         """`_json_pages`' pages read by two connections at the one snapshot
-        (`SecondReader`), each by a thread of its own, the pages taken in turn:
-        SQLite writing each message's JSON is most of a long export's time, and
-        two processors write it in about three quarters of one's (issue 40).
-        None where that cannot be (no second connection, or it could not join
-        this snapshot; a session of fewer than `SPLIT_PAGES` pages; a page's
-        bound that is not a number): `_json_page_reads` alone then."""
+        (`_split`): SQLite writing each message's JSON is most of a long
+        export's time, and two processors write it in about three quarters of
+        one's (issue 40). None where that cannot be: `_json_page_reads` alone."""
+        return self._split(from_seq, lambda reader, spans: reader._json_span_reads(spans, condense))
+
+    def _split(
+        self, from_seq: int | None, reads: Callable[[_Reader, list[tuple[Any, Any]]], Iterator[_T]]
+    ) -> Iterator[_T] | None:
+        """A long session's pages (from `from_seq`) read by two connections at
+        the one snapshot (`SecondReader`), each by a thread of its own, the
+        pages taken in turn (`_in_turn`): `reads(reader, spans)`, one item for
+        each page `spans` names, by this reader and by a copy on the second
+        connection. None where that cannot be (no second connection, or it
+        could not join this snapshot; a session of fewer than `SPLIT_PAGES`
+        pages; a page's bound that is not a number)."""
         if self.second is None or self._seq_counts()[0] <= SPLIT_PAGES * RUN:
             return None
         bounds = self._page_bounds(from_seq)
@@ -945,14 +938,12 @@ class _Reader:
         # there. Each thread is stopped with the connection it reads (`reading`);
         # both are `open_read`'s, usable from any thread (`db.usable_here`).
         spans = list(zip([from_seq, *bounds], [*bounds, None], strict=True))
-        mine = read_ahead(self._json_span_reads(spans[0::2], condense), reading=self.conn)
-        theirs = read_ahead(other._json_span_reads(spans[1::2], condense), reading=conn)
+        mine = read_ahead(reads(self, spans[0::2]), reading=self.conn)
+        theirs = read_ahead(reads(other, spans[1::2]), reading=conn)
         return self._in_turn(mine, theirs, turn)
 
-    def _in_turn(
-        self, mine: Iterator[tuple[bytes, bool]], theirs: Iterator[tuple[bytes, bool]], turn: int
-    ) -> Iterator[tuple[bytes, bool]]:
-        """One page of each in turn (`_json_split`); the second connection's
+    def _in_turn(self, mine: Iterator[_T], theirs: Iterator[_T], turn: int) -> Iterator[_T]:
+        """One page of each in turn (`_split`); the second connection's
         transaction (`turn`) ended after the last, or when this is closed."""
         second = self.second
         assert second is not None
