@@ -214,13 +214,21 @@ def test_a_missing_database_is_one_line(cloud):
     assert 'database "no_such_db" does not exist' in r.err
 
 
-def test_a_statement_timeout_is_one_line(cloud_demo):
-    url = cloud_demo.pg.url + "&options=-c%20statement_timeout%3D500"
+@pytest.mark.parametrize("where", ["the URL", "PGOPTIONS"])
+def test_a_statement_timeout_is_one_line(cloud_demo, where):
+    """The server's statement_timeout set by the URL's options, or by libpq's
+    PGOPTIONS where the URL sets none, wins over kaja's own (a minute)."""
+    url, env = cloud_demo.pg.url + "&options=-c%20statement_timeout%3D500", None
+    if where == "PGOPTIONS":
+        url, env = cloud_demo.pg.url, {"PGOPTIONS": "-c statement_timeout=500"}
     with cloud_demo.pg.connect() as other:
         other.execute("BEGIN")
         other.execute("LOCK TABLE kaja.sessions IN ACCESS EXCLUSIVE MODE")
-        r = cloud_demo("--database-url", url, "sessions")
+        start = time.monotonic()
+        r = cloud_demo("--database-url", url, "sessions", env=env)
+        took = time.monotonic() - start
         other.execute("ROLLBACK")
+    assert took < 20, took  # not kaja's own lock wait
     assert r.code == 1
     one_line(r)
     assert "the server cancelled the query (canceling statement due to statement timeout)" in r.err

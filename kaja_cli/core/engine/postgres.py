@@ -16,7 +16,7 @@ What a connection promises, as `db.open_read`/`open_write` do locally:
   the URL says `connect_timeout`), a lock wait after `LOCK_TIMEOUT_MS` (busy,
   exit 4, like SQLite's busy timeout), a statement after `[memory]
   statementTimeout` seconds (the server cancels it; the URL's own
-  `statement_timeout` wins), and kaja stops waiting for a server that does not
+  `statement_timeout` wins, or `PGOPTIONS`' where the URL has no options), and kaja stops waiting for a server that does not
   answer at all `ANSWER_GRACE_S` after that (`Deadline`: exit 1);
 - a reader's transactions are read-only: a read command cannot write, even by
   mistake;
@@ -43,6 +43,7 @@ from the settings. The engine knows nothing of Kaja's schema.
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -943,12 +944,14 @@ def refuse_replica(raw: DriverConnection, where: Target) -> None:
 
 
 def _url_sets(url: str, setting: str) -> bool:
-    """Whether the URL's `options` set this server setting (`-c statement_timeout=…`)."""
+    """Whether the URL's `options` set this server setting (`-c statement_timeout=…`),
+    or libpq's `PGOPTIONS` does where the URL has none (libpq reads it then)."""
     psycopg = driver()
     try:
-        options = psycopg.conninfo.conninfo_to_dict(url).get("options") or ""
+        given = psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError:
         return False
+    options = given["options"] if "options" in given else os.environ.get("PGOPTIONS", "")
     # libpq's spellings: `-c name=value`, `-cname=value`, `--name=value`.
     return re.search(rf"(?:-c\s*|--){re.escape(setting)}\s*=", str(options)) is not None
 
