@@ -805,9 +805,7 @@ def test_tool_results_given_whole_name_their_calls_across_both_connections(
     _as_render_writes(kaja, monkeypatch, argv, split)
 
 
-def test_a_long_session_of_many_marks_on_two_connections_reads_those_pages_by_rows(
-    kaja, monkeypatch
-):
+def test_a_long_session_of_many_marks_on_two_connections_reads_the_rest_by_rows(kaja, monkeypatch):
     """Split between two connections, from a page of many messages SQLite does
     not write the rest of the session is read by rows in the caller's thread,
     as on one connection, both reading threads stopped first: one statement

@@ -306,11 +306,18 @@ def _subtree_cte(have: dict[str, list[str]], roots: str, *, owned: bool = False)
     which is its session's owner's (`store.whose`), not the root's."""
     if "parent_id" not in have["runs"]:
         return f"tree(root, id) AS (SELECT id, id FROM runs WHERE {roots})"
-    own = f" WHERE {whose.no_thread('r')}" if owned and "thread_id" in have["runs"] else ""
     return (
         f"tree(root, id) AS (SELECT id, id FROM runs WHERE {roots}"
-        f" UNION SELECT tree.root, r.id FROM runs r JOIN tree ON r.parent_id = tree.id{own})"
+        f" UNION SELECT tree.root, r.id FROM runs r JOIN tree"
+        f" ON r.parent_id = tree.id{_kept_below(have, owned)})"
     )
+
+
+def _kept_below(have: dict[str, list[str]], owned: bool) -> str:
+    """The condition (` AND …`, or nothing) on a run `r` under its parent in a
+    tree (`_subtree_cte`): in one owner's view, not a run with a thread of its
+    own, which is its session's owner's (`store.whose`), not the root's."""
+    return f" AND {whose.no_thread('r')}" if owned and "thread_id" in have["runs"] else ""
 
 
 def _add_subtrees(
@@ -340,8 +347,7 @@ def _subtree_totals(
     marks = ", ".join("?" for _ in ids)
     if "parent_id" not in have["runs"]:
         return _trees_each(conn, have, marks, ids, owned)
-    runs = have["runs"]
-    kept = f" AND {whose.no_thread('r')}" if owned and "thread_id" in runs else ""
+    kept = _kept_below(have, owned)
     reach = (
         f"WITH RECURSIVE reach(id) AS (SELECT id FROM runs WHERE id IN ({marks})"
         f" UNION SELECT r.id FROM runs r JOIN reach ON r.parent_id = reach.id{kept})"
@@ -363,33 +369,20 @@ def _subtree_totals(
             return _trees_each(conn, have, marks, ids, owned)
         reached.add(child)
         children.setdefault(parent, []).append(child)
-    sums: dict[Any, tuple[int, Any, Any, Any]] = {}
-    for top in own:
-        if top in reached:
-            continue  # summed from a run above it
-        todo = [(top, False)]
-        while todo:  # from the leaves up: each run after every run below it
-            run, below_done = todo.pop()
-            if below_done:
-                count, calls, toks, tools = 1, *own[run]
-                for child in children.get(run, ()):
-                    c = sums[child]
-                    count, calls, toks = count + c[0], _plus(calls, c[1]), _plus(toks, c[2])
-                    tools = _plus(tools, c[3])
-                sums[run] = (count, calls, toks, tools)
-                continue
-            todo.append((run, True))
-            todo.extend((child, False) for child in children.get(run, ()))
-    if len(sums) != len(own):  # a loop no run outside it reaches: one tree each
+    order = [run for run in own if run not in reached]  # the runs at the top
+    for run in order:  # growing as it goes: each run's children after it
+        order.extend(children.get(run, ()))
+    if len(order) != len(own):  # a loop no run outside it reaches: one tree each
         return _trees_each(conn, have, marks, ids, owned)
-    return {i: (c[0] - 1, *c[1:]) for i, c in sums.items()}
-
-
-def _plus(a: Any, b: Any) -> Any:
-    """SQL's SUM of two values: NULL counts as nothing."""
-    if a is None:
-        return b
-    return a if b is None else a + b
+    # Each figure is a count or a COALESCE: never NULL, so summed as numbers.
+    sums: dict[Any, tuple[Any, ...]] = {}
+    for run in reversed(order):  # from the leaves up: each run after every run below it
+        count, calls, toks, tools = 1, *own[run]
+        for child in children.get(run, ()):
+            c = sums[child]
+            count, calls, toks, tools = count + c[0], calls + c[1], toks + c[2], tools + c[3]
+        sums[run] = (count, calls, toks, tools)
+    return {run: (c[0] - 1, *c[1:]) for run, c in sums.items()}
 
 
 def _trees_each(

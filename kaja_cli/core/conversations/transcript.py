@@ -115,7 +115,7 @@ def _filled(data: bytes, texts: list[bytes], at: int) -> bytes:
 # reasoning or tool calls).
 _MARKED = 4
 RUN = 1024  # messages fetched, and handed on, at a time by the exports' readers
-SPLIT_PAGES = 4  # a JSON export of more pages than this is read by two connections
+SPLIT_PAGES = 4  # a JSON or HTML export of more pages than this is read by two connections
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 _T = TypeVar("_T")  # a page, as `_split` reads it
@@ -123,7 +123,7 @@ _T = TypeVar("_T")  # a page, as `_split` reads it
 # that render has not seen as dicts, SQLite having written them (`message_pieces`).
 CALLS_BEFORE = "kaja_calls_before"
 # Its calls as a reading thread found them, with their seqs: (the tool result's
-# seq, [(seq, calls)]), for the caller to settle (`Transcript._settled`).
+# seq, [(seq, calls)]), for the caller to settle (`_Reader._settled`).
 _PENDING = "kaja_calls_pending"
 
 
@@ -556,10 +556,11 @@ class _Reader:
     ) -> dict[str, Any]:  # fmt: skip
         """A message SQLite gave as its JSON (`message_pieces`), parsed, with
         its images; a tool result, where SQLite wrote the calls before it, with
-        those calls (`CALLS_BEFORE`). `pending`: read by a thread that sees only
-        some of the session's pages (`_html_split`), so `seen` is only as far as
-        it knows; the calls are kept with their seqs (`_PENDING`) for the caller,
-        who sees every page in order, to keep those after its own (`_settled`)."""
+        those calls (`CALLS_BEFORE`). `pending`: read by HTML's reading thread
+        (`_html_page`), which may see only some of the session's pages
+        (`_html_split`), so `seen` is only as far as it knows; the calls are kept
+        with their seqs (`_PENDING`) for the caller, who sees every page in
+        order, to keep those after its own (`_settled`)."""
         message = json.loads(self._with_images(_valid_utf8(data), parts))
         if starts is not None and message.get("role") == "tool":
             calls = self._calls_between(seen[0], seq)
@@ -653,15 +654,14 @@ class _Reader:
         by rows), this thread done."""
         seen: list[int | None] = [None]  # as far as this thread knows (`_json_message`)
         for start, before in spans:
-            where, args = "", (self.sid,)
-            if start is not None:
-                where, args = " AND m.seq >= ?", (self.sid, start)
-            page, _n, _last = self._html_page(
-                marked, columns, where + ("" if before is None else " AND m.seq < ?"),
-                order, args + (() if before is None else (before,)), starts, seen,
-            )  # fmt: skip
+            # From the page's first message on: the rest of the session, if the caller reads it.
+            rest = ("", (self.sid,)) if start is None else (" AND m.seq >= ?", (self.sid, start))
+            where, args = rest
+            if before is not None:
+                where, args = f"{where} AND m.seq < ?", (*args, before)
+            page, _n, _last = self._html_page(marked, columns, where, order, args, starts, seen)
             if page is None:  # many marks: this page and the rest by rows
-                yield None, (where, args)  # read by the caller, this thread done
+                yield None, rest  # read by the caller, this thread done
                 return
             yield page
 

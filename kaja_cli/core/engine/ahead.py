@@ -38,10 +38,11 @@ def read_ahead(
     """The items of `produce`, each made by a thread of its own holding `lock`
     (one of its own when the caller shares none: it then leaves the
     connection alone until the last item), at most `depth` ahead of the
-    caller. An error raised making one is raised here in its place. Closing this, or an error in the caller, stops the
-    thread before its next item and waits for it (one item: a page's
-    statement, a few milliseconds); so does `stop(reading)` (the connection
-    `produce` reads, before it is closed). `usable`, asked in that thread
+    caller. An error raised making one is raised here in its place. Closing
+    this, or an error in the caller, stops the thread before its next item
+    and waits for it (one item: a page's statement, a few milliseconds); so
+    does `stop(reading)` (the connection `produce` reads, before it is
+    closed). `usable`, asked in that thread
     first: whether what `produce` reads may be used there (an SQLite
     connection opened for one thread may not, `db.usable_here`); if not, the
     caller's own thread makes every item."""

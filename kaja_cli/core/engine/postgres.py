@@ -16,8 +16,9 @@ What a connection promises, as `db.open_read`/`open_write` do locally:
   the URL says `connect_timeout`), a lock wait after `LOCK_TIMEOUT_MS` (busy,
   exit 4, like SQLite's busy timeout), a statement after `[memory]
   statementTimeout` seconds (the server cancels it; the URL's own
-  `statement_timeout` wins, or `PGOPTIONS`' where the URL has no options), and kaja stops waiting for a server that does not
-  answer at all `ANSWER_GRACE_S` after that (`Deadline`: exit 1);
+  `statement_timeout` wins, or `PGOPTIONS`' where the URL has no options),
+  and kaja stops waiting for a server that does not answer at all
+  `ANSWER_GRACE_S` after that (`Deadline`: exit 1);
 - a reader's transactions are read-only: a read command cannot write, even by
   mistake;
 - nothing kaja sets on a server connection outlives its transaction: a pooler
