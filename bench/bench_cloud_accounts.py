@@ -135,6 +135,7 @@ def _reads(bench, psql: str, alone: str, crowded: str, db: Path, scratch: Path) 
         ("notes", ("notes",)),
         ("doctor --quick", ("doctor", "--quick")),
     ]
+    _start_up(bench, psql, crowded, env, scratch)
     report: list[str] = []
     summary: list[str] = []
     for name, argv in reads:
@@ -179,6 +180,21 @@ def _reads(bench, psql: str, alone: str, crowded: str, db: Path, scratch: Path) 
     out = bench.state_dir.parent / "cloud-accounts-plans.txt"
     out.write_text("\n".join([*summary, "", *report]) + "\n")
     bench.echo(f"(cloud accounts: every plan in {out})")
+
+
+def _start_up(bench, psql: str, crowded: str, env: dict, scratch: Path) -> None:
+    """What every read's whole-process row against psql starts from: kaja's
+    imports alone (no connection, no statement), without and with psycopg's,
+    against psql running `notes`' statements (the smallest read). Where the
+    imports alone pass the goal, no read that small can meet it in Python."""
+    sent = _recorded(crowded, ("notes",), env, scratch)
+    floor = _psql(psql, crowded, sent, scratch / "psql-start-up.sql")
+    for what, modules in (("Python and kaja", "kaja_cli.app"),
+                          ("Python, kaja and psycopg", "kaja_cli.app, psycopg")):  # fmt: skip
+        bench.process(f"accounts start-up: {what}, imported only",
+                      bench.python("-c", f"import {modules}"), floor,
+                      "psql: notes' statements, CROWDED", env=env,
+                      note=f"{PSQL_GOAL}× of the floor is what a small read's whole process may take")  # fmt: skip
 
 
 _CATALOG = re.compile(r"\b(pg_catalog|information_schema)\.", re.I)
