@@ -76,6 +76,30 @@ def test_a_read_asks_the_catalog_once(cloud_demo, monkeypatch, argv):
     assert len([s for s in statements if "kaja_schema" in s]) == 1, statements
 
 
+@pytest.mark.parametrize("argv", [("notes",), ("sessions", "--json")])
+def test_a_reads_first_look_at_the_catalog_goes_with_its_begin(cloud_demo, monkeypatch, argv):
+    """The BEGIN of kaja's own transaction, its settings and the catalog read
+    are one round trip: a small read sends four statements in all."""
+    statements = sent(cloud_demo, monkeypatch, *argv)
+    catalog = [s for s in statements if "pg_catalog.pg_class" in s]
+    assert len(catalog) == 1 and catalog[0].startswith("BEGIN; SET LOCAL"), statements
+    # that one, the schema's version, the read itself, and the ROLLBACK that ends it
+    assert len(statements) == 4, statements
+
+
+def test_a_writers_first_look_at_the_catalog_is_committed_with_its_begin(cloud_demo, monkeypatch):
+    """A writer's transactions end with their statement (as autocommit): the
+    catalog read that opened one is committed at once, and the write that
+    follows is still made and kept."""
+    sid = json.loads(cloud_demo("sessions", "--all-owners", "--json").out)["sessions"][0]["id"]
+    statements = sent(cloud_demo, monkeypatch, "sessions", "archive", sid)
+    first = next(i for i, s in enumerate(statements) if "pg_catalog.pg_class" in s)
+    assert statements[first].startswith("BEGIN; SET LOCAL"), statements
+    assert statements[first + 1].strip() == "COMMIT", statements
+    shown = json.loads(cloud_demo("sessions", "--all-owners", "--archived", "--json").out)
+    assert sid in [s["id"] for s in shown["sessions"]]
+
+
 def test_one_owners_usage_is_one_statement_that_keeps_their_runs_on_the_server(
     cloud_demo, monkeypatch
 ):

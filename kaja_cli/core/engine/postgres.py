@@ -260,6 +260,22 @@ def missing_object_errors() -> tuple[type[BaseException], ...]:
     return (errors.UndefinedTable, errors.InvalidSchemaName)
 
 
+# The schema's tables and views with their columns, in order (`Connection._catalog_now`).
+_CATALOG = (
+    "SELECT c.relname, a.attname FROM pg_catalog.pg_class AS c"
+    " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
+    " LEFT JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid"
+    " AND a.attnum > 0 AND NOT a.attisdropped"
+    " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v') ORDER BY c.relname, a.attnum"
+)
+
+
+def _literal(text: str) -> str:
+    """A string constant for a statement sent without parameters: an escape
+    string (E'…'), read the same whatever standard_conforming_strings says."""
+    return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
 # --- the connection ----------------------------------------------------------------------
 class Cursor:
     """A psycopg cursor as the query functions use a sqlite3 one."""
@@ -405,17 +421,15 @@ class Connection:
         ends or kaja changes the schema on this connection (each statement is
         a round trip to a hosted server; a command asked the catalog two to
         six times). Within a transaction the tables kaja has read cannot be
-        altered by another session until it ends."""
+        altered by another session until it ends. Asked outside any
+        transaction (a command's first look), it goes with the BEGIN of kaja's
+        own transaction, in the same round trip (`_open_own`)."""
         if self._catalog is None:
+            if not self._implicit and self.raw.info.transaction_status == IDLE:
+                rows = self._open_own(_CATALOG.replace("?", _literal(str(self.target.schema))))
+            else:
+                rows = self.execute(_CATALOG, (self.target.schema,)).fetchall()
             out: dict[str, list[str]] = {}
-            rows = self.execute(
-                "SELECT c.relname, a.attname FROM pg_catalog.pg_class AS c"
-                " JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace"
-                " LEFT JOIN pg_catalog.pg_attribute AS a ON a.attrelid = c.oid"
-                " AND a.attnum > 0 AND NOT a.attisdropped"
-                " WHERE n.nspname = ? AND c.relkind IN ('r', 'p', 'v') ORDER BY c.relname, a.attnum",
-                (self.target.schema,),
-            )
             for table, column in rows:
                 columns = out.setdefault(table, [])
                 if column is not None:
@@ -449,8 +463,10 @@ class Connection:
         word = sql.lstrip()[:8].upper()
         if not word.startswith(_READS_CATALOG_AS_IT_WAS):
             self._forget()  # a transaction's end, or a statement that may change the schema
-        elif not word.startswith(_ONLY_READS):
-            self._learnt.clear()  # a write: kaja's own version row among what it may change
+        elif self.writable and not word.startswith(_ONLY_READS):
+            # A write: kaja's own version row among what it may change (a
+            # reader's transactions are read-only: its WITHs change nothing).
+            self._learnt.clear()
         if word.startswith("BEGIN"):
             return self._begin(sql)
         if sql.strip().upper() == "ROLLBACK":
@@ -584,6 +600,25 @@ class Connection:
                 self._end_own("COMMIT", quietly=False)
             return
         yield  # the caller's transaction
+
+    def _open_own(self, select: str) -> list[Any]:
+        """Open kaja's own transaction (`_carried`'s) and run `select` (no
+        parameters) in it, in the same round trip as its BEGIN; its rows. A
+        writer's is committed after it, as `_carried` does."""
+        with self.timed(select) as counted, self.translated():
+            try:
+                cur = self.raw.execute(f"BEGIN; {self.raw.local_settings()}; {select}")
+                self._implicit = True
+                while cur.nextset():  # BEGIN's and each SET's results, then the SELECT's
+                    pass
+                rows = cur.fetchall()
+            except BaseException:
+                self._end_own("ROLLBACK")
+                raise
+            counted[0] = len(rows)
+            if self.writable:
+                self._end_own("COMMIT", quietly=False)
+        return rows
 
     def _end_own(self, word: str, *, quietly: bool = True) -> None:
         """COMMIT or ROLLBACK the transaction kaja opened (`_carried`), if one is open."""
