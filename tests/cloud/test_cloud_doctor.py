@@ -88,6 +88,30 @@ def test_a_read_only_role_is_a_warning(cloud_demo):
             conn.execute("DROP OWNED BY ro; DROP ROLE ro")
 
 
+def test_a_role_that_may_not_read_some_tables_is_an_error_naming_them_in_order(cloud_demo):
+    from kaja_cli.core.store.schema import CONVERSATION_TABLES
+
+    with cloud_demo.pg.connect() as conn:
+        conn.execute("CREATE ROLE half LOGIN; GRANT USAGE ON SCHEMA kaja TO half;"
+                     " GRANT SELECT ON kaja.sessions, kaja.notes TO half")  # fmt: skip
+        present = {r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = 'kaja'")}  # fmt: skip
+    try:
+        url = cloud_demo.pg.url.replace("postgres@", "half@")
+        r = cloud_demo("--database-url", url, "doctor", "--check", "server", "--json")
+        privileges = checks_of(r)["server.privileges"]
+        assert privileges["status"] == "error"
+        named = [t.name for t in CONVERSATION_TABLES
+                 if t.name in present and t.name not in ("sessions", "notes")]  # fmt: skip
+        named += [t for t in ("kaja_schema", "kaja_search_stats", "kaja_search_terms")
+                  if t in present]  # fmt: skip
+        assert len(named) >= 8, named
+        assert privileges["summary"] == f"role half may not read {', '.join(named)}"
+    finally:
+        with cloud_demo.pg.connect() as conn:
+            conn.execute("DROP OWNED BY half; DROP ROLE half")
+
+
 def test_redact_hides_the_host_user_database_and_account(cloud_demo):
     use_server(cloud_demo, cloud_demo.pg.url, account="marie@example.org")
     r = cloud_demo("doctor", "--redact", "--json")

@@ -89,10 +89,11 @@ def _safe(step: Callable, conn, ctx: Context) -> Check | None:
 
 
 def _version(conn, ctx: Context) -> Check:
-    text = conn.execute("SELECT pg_catalog.current_setting('server_version')").fetchone()[0]
-    number = int(
-        conn.execute("SELECT pg_catalog.current_setting('server_version_num')").fetchone()[0]
-    )
+    text, number = conn.execute(
+        "SELECT pg_catalog.current_setting('server_version'),"
+        " pg_catalog.current_setting('server_version_num')"
+    ).fetchone()
+    number = int(number)
     if number < 120000:
         return Check("server.version", _G, ERROR, f"PostgreSQL {text}: kaja needs 12 or later",
                      ["the search index is a generated column (PostgreSQL 12)"])  # fmt: skip
@@ -301,21 +302,24 @@ def _encryption(conn, ctx: Context) -> Check:
 def _privileges(conn, ctx: Context) -> Check | None:
     from kaja_cli.core.store.server import schema
 
-    state = schema.status(conn)
+    # From the catalog alone: a role that may not read the version table is
+    # what this check is for (every command reads it).
+    state = schema.status(conn, version_read=False)
     if not state.kajas:
         return None
     from kaja_cli.core.store.schema import CONVERSATION_TABLES
 
-    names = [t.name for t in CONVERSATION_TABLES if t.name in state.tables]
-    may = "pg_catalog.has_table_privilege(to_regclass(t), '{}')"
-    rows = conn.execute(
-        f"SELECT t, {may.format('SELECT')}, {may.format('INSERT')} AND {may.format('UPDATE')}"
-        f" AND {may.format('DELETE')} FROM unnest(CAST(? AS text[])) AS t",
-        (names,),
-    ).fetchall()
-    role = conn.execute("SELECT current_user").fetchone()[0]
-    unreadable = [t for t, read, _ in rows if not read]
-    read_only = [t for t, _, write in rows if not write]
+    written = [t.name for t in CONVERSATION_TABLES if t.name in state.tables]
+    read = written + [t for t in (schema.VERSION_TABLE, schema.STATS_TABLE, schema.TERMS_TABLE)
+                      if t in state.tables]  # fmt: skip
+    may = "coalesce(pg_catalog.has_table_privilege(to_regclass(t), '{}'), false)"
+    lacking = ("ARRAY(SELECT t FROM unnest(CAST(? AS text[])) WITH ORDINALITY AS u(t, i)"
+               " WHERE NOT ({}) ORDER BY i)")  # fmt: skip
+    role, unreadable, read_only = conn.execute(
+        f"SELECT current_user, {lacking.format(may.format('SELECT'))},"
+        f" {lacking.format(' AND '.join(may.format(w) for w in ('INSERT', 'UPDATE', 'DELETE')))}",
+        (read, written),
+    ).fetchone()
     if unreadable:
         return Check("server.privileges", _G, ERROR,
                      f"role {role} may not read {', '.join(unreadable)}",
