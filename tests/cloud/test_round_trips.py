@@ -100,6 +100,19 @@ def test_a_writers_first_look_at_the_catalog_is_committed_with_its_begin(cloud_d
     assert sid in [s["id"] for s in shown["sessions"]]
 
 
+@pytest.mark.parametrize("word", ["tomato", "the"])
+def test_search_counts_a_words_forms_itself_and_the_index_in_one_statement(
+    cloud_demo, monkeypatch, word
+):
+    """BM25 needs each form's messages, the word's own and the index's size:
+    asked together, whether the word has other forms (tomato) or not."""
+    statements = sent(cloud_demo, monkeypatch, "search", word, "--all-owners")
+    counting = [s for s in statements if "count(*) FROM messages WHERE kaja_search" in s]
+    stats = [s for s in statements if "kaja_search_stats" in s]
+    assert len(counting) == 1 and stats == counting, statements
+    assert len(statements) <= 10, statements
+
+
 def test_one_owners_usage_is_one_statement_that_keeps_their_runs_on_the_server(
     cloud_demo, monkeypatch
 ):

@@ -122,8 +122,9 @@ def search(
         known: dict[str, int] = {}  # messages holding a word's tsquery, counted once
         groups = None
         if stemming:
-            plan = stems.plan(plain_words(query), _vocabulary(conn, result, pg_schema.TERMS_TABLE in have), languages,
-                              _form_counts(conn, known))  # fmt: skip
+            words = plain_words(query)
+            plan = stems.plan(words, _vocabulary(conn, result, pg_schema.TERMS_TABLE in have), languages,
+                              _form_counts(conn, known, words))  # fmt: skip
             result.match, groups = plan.match, plan.groups
             parsed = fts4.parse(plan.match)
         if parsed is None:
@@ -241,13 +242,15 @@ def _vocabulary(conn: Connection, result: SearchResult, listed: bool) -> stems.V
     return words
 
 
-def _form_counts(conn: Connection, known: dict[str, int]) -> stems.Counts:
+def _form_counts(conn: Connection, known: dict[str, int], words: list[str]) -> stems.Counts:
     """How many messages hold each word (the GIN index), kept in `known` by
-    tsquery for the ranking's counts."""
+    tsquery for the ranking's counts; the query's own `words` are counted in
+    the same statement (the ranking asks for them next: one round trip less)."""
 
     def count(terms: list[str]) -> dict[str, int]:
         queries = [fts4.phrase_tsquery([fts4.Token(t)]) or "" for t in terms]
-        _counts(conn, queries, known)
+        own = [q for w in words if (q := fts4.phrase_tsquery([fts4.Token(w)]))]
+        _counts(conn, queries + own, known)
         return {t: known[q] for t, q in zip(terms, queries, strict=True)}
 
     return count
@@ -265,11 +268,12 @@ def _run(
     groups of its phrases, from stemming; each phrase its own word without)."""
     if parsed.tsquery is None or not parsed.phrases:
         return  # nothing can match (an empty phrase, say)
-    n, words = stats(conn)
+    known = {} if known is None else known
+    counts = _counts(conn, [p.tsquery for p in parsed.phrases], known)  # with the stats
+    n, words = stats(conn, known)
     if not n:
         return
     avgdl = words / n
-    counts = _counts(conn, [p.tsquery for p in parsed.phrases], known)
     groups = groups or [[(i, None)] for i in range(len(counts))]
     idfs = [idf(n, max(counts[i] for i, _ in g)) for g in groups]  # as rank.Bm25
     want = result.limit + 1 if result.limit else None  # one more: are there more?
@@ -280,26 +284,36 @@ def _run(
     result.hits = _details(conn, result.match, rows)
 
 
-def stats(conn: Connection) -> tuple[int, int]:
-    """Messages in the index and their words in all (kaja_search_stats)."""
-    row = conn.execute(
-        f"SELECT coalesce(sum(messages), 0), coalesce(sum(words), 0) FROM {pg_schema.STATS_TABLE}"
-    ).fetchone()
+# In `known` beside the counts (`_counts`): the index's messages and words in all.
+_STATS = ("", "")
+_STATS_SQL = (f"(SELECT coalesce(sum(messages), 0) FROM {pg_schema.STATS_TABLE}),"
+              f" (SELECT coalesce(sum(words), 0) FROM {pg_schema.STATS_TABLE})")  # fmt: skip
+
+
+def stats(conn: Connection, known: dict | None = None) -> tuple[int, int]:
+    """Messages in the index and their words in all (kaja_search_stats), as
+    `_counts` read them into `known` beside the counts, else asked."""
+    if known is not None and _STATS in known:
+        return known[_STATS]
+    row = conn.execute(f"SELECT {_STATS_SQL}").fetchone()
     return int(row[0]), int(row[1])
 
 
-def _counts(conn: Connection, phrases: list[str], known: dict[str, int] | None = None) -> list[int]:
+def _counts(conn: Connection, phrases: list[str], known: dict | None = None) -> list[int]:
     """How many messages hold each phrase (FTS4's matchinfo 'x', third value);
-    those in `known` (by tsquery) are not counted again, and the others join it."""
+    those in `known` (by tsquery) are not counted again, and the others join
+    it, with the index's stats (`stats`) the first time: one statement."""
     known = {} if known is None else known
     column = pg_schema.SEARCH_COLUMN
     asked = list(dict.fromkeys(p for p in phrases if p not in known))
-    if asked:
-        selects = ", ".join(
-            f"(SELECT count(*) FROM messages WHERE {column} @@ CAST(? AS tsquery))" for _ in asked
-        )
-        row = conn.execute(f"SELECT {selects}", asked).fetchone()
-        known.update(zip(asked, (int(v) for v in row), strict=True))
+    with_stats = _STATS not in known
+    if asked or with_stats:
+        selects = [f"(SELECT count(*) FROM messages WHERE {column} @@ CAST(? AS tsquery))"
+                   for _ in asked] + ([_STATS_SQL] if with_stats else [])  # fmt: skip
+        row = conn.execute(f"SELECT {', '.join(selects)}", asked).fetchone()
+        known.update(zip(asked, (int(v) for v in row), strict=False))
+        if with_stats:
+            known[_STATS] = (int(row[-2]), int(row[-1]))
     return [known[p] for p in phrases]
 
 
