@@ -589,7 +589,7 @@ class Connection:
         starts afresh, as in autocommit)."""
         if self._implicit or self.raw.info.transaction_status == IDLE:
             if not self._implicit:
-                self.raw.execute(f"BEGIN; {self.raw.local_settings()}")
+                self.raw.execute(f"{OWN_BEGIN}; {self.raw.local_settings()}")
                 self._implicit = True
             try:
                 yield
@@ -607,7 +607,7 @@ class Connection:
         writer's is committed after it, as `_carried` does."""
         with self.timed(select) as counted, self.translated():
             try:
-                cur = self.raw.execute(f"BEGIN; {self.raw.local_settings()}; {select}")
+                cur = self.raw.execute(f"{OWN_BEGIN}; {self.raw.local_settings()}; {select}")
                 self._implicit = True
                 while cur.nextset():  # BEGIN's and each SET's results, then the SELECT's
                     pass
@@ -796,6 +796,10 @@ def connection_class() -> Any:
     return _driver_connection
 
 
+# The BEGIN of kaja's own transactions (`Connection._carried`), as autocommit
+# runs each statement: named, not the role's default (a role defaulting to
+# SERIALIZABLE cannot begin at all on a replica, which refuses that level).
+OWN_BEGIN = "BEGIN ISOLATION LEVEL READ COMMITTED"
 IDLE = 0  # libpq's PQTRANS_IDLE: no transaction open on the connection
 OPEN = (1, 2, 3)  # ACTIVE, INTRANS, INERROR (UNKNOWN, 4: the connection is lost: none is)
 # Statements never wrapped in a transaction: those that begin or end one, and
@@ -845,6 +849,10 @@ def _params(url: str, connect_timeout_s: float | None, application_name: str) ->
         extra["connect_timeout"] = CONNECT_TIMEOUT
     if "application_name" not in given:
         extra["application_name"] = application_name
+    # kaja's text is Unicode: whatever PGCLIENTENCODING, the URL, the role or the
+    # database say, a LATIN1 client cannot carry it (the server refuses to
+    # convert) and an SQL_ASCII one hands back bytes, not text.
+    extra["client_encoding"] = "UTF8"
     return extra
 
 
@@ -879,13 +887,18 @@ def open_driver(
     # pooler the next transaction may find another connection, or another client this one.
     raw.prepare_threshold = None
     raw.kaja_settings = {}
+    # psycopg's own transactions (sync's, and a statement run outside one) too
+    # begin at a named level, not the role's default (`OWN_BEGIN`).
+    raw.isolation_level = psycopg.IsolationLevel.READ_COMMITTED
     try:
         with translated(where):
             wait = LOCK_TIMEOUT_MS if lock_timeout_ms is None else int(lock_timeout_ms)
             local = dict(settings or {})
             if _url_sets(where.url, "statement_timeout"):  # the URL's own wins
-                statement_ms = max(statement_ms, _server_statement_timeout_ms(raw))
-                local["lock_timeout"] = str(max(wait, 1))
+                own = _server_statement_timeout_ms(raw)  # 0: none
+                statement_ms = max(statement_ms, own)
+                # A lock wait still ends first, busy (exit 4), under the URL's timeout too.
+                local["lock_timeout"] = str(lock_wait_ms(wait, own) if own else max(wait, 1))
             else:
                 local["statement_timeout"] = str(statement_ms)
                 local["lock_timeout"] = str(lock_wait_ms(wait, statement_ms))
@@ -899,6 +912,10 @@ def open_driver(
             # with it).
             if raw.info.server_version >= 110000 and not _url_sets(where.url, "jit"):
                 local["jit"] = "off"
+            # Every digit of a float: a role, database or PGOPTIONS asking for
+            # fewer (extra_float_digits < 0) would round usage's sums and
+            # search's scores as the server prints them.
+            local["extra_float_digits"] = "3"
         raw.kaja_settings = local
         raw.statement_timeout_ms = statement_ms
         raw.deadline.seconds = answer_within(statement_ms)
