@@ -13,6 +13,8 @@ from pathlib import Path
 
 from kaja_cli.core.care.doctor.model import Report
 
+_ALONE = r"(?<![A-Za-z0-9]){}(?![A-Za-z0-9])"  # not part of a longer word
+
 
 def redactor(
     environ: dict[str, str] | None = None, private: dict[str, str] | None = None
@@ -53,15 +55,17 @@ def redactor(
     users = {u for u in users if len(u) > 1}
     hosts = {h for h in hosts if len(h) > 1}
     rules: list[tuple[re.Pattern[str], str]] = []
+    # Whole names only: a database called `search` leaves "the search index"
+    # alone, a role `serial` leaves "serializable".
     for text, token in sorted((private or {}).items(), key=lambda kv: -len(kv[0])):
-        rules.append((re.compile(re.escape(text)), token))
+        rules.append((re.compile(_ALONE.format(re.escape(text))), token))
     for home in sorted(homes, key=len, reverse=True):
         rules.append((re.compile(re.escape(home) + r"(?![\w.-])"), "~"))
     for names, token in ((users, "<user>"), (hosts, "<host>")):
         for name in sorted(names, key=len, reverse=True):
             rules.append(
                 (
-                    re.compile(r"(?<![A-Za-z0-9])" + re.escape(name) + r"(?![A-Za-z0-9])", re.I),
+                    re.compile(_ALONE.format(re.escape(name)), re.I),
                     token,
                 )
             )
