@@ -220,7 +220,7 @@ def test_both_connections_read_one_snapshot(cloud_demo, tmp_path, monkeypatch):
     original = server._same_snapshot
     used = []
 
-    def late_writes(store, conn, stack):
+    def late_writes(conn, stack):
         with cloud_demo.pg.connect() as agent:  # the agent, committing meanwhile
             agent.execute("SET search_path = kaja")
             agent.execute(
@@ -232,7 +232,7 @@ def test_both_connections_read_one_snapshot(cloud_demo, tmp_path, monkeypatch):
                 'INSERT INTO tool_calls (id, "messageId", position, name)'
                 " VALUES ('late-t', 'late-m', 0, 'late_tool')"
             )
-        other = original(store, conn, stack)
+        other = original(conn, stack)
         used.append(other is not None)
         return other
 

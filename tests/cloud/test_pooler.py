@@ -167,3 +167,33 @@ def test_doctor_names_the_pooler(pooled):
     use_server(kaja, kaja.pg.url)
     direct = {c["id"] for c in json.loads(kaja("doctor", "--json").out)["checks"]}
     assert "server.pooler" not in direct and "server.reachable" in direct
+
+
+def test_a_replica_promoted_behind_a_pooler_takes_writes(cloud_demo, pg_server):
+    """A failover: the replica behind the pooler becomes the primary. The
+    pooler still answers each login with its pool's first (`in_hot_standby`
+    on): kaja asks the server, and writes."""
+    from tests.support.pg_replica import Replica
+    from tests.support.pgbouncer import Bouncer
+
+    replica = Replica.of(pg_server)  # its own: promoting it ends it as a replica
+    bouncer = Bouncer(replica)
+    bouncer.start()
+    try:
+        replica.wait_replayed()
+        use_server(cloud_demo, bouncer.url(cloud_demo.pg.name))
+        assert cloud_demo("sessions").code == 0  # the pool logs in to the standby
+        r = cloud_demo("sessions", "rename", "01a22652", "before the failover")
+        assert r.code == 1 and "is a read-only replica" in r.err, r
+        replica._run("pg_ctl", "-D", str(replica.data), "promote", "-w")
+        assert not replica.in_recovery()
+        r = cloud_demo("sessions", "rename", "01a22652", "after the failover")
+        assert r.code == 0, r
+        with replica.connect(cloud_demo.pg.name) as conn:
+            title = conn.execute(
+                "SELECT title FROM kaja.sessions WHERE id LIKE '01a22652%'"
+            ).fetchone()[0]
+        assert title == "after the failover"
+    finally:
+        bouncer.stop()
+        replica.cleanup()

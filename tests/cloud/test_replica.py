@@ -298,3 +298,39 @@ def test_a_demo_pointed_at_the_replica_writes_nothing_anywhere(kaja, pg, pg_repl
     assert r.err.startswith("kaja: ") and REFUSED in r.err and len(r.err.splitlines()) == 1, r
     assert pg.query("SELECT count(*) FROM pg_catalog.pg_namespace WHERE nspname = 'kaja'") == [(0,)]
     assert not kaja.state.exists() or not any(kaja.state.rglob("*")), list(kaja.state.rglob("*"))
+
+
+def test_a_backup_from_the_replica_reads_both_its_connections_there(
+    replicated, pg_server, tmp_path
+):
+    """The second reader joins the first's snapshot on the server the first
+    reads: the replica's snapshot name sent to the primary was an error in its
+    log each time, and a name the primary happened to hold would have mixed
+    the two servers' rows in one archive."""
+    kaja, primary, replica_url, replica = replicated
+    read_from(kaja, primary, replica_url)
+    with replay_paused(replica):
+        with kaja.pg.connect() as agent:  # on the primary only: the paused replica has none of it
+            agent.execute("SET search_path = kaja")
+            agent.execute("INSERT INTO sessions (id, title) VALUES ('late-s', 'late')")
+            agent.execute(
+                'INSERT INTO messages (id, "sessionId", seq, role, content)'
+                " VALUES ('late-m', 'late-s', 1, 'user', 'written late')"
+            )
+            agent.execute(
+                'INSERT INTO tool_calls (id, "messageId", position, name)'
+                " VALUES ('late-t', 'late-m', 0, 'late_tool')"
+            )
+        logged = pg_server.log.stat().st_size
+        r = kaja("backup", "-o", str(tmp_path / "b.tar"), "--json")
+        assert r.code == 0, r
+        said = pg_server.log.read_text(errors="replace")[logged:]
+        assert "SNAPSHOT" not in said.upper(), said
+        rows = json.loads(r.out)["databases"][0]["rows"]
+        with replica.connect(kaja.pg.name) as conn:
+            on_replica = conn.execute(
+                "SELECT (SELECT count(*) FROM kaja.sessions WHERE owner IS NULL OR owner = ''),"
+                ' (SELECT count(*) FROM kaja.messages m JOIN kaja.sessions s ON s.id = m."sessionId"'
+                " WHERE s.owner IS NULL OR s.owner = '')"
+            ).fetchone()
+        assert (rows["sessions"], rows["messages"]) == on_replica

@@ -971,11 +971,12 @@ class ReadOnlyReplica(Failed):
 
 
 def in_recovery(raw: DriverConnection) -> bool:
-    """Whether the server is a replica (in recovery): what it reported at the
-    login (`in_hot_standby`, PostgreSQL 14), else asked (one round trip)."""
-    reported = raw.info.parameter_status("in_hot_standby")
-    if reported is not None:
-        return reported == "on"
+    """Whether the server is a replica (in recovery). A primary says so at the
+    login (`in_hot_standby` off, PostgreSQL 14), and that is taken; anything
+    else is asked (a round trip): a pooler answers the login from its pool's
+    first, so a replica promoted since (a failover) still says "on" there."""
+    if raw.info.parameter_status("in_hot_standby") == "off":
+        return False
     return bool(raw.execute("SELECT pg_catalog.pg_is_in_recovery()").fetchone()[0])
 
 

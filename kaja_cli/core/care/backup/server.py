@@ -154,7 +154,7 @@ def _copy(store: Store, owner: Owner, dest: Path) -> tuple[dict[str, int], list[
             have = {t: set(c) for t, c in conn.columns().items()}
             copied = [(t, scope.columns(t, have)) for t in scope.TABLES]
             copied = [(t, cols) for t, cols in copied if cols]
-            other = _same_snapshot(store, conn, second)
+            other = _same_snapshot(conn, second)
 
             def select(table: Any, cols: list, reader: Any) -> Iterator[tuple]:
                 cond, args = scope.where(table.name, owner, have)
@@ -223,7 +223,7 @@ SECOND_LANE = frozenset({"tool_calls", "tools", "events", "logs", "media", "feed
                          "reviews", "cache_stats", "counters", "kaja_archived"})  # fmt: skip
 
 
-def _same_snapshot(store: Store, conn: Any, stack: ExitStack) -> Any:
+def _same_snapshot(conn: Any, stack: ExitStack) -> Any:
     """A second reader on `conn`'s snapshot (`pg_export_snapshot`, then `SET
     TRANSACTION SNAPSHOT` on the other connection, as `pg_dump --jobs` does),
     or None where the server will not share one (a standby, a pooler): the
@@ -243,11 +243,14 @@ def _same_snapshot(store: Store, conn: Any, stack: ExitStack) -> Any:
     from kaja_cli.core.engine import postgres as pg
 
     try:
-        # Straight to the server's schema (the first connection checked it). A
-        # pooler with no server connection to spare (a pool of one, busy with
-        # the first reader) would queue this one until its own timeout, two
-        # minutes by default: past SECOND_READER_WAIT_S, the first reads alone.
-        other = stack.enter_context(pg.connect(store.target()))
+        # Straight to the server's schema (the first connection checked it),
+        # on the server the first reads (a replica, with `[memory] readUrl`:
+        # a snapshot's name means nothing on another server, or another
+        # snapshot there). A pooler with no server connection to spare (a
+        # pool of one, busy with the first reader) would queue this one until
+        # its own timeout, two minutes by default: past SECOND_READER_WAIT_S,
+        # the first reads alone.
+        other = stack.enter_context(pg.connect(conn.target))
         other.raw.deadline.seconds = SECOND_READER_WAIT_S
         other.execute("BEGIN")  # REPEATABLE READ, read only, as `conn`'s
         other.execute(f"SET TRANSACTION SNAPSHOT '{name}'")  # before any read in it
