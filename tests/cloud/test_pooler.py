@@ -9,6 +9,7 @@ no search path, no prepared statement, no temporary table) and writes."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -197,3 +198,23 @@ def test_a_replica_promoted_behind_a_pooler_takes_writes(cloud_demo, pg_server):
     finally:
         bouncer.stop()
         replica.cleanup()
+
+
+def test_doctor_waits_its_own_few_seconds_for_a_pool_with_no_connection_free(pooled):
+    """The pool's one server connection held by another client: doctor's first
+    statement waited the commands' minute (and its grace) before it said so."""
+    import psycopg
+
+    kaja, url, _fresh = pooled
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("BEGIN")
+        other.execute("SELECT 1")  # holds the pool's only server connection
+        start = time.monotonic()
+        r = kaja("doctor", "--quick", "--json")
+        took = time.monotonic() - start
+        other.execute("ROLLBACK")
+    assert took < 19, took  # doctor's 10 s and the grace, not 65 s (nor the pooler's 20 s)
+    assert r.code == 1, r
+    c = next(c for c in json.loads(r.out)["checks"] if c["id"] == "server.reachable")
+    assert c["status"] == "error" and "stopped answering" in c["summary"], c
+    assert "pool" in (c.get("fix") or ""), c

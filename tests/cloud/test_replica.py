@@ -221,6 +221,9 @@ def test_doctor_shows_the_read_replicas_lag(replicated):
         behind = int(c["details"][1].split(" ")[0].replace(",", ""))
         assert behind > 0, c
         assert "reads may not show the latest writes yet" in c["details"], c
+        # however little, a replica that replays no more falls further behind
+        assert c["status"] == "warn", c
+        assert any("its replay is paused" in d for d in c["details"]), c
         r = kaja("doctor")
         assert "the read replica is " in r.out and " behind the server" in r.out, r.out
     r = kaja("doctor", "--redact", "--json")
@@ -334,3 +337,23 @@ def test_a_backup_from_the_replica_reads_both_its_connections_there(
                 " WHERE s.owner IS NULL OR s.owner = '')"
             ).fetchone()
         assert (rows["sessions"], rows["messages"]) == on_replica
+
+
+def test_doctor_names_a_read_url_that_holds_another_store(replicated, pg_server):
+    """Another database on the replica, or on the primary itself: reads show
+    what it holds, and doctor said it had replayed everything, or was simply
+    not a replica."""
+    kaja, primary, _replica_url, replica = replicated
+    other = pg_server.create_database()
+    try:
+        replica.wait_replayed()
+        for url in (replica.url(other.name), other.url):
+            read_from(kaja, primary, url)
+            c = check(json.loads(kaja("doctor", "--json").out), "server.replica")
+            assert c["status"] == "error", c
+            assert "is not a copy of memory.databaseUrl's store" in c["summary"], c
+        read_from(kaja, primary, primary + "&application_name=another-spelling")
+        c = check(json.loads(kaja("doctor", "--json").out), "server.replica")
+        assert c["status"] == "ok" and "is not a replica" in c["summary"], c  # the same store
+    finally:
+        pg_server.drop_database(other.name)

@@ -155,7 +155,8 @@ def _translate(error: Exception, where: Target, connecting: bool) -> ServerError
     if getattr(error, "no_reply_s", None):
         return ServerFailed(
             f"the server at {server} stopped answering: no reply in {error.no_reply_s:.0f} s",  # type: ignore[attr-defined]
-            hint="check the server and the network, then try again (what was not committed is"
+            hint="check the server and the network (or, through a connection pooler, whether its"
+            " pool has a server connection free), then try again (what was not committed is"
             " rolled back); [memory] statementTimeout sets how long kaja waits",
         )
     state = getattr(error, "sqlstate", None) or ""

@@ -208,13 +208,29 @@ def _url_parts(url: str) -> dict[str, str]:
         parts = urlsplit(mask(url))
         query = parse_qs(parts.query)
         found = {
-            "<db-host>": [parts.hostname or "", *query.get("host", [])],
+            "<db-host>": _hosts(parts.netloc, query),
             "<db-user>": [unquote(parts.username or ""), *query.get("user", [])],
             "<database>": [unquote(parts.path.lstrip("/")), *query.get("dbname", [])],
         }
     except ValueError:
         return {}
     return {v: token for token, values in found.items() for v in values if len(v) > 1}
+
+
+def _hosts(netloc: str, query: dict[str, list[str]]) -> list[str]:
+    """Every host a libpq URL names: each of a list (`h1:5432,h2`, `?host=/a,/b`),
+    and `hostaddr`'s addresses."""
+    from urllib.parse import unquote
+
+    out = []
+    for part in netloc.rsplit("@", 1)[-1].split(","):
+        if part.startswith("["):  # [IPv6]:port
+            out.append(part[1:].split("]", 1)[0])
+        else:
+            out.append(unquote(part.split(":", 1)[0]))
+    for value in (*query.get("host", []), *query.get("hostaddr", [])):
+        out += value.split(",")
+    return [h.strip() for h in out]
 
 
 class _Run(NamedTuple):

@@ -14,6 +14,7 @@ from pathlib import Path
 from kaja_cli.core.care.doctor.model import Report
 
 _ALONE = r"(?<![A-Za-z0-9]){}(?![A-Za-z0-9])"  # not part of a longer word
+_LIBPQ_PLACE = re.compile(r'(connection to server (?:at|on socket) ")[^"]*(")')
 
 
 def redactor(
@@ -59,6 +60,9 @@ def redactor(
     # alone, a role `serial` leaves "serializable".
     for text, token in sorted((private or {}).items(), key=lambda kv: -len(kv[0])):
         rules.append((re.compile(_ALONE.format(re.escape(text))), token))
+    # Where libpq says it tried to connect: the address a name resolved to,
+    # or a socket's path, which no setting spells out.
+    rules.append((_LIBPQ_PLACE, r"\1<db-host>\2"))
     for home in sorted(homes, key=len, reverse=True):
         rules.append((re.compile(re.escape(home) + r"(?![\w.-])"), "~"))
     for names, token in ((users, "<user>"), (hosts, "<host>")):

@@ -53,12 +53,14 @@ def check_server(ctx: Context) -> list[Check] | None:
     start = time.perf_counter()
     try:
         with pg.connect(where) as conn:
+            wait = STATEMENT_TIMEOUT_MS * (12 if ctx.thorough else 1)  # every code point: slower
+            # Before the first statement: a pooler with no server connection
+            # free keeps it waiting, and doctor waits its own few seconds.
+            conn.set_statement_timeout(wait)
             # Logged in is not answering (a proxy may stop relaying after the
             # login): reached means one statement answered too.
             conn.execute("SELECT 1")
             took = (time.perf_counter() - start) * 1000
-            wait = STATEMENT_TIMEOUT_MS * (12 if ctx.thorough else 1)  # every code point: slower
-            conn.set_statement_timeout(wait)
             out = [Check("server.reachable", _G, OK, f"reached {where.shown} in {took:.0f} ms")]
             for step in (
                 _version,
@@ -280,20 +282,22 @@ def _pooler(conn, ctx: Context) -> Check | None:
                   f" process {real}",
                   "kaja keeps nothing on a server connection between transactions; `kaja backup`"
                   " reads one snapshot, on one connection when the pool has none to spare",
-                  "server.encryption below is the pooler's own link to the server"])  # fmt: skip
+                  "server.encryption below is kaja's link to the pooler; the pooler's own"
+                  " to the server is the pooler's to encrypt"])  # fmt: skip
 
 
 def _encryption(conn, ctx: Context) -> Check:
-    row = conn.execute(
-        "SELECT s.ssl, s.version, a.client_addr IS NULL FROM pg_catalog.pg_stat_ssl AS s"
-        " JOIN pg_catalog.pg_stat_activity AS a ON a.pid = s.pid WHERE s.pid = pg_backend_pid()"
-    ).fetchone()
-    ssl, version, socket = row if row else (False, None, False)
-    if ssl:
+    """kaja's own link, as kaja's end of it sees it (through a pooler, the
+    server's side of a connection is the pooler's link to the server)."""
+    raw = conn.raw
+    if raw.pgconn.ssl_in_use:
+        version = raw.pgconn.ssl_attribute("protocol") or "TLS"
         return Check("server.encryption", _G, OK, f"the connection is encrypted ({version})")
-    if socket:
+    if str(raw.info.host or "").startswith(
+        ("/", "@")
+    ):  # a socket's folder (@: Linux's abstract one)
         return Check("server.encryption", _G, OK,
-                     "the connection is not encrypted: a Unix socket, on the server's own machine")  # fmt: skip
+                     "the connection is not encrypted: a Unix socket, on this machine")  # fmt: skip
     return Check("server.encryption", _G, WARN, "the connection is not encrypted",
                  ["the conversations cross the network in the clear"],
                  fix="add sslmode=require (or verify-full) to the database URL")  # fmt: skip
@@ -333,6 +337,12 @@ def _privileges(conn, ctx: Context) -> Check | None:
 
 
 LAG_WARN_S = 60  # a replica this far behind answers reads with a minute-old store
+# Which store a server holds: its cluster (a streaming replica has its primary's
+# system identifier) and the database in it (a replica's have its primary's oids).
+_IDENTITY = (
+    "(SELECT system_identifier FROM pg_catalog.pg_control_system())::text || '/'"
+    " || (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())::text"
+)
 
 
 def _replica(conn, ctx: Context) -> Check | None:
@@ -351,15 +361,27 @@ def _replica(conn, ctx: Context) -> Check | None:
     read = ctx.store.read_target()
     if read.url == conn.target.url:
         return None
-    written = conn.execute("SELECT pg_catalog.pg_current_wal_lsn()::text").fetchone()[0]
+    written, ours = conn.execute(
+        f"SELECT pg_catalog.pg_current_wal_lsn()::text, {_IDENTITY}"
+    ).fetchone()
     try:
         with pg.connect(read) as replica:
             replica.set_statement_timeout(STATEMENT_TIMEOUT_MS)
+            theirs = replica.execute(f"SELECT {_IDENTITY}").fetchone()[0]
+            if theirs != ours:
+                return Check("server.replica", _G, ERROR,
+                             f"memory.readUrl ({read.shown}) is not a copy of memory.databaseUrl's"
+                             " store: reads show another",
+                             ["its server is not a replica of memory.databaseUrl's, or its database"
+                              " is another"],
+                             fix="point memory.readUrl at a replica of memory.databaseUrl's server,"
+                                 " the same database, or unset it")  # fmt: skip
             if not pg.in_recovery(replica.raw):
                 return Check("server.replica", _G, OK,
                              f"memory.readUrl ({read.shown}) is not a replica (not in recovery)",
                              ["reads go to that server, writes to memory.databaseUrl"])  # fmt: skip
             behind, ago = _replay(replica, written)
+            paused = replica.execute("SELECT pg_catalog.pg_is_wal_replay_paused()").fetchone()[0]
     except KajaError as e:
         return Check("server.replica", _G, ERROR,
                      f"memory.readUrl: {e.message}", ["read commands fail while it does"],
@@ -368,7 +390,9 @@ def _replica(conn, ctx: Context) -> Check | None:
     if behind == 0:
         return Check("server.replica", _G, OK,
                      "the read replica has replayed everything the server wrote", details)  # fmt: skip
-    status = WARN if ago is not None and ago > LAG_WARN_S else OK
+    if paused:  # however recent its last replayed transaction, it replays no more
+        details.append("its replay is paused (pg_wal_replay_pause()): it falls further behind")
+    status = WARN if paused or (ago is not None and ago > LAG_WARN_S) else OK
     return Check("server.replica", _G, status,
                  f"the read replica is {_bytes(behind)}{_seconds(ago)} behind the server",
                  [*details, "reads may not show the latest writes yet"],
