@@ -99,3 +99,33 @@ def test_migrate_says_the_way_in_cloud_mode(cloud_demo):
 def test_usage_reset_says_the_ledger_is_not_reset_from_cloud_mode(cloud_demo):
     r = cloud_demo("usage", "reset", "--dry-run")
     assert r.code == 5 and r.err.startswith("kaja: usage reset is local"), r
+
+
+def test_a_wipe_the_server_refuses_leaves_no_unfinished_wipe_behind(cloud_demo):
+    """A role that may write rows but does not own the tables cannot drop
+    them: the wipe stops in one line with nothing dropped, and its marker goes
+    too, or every later `wipe --owner` and `demo` would be refused as "an
+    interrupted wipe" that this role can never finish."""
+    role = f"rw_{cloud_demo.pg.name}"
+    with cloud_demo.pg.connect() as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'GRANT USAGE ON SCHEMA kaja TO "{role}"')
+        conn.execute(
+            f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA kaja TO "{role}"'
+        )
+    try:
+        url = cloud_demo.pg.url.replace("postgres@", f"{role}@")
+        sessions = cloud_demo.pg.query("SELECT count(*) FROM kaja.sessions")
+        r = cloud_demo("--database-url", url, "wipe", "--yes")
+        assert r.code == 1 and "Traceback" not in r.err, r
+        assert "must be owner" in r.err, r.err
+        assert cloud_demo.pg.query("SELECT count(*) FROM kaja.sessions") == sessions
+        assert not list(cloud_demo.state.glob("*.wiping*")), list(cloud_demo.state.iterdir())
+        r = cloud_demo("--database-url", url, "wipe", "--owner", "telegram:482913", "--yes")
+        assert r.code == 0, r
+        checks = {c["id"]: c for c in json.loads(cloud_demo("doctor", "--json").out)["checks"]}
+        assert checks["interrupted-wipe"]["summary"] == "no unfinished wipe", checks
+    finally:
+        with cloud_demo.pg.connect() as conn:
+            conn.execute(f'DROP OWNED BY "{role}"')
+            conn.execute(f'DROP ROLE "{role}"')

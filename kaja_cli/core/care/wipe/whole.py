@@ -37,7 +37,7 @@ from kaja_cli.core.store.markers import Operation
 from kaja_cli.core.store.paths import Paths
 from kaja_cli.core.store.registry import Database
 from kaja_cli.core.wording import noun, plural
-from kaja_cli.errors import Busy, Failed, Interrupted
+from kaja_cli.errors import Busy, Failed, Interrupted, KajaError, Refused
 
 _LINK = "(a link: its target stays)"
 # The markers a whole wipe finishes along with its own (not a restore's: that
@@ -194,6 +194,18 @@ def _emptied_folders(
     return out
 
 
+def _refused_before_any_drop(error: BaseException) -> bool:
+    """Whether the server's drop certainly changed nothing: kaja refused it, or
+    the server refused a statement in its transaction (a role that does not
+    own the tables, a read-only one, a lock). Not a connection lost or a
+    server that stopped answering, perhaps at the commit: the marker stays
+    for the next wipe to finish."""
+    if isinstance(error, (Refused, Busy)):
+        return True
+    state = getattr(error, "sqlstate", "") or ""
+    return isinstance(error, KajaError) and bool(state) and not state.startswith(("08", "57P"))
+
+
 def execute(store: Store, plan: WipePlan) -> WipeResult:
     """Delete (and drop) what `plan` lists, in its order (see the package docstring)."""
     part = store.part(__package__)
@@ -210,7 +222,12 @@ def execute(store: Store, plan: WipePlan) -> WipeResult:
     kept = list(plan.kept)
     server = [i for i in plan.items if i.kind in SERVER_KINDS]
     if server:
-        dropped, why = part.drop(store, server)
+        try:
+            dropped, why = part.drop(store, server)
+        except BaseException as e:
+            if wrote and _refused_before_any_drop(e):
+                markers.finish(plan.marker)  # nothing to finish: nothing was begun
+            raise
         deleted += dropped
         kept += why
     left = len(files)
