@@ -82,7 +82,9 @@ def test_a_reads_first_look_at_the_catalog_goes_with_its_begin(cloud_demo, monke
     are one round trip: a small read sends four statements in all."""
     statements = sent(cloud_demo, monkeypatch, *argv)
     catalog = [s for s in statements if "pg_catalog.pg_class" in s]
-    assert len(catalog) == 1 and catalog[0].startswith("BEGIN; SET LOCAL"), statements
+    assert len(catalog) == 1 and catalog[0].startswith(
+        "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL"
+    ), statements
     # that one, the schema's version, the read itself, and the ROLLBACK that ends it
     assert len(statements) == 4, statements
 
@@ -94,7 +96,9 @@ def test_a_writers_first_look_at_the_catalog_is_committed_with_its_begin(cloud_d
     sid = json.loads(cloud_demo("sessions", "--all-owners", "--json").out)["sessions"][0]["id"]
     statements = sent(cloud_demo, monkeypatch, "sessions", "archive", sid)
     first = next(i for i, s in enumerate(statements) if "pg_catalog.pg_class" in s)
-    assert statements[first].startswith("BEGIN; SET LOCAL"), statements
+    assert statements[first].startswith("BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL"), (
+        statements
+    )
     assert statements[first + 1].strip() == "COMMIT", statements
     shown = json.loads(cloud_demo("sessions", "--all-owners", "--archived", "--json").out)
     assert sid in [s["id"] for s in shown["sessions"]]

@@ -120,3 +120,62 @@ def test_a_role_that_defaults_to_serializable_reads_from_a_replica(cloud_demo, p
         with cloud_demo.pg.connect() as conn:
             conn.execute(f'DROP OWNED BY "{role}"')
             conn.execute(f'DROP ROLE "{role}"')
+
+
+def _agent_writes(kaja, content: str) -> None:
+    """The agent's INSERT of a message, on a connection of its own (it takes
+    the database's settings), computing the search index as it goes in."""
+    with kaja.pg.connect() as agent:
+        agent.execute("SET search_path = kaja")
+        sid = agent.execute("SELECT id FROM sessions ORDER BY id LIMIT 1").fetchone()[0]
+        agent.execute(
+            'INSERT INTO messages (id, "sessionId", seq, role, content)'
+            " VALUES ('scs-m', %s, 9999, 'user', %s)",
+            (sid, content),
+        )
+
+
+def test_standard_conforming_strings_off_breaks_no_write(cloud_demo, plain):
+    """With it off, a plain constant holding a backslash reads otherwise: the
+    search functions (inlined into every INSERT of a message, the agent's
+    too) no longer parsed, and kaja's reindex failed."""
+    with database_set(cloud_demo, "standard_conforming_strings", "off"):
+        for argv in READS:
+            r = cloud_demo(*argv)
+            assert r.code == 0 and r.out == plain[argv], (argv, r)
+        _agent_writes(cloud_demo, r"a back\slash, 'quotes' and a zanzibarian word")
+        r = cloud_demo("search", "zanzibarian", "--all-owners", "--json")
+        assert [h["message_id"] for h in json.loads(r.out)["results"]] == ["scs-m"], r
+        r = cloud_demo("search", "--reindex")
+        assert r.code == 0, r
+        r = cloud_demo("search", "slash", "--all-owners", "--json")
+        assert "scs-m" in [h["message_id"] for h in json.loads(r.out)["results"]], r
+
+
+def test_doctor_remakes_search_functions_an_earlier_kaja_made(cloud_demo, monkeypatch):
+    """A server made before the functions' constants were escape strings:
+    doctor says what breaks, and --fix remakes them (nothing reindexed)."""
+    from kaja_cli.core.engine import db
+    from kaja_cli.core.engine import postgres as pg
+    from kaja_cli.core.store.server import schema, tokenizer
+
+    with monkeypatch.context() as m:  # the earlier form: plain constants
+        m.setattr(tokenizer, "_literal", lambda text: "'" + text.replace("'", "''") + "'")
+        where = pg.Target(cloud_demo.pg.url, "kaja")
+        with pg.connect(where, writable=True) as conn, db.transaction(conn):
+            schema.make_search_functions(conn)
+    with database_set(cloud_demo, "standard_conforming_strings", "off"):
+        with pytest.raises(Exception, match=r"search_vector|syntax"):
+            _agent_writes(cloud_demo, "written with the earlier functions")
+        checks = {c["id"]: c for c in json.loads(cloud_demo("doctor", "--json").out)["checks"]}
+        c = checks["server.search"]
+        assert c["status"] == "warn" and c["fixable"], c
+        assert "standard_conforming_strings" in c["summary"], c
+        r = cloud_demo("doctor", "--fix", "--json")
+        fixed = [f for f in json.loads(r.out)["fixes"] if f["check"] == "server.search"]
+        assert fixed and fixed[0]["done"], r.out
+        _agent_writes(cloud_demo, "a zanzibarian word after the fix")
+    checks = {c["id"]: c for c in json.loads(cloud_demo("doctor", "--json").out)["checks"]}
+    assert checks["server.search"]["status"] == "ok", checks["server.search"]
+    r = cloud_demo("search", "zanzibarian", "--all-owners", "--json")
+    assert [h["message_id"] for h in json.loads(r.out)["results"]] == ["scs-m"], r

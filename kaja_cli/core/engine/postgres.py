@@ -917,6 +917,9 @@ def open_driver(
             # fewer (extra_float_digits < 0) would round usage's sums and
             # search's scores as the server prints them.
             local["extra_float_digits"] = "3"
+            # kaja's constants are written for it (a backslash is a backslash),
+            # whatever the role or database set.
+            local["standard_conforming_strings"] = "on"
         raw.kaja_settings = local
         raw.statement_timeout_ms = statement_ms
         raw.deadline.seconds = answer_within(statement_ms)

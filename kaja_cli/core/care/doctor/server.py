@@ -55,12 +55,14 @@ def check_server(ctx: Context) -> list[Check] | None:
         with pg.connect(where) as conn:
             wait = STATEMENT_TIMEOUT_MS * (12 if ctx.thorough else 1)  # every code point: slower
             # Before the first statement: a pooler with no server connection
-            # free keeps it waiting, and doctor waits its own few seconds.
-            conn.set_statement_timeout(wait)
+            # free keeps it waiting, and doctor waits its own few seconds (or
+            # the settings' fewer).
+            conn.set_statement_timeout(min(wait, conn.statement_timeout_ms))
             # Logged in is not answering (a proxy may stop relaying after the
             # login): reached means one statement answered too.
             conn.execute("SELECT 1")
             took = (time.perf_counter() - start) * 1000
+            conn.set_statement_timeout(wait)
             out = [Check("server.reachable", _G, OK, f"reached {where.shown} in {took:.0f} ms")]
             for step in (
                 _version,
@@ -223,6 +225,14 @@ def _search(conn, ctx: Context) -> Check | None:
     if not valid or not valid[0]:
         return Check("server.search", _G, ERROR, f"index {schema.SEARCH_INDEX} is missing or invalid",
                      fix="kaja search --reindex")  # fmt: skip
+    if schema.search_functions_outdated(conn):
+        return Check("server.search", _G, WARN,
+                     "the search functions break where standard_conforming_strings is off",
+                     ["a session with it off (a role's or the database's setting) cannot write a"
+                      " message: the search index's functions do not parse there",
+                      "made by an earlier kaja; remade, they index every message as before"],
+                     fix="remake them (the tables' owner)", fixable=True,
+                     repairs=(Repair("server.search", RepairOrder.SEARCH_INDEX, _remake(ctx), "server"),))  # fmt: skip
     kept = conn.execute(
         f"SELECT coalesce(sum(messages), 0), coalesce(sum(words), 0) FROM {s}.{schema.STATS_TABLE}"
     ).fetchone()
@@ -253,6 +263,20 @@ def _search(conn, ctx: Context) -> Check | None:
                          fix="kaja search --reindex")  # fmt: skip
         details.append("every code point folds as SQLite's tokenizer")
     return Check("server.search", _G, OK, "the search index is in step with the messages", details)
+
+
+def _remake(ctx: Context) -> Callable[[], str]:
+    def run() -> str:
+        from kaja_cli.core.engine import db
+        from kaja_cli.core.engine import postgres as pg
+        from kaja_cli.core.store.server import schema
+
+        with pg.connect(ctx.store.target(), writable=True) as conn, db.transaction(conn):
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (schema.LOCK,))
+            schema.make_search_functions(conn)
+        return "remade the search functions"
+
+    return run
 
 
 def _recount(ctx: Context) -> Callable[[], str]:

@@ -345,19 +345,11 @@ def _search_index(conn: Connection, message_columns: list[str], indexes: set[str
     changes = []
     have_index = SEARCH_COLUMN in message_columns and WORDS_COLUMN in message_columns
     if have_index and SEARCH_INDEX in indexes:
+        if search_functions_outdated(conn):
+            make_search_functions(conn)
+            changes.append("remade the search functions (for any standard_conforming_strings)")
         return changes
-    accent = unaccent_schema(conn, create=True)
-    assert accent is not None
-    folding = tokenizer.server_probe(conn, _q(accent), utf8_collation(conn))
-    for sql in tokenizer.functions_sql(schema, folding):
-        conn.execute(sql)
-    bad = tokenizer.verify(conn, schema, folding.aside)
-    if bad:
-        raise Failed(
-            f"{where.where}: the server folds {plural(len(bad), 'character')} differently from SQLite"
-            f" (U+{bad[0]:04X} first); the search index was not made",
-            hint="report this with `kaja doctor --redact` output",
-        )
+    make_search_functions(conn)
     changes.append("created search functions")
     if not have_index:
         conn.execute(
@@ -375,6 +367,38 @@ def _search_index(conn: Connection, message_columns: list[str], indexes: set[str
     changes += _stats(conn)
     changes += _terms(conn)
     return changes
+
+
+def make_search_functions(conn: Connection) -> None:
+    """The folding functions (CREATE OR REPLACE), probed against this server
+    and SQLite, then checked (inside the caller's transaction). They fold as
+    before: the indexed columns stay as they are."""
+    where = conn.target
+    accent = unaccent_schema(conn, create=True)
+    assert accent is not None
+    folding = tokenizer.server_probe(conn, _q(accent), utf8_collation(conn))
+    for sql in tokenizer.functions_sql(where.schema, folding):
+        conn.execute(sql)
+    bad = tokenizer.verify(conn, where.schema, folding.aside)
+    if bad:
+        raise Failed(
+            f"{where.where}: the server folds {plural(len(bad), 'character')} differently from SQLite"
+            f" (U+{bad[0]:04X} first); the search index was not made",
+            hint="report this with `kaja doctor --redact` output",
+        )
+
+
+def search_functions_outdated(conn: Connection) -> bool:
+    """Whether the schema's folding functions were made by a kaja whose
+    constants break where standard_conforming_strings is off (`tokenizer.outdated`):
+    a session with it off, the agent's too, then cannot write a message."""
+    rows = conn.execute(
+        "SELECT p.prosrc FROM pg_catalog.pg_proc AS p"
+        " JOIN pg_catalog.pg_namespace AS n ON n.oid = p.pronamespace"
+        " WHERE n.nspname = ? AND p.proname IN ('search_fold', 'search_vector')",
+        (conn.target.schema,),
+    ).fetchall()
+    return tokenizer.outdated(r[0] for r in rows)
 
 
 def rebuild_search(conn: Connection) -> int:

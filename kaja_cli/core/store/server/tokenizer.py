@@ -146,7 +146,24 @@ def _class(points: Iterable[int] | Iterable[tuple[int, int]]) -> str:
 
 
 def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
+    """A string constant that reads the same whatever the session's
+    standard_conforming_strings: an escape string (E'…'). The functions'
+    bodies are parsed again in each session that calls them (inlined into
+    the agent's INSERT): a plain '…' holding a backslash breaks where it is off."""
+    return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+BACKSLASH = "\\"
+# What a search function made before its constants were escape strings holds
+# (`outdated`): a plain constant with a backslash, in search_fold's separators
+# and search_vector's quoting of a word.
+_PLAIN_BACKSLASH = ("regexp_replace(t, '[", "replace(u.w, '\\'")
+
+
+def outdated(bodies: Iterable[str]) -> bool:
+    """Whether any of these function bodies (pg_proc.prosrc) is of the form
+    that breaks under standard_conforming_strings = off."""
+    return any(mark in body for body in bodies for mark in _PLAIN_BACKSLASH)
 
 
 def pipeline_sql(expr: str, folding: Folding) -> str:
@@ -206,10 +223,13 @@ def functions_sql(schema: str, folding: Folding) -> list[str]:
     cases = []
     if tier_two:
         cases.append(
-            f"WHEN x ~ '{_class(tier_two)}' THEN {_aside_case(folding, list(folding.aside), 'x')}"
+            f"WHEN x ~ {_literal(_class(tier_two))}"
+            f" THEN {_aside_case(folding, list(folding.aside), 'x')}"
         )
     if tier_one:
-        cases.append(f"WHEN x ~ '{_class(tier_one)}' THEN {_aside_case(folding, tier_one, 'x')}")
+        cases.append(
+            f"WHEN x ~ {_literal(_class(tier_one))} THEN {_aside_case(folding, tier_one, 'x')}"
+        )
     body = (
         f"CASE {' '.join(cases)} ELSE {pipeline_sql('x', folding)} END"
         if cases
@@ -219,7 +239,7 @@ def functions_sql(schema: str, folding: Folding) -> list[str]:
     return [
         f"CREATE OR REPLACE FUNCTION {s}.search_fold(t text) RETURNS text"
         " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $kaja$"
-        f" SELECT {body} FROM (SELECT regexp_replace(t, '{separators}', ' ', 'g') AS x) AS s"
+        f" SELECT {body} FROM (SELECT regexp_replace(t, {_literal(separators)}, ' ', 'g') AS x) AS s"
         " $kaja$",
         f"CREATE OR REPLACE FUNCTION {words}(t text) RETURNS text[]"
         " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $kaja$"
@@ -237,7 +257,8 @@ def functions_sql(schema: str, folding: Folding) -> list[str]:
         f"CREATE OR REPLACE FUNCTION {s}.search_vector(w text[]) RETURNS tsvector"
         " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $kaja$"
         f" SELECT ('''{SENTINEL}'':1 ' || coalesce(string_agg("
-        "''''|| replace(replace(u.w, '\\', '\\\\'), '''', '''''') || ''':' || (u.n + 1), ' '), ''))"
+        f"''''|| replace(replace(u.w, {_literal(BACKSLASH)}, {_literal(BACKSLASH * 2)}), '''',"
+        " '''''') || ''':' || (u.n + 1), ' '), ''))"
         "::tsvector FROM unnest(CASE"
         f" WHEN octet_length(array_to_string(w, ' ')) + 9 * cardinality(w) <= {MAX_VECTOR_BYTES}"
         f" THEN w ELSE {s}.search_capped(w) END) WITH ORDINALITY AS u(w, n)"
