@@ -314,6 +314,15 @@ def test_other_owners_stay_out_and_stay_put(cloud_demo, tmp_path):
     conn = sqlite3.connect(tmp_path / "copy.db")
     with tarfile.open(tmp_path / "mine.tar.gz") as tar:
         (tmp_path / "copy.db").write_bytes(tar.extractfile("databases/shared.db").read())  # type: ignore[union-attr]
+    # their image folders stay out too, and the backup says whose they may be
+    images = {p.name for p in (cloud_demo.state / "files" / "images").iterdir()}
+    theirs_held = images - {r[0] for r in conn.execute("SELECT id FROM sessions")}
+    assert theirs_held, images
+    r = cloud_demo("backup", "-o", str(tmp_path / "again.tar"))
+    n = len(theirs_held)
+    folders = "1 image folder" if n == 1 else f"{n} image folders"
+    assert (f"{folders} of sessions the backup does not hold (another account's, written after"
+            " its snapshot, or left behind)") in r.err, r.err  # fmt: skip
     owners = {r[0] for r in conn.execute("SELECT DISTINCT owner FROM sessions")}
     notes = {r[0] for r in conn.execute("SELECT DISTINCT owner FROM notes")}
     conn.close()

@@ -179,3 +179,13 @@ def test_doctor_remakes_search_functions_an_earlier_kaja_made(cloud_demo, monkey
     assert checks["server.search"]["status"] == "ok", checks["server.search"]
     r = cloud_demo("search", "zanzibarian", "--all-owners", "--json")
     assert [h["message_id"] for h in json.loads(r.out)["results"]] == ["scs-m"], r
+
+
+def test_a_short_idle_in_transaction_timeout_does_not_end_a_reindex(cloud_demo):
+    """Making the search functions compares every code point in Python between
+    two statements: a server ending idle transactions after half a second
+    ended the reindex ("lost the connection … try again", every time)."""
+    with database_set(cloud_demo, "idle_in_transaction_session_timeout", "'500ms'"):
+        r = cloud_demo("search", "--reindex")
+        assert r.code == 0, r
+        assert cloud_demo("search", "tomato").code == 0

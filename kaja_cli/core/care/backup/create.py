@@ -52,6 +52,7 @@ from kaja_cli.core.conversations import images
 from kaja_cli.core.engine import db, fs
 from kaja_cli.core.store import Store, guard, markers, schema
 from kaja_cli.core.store.registry import Database, DatabaseFile
+from kaja_cli.core.wording import plural
 from kaja_cli.errors import Busy, Failed, NotFound
 
 Progress = Callable[[int, int | None], None]
@@ -265,7 +266,13 @@ def _session_ids(copies: list[Copied]) -> set[str]:
 
 
 # --- 2. the images -------------------------------------------------------------------------
-def _pictures(images_dir: Path, known: set[str]) -> tuple[list[Picture], list[str]]:
+# Why a folder of images was left out, where its session is not in the backup.
+NOT_HELD = "written after its copy of the shared file, or left behind"
+
+
+def _pictures(
+    images_dir: Path, known: set[str], why: str = NOT_HELD
+) -> tuple[list[Picture], list[str]]:
     """The image files of the known sessions; and what was left out, and why.
 
     Links to `files/` or `images/` are read through (the user put them on
@@ -295,10 +302,8 @@ def _pictures(images_dir: Path, known: set[str]) -> tuple[list[Picture], list[st
                 continue
             out.append(Picture(folder.name, entry.name, Path(entry.path), st.st_size))
     if unknown:
-        skipped.append(
-            f"{unknown} image folders of sessions the backup does not hold (written after its"
-            " copy of the shared file, or left behind)"
-        )
+        folders_of = plural(unknown, "image folder")
+        skipped.append(f"{folders_of} of sessions the backup does not hold ({why})")
     return out, skipped
 
 

@@ -98,7 +98,9 @@ def backup(
             source=store.where(), bytes=copy.stat().st_size, sha256="",
             schema_missing=missing, rows=rows,
         )  # fmt: skip
-        pictures, skipped = create._pictures(paths.images_dir, known)
+        pictures, skipped = create._pictures(
+            paths.images_dir, known, "another account's, written after its snapshot, or left behind"
+        )
         manifest = Manifest(
             created_at=clock.iso(moment), kaja=__version__, sqlite=sqlite3.sqlite_version,
             python=_python(), state_dir=str(paths.state_dir.path), databases=[entry], files=[],

@@ -374,6 +374,10 @@ def make_search_functions(conn: Connection) -> None:
     and SQLite, then checked (inside the caller's transaction). They fold as
     before: the indexed columns stay as they are."""
     where = conn.target
+    # The probe compares 1.1 million code points in Python between its
+    # statements (a second or two): a server's idle-in-transaction timeout
+    # shorter than that ended the connection, for this transaction only.
+    conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
     accent = unaccent_schema(conn, create=True)
     assert accent is not None
     folding = tokenizer.server_probe(conn, _q(accent), utf8_collation(conn))
