@@ -347,11 +347,14 @@ def test_doctor_names_a_read_url_that_holds_another_store(replicated, pg_server)
     other = pg_server.create_database()
     try:
         replica.wait_replayed()
-        for url in (replica.url(other.name), other.url):
-            read_from(kaja, primary, url)
-            c = check(json.loads(kaja("doctor", "--json").out), "server.replica")
-            assert c["status"] == "error", c
-            assert "is not a copy of memory.databaseUrl's store" in c["summary"], c
+        read_from(kaja, primary, replica.url(other.name))  # a replica of another store
+        c = check(json.loads(kaja("doctor", "--json").out), "server.replica")
+        assert c["status"] == "error", c
+        assert "is a replica of another store: reads show what it holds" in c["summary"], c
+        read_from(kaja, primary, other.url)  # not a replica: a logical one may be meant
+        c = check(json.loads(kaja("doctor", "--json").out), "server.replica")
+        assert c["status"] == "warn", c
+        assert "is another server or database, not a replica of" in c["summary"], c
         read_from(kaja, primary, primary + "&application_name=another-spelling")
         c = check(json.loads(kaja("doctor", "--json").out), "server.replica")
         assert c["status"] == "ok" and "is not a replica" in c["summary"], c  # the same store

@@ -128,3 +128,24 @@ def test_one_owners_usage_is_one_statement_that_keeps_their_runs_on_the_server(
     assert len(ledger) == 1, statements
     assert "FROM tools" in ledger[0] and "FROM mine" in ledger[0]
     assert "ANY(" not in ledger[0]
+
+
+@pytest.mark.parametrize("writable", [False, True], ids=["reader", "writer"])
+def test_a_first_look_that_fails_leaves_the_connection_usable(cloud_demo, monkeypatch, writable):
+    """The BEGIN went with the catalog read: when the read fails, the
+    transaction it opened is rolled back, as kaja's own always were (doctor
+    goes on to its next check on the same connection; a pooler's server
+    connection is not left pinned by an aborted transaction)."""
+    from kaja_cli.core.engine import postgres as pg
+    from kaja_cli.errors import KajaError
+
+    where = pg.Target(cloud_demo.pg.url, "kaja")
+    with pg.connect(where, writable=writable) as conn:
+        monkeypatch.setattr(pg, "_CATALOG", "SELECT 1 / 0, ? AS schema_name")
+        with pytest.raises(KajaError, match="division by zero"):
+            conn.table_names()
+        monkeypatch.undo()
+        assert not conn.in_transaction
+        assert conn.raw.info.transaction_status == pg.IDLE
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert "sessions" in conn.table_names()

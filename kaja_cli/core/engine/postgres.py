@@ -590,8 +590,12 @@ class Connection:
         starts afresh, as in autocommit)."""
         if self._implicit or self.raw.info.transaction_status == IDLE:
             if not self._implicit:
-                self.raw.execute(f"{OWN_BEGIN}; {self.raw.local_settings()}")
-                self._implicit = True
+                self._implicit = True  # as in `_open_own`: a SET that fails leaves it open
+                try:
+                    self.raw.execute(f"{OWN_BEGIN}; {self.raw.local_settings()}")
+                except BaseException:
+                    self._end_own("ROLLBACK")
+                    raise
             try:
                 yield
             except BaseException:
@@ -607,9 +611,11 @@ class Connection:
         parameters) in it, in the same round trip as its BEGIN; its rows. A
         writer's is committed after it, as `_carried` does."""
         with self.timed(select) as counted, self.translated():
+            # Ours before it is sent: a statement that fails after the BEGIN ran
+            # leaves the transaction open, aborted, for the ROLLBACK below.
+            self._implicit = True
             try:
                 cur = self.raw.execute(f"{OWN_BEGIN}; {self.raw.local_settings()}; {select}")
-                self._implicit = True
                 while cur.nextset():  # BEGIN's and each SET's results, then the SELECT's
                     pass
                 rows = cur.fetchall()

@@ -317,14 +317,26 @@ def _encryption(conn, ctx: Context) -> Check:
     if raw.pgconn.ssl_in_use:
         version = raw.pgconn.ssl_attribute("protocol") or "TLS"
         return Check("server.encryption", _G, OK, f"the connection is encrypted ({version})")
-    if str(raw.info.host or "").startswith(
-        ("/", "@")
-    ):  # a socket's folder (@: Linux's abstract one)
+    if _unix_socket(raw.fileno()):
         return Check("server.encryption", _G, OK,
                      "the connection is not encrypted: a Unix socket, on this machine")  # fmt: skip
     return Check("server.encryption", _G, WARN, "the connection is not encrypted",
                  ["the conversations cross the network in the clear"],
                  fix="add sslmode=require (or verify-full) to the database URL")  # fmt: skip
+
+
+def _unix_socket(fileno: int) -> bool:
+    """Whether the connection is a Unix socket: asked of the socket itself (a
+    URL's `host` may name a socket's folder while its `hostaddr` makes libpq
+    connect by TCP)."""
+    import os
+    import socket
+
+    try:
+        with socket.socket(fileno=os.dup(fileno)) as sock:
+            return sock.family == getattr(socket, "AF_UNIX", None)
+    except OSError:
+        return False
 
 
 def _privileges(conn, ctx: Context) -> Check | None:
@@ -362,11 +374,22 @@ def _privileges(conn, ctx: Context) -> Check | None:
 
 LAG_WARN_S = 60  # a replica this far behind answers reads with a minute-old store
 # Which store a server holds: its cluster (a streaming replica has its primary's
-# system identifier) and the database in it (a replica's have its primary's oids).
+# system identifier; NULL where the role may not ask) and the database in it (a
+# replica's have its primary's oids).
 _IDENTITY = (
-    "(SELECT system_identifier FROM pg_catalog.pg_control_system())::text || '/'"
-    " || (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())::text"
+    "CASE WHEN pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')"
+    " THEN (SELECT system_identifier FROM pg_catalog.pg_control_system()) END,"
+    " (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())"
 )
+
+
+def _same_store(ours: list, theirs: tuple) -> bool:
+    """Whether two servers' `_IDENTITY` say the same store: the same database
+    oid, and the same cluster where both could tell."""
+    (our_system, our_db), (their_system, their_db) = ours, theirs
+    if our_system is not None and their_system is not None and our_system != their_system:
+        return False
+    return our_db == their_db
 
 
 def _replica(conn, ctx: Context) -> Check | None:
@@ -385,22 +408,32 @@ def _replica(conn, ctx: Context) -> Check | None:
     read = ctx.store.read_target()
     if read.url == conn.target.url:
         return None
-    written, ours = conn.execute(
+    written, *ours = conn.execute(
         f"SELECT pg_catalog.pg_current_wal_lsn()::text, {_IDENTITY}"
     ).fetchone()
     try:
         with pg.connect(read) as replica:
             replica.set_statement_timeout(STATEMENT_TIMEOUT_MS)
-            theirs = replica.execute(f"SELECT {_IDENTITY}").fetchone()[0]
-            if theirs != ours:
+            theirs = replica.execute(f"SELECT {_IDENTITY}").fetchone()
+            same = _same_store(ours, theirs)
+            recovering = pg.in_recovery(replica.raw)
+            if not same and recovering:
                 return Check("server.replica", _G, ERROR,
-                             f"memory.readUrl ({read.shown}) is not a copy of memory.databaseUrl's"
-                             " store: reads show another",
-                             ["its server is not a replica of memory.databaseUrl's, or its database"
-                              " is another"],
+                             f"memory.readUrl ({read.shown}) is a replica of another store:"
+                             " reads show what it holds",
+                             ["of another server than memory.databaseUrl's, or another database on"
+                              " it"],
                              fix="point memory.readUrl at a replica of memory.databaseUrl's server,"
                                  " the same database, or unset it")  # fmt: skip
-            if not pg.in_recovery(replica.raw):
+            if not same:
+                return Check("server.replica", _G, WARN,
+                             f"memory.readUrl ({read.shown}) is another server or database, not a"
+                             " replica of memory.databaseUrl's: reads show what it holds",
+                             ["right for a logical replica of kaja's schema; anything else shows"
+                              " another store than the one kaja writes"],
+                             fix="point memory.readUrl at a replica of memory.databaseUrl's server,"
+                                 " or unset it")  # fmt: skip
+            if not recovering:
                 return Check("server.replica", _G, OK,
                              f"memory.readUrl ({read.shown}) is not a replica (not in recovery)",
                              ["reads go to that server, writes to memory.databaseUrl"])  # fmt: skip
