@@ -417,22 +417,19 @@ def _replica(conn, ctx: Context) -> Check | None:
             theirs = replica.execute(f"SELECT {_IDENTITY}").fetchone()
             same = _same_store(ours, theirs)
             recovering = pg.in_recovery(replica.raw)
-            if not same and recovering:
-                return Check("server.replica", _G, ERROR,
-                             f"memory.readUrl ({read.shown}) is a replica of another store:"
-                             " reads show what it holds",
-                             ["of another server than memory.databaseUrl's, or another database on"
-                              " it"],
-                             fix="point memory.readUrl at a replica of memory.databaseUrl's server,"
-                                 " the same database, or unset it")  # fmt: skip
-            if not same:
-                return Check("server.replica", _G, WARN,
-                             f"memory.readUrl ({read.shown}) is another server or database, not a"
-                             " replica of memory.databaseUrl's: reads show what it holds",
-                             ["right for a logical replica of kaja's schema; anything else shows"
-                              " another store than the one kaja writes"],
-                             fix="point memory.readUrl at a replica of memory.databaseUrl's server,"
-                                 " or unset it")  # fmt: skip
+            if not same:  # a replica of another store; or no replica at all (a logical one?)
+                what, why = (
+                    ("a replica of another store", "of another server than memory.databaseUrl's,"
+                     " or another database on it")
+                    if recovering
+                    else ("another server or database, not a replica of memory.databaseUrl's",
+                          "right for a logical replica of kaja's schema; anything else shows"
+                          " another store than the one kaja writes")
+                )  # fmt: skip
+                return Check("server.replica", _G, ERROR if recovering else WARN,
+                             f"memory.readUrl ({read.shown}) is {what}: reads show what it holds",
+                             [why], fix="point memory.readUrl at a replica of memory.databaseUrl's"
+                                        " server, the same database, or unset it")  # fmt: skip
             if not recovering:
                 return Check("server.replica", _G, OK,
                              f"memory.readUrl ({read.shown}) is not a replica (not in recovery)",
