@@ -160,7 +160,7 @@ def test_doctor_remakes_search_functions_an_earlier_kaja_made(cloud_demo, monkey
     from kaja_cli.core.store.server import schema, tokenizer
 
     with monkeypatch.context() as m:  # the earlier form: plain constants
-        m.setattr(tokenizer, "_literal", lambda text: "'" + text.replace("'", "''") + "'")
+        m.setattr(tokenizer, "literal", lambda text: "'" + text.replace("'", "''") + "'")
         where = pg.Target(cloud_demo.pg.url, "kaja")
         with pg.connect(where, writable=True) as conn, db.transaction(conn):
             schema.make_search_functions(conn)

@@ -271,8 +271,9 @@ _CATALOG = (
 )
 
 
-def _literal(text: str) -> str:
-    """A string constant for a statement sent without parameters: an escape
+def literal(text: str) -> str:
+    """A string constant for a statement sent without parameters (or the body
+    of a function, parsed again in each session that calls it): an escape
     string (E'…'), read the same whatever standard_conforming_strings says."""
     return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
@@ -427,7 +428,7 @@ class Connection:
         own transaction, in the same round trip (`_open_own`)."""
         if self._catalog is None:
             if not self._implicit and self.raw.info.transaction_status == IDLE:
-                rows = self._open_own(_CATALOG.replace("?", _literal(str(self.target.schema))))
+                rows = self._open_own(_CATALOG.replace("?", literal(str(self.target.schema))))
             else:
                 rows = self.execute(_CATALOG, (self.target.schema,)).fetchall()
             out: dict[str, list[str]] = {}
@@ -590,12 +591,7 @@ class Connection:
         starts afresh, as in autocommit)."""
         if self._implicit or self.raw.info.transaction_status == IDLE:
             if not self._implicit:
-                self._implicit = True  # as in `_open_own`: a SET that fails leaves it open
-                try:
-                    self.raw.execute(f"{OWN_BEGIN}; {self.raw.local_settings()}")
-                except BaseException:
-                    self._end_own("ROLLBACK")
-                    raise
+                self._begin_own()
             try:
                 yield
             except BaseException:
@@ -611,11 +607,8 @@ class Connection:
         parameters) in it, in the same round trip as its BEGIN; its rows. A
         writer's is committed after it, as `_carried` does."""
         with self.timed(select) as counted, self.translated():
-            # Ours before it is sent: a statement that fails after the BEGIN ran
-            # leaves the transaction open, aborted, for the ROLLBACK below.
-            self._implicit = True
+            cur = self._begin_own(select)
             try:
-                cur = self.raw.execute(f"{OWN_BEGIN}; {self.raw.local_settings()}; {select}")
                 while cur.nextset():  # BEGIN's and each SET's results, then the SELECT's
                     pass
                 rows = cur.fetchall()
@@ -626,6 +619,20 @@ class Connection:
             if self.writable:
                 self._end_own("COMMIT", quietly=False)
         return rows
+
+    def _begin_own(self, then: str = "") -> Any:
+        """BEGIN kaja's own transaction with its settings, and `then` (a
+        statement without parameters) in the same round trip; psycopg's cursor.
+        Ours before it is sent: a statement that fails after the BEGIN ran
+        leaves the transaction open, aborted, and it is rolled back."""
+        self._implicit = True
+        try:
+            return self.raw.execute(
+                f"{OWN_BEGIN}; {self.raw.local_settings()}" + (f"; {then}" if then else "")
+            )
+        except BaseException:
+            self._end_own("ROLLBACK")
+            raise
 
     def _end_own(self, word: str, *, quietly: bool = True) -> None:
         """COMMIT or ROLLBACK the transaction kaja opened (`_carried`), if one is open."""

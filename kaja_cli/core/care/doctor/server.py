@@ -268,10 +268,9 @@ def _search(conn, ctx: Context) -> Check | None:
 def _remake(ctx: Context) -> Callable[[], str]:
     def run() -> str:
         from kaja_cli.core.engine import db
-        from kaja_cli.core.engine import postgres as pg
         from kaja_cli.core.store.server import schema
 
-        with pg.connect(ctx.store.target(), writable=True) as conn, db.transaction(conn):
+        with ctx.store.writer() as conn, db.transaction(conn):
             conn.execute("SELECT pg_advisory_xact_lock(?)", (schema.LOCK,))
             schema.make_search_functions(conn)
         return "remade the search functions"

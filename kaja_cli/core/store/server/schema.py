@@ -126,9 +126,9 @@ def status(conn: Connection, *, version_read: bool = True) -> Status:
     exists = bool(tables) or conn.schema_exists()
     version = None
     recognised = False
-    if VERSION_TABLE in tables and not version_read:
-        pass  # kaja's by its version table (`Status.kaja`), whatever the version
-    elif VERSION_TABLE in tables:
+    if VERSION_TABLE in tables:  # kaja's (`Status.kaja`), whatever the version
+        if not version_read:
+            return Status(exists, tables)
         version = conn.remembered(  # once a transaction: several checks ask
             "schema version",
             lambda: conn.execute(

@@ -38,6 +38,11 @@ import functools
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
+# The functions' constants read the same whatever the session's
+# standard_conforming_strings: their bodies are parsed again in each session
+# that calls them (inlined into the agent's INSERT of a message).
+from kaja_cli.core.engine.postgres import literal
+
 if TYPE_CHECKING:
     from kaja_cli.core.engine.postgres import Connection
 
@@ -145,14 +150,6 @@ def _class(points: Iterable[int] | Iterable[tuple[int, int]]) -> str:
     return "[" + "".join(parts) + "]"
 
 
-def _literal(text: str) -> str:
-    """A string constant that reads the same whatever the session's
-    standard_conforming_strings: an escape string (E'…'). The functions'
-    bodies are parsed again in each session that calls them (inlined into
-    the agent's INSERT): a plain '…' holding a backslash breaks where it is off."""
-    return "E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
 BACKSLASH = "\\"
 # What a search function made before its constants were escape strings holds
 # (`outdated`): a plain constant with a backslash, in search_fold's separators
@@ -208,8 +205,8 @@ def _aside_case(folding: Folding, points: list[int], x: str) -> str:
     source = "".join(chr(cp) for cp in points)
     stand_ins = "".join(chr(_STAND_IN + i) for i in range(len(points)))
     wanted = "".join(folding.aside[cp] for cp in points)
-    inner = f"translate({x}, {_literal(source)}, {_literal(stand_ins)})"
-    return f"translate({pipeline_sql(inner, folding)}, {_literal(stand_ins)}, {_literal(wanted)})"
+    inner = f"translate({x}, {literal(source)}, {literal(stand_ins)})"
+    return f"translate({pipeline_sql(inner, folding)}, {literal(stand_ins)}, {literal(wanted)})"
 
 
 def functions_sql(schema: str, folding: Folding) -> list[str]:
@@ -223,12 +220,12 @@ def functions_sql(schema: str, folding: Folding) -> list[str]:
     cases = []
     if tier_two:
         cases.append(
-            f"WHEN x ~ {_literal(_class(tier_two))}"
+            f"WHEN x ~ {literal(_class(tier_two))}"
             f" THEN {_aside_case(folding, list(folding.aside), 'x')}"
         )
     if tier_one:
         cases.append(
-            f"WHEN x ~ {_literal(_class(tier_one))} THEN {_aside_case(folding, tier_one, 'x')}"
+            f"WHEN x ~ {literal(_class(tier_one))} THEN {_aside_case(folding, tier_one, 'x')}"
         )
     body = (
         f"CASE {' '.join(cases)} ELSE {pipeline_sql('x', folding)} END"
@@ -239,7 +236,7 @@ def functions_sql(schema: str, folding: Folding) -> list[str]:
     return [
         f"CREATE OR REPLACE FUNCTION {s}.search_fold(t text) RETURNS text"
         " LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $kaja$"
-        f" SELECT {body} FROM (SELECT regexp_replace(t, {_literal(separators)}, ' ', 'g') AS x) AS s"
+        f" SELECT {body} FROM (SELECT regexp_replace(t, {literal(separators)}, ' ', 'g') AS x) AS s"
         " $kaja$",
         f"CREATE OR REPLACE FUNCTION {words}(t text) RETURNS text[]"
         " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $kaja$"
@@ -257,7 +254,7 @@ def functions_sql(schema: str, folding: Folding) -> list[str]:
         f"CREATE OR REPLACE FUNCTION {s}.search_vector(w text[]) RETURNS tsvector"
         " LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $kaja$"
         f" SELECT ('''{SENTINEL}'':1 ' || coalesce(string_agg("
-        f"''''|| replace(replace(u.w, {_literal(BACKSLASH)}, {_literal(BACKSLASH * 2)}), '''',"
+        f"''''|| replace(replace(u.w, {literal(BACKSLASH)}, {literal(BACKSLASH * 2)}), '''',"
         " '''''') || ''':' || (u.n + 1), ' '), ''))"
         "::tsvector FROM unnest(CASE"
         f" WHEN octet_length(array_to_string(w, ' ')) + 9 * cardinality(w) <= {MAX_VECTOR_BYTES}"
